@@ -1,0 +1,43 @@
+// A channel carries one kind of tensor across one pipeline boundary in one
+// direction (activations forward, activation-gradients backward, or a stage's
+// parameter gradients between data-parallel replicas). It wraps a stateless codec
+// in a feedback scheme (direct, EF, EF21, AQ-SGD) and keeps the sender's and the
+// receiver's state apart, as two machines would.
+//
+// Tensors are [B, ...]: dimension 0 indexes samples (one sample id each).
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace slowpipe::compressors {
+
+// What one transfer cost and how faithful it was.
+struct TransferStats {
+  uint64_t bytes = 0;       // exact bytes on the wire (all messages of this transfer)
+  double rel_error = 0;     // ||x - x_hat|| / ||x||  (0 when ||x|| = 0)
+  double delta_norm = 0;    // AQ-SGD: ||a - m(xi)|| of what was compressed; else 0
+  double encode_s = 0;      // sender-side seconds
+  double decode_s = 0;      // receiver-side seconds
+};
+
+class Channel {
+ public:
+  virtual ~Channel() = default;
+  // Sends x across; returns what the receiver reconstructs (same shape, dtype,
+  // device as x). `sample_ids` is int64 [B] (needed by AQ-SGD; may be undefined
+  // for channels that do not key state by sample). `stats` may be null.
+  virtual at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids,
+                              TransferStats* stats) = 0;
+  // The epoch about to run (AQ-SGD sends uncompressed during warm-up epochs).
+  virtual void set_epoch(int /*epoch*/) {}
+  // Bytes of feedback state held (sender + receiver copies).
+  virtual uint64_t state_bytes() const { return 0; }
+  // The spec string this channel was built from, canonical form.
+  virtual std::string spec() const = 0;
+};
+
+}  // namespace slowpipe::compressors

@@ -1,0 +1,39 @@
+// Model-wide helpers: parameter lists and the two training losses.
+#include "models/model.h"
+
+#include <torch/torch.h>
+
+namespace slowpipe::models {
+
+std::vector<at::Tensor> Model::parameters() const {
+  std::vector<at::Tensor> out;
+  for (const auto& b : blocks) {
+    for (const auto& p : b->parameters()) out.push_back(p);
+  }
+  return out;
+}
+
+int64_t Model::parameter_count(size_t begin, size_t end) const {
+  int64_t n = 0;
+  for (size_t i = begin; i < end && i < blocks.size(); ++i) {
+    for (const auto& p : blocks[i]->parameters()) n += p.numel();
+  }
+  return n;
+}
+
+at::Tensor loss(Task task, const at::Tensor& output, const at::Tensor& targets) {
+  if (task == Task::kLanguageModel) {
+    // output [B, T, V], targets [B, T]
+    const int64_t v = output.size(-1);
+    return torch::nn::functional::cross_entropy(output.reshape({-1, v}), targets.reshape({-1}));
+  }
+  // output [B, C], targets [B]
+  return torch::nn::functional::cross_entropy(output, targets);
+}
+
+int64_t correct(Task task, const at::Tensor& output, const at::Tensor& targets) {
+  (void)task;  // argmax over the last dimension works for both shapes
+  return output.argmax(-1).eq(targets).sum().item<int64_t>();
+}
+
+}  // namespace slowpipe::models

@@ -1,0 +1,44 @@
+// A model is an ordered list of blocks that can be cut into pipeline stages.
+// Stage s runs blocks [cuts[s-1], cuts[s]) on whatever the previous stage sent.
+// The last block produces the model output (logits); `loss` turns output and
+// targets into the training loss. Building the whole model once from a seed and
+// then cutting it makes every split start from identical parameters.
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace slowpipe::models {
+
+enum class Task { kLanguageModel, kClassification };
+
+class Block : public torch::nn::Module {
+ public:
+  // Shape legends are the implementer's: see each model's file.
+  virtual at::Tensor forward(const at::Tensor& x) = 0;
+  // Forward FLOPs for one sample (backward is taken as 2x by the timing model).
+  virtual double forward_flops_per_sample() const = 0;
+};
+using BlockPtr = std::shared_ptr<Block>;
+
+struct Model {
+  std::string name;  // registry name: "gpt", "cnn", "mlp"
+  Task task = Task::kClassification;
+  std::vector<BlockPtr> blocks;
+  // Every parameter of every block, in block order.
+  std::vector<at::Tensor> parameters() const;
+  // Number of scalar parameters of blocks [begin, end).
+  int64_t parameter_count(size_t begin, size_t end) const;
+};
+
+// Mean cross-entropy. LM: output [B, T, V], targets [B, T]. Classification:
+// output [B, C], targets [B].
+at::Tensor loss(Task task, const at::Tensor& output, const at::Tensor& targets);
+// Correct predictions (classification) or correctly predicted tokens (LM).
+int64_t correct(Task task, const at::Tensor& output, const at::Tensor& targets);
+
+}  // namespace slowpipe::models

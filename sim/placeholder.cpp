@@ -1,0 +1,1 @@
+// Placeholder until the sim sources land.
