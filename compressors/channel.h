@@ -32,6 +32,9 @@ class Channel {
   // for channels that do not key state by sample). `stats` may be null.
   virtual at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids,
                               TransferStats* stats) = 0;
+  // Compress and decompress for evaluation ("compressed inference"): no state
+  // changes; feedback schemes apply their inner codec directly.
+  virtual at::Tensor infer(const at::Tensor& x, TransferStats* stats) = 0;
   // The epoch about to run (AQ-SGD sends uncompressed during warm-up epochs).
   virtual void set_epoch(int /*epoch*/) {}
   // Bytes of feedback state held (sender + receiver copies).
