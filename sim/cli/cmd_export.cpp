@@ -1,0 +1,43 @@
+// `slowpipe export RUN.h5 --table train|eval`: TSV on stdout for gnuplot and
+// friends; `--label` prints the run's plot label; `--attrs` its root attributes.
+#include <boost/program_options.hpp>
+
+#include <iostream>
+
+#include "common/errors.h"
+#include "sim/cli/commands.h"
+#include "sim/export.h"
+#include "sim/runlog.h"
+
+namespace po = boost::program_options;
+
+namespace slowpipe::cli {
+
+int cmd_export(const Args& args) {
+  po::options_description desc(
+      "usage: slowpipe export RUN.h5 [--table train|eval|...] [--label] [--attrs]\n\nOptions");
+  std::string path, table = "train";
+  desc.add_options()("help,h", "this help")("run", po::value(&path), "run log (HDF5)")(
+      "table,t", po::value(&table), "table to write as TSV (default train)")(
+      "label", "print the run's plot label instead")("attrs", "print the root attributes instead");
+  po::positional_options_description pos;
+  pos.add("run", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << desc;
+    return 0;
+  }
+  if (path.empty()) throw UsageError("no run log given (slowpipe export RUN.h5 --table train)");
+  if (vm.count("label")) {
+    std::cout << sim::run_label(path) << "\n";
+  } else if (vm.count("attrs")) {
+    for (const auto& [k, v] : sim::read_attributes(path)) std::cout << k << "\t" << v << "\n";
+  } else {
+    sim::export_table(path, table, std::cout);
+  }
+  return 0;
+}
+
+}  // namespace slowpipe::cli

@@ -1,0 +1,20 @@
+// The `slowpipe` subcommands. Each takes the arguments after its name and
+// returns the process exit code; usage errors are thrown as slowpipe::UsageError
+// (exit 2), unusable inputs as slowpipe::DataError (exit 3).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace slowpipe::cli {
+
+using Args = std::vector<std::string>;
+
+int cmd_train(const Args& args);
+int cmd_export(const Args& args);
+int cmd_codecs(const Args& args);
+int cmd_codec(const Args& args);
+int cmd_timing(const Args& args);
+int cmd_netsim(const Args& args);
+
+}  // namespace slowpipe::cli

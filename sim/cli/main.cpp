@@ -1,0 +1,79 @@
+// `slowpipe`: the command-line entry point. Dispatches to a subcommand and maps
+// errors to exit codes: 2 usage (bad key, value, spec, missing file), 3 data
+// (corrupt input file), 1 anything else.
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <boost/program_options/errors.hpp>
+
+#include "common/errors.h"
+#include "common/version.h"
+#include "sim/cli/commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const slowpipe::cli::Args&);
+};
+
+const Command kCommands[] = {
+    {"train", "train a model cut into pipeline stages; log to HDF5", slowpipe::cli::cmd_train},
+    {"export", "write a table of a run log as TSV", slowpipe::cli::cmd_export},
+    {"codecs", "list codecs and feedback schemes", slowpipe::cli::cmd_codecs},
+    {"codec", "inspect one channel spec: bytes, ratio, error, speed", slowpipe::cli::cmd_codec},
+    {"timing", "what-if step time of a model shape over a sweep of networks", slowpipe::cli::cmd_timing},
+    {"netsim", "run a generic network scenario (JSON) and print flow times", slowpipe::cli::cmd_netsim},
+};
+
+void usage(std::FILE* out) {
+  std::fprintf(out,
+               "slowpipe %s: pipeline-parallel training over slow networks with compressed "
+               "communication\n\nusage: slowpipe COMMAND [options]   (slowpipe COMMAND --help)\n\n"
+               "commands:\n",
+               slowpipe::kVersion);
+  for (const auto& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    usage(stdout);
+    return 0;
+  }
+  if (name == "--version") {
+    std::printf("slowpipe %s (%s)\n", slowpipe::kVersion, slowpipe::kGitCommit);
+    return 0;
+  }
+  for (const auto& c : kCommands) {
+    if (name != c.name) continue;
+    const slowpipe::cli::Args args(argv + 2, argv + argc);
+    try {
+      return c.run(args);
+    } catch (const slowpipe::UsageError& e) {
+      std::fprintf(stderr, "slowpipe %s: error: %s\n", c.name, e.what());
+      return 2;
+    } catch (const boost::program_options::error& e) {
+      std::fprintf(stderr, "slowpipe %s: error: %s (see slowpipe %s --help)\n", c.name, e.what(),
+                   c.name);
+      return 2;
+    } catch (const slowpipe::DataError& e) {
+      std::fprintf(stderr, "slowpipe %s: data error: %s\n", c.name, e.what());
+      return 3;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "slowpipe %s: failed: %s\n", c.name, e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "slowpipe: unknown command '%s'\n\n", name.c_str());
+  usage(stderr);
+  return 2;
+}

@@ -1,0 +1,366 @@
+// PipelineEngine: replicas, stages, boundary channels, the step loop and the trace.
+#include "sim/engine.h"
+
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+#include "common/errors.h"
+#include "compressors/registry.h"
+#include "models/cuts.h"
+#include "models/registry.h"
+#include "sim/schedule.h"
+
+namespace slowpipe::sim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void add_transfer(ChannelSummary& sum, const compressors::TransferStats& st) {
+  sum.bytes += st.bytes;
+  sum.rel_error += st.rel_error;
+  sum.delta_norm += st.delta_norm;
+  sum.encode_s += st.encode_s;
+  sum.decode_s += st.decode_s;
+  sum.transfers += 1;
+}
+
+void finish_means(std::vector<ChannelSummary>& v) {
+  for (auto& s : v) {
+    if (s.transfers > 0) {
+      s.rel_error /= s.transfers;
+      s.delta_norm /= s.transfers;
+    }
+  }
+}
+
+}  // namespace
+
+struct PipelineEngine::Replica {
+  models::Model model;
+  std::vector<StageOptimizer> optimizers;                       // per stage
+  std::vector<std::vector<at::Tensor>> stage_params;            // per stage
+  std::vector<std::unique_ptr<compressors::Channel>> fw, bw;    // per boundary
+  std::vector<std::unique_ptr<compressors::Channel>> grad;      // per stage (D > 1)
+  std::vector<double> flops_per_sample;                         // per stage, forward
+};
+
+PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
+  validate(setup_.pipeline);
+  const torch::Device device(setup_.device);
+  if (device.is_cuda() && !torch::cuda::is_available()) {
+    throw UsageError("run.device = " + setup_.device +
+                     ", but this libtorch build has no CUDA device available");
+  }
+  cuda_ = device.is_cuda();
+  const int S = setup_.pipeline.stages;
+  const int D = setup_.pipeline.replicas;
+
+  for (int r = 0; r < D; ++r) {
+    auto rep = std::make_unique<Replica>();
+    // Same seed for every replica: identical initial parameters.
+    rep->model = models::build_model(setup_.model, setup_.data, setup_.seed);
+    for (auto& b : rep->model.blocks) b->to(device);
+    replicas_.push_back(std::move(rep));
+  }
+  const auto user_cuts = parse_int_list("pipeline.cuts", setup_.pipeline.cuts);
+  cuts_ = models::resolve_cuts(replicas_[0]->model, S, user_cuts, setup_.pipeline.balance,
+                               setup_.probe);
+  order_ = global_order(make_schedule(setup_.pipeline.schedule, S, setup_.pipeline.microbatches),
+                        setup_.pipeline.microbatches);
+
+  for (int r = 0; r < D; ++r) {
+    Replica& rep = *replicas_[r];
+    for (int s = 0; s < S; ++s) {
+      std::vector<at::Tensor> params;
+      double flops = 0;
+      for (size_t b = cuts_[s]; b < cuts_[s + 1]; ++b) {
+        for (const auto& p : rep.model.blocks[b]->parameters()) params.push_back(p);
+        flops += rep.model.blocks[b]->forward_flops_per_sample();
+      }
+      rep.stage_params.push_back(params);
+      rep.optimizers.emplace_back(setup_.optim, params);
+      rep.flops_per_sample.push_back(flops);
+    }
+    for (int b = 0; b + 1 < S; ++b) {
+      if (setup_.channel_factory) {
+        rep.fw.push_back(setup_.channel_factory(ChannelRole::kForward, b, r));
+        rep.bw.push_back(setup_.channel_factory(ChannelRole::kBackward, b, r));
+      } else {
+        auto pair = compressors::make_boundary(setup_.compress, b, channel_context(b, r));
+        rep.fw.push_back(std::move(pair.fw));
+        rep.bw.push_back(std::move(pair.bw));
+      }
+    }
+    if (D > 1) {
+      for (int s = 0; s < S; ++s) {
+        if (setup_.channel_factory) {
+          rep.grad.push_back(setup_.channel_factory(ChannelRole::kGradient, s, r));
+        } else {
+          rep.grad.push_back(compressors::make_gradient_channel(setup_.compress, s,
+                                                                channel_context(s, r)));
+        }
+      }
+    }
+  }
+}
+
+PipelineEngine::~PipelineEngine() = default;
+
+models::Task PipelineEngine::task() const { return replicas_[0]->model.task; }
+const models::Model& PipelineEngine::model(int replica) const { return replicas_.at(replica)->model; }
+models::Model& PipelineEngine::model(int replica) { return replicas_.at(replica)->model; }
+
+std::vector<at::Tensor> PipelineEngine::optimizer_state(int replica) const {
+  std::vector<at::Tensor> out;
+  for (const auto& o : replicas_.at(replica)->optimizers) {
+    for (auto& t : o.state_tensors()) out.push_back(t);
+  }
+  return out;
+}
+
+uint64_t PipelineEngine::channel_state_bytes() const {
+  uint64_t n = 0;
+  for (const auto& r : replicas_) {
+    for (const auto& c : r->fw) n += c->state_bytes();
+    for (const auto& c : r->bw) n += c->state_bytes();
+    for (const auto& c : r->grad) n += c->state_bytes();
+  }
+  return n;
+}
+
+std::vector<std::string> PipelineEngine::fw_specs() const {
+  std::vector<std::string> out;
+  for (const auto& c : replicas_[0]->fw) out.push_back(c->spec());
+  return out;
+}
+
+std::vector<std::string> PipelineEngine::bw_specs() const {
+  std::vector<std::string> out;
+  for (const auto& c : replicas_[0]->bw) out.push_back(c->spec());
+  return out;
+}
+
+void PipelineEngine::set_epoch(int epoch) {
+  for (auto& r : replicas_) {
+    for (auto& c : r->fw) c->set_epoch(epoch);
+    for (auto& c : r->bw) c->set_epoch(epoch);
+    for (auto& c : r->grad) c->set_epoch(epoch);
+  }
+}
+
+at::Tensor PipelineEngine::stage_forward(Replica& r, int stage, const at::Tensor& x) {
+  at::Tensor h = x;
+  for (size_t b = cuts_[stage]; b < cuts_[stage + 1]; ++b) h = r.model.blocks[b]->forward(h);
+  return h;
+}
+
+StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
+                                      int64_t total_steps) {
+  const int S = stages();
+  const int D = replicas();
+  const int M = setup_.pipeline.microbatches;
+  const int64_t B = batch.inputs.size(0);
+  if (B % (static_cast<int64_t>(D) * M) != 0) {
+    throw UsageError("batch of " + std::to_string(B) + " samples does not split into " +
+                     std::to_string(D) + " replicas x " + std::to_string(M) + " micro-batches");
+  }
+  const int64_t shard = B / D;
+  const int64_t mb = shard / M;
+  const torch::Device device(setup_.device);
+  const auto sync = [this] {
+    if (cuda_) torch::cuda::synchronize();
+  };
+
+  StepResult result;
+  result.samples = B;
+  result.fw.resize(S - 1);
+  result.bw.resize(S - 1);
+  result.trace.stages = S;
+  result.trace.microbatches = M;
+  result.trace.replicas = D;
+  result.trace.schedule = setup_.pipeline.schedule;
+
+  double loss_sum = 0;
+  for (int r = 0; r < D; ++r) {
+    Replica& rep = *replicas_[r];
+    for (auto& o : rep.optimizers) o.zero_grad();
+    // Per (stage, micro-batch): the stage's input leaf and its output (loss on the last stage).
+    std::vector<std::vector<at::Tensor>> inputs(S, std::vector<at::Tensor>(M));
+    std::vector<std::vector<at::Tensor>> outputs(S, std::vector<at::Tensor>(M));
+    std::vector<std::vector<at::Tensor>> grads_in(S, std::vector<at::Tensor>(M));
+    for (const PipelineOp& op : order_) {
+      const int s = op.stage;
+      const int m = op.microbatch;
+      const int64_t begin = r * shard + m * mb;
+      const at::Tensor ids = batch.ids.narrow(0, begin, mb);
+      if (op.forward) {
+        at::Tensor x = s == 0 ? batch.inputs.narrow(0, begin, mb).to(device) : inputs[s][m];
+        sync();
+        const auto t0 = Clock::now();
+        at::Tensor y = stage_forward(rep, s, x);
+        if (s == S - 1) {
+          const at::Tensor targets = batch.targets.narrow(0, begin, mb).to(device);
+          y = models::loss(task(), y, targets) * (static_cast<double>(mb) / shard);
+        }
+        sync();
+        netmodel::TraceOp f;
+        f.kind = netmodel::OpKind::kForward;
+        f.stage = s;
+        f.microbatch = m;
+        f.replica = r;
+        f.compute_s = seconds_since(t0);
+        f.flops = rep.flops_per_sample[s] * mb;
+        result.trace.ops.push_back(f);
+        outputs[s][m] = y;
+        if (s < S - 1) {
+          compressors::TransferStats st;
+          const at::Tensor received = rep.fw[s]->transfer(y.detach(), ids, &st);
+          inputs[s + 1][m] = received.detach().requires_grad_(true);
+          add_transfer(result.fw[s], st);
+          netmodel::TraceOp send;
+          send.kind = netmodel::OpKind::kSendActivation;
+          send.stage = s;
+          send.microbatch = m;
+          send.replica = r;
+          send.encode_s = st.encode_s;
+          send.decode_s = st.decode_s;
+          send.bytes = st.bytes;
+          result.trace.ops.push_back(send);
+        }
+      } else {
+        sync();
+        const auto t0 = Clock::now();
+        if (s == S - 1) {
+          loss_sum += outputs[s][m].item<double>();
+          outputs[s][m].backward();
+        } else {
+          outputs[s][m].backward(grads_in[s][m]);
+        }
+        sync();
+        netmodel::TraceOp bop;
+        bop.kind = netmodel::OpKind::kBackward;
+        bop.stage = s;
+        bop.microbatch = m;
+        bop.replica = r;
+        bop.compute_s = seconds_since(t0);
+        bop.flops = 2.0 * rep.flops_per_sample[s] * mb;
+        result.trace.ops.push_back(bop);
+        if (s > 0) {
+          compressors::TransferStats st;
+          grads_in[s - 1][m] = rep.bw[s - 1]->transfer(inputs[s][m].grad(), ids, &st);
+          add_transfer(result.bw[s - 1], st);
+          netmodel::TraceOp send;
+          send.kind = netmodel::OpKind::kSendGradient;
+          send.stage = s;
+          send.microbatch = m;
+          send.replica = r;
+          send.encode_s = st.encode_s;
+          send.decode_s = st.decode_s;
+          send.bytes = st.bytes;
+          result.trace.ops.push_back(send);
+        }
+        outputs[s][m] = at::Tensor();
+        inputs[s][m] = at::Tensor();
+        grads_in[s][m] = at::Tensor();
+      }
+    }
+  }
+  result.loss = loss_sum / D;
+  if (D > 1) sync_gradients(result);
+
+  result.lr = learning_rate(setup_.optim, step, total_steps);
+  for (int r = 0; r < D; ++r) {
+    Replica& rep = *replicas_[r];
+    std::vector<at::Tensor> all;
+    for (const auto& p : rep.stage_params) all.insert(all.end(), p.begin(), p.end());
+    const double norm = clip_global_norm(all, setup_.optim.clip);
+    if (r == 0) result.grad_norm = norm;
+    for (int s = 0; s < S; ++s) {
+      sync();
+      const auto t0 = Clock::now();
+      rep.optimizers[s].set_lr(result.lr);
+      rep.optimizers[s].step();
+      sync();
+      netmodel::TraceOp o;
+      o.kind = netmodel::OpKind::kOptimizer;
+      o.stage = s;
+      o.replica = r;
+      o.compute_s = seconds_since(t0);
+      result.trace.ops.push_back(o);
+    }
+  }
+  finish_means(result.fw);
+  finish_means(result.bw);
+  finish_means(result.grad);
+  for (const auto& op : result.trace.ops) result.compute_s += op.compute_s;
+  return result;
+}
+
+void PipelineEngine::sync_gradients(StepResult& result) {
+  const int S = stages();
+  const int D = replicas();
+  result.grad.resize(S);
+  for (int s = 0; s < S; ++s) {
+    at::Tensor sum;
+    for (int r = 0; r < D; ++r) {
+      Replica& rep = *replicas_[r];
+      std::vector<at::Tensor> flat;
+      for (const auto& p : rep.stage_params[s]) {
+        flat.push_back(p.grad().defined() ? p.grad().reshape({-1}) : torch::zeros({p.numel()}, p.options()));
+      }
+      const at::Tensor g = torch::cat(flat).unsqueeze(0);  // [1, N]: one "sample"
+      compressors::TransferStats st;
+      const at::Tensor received = rep.grad[s]->transfer(g, at::Tensor(), &st);
+      sum = sum.defined() ? sum + received : received.clone();
+      add_transfer(result.grad[s], st);
+      netmodel::TraceOp op;
+      op.kind = netmodel::OpKind::kAllReduce;
+      op.stage = s;
+      op.replica = r;
+      op.encode_s = st.encode_s;
+      op.decode_s = st.decode_s;
+      op.bytes = st.bytes;
+      result.trace.ops.push_back(op);
+    }
+    const at::Tensor mean = (sum / D).reshape({-1});
+    for (int r = 0; r < D; ++r) {
+      int64_t offset = 0;
+      for (const auto& p : replicas_[r]->stage_params[s]) {
+        const at::Tensor part = mean.narrow(0, offset, p.numel()).view(p.sizes());
+        if (p.grad().defined()) {
+          p.mutable_grad().copy_(part);
+        } else {
+          p.mutable_grad() = part.clone();
+        }
+        offset += p.numel();
+      }
+    }
+  }
+}
+
+EvalResult PipelineEngine::evaluate(const models::Batch& batch, bool compressed) {
+  torch::NoGradGuard no_grad;
+  Replica& rep = *replicas_[0];
+  const torch::Device device(setup_.device);
+  at::Tensor h = batch.inputs.to(device);
+  for (int s = 0; s < stages(); ++s) {
+    h = stage_forward(rep, s, h);
+    if (s + 1 < stages() && compressed) h = rep.fw[s]->infer(h, nullptr);
+  }
+  const at::Tensor targets = batch.targets.to(device);
+  EvalResult out;
+  out.items = targets.numel();
+  out.loss_sum = models::loss(task(), h, targets).item<double>() * static_cast<double>(out.items);
+  out.correct = models::correct(task(), h, targets);
+  return out;
+}
+
+}  // namespace slowpipe::sim

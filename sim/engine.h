@@ -1,0 +1,116 @@
+// The pipeline engine: D data-parallel replicas of a model cut into S stages, run
+// for real in one process, micro-batch by micro-batch, in the order a schedule
+// (GPipe, 1F1B) dictates. At every stage boundary the activation leaving a stage is
+// detached, sent through the boundary's forward channel and handed to the next
+// stage as a new leaf; its gradient comes back explicitly through the backward
+// channel. With D > 1 each stage's parameter gradients cross a gradient channel
+// and are averaged as an all-reduce would. Every op is timed and recorded in a
+// netmodel::StepTrace, which the network model replays into simulated time.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compressors/channel.h"
+#include "compressors/config.h"
+#include "models/dataset.h"
+#include "models/model.h"
+#include "models/model_config.h"
+#include "netmodel/trace.h"
+#include "sim/executor.h"
+#include "sim/optimizer.h"
+#include "sim/run_config.h"
+
+namespace slowpipe::sim {
+
+enum class ChannelRole { kForward, kBackward, kGradient };
+
+// Builds the channel of one (role, boundary or stage, replica); tests use it to
+// put recording channels on the boundaries. Null = built from the CompressConfig.
+using ChannelFactory = std::function<std::unique_ptr<compressors::Channel>(
+    ChannelRole role, int index, int replica)>;
+
+struct EngineSetup {
+  models::ModelConfig model;
+  models::DatasetInfo data;
+  PipelineConfig pipeline;
+  OptimConfig optim;
+  compressors::CompressConfig compress;
+  uint64_t seed = 1;
+  std::string device = "cpu";
+  int64_t train_samples = 0;              // size of the train split (AQ-SGD buffers)
+  const models::Batch* probe = nullptr;   // for pipeline.balance = time
+  ChannelFactory channel_factory;         // optional override
+};
+
+// One channel's traffic summed over a step (all replicas and micro-batches).
+struct ChannelSummary {
+  uint64_t bytes = 0;
+  double rel_error = 0;   // mean over transfers
+  double delta_norm = 0;  // mean over transfers (AQ-SGD)
+  double encode_s = 0;
+  double decode_s = 0;
+  int transfers = 0;
+};
+
+struct StepResult {
+  double loss = 0;        // mean training loss over the global batch
+  double grad_norm = 0;   // global norm before clipping
+  double lr = 0;
+  int64_t samples = 0;
+  double compute_s = 0;   // measured forward + backward + optimizer seconds
+  std::vector<ChannelSummary> fw, bw;  // per boundary
+  std::vector<ChannelSummary> grad;    // per stage (D > 1)
+  netmodel::StepTrace trace;
+};
+
+struct EvalResult {
+  double loss_sum = 0;    // sum of per-item losses (items = samples or tokens)
+  int64_t correct = 0;
+  int64_t items = 0;      // targets counted (samples for classification, tokens for LM)
+};
+
+class PipelineEngine {
+ public:
+  explicit PipelineEngine(EngineSetup setup);
+  ~PipelineEngine();
+  PipelineEngine(const PipelineEngine&) = delete;
+  PipelineEngine& operator=(const PipelineEngine&) = delete;
+
+  // One optimizer step on `batch` (the global batch: all replicas' shards).
+  StepResult train_step(const models::Batch& batch, int64_t step, int64_t total_steps);
+  // Forward only on replica 0; `compressed` sends activations through the
+  // forward channels' inference path.
+  EvalResult evaluate(const models::Batch& batch, bool compressed);
+  void set_epoch(int epoch);
+
+  int stages() const { return static_cast<int>(cuts_.size()) - 1; }
+  int replicas() const { return static_cast<int>(replicas_.size()); }
+  const std::vector<size_t>& cuts() const { return cuts_; }
+  const std::vector<PipelineOp>& order() const { return order_; }
+  models::Task task() const;
+  const models::Model& model(int replica = 0) const;
+  models::Model& model(int replica = 0);
+  std::vector<at::Tensor> optimizer_state(int replica) const;
+  uint64_t channel_state_bytes() const;
+  // Canonical channel specs, per boundary: fw and bw; and the gradient spec.
+  std::vector<std::string> fw_specs() const;
+  std::vector<std::string> bw_specs() const;
+
+ private:
+  struct Replica;
+  at::Tensor stage_forward(Replica& r, int stage, const at::Tensor& x);
+  void sync_gradients(StepResult& result);
+  EngineSetup setup_;
+  std::vector<size_t> cuts_;
+  std::vector<PipelineOp> order_;
+  std::vector<std::unique_ptr<Replica>> replicas_;
+  bool cuda_ = false;
+};
+
+}  // namespace slowpipe::sim

@@ -1,0 +1,47 @@
+// The optimizer of one pipeline stage on one replica (SGD with momentum or AdamW),
+// the learning-rate schedule (linear warm-up, then cosine or linear decay) and
+// global-norm gradient clipping across all stages of a replica, as a real
+// pipeline does it (the stages agree on the global norm before stepping).
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "sim/run_config.h"
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace slowpipe::sim {
+
+// Learning rate at optimizer step `step` (0-based) of `total_steps`.
+double learning_rate(const OptimConfig& c, int64_t step, int64_t total_steps);
+
+// Scales the gradients of `params` so that their global L2 norm is at most
+// `max_norm` (no-op for max_norm = 0). Returns the norm before clipping.
+double clip_global_norm(const std::vector<at::Tensor>& params, double max_norm);
+
+class StageOptimizer {
+ public:
+  StageOptimizer(const OptimConfig& c, std::vector<at::Tensor> params);
+  ~StageOptimizer();
+  StageOptimizer(StageOptimizer&&) noexcept;
+  StageOptimizer& operator=(StageOptimizer&&) noexcept;
+
+  void set_lr(double lr);
+  void step();
+  void zero_grad();
+  const std::vector<at::Tensor>& params() const { return params_; }
+  // Every optimizer state tensor (momentum buffers, Adam moments), in a stable order.
+  std::vector<at::Tensor> state_tensors() const;
+
+ private:
+  std::vector<at::Tensor> params_;
+  std::unique_ptr<torch::optim::Optimizer> opt_;
+};
+
+}  // namespace slowpipe::sim

@@ -1,0 +1,86 @@
+// Option bindings for the sim/ configuration structs.
+#include "sim/run_config.h"
+
+#include "common/errors.h"
+
+namespace slowpipe::sim {
+
+void describe_options(RunConfig& c, OptionSet& o) {
+  o.add_custom(
+      "run.seed", "int", "seed of parameters, data order and stochastic codecs",
+      [&c](const std::string& v) {
+        const int64_t x = parse_int("run.seed", v);
+        if (x < 0) throw UsageError("bad value for 'run.seed': must be >= 0");
+        c.seed = static_cast<uint64_t>(x);
+      },
+      [&c] { return std::to_string(c.seed); });
+  o.add("run.steps", c.steps, "optimizer steps to run (0 = run.epochs whole epochs)", 0);
+  o.add("run.epochs", c.epochs, "epochs to run when run.steps = 0", 1, 100000);
+  o.add("run.out", c.out, "HDF5 run log to write");
+  o.add("run.label", c.label, "label of this run in plots (empty = derived from the config)");
+  o.add("run.overwrite", c.overwrite, "replace run.out if it exists");
+  o.add("run.threads", c.threads, "libtorch intra-op threads", 1, 256);
+  o.add("run.flush_every", c.flush_every, "run-log rows between flushes to disk", 1, 100000);
+  o.add_choice("run.progress", c.progress, {"auto", "line", "plain", "none"},
+               "progress display: auto = one updating line on a terminal, plain lines otherwise");
+  o.add("run.save", c.save, "write a model checkpoint here at the end (for fine-tuning)");
+  o.add_custom(
+      "run.device", "cpu|cuda|cuda:N", "libtorch device for every stage",
+      [&c](const std::string& v) {
+        if (v != "cpu" && v.rfind("cuda", 0) != 0) {
+          throw UsageError("bad value for 'run.device': '" + v + "' (expected cpu, cuda or cuda:N)");
+        }
+        c.device = v;
+      },
+      [&c] { return c.device; });
+  o.add("trace.every", c.trace_every,
+        "store a step's op trace (JSON) in the run log every N steps (0 = never)", 0);
+}
+
+void describe_options(PipelineConfig& c, OptionSet& o) {
+  o.add("pipeline.stages", c.stages, "pipeline stages S the model is cut into", 1, 1024);
+  o.add_custom(
+      "pipeline.cuts", "int list", "first block of stages 1..S-1, e.g. 2,4,6 (empty = balanced)",
+      [&c](const std::string& v) {
+        (void)parse_int_list("pipeline.cuts", v);  // validate the syntax now
+        c.cuts = v;
+      },
+      [&c] { return c.cuts; });
+  o.add_choice("pipeline.balance", c.balance, {"params", "time"},
+               "how stages are balanced when no cuts are given");
+  o.add("pipeline.microbatches", c.microbatches, "micro-batches M per batch", 1, 4096);
+  o.add_choice("pipeline.schedule", c.schedule, {"gpipe", "1f1b"}, "pipeline schedule");
+  o.add("pipeline.replicas", c.replicas, "data-parallel replicas D", 1, 256);
+  o.add("pipeline.batch_size", c.batch_size, "global batch size (all replicas)", 1, 1 << 20);
+}
+
+void validate(const PipelineConfig& c) {
+  const int per = c.replicas * c.microbatches;
+  if (c.batch_size % per != 0) {
+    throw UsageError("pipeline.batch_size = " + std::to_string(c.batch_size) +
+                     " does not split into replicas x microbatches = " + std::to_string(per) +
+                     " equal micro-batches");
+  }
+}
+
+void describe_options(OptimConfig& c, OptionSet& o) {
+  o.add_choice("optim.name", c.name, {"sgd", "adamw"}, "optimizer");
+  o.add("optim.lr", c.lr, "peak learning rate", 0.0, 100.0);
+  o.add("optim.momentum", c.momentum, "SGD momentum", 0.0, 1.0);
+  o.add("optim.beta1", c.beta1, "AdamW beta1", 0.0, 1.0);
+  o.add("optim.beta2", c.beta2, "AdamW beta2", 0.0, 1.0);
+  o.add("optim.weight_decay", c.weight_decay, "weight decay (decoupled for AdamW)", 0.0, 10.0);
+  o.add("optim.clip", c.clip, "max global gradient norm (0 = no clipping)", 0.0, 1e9);
+  o.add("optim.warmup_steps", c.warmup_steps, "linear learning-rate warm-up steps", 0);
+  o.add_choice("optim.schedule", c.schedule, {"constant", "cosine", "linear"},
+               "learning-rate decay after warm-up");
+  o.add("optim.min_lr_ratio", c.min_lr_ratio, "final lr as a fraction of optim.lr", 0.0, 1.0);
+}
+
+void describe_options(EvalConfig& c, OptionSet& o) {
+  o.add("eval.every", c.every, "steps between evaluations (0 = only at the end)", 0);
+  o.add("eval.batches", c.batches, "validation batches per evaluation (0 = whole split)", 0);
+  o.add("eval.compressed", c.compressed, "also evaluate with the channels' codecs active");
+}
+
+}  // namespace slowpipe::sim
