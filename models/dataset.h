@@ -19,6 +19,7 @@ struct Batch {
   at::Tensor inputs;   // LM: int64 [B, T] bytes; images: float [B, 1, 28, 28]
   at::Tensor targets;  // LM: int64 [B, T] next bytes; images: int64 [B] labels
   at::Tensor ids;      // int64 [B] sample ids within the split
+  int64_t size() const { return ids.defined() ? ids.size(0) : 0; }
 };
 
 struct DatasetInfo {
@@ -26,6 +27,7 @@ struct DatasetInfo {
   Task task = Task::kClassification;
   std::vector<int64_t> sample_shape;  // shape of one input sample
   int64_t num_classes = 0;            // classes, or vocabulary size for LM (256)
+  std::string source;                 // the file(s) read, for the run log
 };
 
 class Dataset {

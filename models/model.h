@@ -18,6 +18,9 @@ enum class Task { kLanguageModel, kClassification };
 
 class Block : public torch::nn::Module {
  public:
+  Block() = default;
+  // `kind` names the block type ("TransformerBlock"); Module::name() returns it.
+  explicit Block(const std::string& kind) : torch::nn::Module(kind) {}
   // Shape legends are the implementer's: see each model's file.
   virtual at::Tensor forward(const at::Tensor& x) = 0;
   // Forward FLOPs for one sample (backward is taken as 2x by the timing model).

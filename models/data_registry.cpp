@@ -1,0 +1,83 @@
+// The data-set registry and make_dataset. Built-ins are listed in one table.
+#include "models/data_registry.h"
+
+#include <stdexcept>
+
+#include "common/errors.h"
+#include "models/fashion_mnist.h"
+#include "models/file_bytes.h"
+#include "models/text_dataset.h"
+
+namespace slowpipe::models {
+namespace {
+
+constexpr const char* kGcidePath = "/usr/share/dictd/gcide.dict.dz";
+constexpr const char* kGcidePackage = "dict-gcide";
+
+std::unique_ptr<Dataset> make_gcide(const DataConfig& cfg, const std::string& path,
+                                    int64_t seq_len) {
+  const std::string package = cfg.path.empty() ? kGcidePackage : "";
+  return std::make_unique<TextDataset>("gcide", path, read_file_bytes(path, package), cfg, seq_len);
+}
+
+std::unique_ptr<Dataset> make_text(const DataConfig& cfg, const std::string& path,
+                                   int64_t seq_len) {
+  return std::make_unique<TextDataset>("text", path, read_file_bytes(path), cfg, seq_len);
+}
+
+std::unique_ptr<Dataset> make_fashion(const DataConfig& cfg, const std::string& path,
+                                      int64_t /*seq_len*/) {
+  return std::make_unique<FashionMnist>(path, cfg);
+}
+
+std::vector<DatasetEntry>& registry() {
+  static std::vector<DatasetEntry> entries = {
+      {"gcide", "GCIDE dictionary (Webster 1913 + WordNet) as raw bytes, ~40 MB of text",
+       kGcidePath, kGcidePackage, &make_gcide},
+      {"fashion-mnist", "Fashion-MNIST 28x28 clothing images, 10 classes (60k train, 10k val)",
+       kFashionMnistDir, kFashionMnistPackage, &make_fashion},
+      {"text", "any text file (plain or gzip) as raw bytes; needs data.path", "", "", &make_text},
+  };
+  return entries;
+}
+
+}  // namespace
+
+const std::vector<DatasetEntry>& dataset_registry() { return registry(); }
+
+std::vector<std::string> dataset_names() {
+  std::vector<std::string> out;
+  for (const auto& e : registry()) out.push_back(e.name);
+  return out;
+}
+
+void register_dataset(DatasetEntry entry) {
+  for (const auto& e : registry()) {
+    if (e.name == entry.name) throw std::logic_error("data set registered twice: " + entry.name);
+  }
+  registry().push_back(std::move(entry));
+}
+
+const DatasetEntry& find_dataset(const std::string& name) {
+  std::string known;
+  for (const auto& e : registry()) {
+    if (e.name == name) return e;
+    known += (known.empty() ? "" : ", ") + e.name;
+  }
+  throw UsageError("unknown data set '" + name + "' (data.name: one of " + known + ")");
+}
+
+std::unique_ptr<Dataset> make_dataset(const DataConfig& cfg, int64_t seq_len) {
+  const DatasetEntry& entry = find_dataset(cfg.name);
+  const std::string path = cfg.path.empty() ? entry.default_path : cfg.path;
+  if (path.empty()) {
+    throw UsageError("data.name=" + cfg.name + " needs data.path (the file to read)");
+  }
+  if (!(cfg.begin >= 0.0 && cfg.begin < cfg.end && cfg.end <= 1.0)) {
+    throw UsageError("data.begin=" + std::to_string(cfg.begin) + " and data.end=" +
+                     std::to_string(cfg.end) + " must satisfy 0 <= begin < end <= 1");
+  }
+  return entry.make(cfg, path, seq_len);
+}
+
+}  // namespace slowpipe::models

@@ -1,0 +1,43 @@
+// The data-set registry: name -> factory + one-line description + default file +
+// the Debian package that provides it. make_dataset() builds the data set named
+// by data.name; the same names appear in the CLI, config files, HDF5 attributes
+// and plot labels.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/data_config.h"
+#include "models/dataset.h"
+
+namespace slowpipe::models {
+
+// `seq_len` is the model's context length (text windows are seq_len+1 bytes);
+// image data sets ignore it. `path` is cfg.path or, when empty, the default.
+using DatasetFactory =
+    std::function<std::unique_ptr<Dataset>(const DataConfig& cfg, const std::string& path,
+                                           int64_t seq_len)>;
+
+struct DatasetEntry {
+  std::string name;
+  std::string description;     // one line
+  std::string default_path;    // empty: data.path is required
+  std::string debian_package;  // provides default_path; empty when none
+  DatasetFactory make;
+};
+
+// Built-ins first ("gcide", "fashion-mnist", "text"), then registered ones.
+const std::vector<DatasetEntry>& dataset_registry();
+std::vector<std::string> dataset_names();
+// Adds a data set; a duplicate name throws std::logic_error.
+void register_dataset(DatasetEntry entry);
+// Throws UsageError for an unknown name, listing the known ones.
+const DatasetEntry& find_dataset(const std::string& name);
+
+// Validates cfg (begin < end, a path for `text`) and builds the data set.
+std::unique_ptr<Dataset> make_dataset(const DataConfig& cfg, int64_t seq_len);
+
+}  // namespace slowpipe::models

@@ -1,0 +1,34 @@
+// ModelConfig: the `model.*` keys. One plain struct with defaults and one
+// function binding its fields to dotted keys (see common/options.h).
+//
+// The defaults give a small byte-level GPT (4 layers, d_model 128, 4 heads,
+// seq_len 64, ~0.8 M parameters) that trains usefully on 2 CPU cores in a few
+// minutes. `layers` is shared by the three models: transformer layers (gpt),
+// residual blocks (cnn), hidden layers (mlp).
+#pragma once
+
+#include <string>
+
+namespace slowpipe {
+class OptionSet;
+}
+
+namespace slowpipe::models {
+
+struct ModelConfig {
+  std::string name = "gpt";  // registry name: gpt | cnn | mlp
+  int layers = 4;            // gpt: transformer blocks; cnn: residual blocks; mlp: hidden layers
+  int d_model = 128;         // gpt: embedding width C
+  int heads = 4;             // gpt: attention heads (d_model % heads == 0)
+  int seq_len = 64;          // gpt: context length T (also the text window length)
+  int channels = 16;         // cnn: width of the first stage (the stride-2 stage doubles it)
+  int hidden = 256;          // mlp: hidden width
+  std::string init_from;     // checkpoint to start from (fine-tuning); empty = fresh init
+  double dropout = 0.0;      // dropout probability (gpt: embeddings, attention, residuals)
+};
+
+// Binds model.name, model.layers, model.d_model, model.heads, model.seq_len,
+// model.channels, model.hidden, model.init_from, model.dropout.
+void describe_options(ModelConfig& cfg, slowpipe::OptionSet& opts);
+
+}  // namespace slowpipe::models

@@ -1,0 +1,50 @@
+// The model registry: name -> builder + one-line description. The same names
+// appear in the CLI (model.name), the config files, the HDF5 attributes and the
+// plot labels.
+//
+// build_model() seeds libtorch and then builds every block of the model in order,
+// so one seed gives the same parameters whatever cut is applied later, and loads
+// model.init_from when set (fine-tuning).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "models/dataset.h"
+#include "models/model.h"
+#include "models/model_config.h"
+
+namespace slowpipe::models {
+
+// Builds every block of a model. The RNG is already seeded; builders must not
+// reseed. Throws UsageError when the config or the data set does not fit.
+using ModelBuilder = std::function<Model(const ModelConfig&, const DatasetInfo&)>;
+
+struct ModelEntry {
+  std::string name;
+  std::string description;  // one line
+  ModelBuilder build;
+};
+
+// Every registered model, built-ins first ("gpt", "cnn", "mlp"), then those
+// added by register_model, in registration order.
+const std::vector<ModelEntry>& model_registry();
+std::vector<std::string> model_names();
+// Adds a model (e.g. from an experiment's own source file). A duplicate name
+// throws std::logic_error.
+void register_model(ModelEntry entry);
+// Throws UsageError for an unknown name, listing the known ones.
+const ModelEntry& find_model(const std::string& name);
+
+// Seeds libtorch with `seed`, builds `cfg.name` for `data`, and, when
+// cfg.init_from is set, loads that checkpoint over the fresh parameters.
+Model build_model(const ModelConfig& cfg, const DatasetInfo& data, uint64_t seed);
+
+// The built-in builders (models/gpt.cpp, cnn.cpp, mlp.cpp).
+Model build_gpt(const ModelConfig& cfg, const DatasetInfo& data);
+Model build_cnn(const ModelConfig& cfg, const DatasetInfo& data);
+Model build_mlp(const ModelConfig& cfg, const DatasetInfo& data);
+
+}  // namespace slowpipe::models

@@ -1,0 +1,105 @@
+// Checkpoint tests: round trip, init_from in build_model (the fine-tuning path),
+// and every mismatch named in the error (file and parameter).
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include "common/errors.h"
+#include "matchers.h"
+#include "model_fixtures.h"
+#include "models/checkpoint.h"
+#include "models/registry.h"
+#include "temp_files.h"
+
+namespace sm = slowpipe::models;
+namespace st = slowpipe::models::testing;
+using slowpipe::models::testing::WhatContains;
+
+namespace {
+
+bool same_params(const sm::Model& a, const sm::Model& b) {
+  auto pa = a.parameters(), pb = b.parameters();
+  if (pa.size() != pb.size()) return false;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    if (!torch::equal(pa[i], pb[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("Checkpoint: save then load restores every parameter") {
+  st::TempFile file(".pt");
+  for (const auto& cfg : {st::tiny_gpt(), st::tiny_cnn()}) {
+    const auto info = cfg.name == "gpt" ? st::text_info(16) : st::image_info();
+    sm::Model a = sm::build_model(cfg, info, 1);
+    {
+      torch::NoGradGuard g;  // make it differ from any fresh init
+      for (auto& p : a.parameters()) p.add_(0.5);
+    }
+    sm::save_checkpoint(a, file.path());
+    sm::Model b = sm::build_model(cfg, info, 2);
+    REQUIRE_FALSE(same_params(a, b));
+    sm::load_checkpoint(b, file.path());
+    CHECK(same_params(a, b));
+    // The fine-tuning path: build_model with init_from.
+    auto cfg2 = cfg;
+    cfg2.init_from = file.path();
+    CHECK(same_params(a, sm::build_model(cfg2, info, 3)));
+  }
+}
+
+TEST_CASE("Checkpoint: mismatches name the file and the parameter") {
+  st::TempFile file(".pt");
+  sm::Model gpt = sm::build_model(st::tiny_gpt(), st::text_info(16), 1);
+  sm::save_checkpoint(gpt, file.path());
+
+  SECTION("shape mismatch") {
+    auto cfg = st::tiny_gpt();
+    cfg.d_model = 48;
+    sm::Model wide = sm::build_model(cfg, st::text_info(16), 5);
+    const auto before = wide.parameters()[0].clone();
+    CHECK_THROWS_MATCHES(sm::load_checkpoint(wide, file.path()), slowpipe::UsageError,
+                         WhatContains(file.path()) && WhatContains("block 0 (Embedding) tok.weight") &&
+                             WhatContains("[256, 32]"));
+    CHECK(torch::equal(before, wide.parameters()[0]));  // untouched
+  }
+  SECTION("block count mismatch") {
+    auto cfg = st::tiny_gpt();
+    cfg.layers = 3;
+    sm::Model deep = sm::build_model(cfg, st::text_info(16), 5);
+    CHECK_THROWS_MATCHES(sm::load_checkpoint(deep, file.path()), slowpipe::UsageError,
+                         WhatContains(file.path()) && WhatContains("blocks"));
+  }
+  SECTION("another model") {
+    sm::Model cnn = sm::build_model(st::tiny_cnn(), st::image_info(), 5);
+    CHECK_THROWS_MATCHES(sm::load_checkpoint(cnn, file.path()), slowpipe::UsageError,
+                         WhatContains(file.path()) && WhatContains("'gpt'"));
+  }
+  SECTION("a parameter missing from the file") {
+    sm::Model cnn = sm::build_model(st::tiny_cnn(), st::image_info(), 5);
+    st::TempFile cnn_file(".pt");
+    sm::save_checkpoint(cnn, cnn_file.path());
+    auto cfg = st::tiny_cnn();
+    cfg.layers = 2;
+    cfg.channels = 6;  // groups change, shapes too: caught as a shape mismatch
+    sm::Model other = sm::build_model(cfg, st::image_info(), 5);
+    CHECK_THROWS_MATCHES(sm::load_checkpoint(other, cnn_file.path()), slowpipe::UsageError,
+                         WhatContains(cnn_file.path()) && WhatContains("Stem"));
+    // An MLP renamed as a CNN-shaped model would lack parameters: fake the name.
+    sm::Model mlp = sm::build_model(st::tiny_mlp(), st::image_info(), 5);
+    mlp.name = "cnn";
+    mlp.blocks.push_back(mlp.blocks.back());  // 4 blocks, as the saved CNN
+    CHECK_THROWS_MATCHES(sm::load_checkpoint(mlp, cnn_file.path()), slowpipe::UsageError,
+                         WhatContains(cnn_file.path()) && WhatContains("lacks parameter block 0 (Dense) fc.weight"));
+  }
+  SECTION("missing and unreadable files") {
+    CHECK_THROWS_MATCHES(sm::load_checkpoint(gpt, "/nonexistent/ckpt.pt"), slowpipe::UsageError,
+                         WhatContains("/nonexistent/ckpt.pt"));
+    st::TempFile junk(".pt");
+    junk.write("this is not an archive");
+    CHECK_THROWS_MATCHES(sm::load_checkpoint(gpt, junk.path()), slowpipe::DataError,
+                         WhatContains(junk.path()));
+    CHECK_THROWS_MATCHES(sm::save_checkpoint(gpt, "/nonexistent/dir/ckpt.pt"), slowpipe::UsageError,
+                         WhatContains("/nonexistent/dir/ckpt.pt"));
+  }
+}
