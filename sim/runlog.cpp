@@ -32,7 +32,7 @@ namespace slowpipe::sim {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr hsize_t kAllocationBlockBytes = 64 * 1024;
+constexpr hsize_t kAllocationBlockBytes = hsize_t{64} * 1024;
 constexpr size_t kGroupNameHeapBytes = 4096;
 
 H5::StrType utf8_string_type() {
@@ -224,8 +224,8 @@ struct RunLog::Impl {
       const hsize_t dims[1] = {static_cast<hsize_t>(t.flushed_rows)};
       for (auto& c : t.columns) {
         if (H5Dset_extent(c.dataset.getId(), dims) < 0) {
-          throw std::runtime_error("run log " + path + ": cannot trim " + name + "/" +
-                                   c.info.name + " (" + hdf5_error_cause() + ")");
+          throw std::runtime_error("run log " + path + ": cannot trim " + name + "/" + c.info.name +
+                                   " (" + hdf5_error_cause() + ")");
         }
       }
       t.capacity_rows = t.flushed_rows;
@@ -390,7 +390,9 @@ void RunLog::flush() {
   });
 }
 
-const std::string& RunLog::path() const { return impl_->path; }
+const std::string& RunLog::path() const {
+  return impl_->path;
+}
 
 int64_t RunLog::rows(const std::string& table) const {
   auto it = impl_->tables.find(table);

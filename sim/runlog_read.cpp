@@ -65,15 +65,16 @@ std::string read_string_attribute(const H5::H5Object& object, const std::string&
   return value;
 }
 
-int64_t read_int_attribute(const H5::H5Object& object, const std::string& key,
-                           int64_t fallback) {
+int64_t read_int_attribute(const H5::H5Object& object, const std::string& key, int64_t fallback) {
   if (!object.attrExists(key)) return fallback;
   int64_t value = fallback;
   object.openAttribute(key).read(H5::PredType::NATIVE_INT64, &value);
   return value;
 }
 
-std::string shortest(double value) { return fmt::format("{}", value); }
+std::string shortest(double value) {
+  return fmt::format("{}", value);
+}
 
 std::string join(const std::vector<std::string>& names) {
   std::string out;
@@ -152,8 +153,7 @@ std::vector<std::string> list_tables(const std::string& path) {
 Table read_table(const std::string& path, const std::string& table) {
   const std::vector<std::string> tables = list_tables(path);
   if (std::find(tables.begin(), tables.end(), table) == tables.end()) {
-    throw UsageError("run log " + path + " has no table '" + table + "'; tables: " +
-                     join(tables));
+    throw UsageError("run log " + path + " has no table '" + table + "'; tables: " + join(tables));
   }
   return with_file(path, [&](H5::H5File& file) {
     H5::Group group = file.openGroup(table);

@@ -5,12 +5,12 @@
 // stops on its own. Once it has reported enough rows the parent kills it with
 // SIGKILL at whatever point it has reached (often inside a flush), then reads
 // the file: at least every reported row must be there with its exact values.
-#include <catch2/catch.hpp>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -24,7 +24,9 @@ namespace {
 constexpr int64_t kLateColumnFrom = 40;
 constexpr int kFlushEvery = 3;
 
-double loss_at(int64_t step) { return 1.0 / (1.0 + 0.01 * static_cast<double>(step)); }
+double loss_at(int64_t step) {
+  return 1.0 / (1.0 + 0.01 * static_cast<double>(step));
+}
 
 // The child: writes forever, reporting flushed_rows after each flush.
 [[noreturn]] void write_until_killed(const std::string& path, int report_fd) {

@@ -1,9 +1,9 @@
 // scripts/plot.sh end to end: run logs -> export (runlog_tool stands in for
 // `slowpipe export`) -> gnuplot -> PNG, with columns found by header name and
 // curves labelled from each run's config; and its errors for a missing column.
-#include <catch2/catch.hpp>
 #include <sys/wait.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -82,8 +82,8 @@ TEST_CASE("plot.sh: several runs on one PNG, columns by name") {
     CHECK_THAT(r.output, Catch::Contains("2 run(s)"));
     r = run_shell(plot + out2 + " --x sim_time_s --ema 0.8 --logy " + a + " " + b, log);
     REQUIRE(r.code == 0);
-    r = run_shell(plot + out3 + " --table eval --y accuracy --title 'eval: accuracy' " + a + " " + b,
-                  log);
+    r = run_shell(
+        plot + out3 + " --table eval --y accuracy --title 'eval: accuracy' " + a + " " + b, log);
     REQUIRE(r.code == 0);
     for (const auto& png : {out1, out2, out3}) {
       CHECK(is_png(png));
