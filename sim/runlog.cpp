@@ -4,16 +4,18 @@
 // group per table holding one chunked, extendable float64 dataset per column,
 // and /blobs for text. Rows are buffered in memory and written by flush().
 //
-// Kill safety (a run killed with SIGKILL keeps every flushed row) rests on two
-// habits, not on SWMR:
-//  - datasets grow by whole chunks of kChunkRows rows, ahead of the data, so
-//    most flushes only write raw data into chunks the file already has;
+// Kill safety (a run killed with SIGKILL keeps every flushed row), without SWMR
+// (docs/hdf5-schema.md explains the choice):
+//  - datasets grow by whole chunks of kChunkRows rows, allocated and NaN-filled
+//    when they grow, so most flushes only write into chunks that exist;
 //  - each table's "rows" attribute is raised only after H5Fflush has put the
-//    rows on disk, and then flushed again. Readers read "rows" rows.
-// A kill during a structural change (a new table or column, a growth by one
-// chunk, a blob) can still damage the file: those windows are one H5Fflush
-// long. Compression filters are left out on purpose: a compressed chunk moves
-// when it grows, which would make every flush a structural change.
+//    rows on disk, and then flushed again. Readers read "rows" rows;
+//  - structure changes (table, column, blob) are flushed at once, allocate from
+//    large blocks the superblock already covers, and leave the table group's
+//    header alone (column order is each column's "index" attribute).
+// A kill inside a structure change can lose that new column or blob, which
+// readers then skip; it does not cost flushed rows. Compression filters are
+// left out on purpose: a compressed chunk moves when it grows.
 #include "sim/runlog.h"
 
 #include <H5Cpp.h>
