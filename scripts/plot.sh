@@ -9,17 +9,19 @@
 # run's own config), then experiments/plots/curves.gp draws them. Columns are
 # found by header name. Defaults: --x step --y loss --table train.
 # --ema A smooths y with an exponential moving average (0 < A < 1, e.g. 0.9).
-# Exit codes: 2 for a usage error or a missing column, 1 when a tool fails.
+# Exit codes: 2 for a usage error or a missing column; a failed export passes
+# on its own code (2: no such file or table, 3: damaged file).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 plots="$here/../experiments/plots"
 
 usage() {
-  sed -n '3,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  echo "usage:" >&2
+  sed -n '4,5p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
-die() { echo "plot.sh: $*" >&2; exit "${2:-1}"; }
+die() { echo "plot.sh: $1" >&2; exit "${2:-1}"; }
 
 [ $# -ge 2 ] || usage
 bin="$1" out="$2"
@@ -60,8 +62,10 @@ tsvs="" labels="" plotted=0
 for i in "${!runs[@]}"; do
   run="${runs[$i]}"
   tsv="$tmp/run$i.tsv"
-  "$bin" export "$run" --table "$table" >"$tsv" || die "cannot export table '$table' of $run"
-  label="$("$bin" export "$run" --label)" || die "cannot read the label of $run"
+  code=0
+  "$bin" export "$run" --table "$table" >"$tsv" || code=$?
+  [ "$code" -eq 0 ] || die "cannot export table '$table' of $run" "$code"
+  label="$("$bin" export "$run" --label)" || die "cannot read the label of $run" "$?"
   header="$(head -n 1 "$tsv")"
   for col in "$x" "$y"; do
     if ! tr '\t' '\n' <<<"$header" | grep -qxF -- "$col"; then
