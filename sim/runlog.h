@@ -7,6 +7,13 @@
 // pipeline boundary); earlier rows of a new column are NaN. Rows are buffered
 // and written at least every `flush_every` rows, and H5Fflush is called then, so
 // a run killed with SIGKILL leaves a readable file with every flushed row.
+//
+// Kill safety without SWMR: datasets grow a whole chunk (kChunkRows rows) at a
+// time, so a steady-state flush only writes raw data into space the file already
+// has; the table's "rows" attribute (the count of complete rows) is raised only
+// after that data is on disk. Readers trust "rows", never the dataset extent.
+// SWMR was not chosen: it needs every column before writing starts and leaves a
+// killed file marked "open for write", unreadable by h5dump/h5py until h5clear.
 // No libtorch here.
 #pragma once
 
@@ -25,6 +32,11 @@ struct ColumnInfo {
   std::string description;  // one line
 };
 
+// Rows per HDF5 chunk of every column dataset; datasets grow by whole chunks.
+constexpr int64_t kChunkRows = 1024;
+// Group that holds put_text() blobs; not a valid table name.
+constexpr const char* kBlobGroup = "blobs";
+
 class RunLog {
  public:
   // Creates `path` (parent folders too). Refuses to overwrite an existing file
@@ -41,25 +53,56 @@ class RunLog {
   // Appends one row: values by column name; undeclared names throw; missing
   // columns get NaN.
   void append(const std::string& table, const std::map<std::string, double>& row);
-  // Stores a JSON/text blob (e.g. a step's op trace) under /blobs/<name>.
+  // Stores a JSON/text blob (e.g. a step's op trace) under /blobs/<name>;
+  // a second put with the same name replaces the first. Written at once.
   void put_text(const std::string& name, const std::string& text);
   void flush();
+
+  // Extensions.
+  const std::string& path() const;
+  // Rows appended to `table` so far (flushed or still buffered); 0 if unknown.
+  int64_t rows(const std::string& table) const;
+  // Rows of `table` already on disk (what a reader would see after a kill).
+  int64_t flushed_rows(const std::string& table) const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-// Reading back.
+// Reading back. Every reader throws UsageError for a missing file or a file
+// that is not HDF5 (naming the path) and DataError for a damaged one. Neither
+// writer nor readers take HDF5's file lock, so a live run's file can be read
+// (it shows the rows flushed so far).
 struct Table {
   std::vector<ColumnInfo> columns;
   std::vector<std::vector<double>> values;  // values[c][row]
+  // Columns present but unreadable: only a column whose creation a kill cut
+  // short ends up here (it holds no flushed row). Empty for a closed file.
+  std::vector<std::string> skipped;
   size_t rows() const { return values.empty() ? 0 : values.front().size(); }
+  // The column named `name`; UsageError naming the existing columns otherwise.
+  const std::vector<double>& column(const std::string& name) const;
+  bool has_column(const std::string& name) const;
 };
+// Root attributes; numeric ones are printed in shortest round-trip form.
 std::map<std::string, std::string> read_attributes(const std::string& path);
 std::vector<std::string> list_tables(const std::string& path);
+// UsageError naming the tables that exist when `table` is not one of them.
 Table read_table(const std::string& path, const std::string& table);
-// TSV with one header line of column names; integers print without decimals.
+// Blobs stored with put_text.
+std::vector<std::string> list_blobs(const std::string& path);
+std::string read_text(const std::string& path, const std::string& name);
+// TSV with one header line of column names; integers print without decimals,
+// NaN prints as "nan", other values in shortest round-trip form.
 void write_tsv(const Table& table, std::ostream& out);
+
+// HDF5 error plumbing, shared by the writer and the readers. HDF5's own stderr
+// error stacks are switched off (once per thread) and replaced by a recorder;
+// `hdf5_error_cause()` returns, and clears, the deepest message on the stack
+// of the last failed HDF5 call ("" if none), e.g. "truncated file: eof = ...",
+// for wording our own exceptions.
+void silence_hdf5_errors();
+std::string hdf5_error_cause();
 
 }  // namespace slowpipe::sim

@@ -1,1 +1,0 @@
-// Placeholder until the sim sources land.
