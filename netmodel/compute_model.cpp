@@ -1,0 +1,132 @@
+// The compute-time model family and the device presets.
+//
+// Device peaks are vendor datasheet figures for dense fp16/bf16 tensor-core
+// math (V100 SXM2 125 TFLOP/s, A100 312 TFLOP/s, H100 SXM 989 TFLOP/s); the
+// efficiencies are typical model FLOP utilisations of large transformer
+// training (30-45%), assumptions to override with a measured MFU.
+#include "netmodel/compute_model.h"
+
+#include <cstdlib>
+#include <functional>
+
+#include "common/errors.h"
+#include "common/options.h"
+
+namespace slowpipe::netmodel {
+
+const std::vector<DevicePreset>& device_presets() {
+  static const std::vector<DevicePreset> devices = {
+      {"V100", 125e12, 0.35, "NVIDIA V100 SXM2: 125 TFLOP/s fp16 tensor, 35% MFU assumed"},
+      {"A100", 312e12, 0.40, "NVIDIA A100: 312 TFLOP/s bf16 dense, 40% MFU assumed"},
+      {"H100", 989e12, 0.40, "NVIDIA H100 SXM: 989 TFLOP/s bf16 dense, 40% MFU assumed"},
+  };
+  return devices;
+}
+
+const DevicePreset& find_device(const std::string& key, const std::string& name) {
+  std::string names;
+  for (const auto& d : device_presets()) {
+    if (d.name == name) return d;
+    names += (names.empty() ? "" : ", ") + d.name;
+  }
+  throw UsageError("bad value for '" + key + "': unknown device '" + name + "' (known: " + names +
+                   ")");
+}
+
+const std::vector<ComputeModelInfo>& compute_models() {
+  static const std::vector<ComputeModelInfo> models = {
+      {"measured", "measured", "seconds measured by the pipeline engine on this machine"},
+      {"scaled", "scaled:F", "measured seconds divided by F (a device F times faster)"},
+      {"analytic", "analytic:DEVICE", "op FLOPs / (device peak x efficiency); devices V100, A100, H100"},
+      {"fixed", "fixed:S[/B]", "every forward S seconds, every backward B (default S), codecs free"},
+  };
+  return models;
+}
+
+namespace {
+
+class MeasuredModel : public ComputeModel {
+ public:
+  double compute_s(const TraceOp& op) const override { return op.compute_s; }
+  std::string spec() const override { return "measured"; }
+};
+
+class ScaledModel : public ComputeModel {
+ public:
+  explicit ScaledModel(double factor) : factor_(factor) {}
+  double compute_s(const TraceOp& op) const override { return op.compute_s / factor_; }
+  std::string spec() const override { return "scaled:" + std::to_string(factor_); }
+
+ private:
+  double factor_;
+};
+
+class AnalyticModel : public ComputeModel {
+ public:
+  explicit AnalyticModel(DevicePreset device) : device_(std::move(device)) {}
+  double compute_s(const TraceOp& op) const override {
+    if (op.flops <= 0) return op.compute_s;
+    return op.flops / (device_.peak_flops * device_.efficiency);
+  }
+  std::string spec() const override { return "analytic:" + device_.name; }
+
+ private:
+  DevicePreset device_;
+};
+
+class FixedModel : public ComputeModel {
+ public:
+  FixedModel(double forward_s, double backward_s) : forward_s_(forward_s), backward_s_(backward_s) {}
+  double compute_s(const TraceOp& op) const override {
+    if (op.kind == OpKind::kForward) return forward_s_;
+    if (op.kind == OpKind::kBackward) return backward_s_;
+    return 0;
+  }
+  double encode_s(const TraceOp&) const override { return 0; }
+  double decode_s(const TraceOp&) const override { return 0; }
+  std::string spec() const override {
+    return "fixed:" + std::to_string(forward_s_) + "/" + std::to_string(backward_s_);
+  }
+
+ private:
+  double forward_s_, backward_s_;
+};
+
+}  // namespace
+
+std::unique_ptr<ComputeModel> make_compute_model(const std::string& spec, const std::string& key) {
+  const auto colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
+  const std::string arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  auto need_arg = [&](const char* what) {
+    if (arg.empty()) {
+      throw UsageError("bad value for '" + key + "': '" + spec + "' needs " + what + " (e.g. " +
+                       name + ":" + (name == "analytic" ? "A100" : "2") + ")");
+    }
+  };
+  if (name == "measured" && arg.empty()) return std::make_unique<MeasuredModel>();
+  if (name == "scaled") {
+    need_arg("a speed-up factor");
+    const double f = parse_float(key, arg);
+    if (!(f > 0)) throw UsageError("bad value for '" + key + "': scale factor must be > 0");
+    return std::make_unique<ScaledModel>(f);
+  }
+  if (name == "analytic") {
+    need_arg("a device");
+    return std::make_unique<AnalyticModel>(find_device(key, arg));
+  }
+  if (name == "fixed") {
+    need_arg("seconds");
+    const auto slash = arg.find('/');
+    const double f = parse_float(key, arg.substr(0, slash));
+    const double b = slash == std::string::npos ? f : parse_float(key, arg.substr(slash + 1));
+    if (f < 0 || b < 0) throw UsageError("bad value for '" + key + "': fixed seconds must be >= 0");
+    return std::make_unique<FixedModel>(f, b);
+  }
+  std::string names;
+  for (const auto& m : compute_models()) names += (names.empty() ? "" : ", ") + m.usage;
+  throw UsageError("bad value for '" + key + "': unknown compute model '" + spec + "' (known: " +
+                   names + ")");
+}
+
+}  // namespace slowpipe::netmodel

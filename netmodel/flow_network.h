@@ -1,0 +1,89 @@
+// Flow-level bandwidth sharing: max-min fairness over a set of resources.
+//
+// Model (SimGrid's flow model, without its TCP-window cap and slow-start
+// factors): every resource (one direction of a link, a NIC's egress or
+// ingress) has a capacity in bit/s; a flow crosses a path of resources; the
+// rates are the max-min fair allocation found by progressive filling, and they
+// are recomputed whenever a flow starts or ends. A resource of infinite
+// capacity never constrains. Latency is not modelled here: callers add it after
+// a flow's bits have left (see replay.h and netsim.h).
+// Leaves out: packet loss, congestion-control dynamics (slow start, AIMD),
+// per-flow TCP window limits, priorities.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace slowpipe::netmodel {
+
+class FlowNetwork {
+ public:
+  static constexpr double kInfinite = std::numeric_limits<double>::infinity();
+
+  // Adds a resource; returns its index. `capacity_bps` may be kInfinite.
+  uint32_t add_resource(const std::string& name, double capacity_bps);
+  size_t resource_count() const { return resources_.size(); }
+  const std::string& resource_name(uint32_t r) const { return resources_[r].name; }
+  double capacity_bps(uint32_t r) const { return resources_[r].capacity_bps; }
+
+  // Starts a flow at `now_s` (>= the time of the previous call) sending `bits`
+  // over the resources `path[0..n)`; returns the flow id (ids are reused after
+  // a flow is collected). Rates of all flows are recomputed.
+  uint32_t start_flow(double now_s, const uint32_t* path, size_t n, double bits);
+  // The earliest time at which an active flow finishes (kInfinite if none).
+  double next_finish_s() const { return next_finish_s_; }
+  // Collects the flows that have finished by `now_s` into `done` (appending, in
+  // increasing id order), removes them and recomputes the rates.
+  void collect_finished(double now_s, std::vector<uint32_t>& done);
+  // Bumped whenever rates change: stamp wake-up events with it, drop stale ones.
+  uint64_t version() const { return version_; }
+
+  size_t active_flows() const { return active_.size(); }
+  double rate_bps(uint32_t flow) const { return flows_[flow].rate_bps; }
+  // Seconds during which at least one flow crossed resource `r`, up to the last
+  // start/collect call, and bits carried in total.
+  double busy_s(uint32_t r) const { return resources_[r].busy_s; }
+  double carried_bits(uint32_t r) const { return resources_[r].carried_bits; }
+
+  // Drops all flows and statistics; keeps the resources.
+  void reset();
+
+ private:
+  struct Resource {
+    std::string name;
+    double capacity_bps = kInfinite;
+    uint32_t active = 0;       // flows crossing it
+    double busy_since_s = 0;
+    double busy_s = 0;
+    double carried_bits = 0;
+    // scratch for progressive filling
+    double left_bps = 0;
+    uint32_t unfixed = 0;
+  };
+  struct Flow {
+    uint32_t path_begin = 0;  // into path_storage_ (slot-owned, kMaxPath long)
+    uint32_t path_len = 0;
+    double remaining_bits = 0;
+    double rate_bps = 0;
+    double finish_s = kInfinite;
+    bool active = false;
+    bool fixed = false;
+  };
+  static constexpr uint32_t kMaxPath = 16;
+
+  void advance(double now_s);
+  void recompute(double now_s);
+
+  std::vector<Resource> resources_;
+  std::vector<Flow> flows_;
+  std::vector<uint32_t> path_storage_;
+  std::vector<uint32_t> free_ids_;
+  std::vector<uint32_t> active_;  // active flow ids
+  double last_s_ = 0;
+  double next_finish_s_ = kInfinite;
+  uint64_t version_ = 0;
+};
+
+}  // namespace slowpipe::netmodel

@@ -1,0 +1,71 @@
+// The shape presets. GPT-2 XL and the DeBERTa-v2-xxlarge-like encoder follow
+// the AQ-SGD paper's set-up (8 stages, micro-batch 1, batch 32).
+#include "netmodel/model_shape.h"
+
+#include "common/errors.h"
+
+namespace slowpipe::netmodel {
+
+const std::vector<ModelShape>& model_shapes() {
+  static const std::vector<ModelShape> shapes = [] {
+    std::vector<ModelShape> v;
+    ModelShape gpt;
+    gpt.name = "gpt2-xl";
+    gpt.description = "GPT-2 XL (1.5B): 48 layers, d 1600, seq 1024, 8 stages, micro-batch 1, batch 32";
+    v.push_back(gpt);
+    ModelShape deb;
+    deb.name = "deberta-xxl";
+    deb.description =
+        "DeBERTa-v2-xxlarge-like encoder (1.5B): 48 layers, d 1536, seq 512, disentangled "
+        "attention, 8 stages, micro-batch 1, batch 32";
+    deb.hidden = 1536;
+    deb.seq = 512;
+    deb.vocab = 128100;
+    deb.score_terms = 3;
+    deb.lm_head = false;
+    v.push_back(deb);
+    ModelShape small;
+    small.name = "gpt2-small";
+    small.description = "GPT-2 small (124M): 12 layers, d 768, seq 1024, 4 stages, micro-batch 1, batch 8";
+    small.layers = 12;
+    small.hidden = 768;
+    small.stages = 4;
+    small.batch = 8;
+    v.push_back(small);
+    return v;
+  }();
+  return shapes;
+}
+
+const ModelShape& find_model_shape(const std::string& key, const std::string& name) {
+  std::string names;
+  for (const auto& s : model_shapes()) {
+    if (s.name == name) return s;
+    names += (names.empty() ? "" : ", ") + s.name;
+  }
+  throw UsageError("bad value for '" + key + "': unknown model shape '" + name + "' (known: " +
+                   names + ")");
+}
+
+int layers_of_stage(const ModelShape& m, int stage) {
+  const int base = m.layers / m.stages, extra = m.layers % m.stages;
+  return base + (stage < extra ? 1 : 0);
+}
+
+double forward_flops(const ModelShape& m, int stage) {
+  const double d = static_cast<double>(m.hidden), t = static_cast<double>(m.seq);
+  const double per_token_layer =
+      2.0 * (4.0 * d * d + 2.0 * m.mlp_ratio * d * d) + 2.0 * t * d * (1 + m.score_terms);
+  double per_token = per_token_layer * layers_of_stage(m, stage);
+  if (m.lm_head && stage == m.stages - 1) per_token += 2.0 * d * static_cast<double>(m.vocab);
+  return per_token * t * m.microbatch_size;
+}
+
+double stage_parameters(const ModelShape& m, int stage) {
+  const double d = static_cast<double>(m.hidden);
+  double p = (4.0 + 2.0 * m.mlp_ratio) * d * d * layers_of_stage(m, stage);
+  if (stage == 0) p += d * static_cast<double>(m.vocab + m.seq);
+  return p;
+}
+
+}  // namespace slowpipe::netmodel

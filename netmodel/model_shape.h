@@ -1,0 +1,46 @@
+// Model shapes for what-if timing without training: layer count, widths and
+// the pipeline layout of the papers' set-ups, with analytic FLOPs.
+//
+// FLOPs of a transformer layer per token, forward (2 FLOPs per multiply-add):
+// 2 x (4 d^2 [QKV + output projections] + 2 r d^2 [MLP with ratio r]) plus
+// attention 2 T d (A V) + 2 T d k (scores; k = 1, or 3 for DeBERTa's
+// disentangled attention: content-content, content-position,
+// position-content); the LM head adds 2 d V on the last stage; backward = 2 x
+// forward. Leaves out: layer norms, softmax, embedding lookups (all small).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace slowpipe::netmodel {
+
+struct ModelShape {
+  std::string name;
+  std::string description;  // one line
+  int layers = 48;
+  int64_t hidden = 1600;
+  int64_t seq = 1024;
+  int64_t vocab = 50257;
+  int mlp_ratio = 4;
+  int score_terms = 1;  // attention score matmuls per head
+  bool lm_head = true;  // vocabulary projection on the last stage
+  int stages = 8;
+  int microbatch_size = 1;  // samples per micro-batch
+  int batch = 32;           // samples per replica and step
+};
+
+const std::vector<ModelShape>& model_shapes();
+// Throws UsageError naming `key` and listing the shapes.
+const ModelShape& find_model_shape(const std::string& key, const std::string& name);
+
+// Layers of stage s when the layers are split as evenly as possible (the first
+// stages take the remainder).
+int layers_of_stage(const ModelShape& shape, int stage);
+// Forward FLOPs of one micro-batch on stage s.
+double forward_flops(const ModelShape& shape, int stage);
+// Parameters of stage s (12 d^2 per layer for r = 4, plus embeddings on the
+// first stage).
+double stage_parameters(const ModelShape& shape, int stage);
+
+}  // namespace slowpipe::netmodel

@@ -1,0 +1,75 @@
+// Network configuration of a simulated cluster: the `net.*` keys, the named
+// presets they start from, and the topology they describe.
+//
+// Topology: every (replica, stage) device lives on a host; by default each
+// device has its own host (`net.stages_per_host=1`); with K > 1, K consecutive
+// stages of one replica share a host and talk through memory (free, instant).
+// Any two distinct hosts are joined by their own full-duplex link (each
+// direction is a separate resource) with the preset's bandwidth and latency,
+// unless `net.links` overrides that pair. Optionally each host has a NIC
+// (`net.nic_bandwidth`, egress and ingress resources) shared by all its flows.
+// Assumptions: protocol efficiency multiplies the bandwidth (TCP payload per
+// Ethernet frame 1448/1514 ≈ 0.957); per-message overhead is fixed bytes or
+// seconds; jitter adds a seeded exponential delay to each message's latency.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/options.h"
+
+namespace slowpipe::netmodel {
+
+struct NetPreset {
+  std::string name;
+  double bandwidth_bps;  // may be infinite ("none")
+  double latency_s;
+  std::string description;  // one line, with the source of reference figures
+};
+
+// The preset registry, in display order.
+const std::vector<NetPreset>& net_presets();
+// Throws UsageError naming `net.preset` and listing the presets.
+const NetPreset& find_net_preset(const std::string& name);
+
+// One `net.links` entry: host_a <-> host_b with its own parameters.
+struct LinkOverride {
+  int host_a = 0;
+  int host_b = 0;
+  double bandwidth_bps = 0;
+  double latency_s = 0;
+};
+// Parses "A-B:BANDWIDTH[:LATENCY],..." (BANDWIDTH may also be a preset name,
+// which then supplies the latency unless given). Throws UsageError naming `key`.
+std::vector<LinkOverride> parse_link_overrides(const std::string& key, const std::string& text);
+
+struct NetConfig {
+  std::string preset = "10Gbps";
+  double bandwidth_bps = 0;  // 0: the preset's
+  double latency_s = -1;     // < 0: the preset's
+  double jitter_s = 0;       // mean of the exponential extra latency per message
+  double efficiency = 0.957;
+  double overhead_bytes = 0;  // added to every message
+  double overhead_s = 0;      // added to every message's latency
+  std::string compute = "measured";
+  int64_t seed = 1;
+  int stages_per_host = 1;
+  double nic_bandwidth_bps = 0;  // 0: unlimited NICs
+  std::string links;             // per-link overrides, see parse_link_overrides
+};
+
+// Binds the `net.*` keys.
+void describe_options(NetConfig& config, slowpipe::OptionSet& options);
+
+// Effective values after applying the preset and explicit overrides.
+double effective_bandwidth_bps(const NetConfig& config);  // before efficiency
+double effective_latency_s(const NetConfig& config);
+
+// Host of device (replica, stage) for `stages` stages per replica.
+int host_of(const NetConfig& config, int stages, int replica, int stage);
+
+// A one-line summary, e.g. "preset 10Gbps: 10Gbps, 50us, efficiency 0.957".
+std::string describe(const NetConfig& config);
+
+}  // namespace slowpipe::netmodel

@@ -1,0 +1,62 @@
+// Generic network scenarios for teaching and checking (`slowpipe netsim`):
+// hosts, links, routes and flows read from JSON; each flow's start and
+// completion time printed as a table.
+//
+// Each flow sends its bytes over its route from its start time; the route's
+// link directions are max-min fair shared (flow_network.h); the flow completes
+// when its last bit has left plus the sum of the route's link latencies.
+// A full-duplex link has one resource per direction, a half-duplex link one
+// shared by both. Routes apply in both directions unless the reverse is given;
+// a pair of hosts joined by one link needs no route. `efficiency` (top level,
+// default 1.0) scales every link's bandwidth. Format: docs/netmodel.md.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace slowpipe::netmodel {
+
+struct ScenarioLink {
+  std::string name, host_a, host_b;
+  double bandwidth_bps = 0;
+  double latency_s = 0;
+  bool full_duplex = true;
+};
+struct ScenarioRoute {
+  std::string from, to;
+  std::vector<std::string> links;  // in order from `from` to `to`
+};
+struct ScenarioFlow {
+  std::string name, from, to;
+  double bytes = 0;
+  double start_s = 0;
+};
+struct Scenario {
+  std::string source;  // file name, for messages
+  double efficiency = 1.0;
+  std::vector<std::string> hosts;
+  std::vector<ScenarioLink> links;
+  std::vector<ScenarioRoute> routes;
+  std::vector<ScenarioFlow> flows;
+};
+
+// Parses and validates; throws UsageError naming `source` and the field
+// ("flows[2].to: unknown host 'x'").
+Scenario parse_scenario(const std::string& json_text, const std::string& source);
+Scenario load_scenario(const std::string& path);
+
+struct FlowResult {
+  std::string name, from, to;
+  double bytes = 0;
+  double start_s = 0;
+  double finish_s = 0;
+};
+// Results in the scenario's flow order.
+std::vector<FlowResult> simulate(const Scenario& scenario);
+void print_flow_table(const std::vector<FlowResult>& results, std::ostream& os);
+
+// What `slowpipe netsim SCENARIO.json` does.
+void run_netsim(const std::string& scenario_json_path, std::ostream& os);
+
+}  // namespace slowpipe::netmodel

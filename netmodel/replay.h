@@ -1,0 +1,95 @@
+// Replay: one step's op trace + the schedule's dependencies + the network and
+// compute models -> a timeline (start and end of every op, busy time of every
+// link direction, bubble fraction, step time).
+//
+// Semantics (see trace.h for the dependency rules):
+//  * each (replica, stage) device is one serial compute stream that runs its
+//    ops in trace order; an op waits (and blocks the stream) until its inputs
+//    are there;
+//  * a send first occupies the sender's stream for its encode time, then the
+//    message goes on the wire asynchronously: the sender carries on computing;
+//  * on the wire a message is a flow over its route (max-min fair share of each
+//    link direction), delivered latency (+ overhead, + jitter) after its last
+//    bit left; the consumer op first spends the decode time on its stream;
+//  * the messages of one connection (a sender, a receiver, one kind) leave in
+//    order, one after another, as over one TCP connection: a message waits
+//    for the previous one's last bit; different connections share fairly;
+//  * all-reduce: after the encode, each replica joins; when all D have joined,
+//    a ring all-reduce runs 2(D-1) steps, each replica sending bytes/D to its
+//    successor and starting step k+1 when step k's chunk arrived; the decode
+//    time is spent before the optimizer. D = 1: completes at once.
+// Leaves out: memory limits, compute/communication contention on one device,
+// per-step codec time of a compressed all-reduce beyond one encode and decode.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "netmodel/net_config.h"
+#include "netmodel/trace.h"
+
+namespace slowpipe::netmodel {
+
+class ComputeModel;
+
+struct OpTiming {
+  // forward/backward/optimizer: compute interval; send: first bit on the wire
+  // (after queueing behind earlier messages of its connection) to delivery; all-reduce: join (after encode) to completion at this replica.
+  double start_s = 0;
+  double end_s = 0;
+  double encode_start_s = 0, encode_end_s = 0;  // sends, all-reduce: on the sender
+  double decode_start_s = 0, decode_end_s = 0;  // consumer side, before the consumer op
+};
+
+struct LinkUsage {
+  std::string name;  // "link3->4", "nic2.out"
+  double busy_s = 0;
+  double bytes = 0;
+};
+
+struct Timeline {
+  int32_t stages = 1;
+  int32_t replicas = 1;
+  std::string schedule;
+  std::vector<TraceOp> ops;      // the replayed trace ops
+  std::vector<OpTiming> timing;  // parallel to ops
+  std::vector<LinkUsage> links;
+  std::vector<double> device_busy_s;        // [replicas * stages]: compute + codec
+  std::vector<int32_t> peak_activations;    // [replicas * stages]: forwards awaiting backward
+  double step_s = 0;
+  double bubble_fraction = 0;  // 1 - busy / (devices x step_s)
+  uint64_t events = 0;         // engine events processed
+};
+
+// Holds the network, the compute model and the jitter random stream across
+// steps: replaying the same traces with the same seed gives identical timelines.
+class Simulator {
+ public:
+  explicit Simulator(const NetConfig& config);
+  ~Simulator();
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+
+  // Throws DataError if the trace is inconsistent (stage out of range, ops
+  // that can never run).
+  Timeline replay(const StepTrace& trace);
+  const NetConfig& config() const { return config_; }
+
+ private:
+  struct State;
+  NetConfig config_;
+  std::unique_ptr<ComputeModel> compute_;
+  std::unique_ptr<State> state_;
+  uint64_t rng_state_;
+};
+
+// A one-off replay with a fresh simulator.
+Timeline replay(const StepTrace& trace, const NetConfig& config);
+
+// The timeline's stage/replica layout as a short multi-line summary (step time,
+// bubble, busiest link).
+void print_summary(const Timeline& timeline, std::ostream& os);
+
+}  // namespace slowpipe::netmodel

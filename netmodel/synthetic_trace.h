@@ -1,0 +1,45 @@
+// Synthetic op traces: what the pipeline engine would record for one step,
+// built from a schedule (and, for what-if runs, a model shape) instead of a
+// real run. Used by `slowpipe timing`, the closed-form tests and the benchmarks.
+//
+// Op order per (replica, stage): the schedule's F/B order, each forward
+// followed by its activation send (not on the last stage) and each backward by
+// its gradient send (not on the first stage); then, when replicas > 1, one
+// all-reduce; then the optimizer.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "netmodel/compute_model.h"
+#include "netmodel/model_shape.h"
+#include "netmodel/trace.h"
+
+namespace slowpipe::netmodel {
+
+// Builds the op skeleton; `fill` sets compute_s, flops, bytes, ... of each op.
+StepTrace build_trace(const std::string& schedule, int stages, int microbatches, int replicas,
+                      const std::function<void(TraceOp&)>& fill);
+
+// Exact bytes on the wire of a tensor of `shape` under a channel spec (the
+// lead passes compressors::wire_bytes).
+using WireBytesFn =
+    std::function<uint64_t(const std::string& spec, const std::vector<int64_t>& shape)>;
+
+struct CodecSpecs {
+  std::string forward = "none";   // activations
+  std::string backward = "none";  // activation gradients
+  std::string gradient = "none";  // data-parallel all-reduce of weight gradients
+};
+
+// A step of `shape` (micro-batches = batch / microbatch_size) with analytic
+// FLOPs and compute seconds on `device`, message bytes from `wire_bytes`
+// (activations and their gradients: [microbatch_size, seq, hidden]; weight
+// gradients: [parameters of the stage]); codec seconds are 0.
+StepTrace make_synthetic_trace(const ModelShape& shape, const std::string& schedule, int replicas,
+                               const CodecSpecs& specs, const WireBytesFn& wire_bytes,
+                               const DevicePreset& device);
+
+}  // namespace slowpipe::netmodel

@@ -1,0 +1,112 @@
+// What-if timing: synthetic traces of the shape presets, analytic FLOPs, and
+// the bandwidth sweep, with a closed-form wire-size callback (4 bytes per
+// element for "none", bits/8 per element for "qB").
+#include <catch2/catch.hpp>
+#include <sstream>
+
+#include "common/errors.h"
+#include "netmodel/replay.h"
+#include "netmodel/what_if.h"
+
+namespace nm = slowpipe::netmodel;
+
+namespace {
+uint64_t wire_bytes(const std::string& spec, const std::vector<int64_t>& shape) {
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+  if (spec == "none") return 4 * n;
+  if (spec.size() > 1 && spec[0] == 'q') return n * std::stoul(spec.substr(1)) / 8;
+  throw slowpipe::UsageError("unknown spec " + spec);
+}
+}  // namespace
+
+TEST_CASE("Model shapes: GPT-2 XL has 1.5B parameters and the paper's layout") {
+  const auto& g = nm::find_model_shape("timing.model", "gpt2-xl");
+  CHECK(g.layers == 48);
+  CHECK(g.hidden == 1600);
+  CHECK(g.seq == 1024);
+  CHECK(g.stages == 8);
+  double params = 0;
+  for (int s = 0; s < g.stages; ++s) params += nm::stage_parameters(g, s);
+  CHECK(params == Approx(1.557e9).epsilon(0.01));
+  // forward FLOPs ~ 2 x params x tokens (plus attention): within 20%
+  double flops = 0;
+  for (int s = 0; s < g.stages; ++s) flops += nm::forward_flops(g, s);
+  CHECK(flops / (2 * params * 1024) == Approx(1.1).epsilon(0.1));
+  CHECK_THROWS_WITH(nm::find_model_shape("timing.model", "llama"), Catch::Contains("gpt2-xl"));
+}
+
+TEST_CASE("Synthetic trace: byte sizes from the callback, FLOPs per op") {
+  const auto& g = nm::find_model_shape("timing.model", "gpt2-xl");
+  nm::CodecSpecs specs;
+  specs.forward = "q4";
+  specs.backward = "q8";
+  const auto t = nm::make_synthetic_trace(g, "gpipe", 2, specs, wire_bytes,
+                                          nm::find_device("timing.device", "A100"));
+  CHECK(t.microbatches == 32);
+  size_t acts = 0, grads = 0, reduces = 0;
+  for (const auto& op : t.ops) {
+    if (op.kind == nm::OpKind::kSendActivation) {
+      CHECK(op.bytes == 1024 * 1600 / 2);
+      ++acts;
+    }
+    if (op.kind == nm::OpKind::kSendGradient) {
+      CHECK(op.bytes == 1024 * 1600);
+      ++grads;
+    }
+    if (op.kind == nm::OpKind::kAllReduce) ++reduces;
+    if (op.kind == nm::OpKind::kBackward) CHECK(op.flops == Approx(2 * nm::forward_flops(g, op.stage)));
+  }
+  CHECK(acts == 2 * 7 * 32);
+  CHECK(grads == 2 * 7 * 32);
+  CHECK(reduces == 2 * 8);
+}
+
+TEST_CASE("What-if: compression pays off more as bandwidth drops") {
+  nm::WhatIfConfig w;
+  w.specs.forward = "q2";
+  w.specs.backward = "q4";
+  nm::NetConfig net;  // 10Gbps preset, 50 us
+  const auto r = nm::run_what_if(w, net, wire_bytes);
+  REQUIRE(r.rows.size() == 5);
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    const auto& row = r.rows[i];
+    CHECK(row.step_s <= row.fp32_step_s);
+    CHECK(row.speedup == Approx(row.fp32_step_s / row.step_s));
+    CHECK(row.samples_per_s == Approx(32 / row.step_s));
+    if (i > 0) {
+      CHECK(row.speedup >= r.rows[i - 1].speedup);  // bandwidths are decreasing
+      CHECK(row.fp32_step_s >= r.rows[i - 1].fp32_step_s);
+    }
+  }
+  CHECK(r.rows.back().speedup > 2.0);  // 100 Mbit/s: fp32 activations dominate
+  // fp32 "compressed" run: speed-up is exactly 1
+  nm::WhatIfConfig plain;
+  for (const auto& row : nm::run_what_if(plain, net, wire_bytes).rows) CHECK(row.speedup == 1.0);
+  std::ostringstream os;
+  nm::print_what_if(w, net, r, os);
+  CHECK_THAT(os.str(), Catch::Contains("100Mbps") && Catch::Contains("speed-up"));
+}
+
+TEST_CASE("What-if: options and a network-free check against the compute bound") {
+  nm::WhatIfConfig w;
+  slowpipe::OptionSet o;
+  nm::describe_options(w, o);
+  o.set("timing.bandwidth", "1Gbps,100Mbps");
+  o.set("timing.model", "deberta-xxl");
+  o.set("timing.schedule", "1f1b");
+  CHECK(w.bandwidths_bps == std::vector<double>{1e9, 100e6});
+  CHECK_THROWS_WITH(o.set("timing.model", "bert"), Catch::Contains("timing.model"));
+  CHECK_THROWS_AS(o.set("timing.bandwidth", "fast"), slowpipe::UsageError);
+  // With an ideal network GPipe step time = (M+S-1)(tf+tb) of the slowest stage
+  // is bounded below by the compute of one stage.
+  nm::NetConfig none;
+  none.preset = "none";
+  w.bandwidths_bps = {1e15};
+  const auto r = nm::run_what_if(w, none, wire_bytes);
+  const auto& shape = r.shape;
+  const auto& dev = nm::find_device("timing.device", "A100");
+  const double stage_s = 3 * nm::forward_flops(shape, 0) / (dev.peak_flops * dev.efficiency);
+  CHECK(r.rows[0].fp32_step_s >= 32 * stage_s);
+  CHECK(r.rows[0].fp32_step_s <= (32 + 7) * stage_s * 1.2);
+}
