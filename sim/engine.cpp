@@ -9,10 +9,10 @@
 #include <stdexcept>
 
 #include "common/errors.h"
-#include "compressors/registry.h"
+#include "compressors/factory.h"
 #include "models/cuts.h"
 #include "models/registry.h"
-#include "sim/schedule.h"
+#include "netmodel/schedule.h"
 
 namespace slowpipe::sim {
 namespace {
@@ -30,6 +30,18 @@ void add_transfer(ChannelSummary& sum, const compressors::TransferStats& st) {
   sum.encode_s += st.encode_s;
   sum.decode_s += st.decode_s;
   sum.transfers += 1;
+}
+
+compressors::ChannelContext channel_context(const EngineSetup& setup, const std::string& name,
+                                            uint64_t salt) {
+  compressors::ChannelContext ctx;
+  ctx.name = name;
+  ctx.num_samples = setup.train_samples;
+  ctx.warmup_epochs = setup.compress.aq_warmup_epochs;
+  ctx.aq_store = setup.compress.aq_store;
+  ctx.aq_dir = setup.compress.aq_dir;
+  ctx.seed = setup.seed * 1000003ULL + salt;  // distinct streams per channel
+  return ctx;
 }
 
 void finish_means(std::vector<ChannelSummary>& v) {
@@ -73,7 +85,7 @@ PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
   const auto user_cuts = parse_int_list("pipeline.cuts", setup_.pipeline.cuts);
   cuts_ = models::resolve_cuts(replicas_[0]->model, S, user_cuts, setup_.pipeline.balance,
                                setup_.probe);
-  order_ = global_order(make_schedule(setup_.pipeline.schedule, S, setup_.pipeline.microbatches),
+  order_ = global_order(netmodel::make_schedule(setup_.pipeline.schedule, S, setup_.pipeline.microbatches),
                         setup_.pipeline.microbatches);
 
   for (int r = 0; r < D; ++r) {
@@ -94,7 +106,10 @@ PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
         rep.fw.push_back(setup_.channel_factory(ChannelRole::kForward, b, r));
         rep.bw.push_back(setup_.channel_factory(ChannelRole::kBackward, b, r));
       } else {
-        auto pair = compressors::make_boundary(setup_.compress, b, channel_context(b, r));
+        const std::string name = "r" + std::to_string(r) + ".b" + std::to_string(b);
+        auto pair = compressors::make_boundary(
+            setup_.compress.fw_for(b), setup_.compress.bw_for(b),
+            channel_context(setup_, name, static_cast<uint64_t>(r) * 4096 + b));
         rep.fw.push_back(std::move(pair.fw));
         rep.bw.push_back(std::move(pair.bw));
       }
@@ -104,8 +119,10 @@ PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
         if (setup_.channel_factory) {
           rep.grad.push_back(setup_.channel_factory(ChannelRole::kGradient, s, r));
         } else {
-          rep.grad.push_back(compressors::make_gradient_channel(setup_.compress, s,
-                                                                channel_context(s, r)));
+          const std::string name = "r" + std::to_string(r) + ".grad" + std::to_string(s);
+          rep.grad.push_back(compressors::make_channel(
+              setup_.compress.grad,
+              channel_context(setup_, name, static_cast<uint64_t>(r) * 4096 + 2048 + s)));
         }
       }
     }
@@ -201,7 +218,7 @@ StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
       const int m = op.microbatch;
       const int64_t begin = r * shard + m * mb;
       const at::Tensor ids = batch.ids.narrow(0, begin, mb);
-      if (op.forward) {
+      if (!op.backward) {
         at::Tensor x = s == 0 ? batch.inputs.narrow(0, begin, mb).to(device) : inputs[s][m];
         sync();
         const auto t0 = Clock::now();

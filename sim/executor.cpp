@@ -35,13 +35,13 @@ std::vector<PipelineOp> global_order(const std::vector<std::vector<PipelineOp>>&
         const PipelineOp& op = per_stage[s][next[s]];
         const int m = op.microbatch;
         bool ready;
-        if (op.forward) {
+        if (!op.backward) {
           ready = s == 0 || fwd_done[idx(s - 1, m)];
         } else {
           ready = fwd_done[idx(s, m)] && (s == stages - 1 || bwd_done[idx(s + 1, m)]);
         }
         if (!ready) break;
-        char& done = op.forward ? fwd_done[idx(s, m)] : bwd_done[idx(s, m)];
+        char& done = !op.backward ? fwd_done[idx(s, m)] : bwd_done[idx(s, m)];
         if (done) throw std::logic_error("schedule: op listed twice");
         done = 1;
         order.push_back(op);

@@ -9,16 +9,12 @@
 
 #include <vector>
 
+#include "netmodel/schedule.h"
+
 namespace slowpipe::sim {
 
-struct PipelineOp {
-  bool forward = true;
-  int stage = 0;
-  int microbatch = 0;
-  bool operator==(const PipelineOp& o) const {
-    return forward == o.forward && stage == o.stage && microbatch == o.microbatch;
-  }
-};
+// F(s, m) or B(s, m), as the schedules of netmodel/schedule.h list them.
+using PipelineOp = netmodel::ScheduledOp;
 
 // Throws std::logic_error if the lists deadlock or do not hold F and B exactly
 // once per (stage, micro-batch).

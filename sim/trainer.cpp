@@ -16,8 +16,10 @@
 #include "common/units.h"
 #include "common/version.h"
 #include "models/checkpoint.h"
+#include "models/data_registry.h"
 #include "models/registry.h"
 #include "models/sampler.h"
+#include "netmodel/chrome_trace.h"
 #include "netmodel/replay.h"
 #include "sim/engine.h"
 #include "sim/progress.h"
@@ -127,7 +129,8 @@ TrainSummary train(const TrainConfig& cfg,
                      " samples, fewer than pipeline.batch_size = " +
                      std::to_string(cfg.pipeline.batch_size));
   }
-  models::EpochSampler sampler(train_n, cfg.pipeline.batch_size, cfg.run.seed);
+  models::EpochSampler sampler(train_n, cfg.pipeline.batch_size, cfg.run.seed, /*shuffle=*/true,
+                               /*drop_last=*/true);
   const int64_t per_epoch = sampler.batches_per_epoch();
   const int64_t total_steps = cfg.run.steps > 0 ? cfg.run.steps : cfg.run.epochs * per_epoch;
 
@@ -244,18 +247,18 @@ TrainSummary train(const TrainConfig& cfg,
 
   for (int64_t step = 0; step < total_steps && !g_stop; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
-    const std::vector<int64_t> idx = sampler.next();
-    if (sampler.epoch() != epoch) {
-      epoch = sampler.epoch();
+    const models::SampledBatch sampled = sampler.next();
+    if (sampled.epoch != epoch) {
+      epoch = static_cast<int>(sampled.epoch);
       engine.set_epoch(epoch);
     }
-    const models::Batch batch = data->get(models::Split::kTrain, idx);
+    const models::Batch batch = data->get(models::Split::kTrain, sampled.indices);
     const StepResult r = engine.train_step(batch, step, total_steps);
     if (!std::isfinite(r.loss)) {
       progress.message("warning: non-finite loss at step " + std::to_string(step + 1));
     }
     const netmodel::Timeline timeline = network.replay(r.trace);
-    sim_time_s += timeline.step_time_s;
+    sim_time_s += timeline.step_s;
     samples += r.samples;
     const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double wall_s =
@@ -264,7 +267,7 @@ TrainSummary train(const TrainConfig& cfg,
         {"step", double(step + 1)},   {"epoch", double(epoch)},       {"loss", r.loss},
         {"lr", r.lr},                 {"grad_norm", r.grad_norm},     {"samples", double(samples)},
         {"step_time_s", step_s},      {"wall_time_s", wall_s},        {"compute_s", r.compute_s},
-        {"sim_step_time_s", timeline.step_time_s}, {"sim_time_s", sim_time_s},
+        {"sim_step_time_s", timeline.step_s}, {"sim_time_s", sim_time_s},
         {"channel_state_bytes", double(engine.channel_state_bytes())}};
     for (int b = 0; b + 1 < S; ++b) {
       const std::string f = "fw" + std::to_string(b), g = "bw" + std::to_string(b);

@@ -15,11 +15,12 @@ namespace slowpipe::cli {
 
 int cmd_export(const Args& args) {
   po::options_description desc(
-      "usage: slowpipe export RUN.h5 [--table train|eval|...] [--label] [--attrs]\n\nOptions");
+      "usage: slowpipe export RUN.h5 [--table train|eval|...] [--label] [--attrs] [--blob NAME]\n\nOptions");
   std::string path, table = "train";
   desc.add_options()("help,h", "this help")("run", po::value(&path), "run log (HDF5)")(
       "table,t", po::value(&table), "table to write as TSV (default train)")(
-      "label", "print the run's plot label instead")("attrs", "print the root attributes instead");
+      "label", "print the run's plot label instead")("attrs", "print the root attributes instead")(
+      "blob", po::value<std::string>(), "print a stored text blob (e.g. trace_step_100) instead");
   po::positional_options_description pos;
   pos.add("run", 1);
   po::variables_map vm;
@@ -32,6 +33,8 @@ int cmd_export(const Args& args) {
   if (path.empty()) throw UsageError("no run log given (slowpipe export RUN.h5 --table train)");
   if (vm.count("label")) {
     std::cout << sim::run_label(path) << "\n";
+  } else if (vm.count("blob")) {
+    std::cout << sim::read_text(path, vm["blob"].as<std::string>());
   } else if (vm.count("attrs")) {
     for (const auto& [k, v] : sim::read_attributes(path)) std::cout << k << "\t" << v << "\n";
   } else {

@@ -1,0 +1,56 @@
+// `slowpipe codecs` (the registry) and `slowpipe codec --spec SPEC` (inspect one).
+#include <boost/program_options.hpp>
+
+#include <iostream>
+
+#include "common/errors.h"
+#include "common/options.h"
+#include "compressors/factory.h"
+#include "compressors/inspect.h"
+#include "sim/cli/commands.h"
+
+namespace po = boost::program_options;
+
+namespace slowpipe::cli {
+
+int cmd_codecs(const Args& args) {
+  if (!args.empty() && args[0] != "--help" && args[0] != "-h") {
+    throw UsageError("'slowpipe codecs' takes no arguments");
+  }
+  compressors::print_registry(std::cout);
+  std::cout << "\nThe spec grammar is documented in docs/codec-spec.md.\n";
+  return 0;
+}
+
+int cmd_codec(const Args& args) {
+  po::options_description desc(
+      "usage: slowpipe codec --spec SPEC [--shape B,T,C] [--dist normal|laplace] [--seed N]\n\n"
+      "Encodes a synthetic tensor with SPEC and prints bytes, compression ratio against\n"
+      "fp32, relative error and encode/decode throughput. Options");
+  std::string spec, shape_text = "16,64,128", dist = "normal";
+  int64_t seed = 1;
+  desc.add_options()("help,h", "this help")("spec", po::value(&spec), "channel spec, e.g. q4")(
+      "shape", po::value(&shape_text)->default_value(shape_text), "tensor shape, comma separated")(
+      "dist", po::value(&dist)->default_value(dist), "value distribution: normal|laplace")(
+      "seed", po::value(&seed)->default_value(seed), "seed of the synthetic tensor");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << desc;
+    return 0;
+  }
+  if (spec.empty()) throw UsageError("--spec is required (e.g. slowpipe codec --spec q4)");
+  const std::vector<int64_t> shape = parse_int_list("--shape", shape_text);
+  if (shape.empty()) throw UsageError("--shape is empty");
+  for (int64_t d : shape) {
+    if (d <= 0) throw UsageError("--shape: every dimension must be positive, got '" + shape_text + "'");
+  }
+  if (dist != "normal" && dist != "laplace") {
+    throw UsageError("--dist: '" + dist + "' (expected normal or laplace; from-run is not implemented)");
+  }
+  compressors::run_codec_inspection(spec, shape, dist, static_cast<uint64_t>(seed), std::cout);
+  return 0;
+}
+
+}  // namespace slowpipe::cli

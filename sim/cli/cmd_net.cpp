@@ -1,0 +1,92 @@
+// `slowpipe timing` (what-if step time without training) and `slowpipe netsim`
+// (a generic network scenario): thin CLI layers over netmodel/.
+#include <boost/program_options.hpp>
+
+#include <iostream>
+
+#include "common/errors.h"
+#include "compressors/factory.h"
+#include "netmodel/net_config.h"
+#include "netmodel/netsim.h"
+#include "netmodel/what_if.h"
+#include "sim/cli/commands.h"
+
+namespace po = boost::program_options;
+
+namespace slowpipe::cli {
+
+int cmd_timing(const Args& args) {
+  po::options_description desc(
+      "usage: slowpipe timing [--model gpt2-xl] [--fw SPEC] [--bw SPEC] [--grad SPEC]\n"
+      "                       [--bandwidth 10Gbps,1Gbps,...] [--set KEY=VALUE]...\n\n"
+      "Prints step time, throughput and speed-up over fp32 of a model shape on a sweep\n"
+      "of bandwidths, from analytic compute and exact message sizes. Options");
+  std::vector<std::string> sets, configs;
+  std::string model, fw, bw, grad, bandwidth, schedule, replicas, net, device;
+  desc.add_options()("help,h", "this help, with every key")(
+      "config,c", po::value(&configs), "INI config file (repeatable)")(
+      "set,s", po::value(&sets), "KEY=VALUE override (timing.* and net.* keys)")(
+      "model", po::value(&model), "timing.model: shape preset")(
+      "fw", po::value(&fw), "timing.fw")("bw", po::value(&bw), "timing.bw")(
+      "grad", po::value(&grad), "timing.grad")(
+      "bandwidth", po::value(&bandwidth), "timing.bandwidth: comma list")(
+      "schedule", po::value(&schedule), "timing.schedule")(
+      "replicas", po::value(&replicas), "timing.replicas")(
+      "device", po::value(&device), "timing.device")("net", po::value(&net), "net.preset");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::notify(vm);
+
+  netmodel::WhatIfConfig what_if;
+  netmodel::NetConfig net_config;
+  OptionSet options;
+  netmodel::describe_options(what_if, options);
+  netmodel::describe_options(net_config, options);
+  if (vm.count("help")) {
+    std::cout << desc << "\nKeys:\n" << options.help_text();
+    return 0;
+  }
+  for (const auto& f : configs) options.load_ini(f);
+  for (const auto& s : sets) options.set_assignment(s);
+  const std::pair<const char*, const std::string*> shortcuts[] = {
+      {"timing.model", &model},         {"timing.fw", &fw},
+      {"timing.bw", &bw},               {"timing.grad", &grad},
+      {"timing.bandwidth", &bandwidth}, {"timing.schedule", &schedule},
+      {"timing.replicas", &replicas},   {"timing.device", &device},
+      {"net.preset", &net}};
+  for (const auto& [key, value] : shortcuts) {
+    if (!value->empty()) options.set(key, *value);
+  }
+  for (const auto* spec : {&what_if.specs.forward, &what_if.specs.backward, &what_if.specs.gradient}) {
+    compressors::validate_spec(*spec, spec == &what_if.specs.backward);
+  }
+  const auto wire = [](const std::string& spec, const std::vector<int64_t>& shape) {
+    return compressors::wire_bytes(spec, shape);
+  };
+  netmodel::run_timing(what_if, net_config, wire, std::cout);
+  return 0;
+}
+
+int cmd_netsim(const Args& args) {
+  po::options_description desc(
+      "usage: slowpipe netsim SCENARIO.json\n\n"
+      "Reads hosts, links, routes and flows, simulates max-min fair sharing, and\n"
+      "prints each flow's start and completion time. Options");
+  std::string path;
+  desc.add_options()("help,h", "this help")("scenario", po::value(&path), "scenario JSON file");
+  po::positional_options_description pos;
+  pos.add("scenario", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << desc << "\nThe scenario format is described in docs/netmodel.md; examples are in "
+                         "experiments/netsim/.\n";
+    return 0;
+  }
+  if (path.empty()) throw UsageError("no scenario given (slowpipe netsim SCENARIO.json)");
+  netmodel::run_netsim(path, std::cout);
+  return 0;
+}
+
+}  // namespace slowpipe::cli

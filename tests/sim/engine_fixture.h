@@ -1,0 +1,104 @@
+// Shared set-up for the engine tests: a small text corpus written to a temp
+// file, tiny GPT and CNN configurations, and a loop that trains N steps.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/data_config.h"
+#include "models/data_registry.h"
+#include "models/sampler.h"
+#include "sim/engine.h"
+
+namespace slowpipe::test {
+
+// A deterministic ~24 KB English-like text, written once per process.
+inline std::string corpus_path() {
+  static const std::string path = [] {
+    const std::string p = "slowpipe_test_corpus.txt";
+    std::ofstream f(p);
+    const char* words[] = {"the",   "pipeline", "stage",  "sends", "a",      "compressed",
+                           "activation", "over", "slow",  "links", "and",   "gradients",
+                           "flow",  "back",     "through", "every", "boundary", "of", "model"};
+    uint32_t x = 12345;
+    for (int i = 0; i < 4000; ++i) {
+      x = x * 1103515245u + 12345u;
+      f << words[(x >> 16) % 19] << ((i % 11 == 10) ? ".\n" : " ");
+    }
+    return p;
+  }();
+  return path;
+}
+
+inline std::unique_ptr<models::Dataset> text_data(int seq_len) {
+  models::DataConfig d;
+  d.name = "text";
+  d.path = corpus_path();
+  return models::make_dataset(d, seq_len);
+}
+
+inline std::unique_ptr<models::Dataset> image_data(int64_t limit) {
+  models::DataConfig d;
+  d.name = "fashion-mnist";
+  d.limit = limit;
+  d.val_limit = limit;
+  return models::make_dataset(d, 0);
+}
+
+inline sim::EngineSetup gpt_setup(const models::Dataset& data, int stages) {
+  sim::EngineSetup s;
+  s.model.name = "gpt";
+  s.model.layers = 2;  // embedding + 2 blocks + head = 4 blocks
+  s.model.d_model = 32;
+  s.model.heads = 2;
+  s.model.seq_len = 16;
+  s.data = data.info();
+  s.pipeline.stages = stages;
+  s.pipeline.batch_size = 8;
+  s.optim.name = "adamw";
+  s.optim.lr = 3e-3;
+  s.seed = 7;
+  s.train_samples = data.size(models::Split::kTrain);
+  return s;
+}
+
+inline sim::EngineSetup cnn_setup(const models::Dataset& data, int stages) {
+  sim::EngineSetup s;
+  s.model.name = "cnn";
+  s.model.layers = 2;
+  s.model.channels = 4;
+  s.data = data.info();
+  s.pipeline.stages = stages;
+  s.pipeline.batch_size = 8;
+  s.optim.name = "sgd";
+  s.optim.lr = 0.05;
+  s.seed = 7;
+  s.train_samples = data.size(models::Split::kTrain);
+  return s;
+}
+
+struct RunOutput {
+  std::vector<double> losses;
+  std::vector<sim::StepResult> results;
+};
+
+inline RunOutput run_steps(const sim::EngineSetup& setup, const models::Dataset& data, int steps,
+                           bool keep_results = false) {
+  sim::PipelineEngine engine(setup);
+  models::EpochSampler sampler(data.size(models::Split::kTrain), setup.pipeline.batch_size,
+                               setup.seed, true, true);
+  RunOutput out;
+  for (int i = 0; i < steps; ++i) {
+    auto r = engine.train_step(data.get(models::Split::kTrain, sampler.next().indices), i, steps);
+    out.losses.push_back(r.loss);
+    if (keep_results) out.results.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace slowpipe::test

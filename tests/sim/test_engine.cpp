@@ -1,0 +1,191 @@
+// The pipeline engine: exact cuts, schedules, micro-batches, replicas, the trace.
+#include <catch2/catch.hpp>
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+
+#include "engine_fixture.h"
+#include "netmodel/schedule.h"
+
+namespace {
+
+using slowpipe::sim::ChannelRole;
+using slowpipe::sim::EngineSetup;
+using slowpipe::sim::PipelineEngine;
+
+void require_close(const std::vector<double>& a, const std::vector<double>& b, double rel) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("step " << i << ": " << a[i] << " vs " << b[i]);
+    REQUIRE(std::isfinite(a[i]));
+    REQUIRE(std::abs(a[i] - b[i]) <= rel * std::abs(b[i]));
+  }
+}
+
+// A pass-through channel that records every transfer (role, index, replica, first id).
+struct Record {
+  ChannelRole role;
+  int index;
+  int replica;
+  int64_t first_id;
+};
+
+class RecordingChannel : public slowpipe::compressors::Channel {
+ public:
+  RecordingChannel(std::shared_ptr<std::vector<Record>> log, ChannelRole role, int index, int replica)
+      : log_(std::move(log)), role_(role), index_(index), replica_(replica) {}
+  at::Tensor transfer(const at::Tensor& x, const at::Tensor& ids,
+                      slowpipe::compressors::TransferStats* stats) override {
+    log_->push_back({role_, index_, replica_, ids.defined() ? ids[0].item<int64_t>() : -1});
+    if (stats) stats->bytes = static_cast<uint64_t>(x.numel()) * 4;
+    return x;
+  }
+  at::Tensor infer(const at::Tensor& x, slowpipe::compressors::TransferStats*) override { return x; }
+  std::string spec() const override { return "record"; }
+
+ private:
+  std::shared_ptr<std::vector<Record>> log_;
+  ChannelRole role_;
+  int index_, replica_;
+};
+
+}  // namespace
+
+TEST_CASE("Engine: cutting the model is exact (GPT and CNN, 1/2/4 stages)") {
+  SECTION("gpt") {
+    auto data = slowpipe::test::text_data(16);
+    const auto whole = slowpipe::test::run_steps(slowpipe::test::gpt_setup(*data, 1), *data, 20);
+    for (int stages : {2, 4}) {
+      INFO("stages " << stages);
+      const auto split = slowpipe::test::run_steps(slowpipe::test::gpt_setup(*data, stages), *data, 20);
+      require_close(split.losses, whole.losses, 1e-5);
+    }
+    CHECK(whole.losses.back() < whole.losses.front());  // it does learn
+  }
+  SECTION("cnn") {
+    auto data = slowpipe::test::image_data(256);
+    const auto whole = slowpipe::test::run_steps(slowpipe::test::cnn_setup(*data, 1), *data, 20);
+    for (int stages : {2, 4}) {
+      INFO("stages " << stages);
+      const auto split = slowpipe::test::run_steps(slowpipe::test::cnn_setup(*data, stages), *data, 20);
+      require_close(split.losses, whole.losses, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("Engine: the same seed gives bitwise-identical losses") {
+  auto data = slowpipe::test::text_data(16);
+  const auto a = slowpipe::test::run_steps(slowpipe::test::gpt_setup(*data, 4), *data, 8);
+  const auto b = slowpipe::test::run_steps(slowpipe::test::gpt_setup(*data, 4), *data, 8);
+  REQUIRE(a.losses == b.losses);
+  auto other = slowpipe::test::gpt_setup(*data, 4);
+  other.seed = 8;
+  CHECK(slowpipe::test::run_steps(other, *data, 8).losses != a.losses);
+}
+
+TEST_CASE("Engine: GPipe, 1F1B, micro-batches and replicas agree with the unsplit model") {
+  auto data = slowpipe::test::text_data(16);
+  const auto whole = slowpipe::test::run_steps(slowpipe::test::gpt_setup(*data, 1), *data, 20);
+  for (const char* schedule : {"gpipe", "1f1b"}) {
+    for (int M : {1, 4}) {
+      for (int D : {1, 2}) {
+        INFO(schedule << " M=" << M << " D=" << D);
+        auto s = slowpipe::test::gpt_setup(*data, 4);
+        s.pipeline.schedule = schedule;
+        s.pipeline.microbatches = M;
+        s.pipeline.replicas = D;
+        require_close(slowpipe::test::run_steps(s, *data, 20).losses, whole.losses, 1e-5);
+      }
+    }
+  }
+}
+
+TEST_CASE("Engine: channel updates follow the schedule's order") {
+  auto data = slowpipe::test::text_data(16);
+  const int S = 4, M = 4;
+  for (const char* schedule : {"gpipe", "1f1b"}) {
+    auto log = std::make_shared<std::vector<Record>>();
+    auto setup = slowpipe::test::gpt_setup(*data, S);
+    setup.pipeline.schedule = schedule;
+    setup.pipeline.microbatches = M;
+    setup.channel_factory = [log](ChannelRole role, int index, int replica) {
+      return std::make_unique<RecordingChannel>(log, role, index, replica);
+    };
+    PipelineEngine engine(setup);
+    const auto batch = data->get(slowpipe::models::Split::kTrain, {0, 1, 2, 3, 4, 5, 6, 7});
+    engine.train_step(batch, 0, 1);
+    // Expected: walk the executor's order; every F(s<S-1) sends forward on boundary s,
+    // every B(s>0) sends backward on boundary s-1; micro-batch m starts at id 2m.
+    std::vector<Record> expected;
+    for (const auto& op : engine.order()) {
+      if (!op.backward && op.stage < S - 1) {
+        expected.push_back({ChannelRole::kForward, op.stage, 0, 2 * op.microbatch});
+      } else if (op.backward && op.stage > 0) {
+        expected.push_back({ChannelRole::kBackward, op.stage - 1, 0, 2 * op.microbatch});
+      }
+    }
+    REQUIRE(log->size() == expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      INFO(schedule << " transfer " << i);
+      CHECK((*log)[i].role == expected[i].role);
+      CHECK((*log)[i].index == expected[i].index);
+      CHECK((*log)[i].first_id == expected[i].first_id);
+    }
+    // Each boundary's backward channel sees micro-batches in the order stage s+1 runs B.
+    const auto lists = slowpipe::netmodel::make_schedule(schedule, S, M);
+    for (int b = 0; b + 1 < S; ++b) {
+      std::vector<int64_t> seen, want;
+      for (const auto& r : *log) {
+        if (r.role == ChannelRole::kBackward && r.index == b) seen.push_back(r.first_id / 2);
+      }
+      for (const auto& op : lists[b + 1]) {
+        if (op.backward) want.push_back(op.microbatch);
+      }
+      CHECK(seen == want);
+    }
+  }
+}
+
+TEST_CASE("Engine: trace bookkeeping and identical replicas") {
+  auto data = slowpipe::test::text_data(16);
+  const int S = 4, M = 2, D = 2;
+  auto setup = slowpipe::test::gpt_setup(*data, S);
+  setup.pipeline.microbatches = M;
+  setup.pipeline.replicas = D;
+  PipelineEngine engine(setup);
+  slowpipe::models::EpochSampler sampler(data->size(slowpipe::models::Split::kTrain), 8, 3, true, true);
+  for (int step = 0; step < 5; ++step) {
+    const auto r = engine.train_step(data->get(slowpipe::models::Split::kTrain, sampler.next().indices),
+                                     step, 5);
+    int compute = 0;
+    uint64_t trace_bytes = 0, channel_bytes = 0;
+    for (const auto& op : r.trace.ops) {
+      if (op.kind == slowpipe::netmodel::OpKind::kForward ||
+          op.kind == slowpipe::netmodel::OpKind::kBackward) {
+        ++compute;
+        CHECK(op.compute_s > 0);
+        CHECK(op.flops > 0);
+      }
+      trace_bytes += op.bytes;
+    }
+    CHECK(compute == 2 * D * S * M);
+    for (const auto& c : r.fw) channel_bytes += c.bytes;
+    for (const auto& c : r.bw) channel_bytes += c.bytes;
+    for (const auto& c : r.grad) channel_bytes += c.bytes;
+    CHECK(trace_bytes == channel_bytes);
+    CHECK(channel_bytes > 0);
+    // Replicas hold identical parameters and optimizer state after every step.
+    const auto p0 = engine.model(0).parameters();
+    const auto p1 = engine.model(1).parameters();
+    REQUIRE(p0.size() == p1.size());
+    for (size_t i = 0; i < p0.size(); ++i) REQUIRE(at::equal(p0[i], p1[i]));
+    const auto s0 = engine.optimizer_state(0);
+    const auto s1 = engine.optimizer_state(1);
+    REQUIRE(s0.size() == s1.size());
+    REQUIRE(!s0.empty());
+    for (size_t i = 0; i < s0.size(); ++i) REQUIRE(at::equal(s0[i], s1[i]));
+  }
+}
