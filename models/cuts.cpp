@@ -31,6 +31,7 @@ std::vector<double> measure_block_times_s(const Model& model, const Batch& probe
     for (auto& p : b->parameters()) {
       params.push_back(p);
       grads.push_back(p.grad());
+      p.mutable_grad() = at::Tensor();  // backward would accumulate into it in place
     }
   }
   torch::AutoGradMode grad_mode(true);
