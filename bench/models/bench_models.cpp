@@ -36,8 +36,9 @@ void train_step_bench(benchmark::State& state, const sm::ModelConfig& cfg,
   double flops = 0;
   for (auto& b : model.blocks) flops += b->forward_flops_per_sample();
   // Forward + backward taken as 3x forward.
-  state.counters["GFLOP/s"] = benchmark::Counter(3.0 * flops * static_cast<double>(batch_size) * 1e-9,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(3.0 * flops * static_cast<double>(batch_size) * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
   state.counters["params"] = static_cast<double>(model.parameter_count(0, model.blocks.size()));
   state.counters["threads"] = static_cast<double>(state.range(0));
 }

@@ -1,8 +1,8 @@
 // Cut resolution tests: user cuts, every invalid form, and balancing against a
 // brute-force enumeration of all contiguous partitions.
-#include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <catch2/catch.hpp>
 #include <functional>
 #include <limits>
 #include <random>
