@@ -99,6 +99,23 @@ TEST_CASE("GPT: blocks and output shapes") {
         std::vector<int64_t>{2, 5, 256});
 }
 
+TEST_CASE("GPT: dropout acts in training mode only") {
+  auto cfg = st::tiny_gpt();
+  cfg.dropout = 0.5;
+  sm::Model m = sm::build_model(cfg, st::text_info(16), 3);
+  torch::NoGradGuard g;
+  auto x = torch::randint(0, 256, {2, 16}, torch::kLong);
+  auto run = [&] {
+    at::Tensor h = x;
+    for (auto& blk : m.blocks) h = blk->forward(h);
+    return h;
+  };
+  CHECK_FALSE(torch::equal(run(), run()));  // training: fresh masks each time
+  m.train(false);
+  for (auto& blk : m.blocks) CHECK_FALSE(blk->is_training());
+  CHECK(torch::equal(run(), run()));
+}
+
 TEST_CASE("GPT: attention is causal") {
   sm::Model m = sm::build_model(st::tiny_gpt(), st::text_info(16), 3);
   torch::NoGradGuard g;
@@ -169,6 +186,9 @@ TEST_CASE("FLOPs per sample follow the layer shapes") {
     }
     CHECK(b->forward_flops_per_sample() == Approx(2 * w));
   }
+  CHECK(m.forward_flops_per_sample(0, m.blocks.size()) ==
+        Approx(m.blocks[0]->forward_flops_per_sample() + 2 * (2 * t * weights + 4 * t * t * c) +
+               2 * t * c * 256));
   sm::Model cnn = sm::build_model(st::tiny_cnn(), st::image_info(), 1);
   // Stem: 3x3 conv 1 -> 8 channels at 28x28.
   CHECK(cnn.blocks[0]->forward_flops_per_sample() == Approx(2.0 * 9 * 8 * 28 * 28));
