@@ -12,7 +12,9 @@ void write_chrome_trace(const Timeline& t, std::ostream& os, double offset_s) {
   // Thread ids: stage s compute = s; wire of stage s forward = S + s; backward = 2S + s;
   // all-reduce of stage s = 3S + s.
   for (int r = 0; r < t.replicas; ++r) {
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", r},
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", r},
                       {"args", {{"name", "replica " + std::to_string(r)}}}});
     for (int s = 0; s < S; ++s) {
       const std::string st = std::to_string(s);
@@ -22,9 +24,15 @@ void write_chrome_trace(const Timeline& t, std::ostream& os, double offset_s) {
           {2 * S + s, "s" + st + "->s" + std::to_string(s - 1) + " wire (gradients)"},
           {3 * S + s, "stage " + st + " all-reduce"}};
       for (const auto& [tid, name] : threads) {
-        events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", tid},
+        events.push_back({{"name", "thread_name"},
+                          {"ph", "M"},
+                          {"pid", r},
+                          {"tid", tid},
                           {"args", {{"name", name}}}});
-        events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", r}, {"tid", tid},
+        events.push_back({{"name", "thread_sort_index"},
+                          {"ph", "M"},
+                          {"pid", r},
+                          {"tid", tid},
                           {"args", {{"sort_index", tid}}}});
       }
     }
@@ -32,8 +40,14 @@ void write_chrome_trace(const Timeline& t, std::ostream& os, double offset_s) {
   auto span = [&](const std::string& name, const char* cat, int pid, int tid, double a, double b,
                   const nlohmann::json& args) {
     if (b < a || (b == a && std::string(cat) == "codec")) return;  // no empty codec spans
-    events.push_back({{"name", name}, {"cat", cat}, {"ph", "X"}, {"pid", pid}, {"tid", tid},
-                      {"ts", (a + offset_s) * 1e6}, {"dur", (b - a) * 1e6}, {"args", args}});
+    events.push_back({{"name", name},
+                      {"cat", cat},
+                      {"ph", "X"},
+                      {"pid", pid},
+                      {"tid", tid},
+                      {"ts", (a + offset_s) * 1e6},
+                      {"dur", (b - a) * 1e6},
+                      {"args", args}});
   };
   for (size_t i = 0; i < t.ops.size(); ++i) {
     const TraceOp& op = t.ops[i];
@@ -72,12 +86,11 @@ void write_chrome_trace(const Timeline& t, std::ostream& os, double offset_s) {
         break;
     }
   }
-  nlohmann::json doc = {{"traceEvents", events},
-                        {"displayTimeUnit", "ms"},
-                        {"otherData",
-                         {{"step_s", t.step_s},
-                          {"bubble_fraction", t.bubble_fraction},
-                          {"schedule", t.schedule}}}};
+  nlohmann::json doc = {
+      {"traceEvents", events},
+      {"displayTimeUnit", "ms"},
+      {"otherData",
+       {{"step_s", t.step_s}, {"bubble_fraction", t.bubble_fraction}, {"schedule", t.schedule}}}};
   os << doc.dump() << "\n";
 }
 

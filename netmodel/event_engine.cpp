@@ -6,7 +6,9 @@
 
 namespace slowpipe::netmodel {
 
-void EventEngine::throw_empty() { throw std::logic_error("EventEngine::pop on an empty queue"); }
+void EventEngine::throw_empty() {
+  throw std::logic_error("EventEngine::pop on an empty queue");
+}
 
 void EventEngine::reset(double start_s) {
   heap_.clear();

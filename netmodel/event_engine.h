@@ -18,10 +18,10 @@ namespace slowpipe::netmodel {
 
 struct Event {
   double time_s = 0;
-  uint64_t seq = 0;      // insertion order: the deterministic tie-break
-  uint32_t type = 0;     // the caller's event kind
-  uint32_t target = 0;   // e.g. a device or flow index
-  uint64_t aux = 0;      // free payload (a version stamp, an op index, ...)
+  uint64_t seq = 0;     // insertion order: the deterministic tie-break
+  uint32_t type = 0;    // the caller's event kind
+  uint32_t target = 0;  // e.g. a device or flow index
+  uint64_t aux = 0;     // free payload (a version stamp, an op index, ...)
 };
 
 class EventEngine {

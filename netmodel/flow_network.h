@@ -55,7 +55,7 @@ class FlowNetwork {
   struct Resource {
     std::string name;
     double capacity_bps = kInfinite;
-    uint32_t active = 0;       // flows crossing it
+    uint32_t active = 0;          // flows crossing it
     std::vector<uint32_t> flows;  // their ids
     uint64_t stamp = 0;           // visit mark of the component search
     double busy_since_s = 0;
@@ -87,7 +87,7 @@ class FlowNetwork {
   std::vector<Flow> flows_;
   std::vector<uint32_t> path_storage_;
   std::vector<uint32_t> free_ids_;
-  std::vector<uint32_t> active_;  // active flow ids
+  std::vector<uint32_t> active_;                                        // active flow ids
   std::vector<uint32_t> component_seeds_, component_, resource_queue_;  // scratch
   uint64_t stamp_ = 0;
   double next_finish_s_ = kInfinite;

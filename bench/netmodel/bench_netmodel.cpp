@@ -54,8 +54,8 @@ void BM_EventEngineHold(benchmark::State& state) {
     engine.schedule(ev.time_s + next(), ev.type, ev.target);
   }
   state.SetItemsProcessed(state.iterations());
-  state.counters["events/s"] = benchmark::Counter(static_cast<double>(state.iterations()),
-                                                  benchmark::Counter::kIsRate);
+  state.counters["events/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_EventEngineHold)->Arg(16)->Arg(1024)->Arg(65536);
 
@@ -73,7 +73,8 @@ void BM_FlowNetworkChurn(benchmark::State& state) {
     now = net.next_finish_s();
     done.clear();
     net.collect_finished(now, done);
-    for (size_t i = 0; i < done.size(); ++i, ++k) net.start_flow(now, &links[k % 15], 2, 1e6 * (1 + k % 7));
+    for (size_t i = 0; i < done.size(); ++i, ++k)
+      net.start_flow(now, &links[k % 15], 2, 1e6 * (1 + k % 7));
   }
   state.SetItemsProcessed(state.iterations());
 }
@@ -95,8 +96,10 @@ void BM_ReplayStep(benchmark::State& state, const std::string& schedule, int rep
       benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
   state.counters["ops"] = static_cast<double>(trace.ops.size());
 }
-BENCHMARK_CAPTURE(BM_ReplayStep, gpt2_xl_gpipe, std::string("gpipe"), 1)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_ReplayStep, gpt2_xl_1f1b, std::string("1f1b"), 1)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_ReplayStep, gpt2_xl_gpipe, std::string("gpipe"), 1)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_ReplayStep, gpt2_xl_1f1b, std::string("1f1b"), 1)
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_ReplayStep, gpt2_xl_gpipe_4_replicas, std::string("gpipe"), 4)
     ->Unit(benchmark::kMicrosecond);
 

@@ -196,7 +196,8 @@ TEST_CASE("FlowNetwork: finish times match a naive full-recompute simulation") {
         if (act.empty() && next_start == 1e300) break;
         const auto rate = naive_max_min(cap, act_paths);
         double next = next_start;
-        for (size_t i = 0; i < act.size(); ++i) next = std::min(next, now + remaining[act[i]] / rate[i]);
+        for (size_t i = 0; i < act.size(); ++i)
+          next = std::min(next, now + remaining[act[i]] / rate[i]);
         for (size_t i = 0; i < act.size(); ++i) {
           remaining[act[i]] -= rate[i] * (next - now);
           if (remaining[act[i]] <= 1e-9 * bits[act[i]]) ref_finish[act[i]] = next;

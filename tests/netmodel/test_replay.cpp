@@ -62,13 +62,15 @@ TEST_CASE("Replay: GPipe and 1F1B with free links take (M+S-1)(tf+tb)") {
     for (int M : {1, 4, 8, 16}) {
       const double tf = 0.25, tb = 0.5;
       const double closed = (M + S - 1) * (tf + tb);
-      const nm::Timeline g = nm::replay(uniform("gpipe", S, M, 1, 1 << 20), free_links("fixed:0.25/0.5"));
+      const nm::Timeline g =
+          nm::replay(uniform("gpipe", S, M, 1, 1 << 20), free_links("fixed:0.25/0.5"));
       CHECK(g.step_s == Approx(closed));
       CHECK(g.bubble_fraction == Approx(double(S - 1) / (M + S - 1)));
       // 1F1B: same time with equal tf = tb, fewer activations in flight.
       const nm::Timeline o = nm::replay(uniform("1f1b", S, M, 1, 1 << 20), free_links("fixed:0.5"));
       CHECK(o.step_s == Approx((M + S - 1) * 1.0));
-      const nm::Timeline g2 = nm::replay(uniform("gpipe", S, M, 1, 1 << 20), free_links("fixed:0.5"));
+      const nm::Timeline g2 =
+          nm::replay(uniform("gpipe", S, M, 1, 1 << 20), free_links("fixed:0.5"));
       for (int s = 0; s < S; ++s) {
         CHECK(g2.peak_activations[s] == M);
         CHECK(o.peak_activations[s] == std::min(S - s, M));
@@ -124,7 +126,8 @@ TEST_CASE("Replay: encode occupies the sender, decode the receiver") {
       CHECK(tl.timing[i].decode_start_s == Approx(1.25));
       CHECK(tl.timing[i].decode_end_s == Approx(1.75));
     }
-    if (op.kind == nm::OpKind::kForward && op.stage == 1) CHECK(tl.timing[i].start_s == Approx(1.75));
+    if (op.kind == nm::OpKind::kForward && op.stage == 1)
+      CHECK(tl.timing[i].start_s == Approx(1.75));
   }
   CHECK(tl.device_busy_s[0] == Approx(1.25));
   CHECK(tl.device_busy_s[1] == Approx(1.5));
@@ -146,7 +149,8 @@ TEST_CASE("Replay: the same seed gives identical timelines, jitter included") {
   auto same = [](const nm::Timeline& x, const nm::Timeline& y) {
     if (x.step_s != y.step_s || x.timing.size() != y.timing.size()) return false;
     for (size_t i = 0; i < x.timing.size(); ++i) {
-      if (x.timing[i].start_s != y.timing[i].start_s || x.timing[i].end_s != y.timing[i].end_s) return false;
+      if (x.timing[i].start_s != y.timing[i].start_s || x.timing[i].end_s != y.timing[i].end_s)
+        return false;
     }
     return true;
   };
@@ -168,7 +172,12 @@ TEST_CASE("Replay: shared hosts, NICs and per-link overrides") {
   c.stages_per_host = 1;
   c.links = "1-2:100Mbps:1ms";  // the middle boundary is slow
   CHECK(nm::replay(t, c).step_s == Approx(4 * 8e-3 + 2 * (80e-3 + 1e-3)));
-  CHECK_THROWS_AS(nm::replay(t, [&] { auto x = c; x.links = "1-9:1Gbps"; return x; }()),
+  CHECK_THROWS_AS(nm::replay(t,
+                             [&] {
+                               auto x = c;
+                               x.links = "1-9:1Gbps";
+                               return x;
+                             }()),
                   slowpipe::UsageError);
 }
 
@@ -192,9 +201,9 @@ TEST_CASE("Replay: inconsistent traces are data errors") {
     o.microbatch = m;
     return o;
   };
-  stall.ops = {op(nm::OpKind::kForward, 0, 0), op(nm::OpKind::kBackward, 0, 1),
-               op(nm::OpKind::kForward, 0, 1), op(nm::OpKind::kSendActivation, 0, 1),
-               op(nm::OpKind::kForward, 1, 1), op(nm::OpKind::kBackward, 1, 1),
+  stall.ops = {op(nm::OpKind::kForward, 0, 0),     op(nm::OpKind::kBackward, 0, 1),
+               op(nm::OpKind::kForward, 0, 1),     op(nm::OpKind::kSendActivation, 0, 1),
+               op(nm::OpKind::kForward, 1, 1),     op(nm::OpKind::kBackward, 1, 1),
                op(nm::OpKind::kSendGradient, 1, 1)};
   CHECK_THROWS_WITH(nm::replay(stall, free_links("fixed:1")), Catch::Contains("stalled"));
 }
