@@ -314,11 +314,16 @@ Timeline Simulator::replay(const StepTrace& trace) {
   const int S = trace.stages, D = trace.replicas, M = trace.microbatches;
   if (S < 1 || D < 1 || M < 1)
     throw DataError("op trace: stages, replicas, micro-batches must be >= 1");
+  if (static_cast<double>(S) * D * M > 1e8) {
+    throw DataError("op trace: stages x replicas x micro-batches is implausibly large");
+  }
   if (!state_ || state_->stages != S || state_->replicas != D) {
     state_.reset();
     state_ = std::make_unique<State>(config_, S, D);
   }
   State& st = *state_;
+  const size_t devices = static_cast<size_t>(S) * static_cast<size_t>(D);
+  const size_t slots = devices * static_cast<size_t>(M);
   st.engine.reset();
   st.network.reset();
   st.wake_version = ~0ull;
@@ -328,26 +333,26 @@ Timeline Simulator::replay(const StepTrace& trace) {
   out.schedule = trace.schedule;
   out.ops = trace.ops;
   out.timing.assign(trace.ops.size(), OpTiming{});
-  out.device_busy_s.assign(S * D, 0.0);
-  out.peak_activations.assign(S * D, 0);
+  out.device_busy_s.assign(devices, 0.0);
+  out.peak_activations.assign(devices, 0);
   st.trace = &trace;
   st.out = &out;
   st.compute = compute_.get();
   st.config = &config_;
   st.rng = &rng_state_;
   st.M = M;
-  st.stream.resize(S * D);
+  st.stream.resize(devices);
   for (auto& v : st.stream) v.clear();
-  st.cursor.assign(S * D, 0);
-  st.busy.assign(S * D, 0);
+  st.cursor.assign(devices, 0);
+  st.busy.assign(devices, 0);
   st.done.assign(trace.ops.size(), 0);
-  st.fwd.assign(S * D * M, kNone);
-  st.bwd.assign(S * D * M, kNone);
-  st.send_act.assign(S * D * M, kNone);
-  st.send_grad.assign(S * D * M, kNone);
-  st.all_reduce.assign(S * D, kNone);
-  st.optimizer.assign(S * D, kNone);
-  st.in_flight.assign(S * D, 0);
+  st.fwd.assign(slots, kNone);
+  st.bwd.assign(slots, kNone);
+  st.send_act.assign(slots, kNone);
+  st.send_grad.assign(slots, kNone);
+  st.all_reduce.assign(devices, kNone);
+  st.optimizer.assign(devices, kNone);
+  st.in_flight.assign(devices, 0);
   st.joined.assign(S, 0);
   st.messages.clear();
   st.connections.assign(static_cast<size_t>(S) * D * 3, State::Connection{});
@@ -360,6 +365,9 @@ Timeline Simulator::replay(const StepTrace& trace) {
                       std::to_string(op.stage) + ", micro-batch " + std::to_string(op.microbatch) +
                       ", replica " + std::to_string(op.replica) + "): " + why);
     };
+    for (double v : {op.compute_s, op.encode_s, op.decode_s, op.flops}) {
+      if (!std::isfinite(v) || v < 0) bad("negative or non-finite seconds or FLOPs");
+    }
     if (op.stage < 0 || op.stage >= S) bad("stage out of range");
     if (op.replica < 0 || op.replica >= D) bad("replica out of range");
     const bool per_mb = op.kind != OpKind::kAllReduce && op.kind != OpKind::kOptimizer;
@@ -442,6 +450,8 @@ Timeline Simulator::replay(const StepTrace& trace) {
   }
   st.trace = nullptr;
   st.out = nullptr;
+  elapsed_s_ += out.step_s;
+  ++steps_;
   return out;
 }
 

@@ -77,6 +77,10 @@ class Simulator {
   // that can never run).
   Timeline replay(const StepTrace& trace);
   const NetConfig& config() const { return config_; }
+  // Sum of the step times replayed so far: the simulated wall-clock time of
+  // the run (the `sim_time_s` column).
+  double elapsed_s() const { return elapsed_s_; }
+  uint64_t steps() const { return steps_; }
 
  private:
   struct State;
@@ -84,6 +88,8 @@ class Simulator {
   std::unique_ptr<ComputeModel> compute_;
   std::unique_ptr<State> state_;
   uint64_t rng_state_;
+  double elapsed_s_ = 0;
+  uint64_t steps_ = 0;
 };
 
 // A one-off replay with a fresh simulator.

@@ -155,6 +155,13 @@ TEST_CASE("Replay: the same seed gives identical timelines, jitter included") {
     return true;
   };
   for (int k = 0; k < 3; ++k) CHECK(same(a[k], b[k]));
+  {
+    nm::Simulator sim(c);
+    double sum = 0;
+    for (int k = 0; k < 3; ++k) sum += sim.replay(t).step_s;
+    CHECK(sim.elapsed_s() == sum);
+    CHECK(sim.steps() == 3);
+  }
   CHECK_FALSE(same(a[0], other[0]));
   CHECK_FALSE(same(a[0], a[1]));  // the stream advances across steps
   c.jitter_s = 0;
@@ -186,6 +193,9 @@ TEST_CASE("Replay: inconsistent traces are data errors") {
   nm::StepTrace bad_stage = t;
   bad_stage.ops[0].stage = 5;
   CHECK_THROWS_AS(nm::replay(bad_stage, free_links("fixed:1")), slowpipe::DataError);
+  nm::StepTrace negative = t;
+  negative.ops[1].compute_s = -1;
+  CHECK_THROWS_WITH(nm::replay(negative, free_links("measured")), Catch::Contains("op 1"));
   nm::StepTrace dup = t;
   dup.ops.push_back(dup.ops[0]);
   CHECK_THROWS_AS(nm::replay(dup, free_links("fixed:1")), slowpipe::DataError);
@@ -229,4 +239,18 @@ TEST_CASE("Chrome trace: valid JSON with one complete event per op interval") {
   // sends: 2 x 4 x (2 activation + 2 gradient) + 6 all-reduces
   CHECK(wire == 2 * 4 * 4 + 6);
   CHECK(spans == compute + wire);  // codec times are zero under fixed: no codec spans
+  // Two steps end to end: twice the spans, the second step after the first.
+  std::ostringstream os2;
+  nm::write_chrome_trace(std::vector<nm::Timeline>{tl, tl}, os2);
+  const auto doc2 = nlohmann::json::parse(os2.str());
+  size_t spans2 = 0;
+  double last_end_us = 0;
+  for (const auto& ev : doc2["traceEvents"]) {
+    if (ev["ph"] != "X") continue;
+    ++spans2;
+    if (ev["args"]["step"] == 1) CHECK(ev["ts"].get<double>() >= tl.step_s * 1e6 * (1 - 1e-9));
+    last_end_us = std::max(last_end_us, ev["ts"].get<double>() + ev["dur"].get<double>());
+  }
+  CHECK(spans2 == 2 * spans);
+  CHECK(last_end_us == Approx(2 * tl.step_s * 1e6));
 }
