@@ -9,6 +9,7 @@
 #include "netmodel/chrome_trace.h"
 #include "netmodel/replay.h"
 #include "netmodel/synthetic_trace.h"
+#include "netmodel/topology.h"
 
 namespace nm = slowpipe::netmodel;
 
@@ -253,4 +254,29 @@ TEST_CASE("Chrome trace: valid JSON with one complete event per op interval") {
   }
   CHECK(spans2 == 2 * spans);
   CHECK(last_end_us == Approx(2 * tl.step_s * 1e6));
+}
+
+TEST_CASE("Topology: NICs are shared by all flows of a host, links are not") {
+  nm::NetConfig c = link(10e9, 0, "fixed:0");
+  c.nic_bandwidth_bps = 1e9;
+  nm::FlowNetwork net;
+  nm::Topology topo(c, 3, 1, net);
+  const nm::Route& a = topo.route(1, 0);
+  const nm::Route& b = topo.route(1, 2);
+  REQUIRE(a.length == 3);
+  CHECK(a.path[0] == b.path[0]);  // nic1.out
+  CHECK(a.path[1] != b.path[1]);  // two different links
+  CHECK(net.resource_name(a.path[0]) == "nic1.out");
+  const uint32_t fa = net.start_flow(0, a.path, a.length, 1e9);
+  const uint32_t fb = net.start_flow(0, b.path, b.length, 1e9);
+  CHECK(net.rate_bps(fa) == Approx(0.5e9));
+  CHECK(net.rate_bps(fb) == Approx(0.5e9));
+  // In a replay, the ring all-reduce then runs at the NIC's rate.
+  const int D = 3;
+  const double bytes = 3e6;
+  const nm::StepTrace t = nm::build_trace("gpipe", 1, 1, D, [&](nm::TraceOp& op) {
+    if (op.kind == nm::OpKind::kAllReduce) op.bytes = static_cast<uint64_t>(bytes);
+  });
+  c.latency_s = 1e-3;
+  CHECK(nm::replay(t, c).step_s == Approx(2.0 * (D - 1) / D * bytes * 8 / 1e9 + 2 * (D - 1) * 1e-3));
 }
