@@ -37,7 +37,8 @@ std::vector<Entry> entries(const Model& model) {
           key += c;
         }
       }
-      out.push_back({key, "block " + std::to_string(i) + " (" + b->name() + ") " + name, t, buffer});
+      out.push_back(
+          {key, "block " + std::to_string(i) + " (" + b->name() + ") " + name, t, buffer});
     };
     for (const auto& p : b->named_parameters(/*recurse=*/true)) add(p.key(), p.value(), false);
     for (const auto& p : b->named_buffers(/*recurse=*/true)) add(p.key(), p.value(), true);
@@ -73,8 +74,8 @@ void load_checkpoint(Model& model, const std::string& path) {
   try {
     archive.load_from(path);
   } catch (const c10::Error& err) {
-    throw DataError("checkpoint file '" + path + "' is not a readable libtorch archive: " +
-                    err.what_without_backtrace());
+    throw DataError("checkpoint file '" + path +
+                    "' is not a readable libtorch archive: " + err.what_without_backtrace());
   }
   c10::IValue name;
   if (!archive.try_read(kModelKey, name) || !name.isString()) {

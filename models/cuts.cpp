@@ -31,6 +31,7 @@ std::vector<double> measure_block_times_s(const Model& model, const Batch& probe
     for (auto& p : b->parameters()) {
       params.push_back(p);
       grads.push_back(p.grad());
+      p.mutable_grad() = at::Tensor();  // backward would accumulate into it in place
     }
   }
   torch::AutoGradMode grad_mode(true);
@@ -58,7 +59,8 @@ std::vector<size_t> balance_cuts(const std::vector<double>& costs, int stages) {
   std::vector<double> prefix(n + 1, 0.0);
   for (size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + costs[i];
   const double inf = std::numeric_limits<double>::infinity();
-  // cost[s][j]: best max-stage cost of the first j blocks in s stages; from[s][j]: start of stage s.
+  // cost[s][j]: best max-stage cost of the first j blocks in s stages; from[s][j]: start of stage
+  // s.
   std::vector<std::vector<double>> cost(s_count + 1, std::vector<double>(n + 1, inf));
   std::vector<std::vector<size_t>> from(s_count + 1, std::vector<size_t>(n + 1, 0));
   cost[0][0] = 0.0;
@@ -80,8 +82,8 @@ std::vector<size_t> balance_cuts(const std::vector<double>& costs, int stages) {
 }
 
 std::vector<size_t> resolve_cuts(const Model& model, int stages,
-                                  const std::vector<int64_t>& user_cuts,
-                                  const std::string& balance, const Batch* probe) {
+                                 const std::vector<int64_t>& user_cuts, const std::string& balance,
+                                 const Batch* probe) {
   const auto n = static_cast<int64_t>(model.blocks.size());
   if (stages < 1) {
     throw UsageError("pipeline.stages=" + std::to_string(stages) + " must be at least 1");

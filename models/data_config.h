@@ -16,12 +16,13 @@ namespace slowpipe::models {
 
 struct DataConfig {
   std::string name = "gcide";  // registry name: gcide | fashion-mnist | text
-  std::string path;            // overrides the default file (directory for fashion-mnist); required for text
-  double val_fraction = 0.1;   // text: last fraction of the windows held out (fashion-mnist: t10k file)
-  double begin = 0.0;          // first fraction of the corpus used
-  double end = 1.0;            // end fraction of the corpus used (exclusive)
-  int64_t limit = 0;           // max training samples, 0 = all
-  int64_t val_limit = 0;       // max validation samples, 0 = all
+  std::string path;  // overrides the default file (directory for fashion-mnist); required for text
+  double val_fraction =
+      0.1;                // text: last fraction of the windows held out (fashion-mnist: t10k file)
+  double begin = 0.0;     // first fraction of the corpus used
+  double end = 1.0;       // end fraction of the corpus used (exclusive)
+  int64_t limit = 0;      // max training samples, 0 = all
+  int64_t val_limit = 0;  // max validation samples, 0 = all
 };
 
 // Binds data.name, data.path, data.val_fraction, data.begin, data.end,

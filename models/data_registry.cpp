@@ -43,7 +43,9 @@ std::vector<DatasetEntry>& registry() {
 
 }  // namespace
 
-const std::vector<DatasetEntry>& dataset_registry() { return registry(); }
+const std::vector<DatasetEntry>& dataset_registry() {
+  return registry();
+}
 
 std::vector<std::string> dataset_names() {
   std::vector<std::string> out;

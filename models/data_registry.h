@@ -17,9 +17,8 @@ namespace slowpipe::models {
 
 // `seq_len` is the model's context length (text windows are seq_len+1 bytes);
 // image data sets ignore it. `path` is cfg.path or, when empty, the default.
-using DatasetFactory =
-    std::function<std::unique_ptr<Dataset>(const DataConfig& cfg, const std::string& path,
-                                           int64_t seq_len)>;
+using DatasetFactory = std::function<std::unique_ptr<Dataset>(
+    const DataConfig& cfg, const std::string& path, int64_t seq_len)>;
 
 struct DatasetEntry {
   std::string name;

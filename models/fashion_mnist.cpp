@@ -63,8 +63,8 @@ FashionMnist::FashionMnist(const std::string& dir, const DataConfig& cfg) {
   }
   train_images_ = train.images.slice(0, lo, hi).contiguous();
   train_labels_ = train.labels.slice(0, lo, hi).contiguous();
-  const int64_t n_val = cfg.val_limit > 0 ? std::min(cfg.val_limit, val.images.size(0))
-                                          : val.images.size(0);
+  const int64_t n_val =
+      cfg.val_limit > 0 ? std::min(cfg.val_limit, val.images.size(0)) : val.images.size(0);
   val_images_ = val.images.slice(0, 0, n_val).contiguous();
   val_labels_ = val.labels.slice(0, 0, n_val).contiguous();
 
@@ -96,8 +96,8 @@ Batch FashionMnist::get(Split split, const std::vector<int64_t>& indices) const 
                  .div_(255.0)
                  .sub_(kMean)
                  .div_(kStd)
-                 .unsqueeze(1);                  // [B, 1, 28, 28]
-  b.targets = labels.index_select(0, b.ids);     // [B]
+                 .unsqueeze(1);               // [B, 1, 28, 28]
+  b.targets = labels.index_select(0, b.ids);  // [B]
   return b;
 }
 

@@ -35,7 +35,7 @@ class Embedding : public Block {
  public:
   Embedding(int64_t seq_len, int64_t d_model, double dropout)
       : Block("Embedding"), seq_len_(seq_len), d_model_(d_model), dropout_(dropout) {
-    tok_ = register_module("tok", torch::nn::Embedding(kVocab, d_model));  // [V, C]
+    tok_ = register_module("tok", torch::nn::Embedding(kVocab, d_model));   // [V, C]
     pos_ = register_module("pos", torch::nn::Embedding(seq_len, d_model));  // [T_max, C]
     torch::NoGradGuard g;
     tok_->weight.normal_(0.0, kInitStd);
@@ -86,12 +86,13 @@ class TransformerBlock : public Block {
     const auto drop = F::DropoutFuncOptions().p(dropout_).training(is_training());
     const int64_t b = x.size(0), t = x.size(1), c = x.size(2), d = c / heads_;
     // Causal self-attention.
-    auto qkv = qkv_(ln1_(x)).view({b, t, 3, heads_, d}).permute({2, 0, 3, 1, 4});  // [3, B, H, T, D]
-    auto q = qkv[0], k = qkv[1], v = qkv[2];                                       // [B, H, T, D]
+    auto qkv =
+        qkv_(ln1_(x)).view({b, t, 3, heads_, d}).permute({2, 0, 3, 1, 4});  // [3, B, H, T, D]
+    auto q = qkv[0], k = qkv[1], v = qkv[2];                                // [B, H, T, D]
     auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(d)));
-    auto future = torch::ones({t, t}, x.options().dtype(torch::kBool)).triu(1);  // [T, T]
+    auto future = torch::ones({t, t}, x.options().dtype(torch::kBool)).triu(1);      // [T, T]
     att = F::dropout(torch::softmax(att.masked_fill(future, -INFINITY), -1), drop);  // [B, H, T, T]
-    auto y = torch::matmul(att, v).transpose(1, 2).reshape({b, t, c});             // [B, T, C]
+    auto y = torch::matmul(att, v).transpose(1, 2).reshape({b, t, c});               // [B, T, C]
     auto h = x + F::dropout(proj_(y), drop);
     // MLP.
     auto m = fc2_(F::gelu(fc1_(ln2_(h))));  // [B, T, C]
@@ -116,8 +117,8 @@ class LMHead : public Block {
  public:
   LMHead(int64_t seq_len, int64_t d_model) : Block("LMHead"), seq_len_(seq_len), d_model_(d_model) {
     ln_ = register_module("ln", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
-    out_ = register_module("out",
-                           torch::nn::Linear(torch::nn::LinearOptions(d_model, kVocab).bias(false)));
+    out_ = register_module(
+        "out", torch::nn::Linear(torch::nn::LinearOptions(d_model, kVocab).bias(false)));
     init_linear(out_, kInitStd);
   }
   at::Tensor forward(const at::Tensor& x) override { return out_(ln_(x)); }
@@ -139,13 +140,13 @@ Model build_gpt(const ModelConfig& cfg, const DatasetInfo& data) {
                      "' is not byte-level text (use data.name=gcide or text)");
   }
   if (cfg.d_model % cfg.heads != 0) {
-    throw UsageError("model.heads=" + std::to_string(cfg.heads) + " must divide model.d_model=" +
-                     std::to_string(cfg.d_model));
+    throw UsageError("model.heads=" + std::to_string(cfg.heads) +
+                     " must divide model.d_model=" + std::to_string(cfg.d_model));
   }
   if (!data.sample_shape.empty() && data.sample_shape[0] > cfg.seq_len) {
     throw UsageError("data set '" + data.name + "' has samples of " +
-                     std::to_string(data.sample_shape[0]) + " bytes, more than model.seq_len=" +
-                     std::to_string(cfg.seq_len));
+                     std::to_string(data.sample_shape[0]) +
+                     " bytes, more than model.seq_len=" + std::to_string(cfg.seq_len));
   }
   Model m;
   m.name = "gpt";

@@ -21,6 +21,18 @@ int64_t Model::parameter_count(size_t begin, size_t end) const {
   return n;
 }
 
+double Model::forward_flops_per_sample(size_t begin, size_t end) const {
+  double flops = 0;
+  for (size_t i = begin; i < end && i < blocks.size(); ++i) {
+    flops += blocks[i]->forward_flops_per_sample();
+  }
+  return flops;
+}
+
+void Model::train(bool on) const {
+  for (const auto& b : blocks) b->train(on);
+}
+
 at::Tensor loss(Task task, const at::Tensor& output, const at::Tensor& targets) {
   if (task == Task::kLanguageModel) {
     // output [B, T, V], targets [B, T]

@@ -36,6 +36,10 @@ struct Model {
   std::vector<at::Tensor> parameters() const;
   // Number of scalar parameters of blocks [begin, end).
   int64_t parameter_count(size_t begin, size_t end) const;
+  // Sum of forward_flops_per_sample() over blocks [begin, end).
+  double forward_flops_per_sample(size_t begin, size_t end) const;
+  // Training (dropout on) or evaluation mode for every block.
+  void train(bool on = true) const;
 };
 
 // Mean cross-entropy. LM: output [B, T, V], targets [B, T]. Classification:

@@ -16,8 +16,8 @@ void describe_options(ModelConfig& cfg, slowpipe::OptionSet& opts) {
   opts.add("model.heads", cfg.heads, "gpt: attention heads (must divide model.d_model)", 1, 1024);
   opts.add("model.seq_len", cfg.seq_len, "gpt: context length in bytes (also the text window)", 1,
            1 << 20);
-  opts.add("model.channels", cfg.channels, "cnn: channels of the first stage (doubled after the stride-2 block)",
-           1, 4096);
+  opts.add("model.channels", cfg.channels,
+           "cnn: channels of the first stage (doubled after the stride-2 block)", 1, 4096);
   opts.add("model.hidden", cfg.hidden, "mlp: hidden width", 1, 1 << 20);
   opts.add("model.init_from", cfg.init_from,
            "checkpoint to initialise from (fine-tuning); empty = fresh init from run.seed");

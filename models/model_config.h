@@ -2,7 +2,7 @@
 // function binding its fields to dotted keys (see common/options.h).
 //
 // The defaults give a small byte-level GPT (4 layers, d_model 128, 4 heads,
-// seq_len 64, ~0.8 M parameters) that trains usefully on 2 CPU cores in a few
+// seq_len 64, 867 k parameters) that trains usefully on 2 CPU cores in a few
 // minutes. `layers` is shared by the three models: transformer layers (gpt),
 // residual blocks (cnn), hidden layers (mlp).
 #pragma once

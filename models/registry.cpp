@@ -16,7 +16,8 @@ std::vector<ModelEntry>& registry() {
   static std::vector<ModelEntry> entries = {
       {"gpt", "GPT-style byte-level decoder LM: embedding, pre-LN transformer blocks, LM head",
        &build_gpt},
-      {"cnn", "residual CNN for 28x28 images: stem conv, residual blocks (one stride-2), pool+linear",
+      {"cnn",
+       "residual CNN for 28x28 images: stem conv, residual blocks (one stride-2), pool+linear",
        &build_cnn},
       {"mlp", "multi-layer perceptron: flatten+linear+ReLU blocks, linear head", &build_mlp},
   };
@@ -25,7 +26,9 @@ std::vector<ModelEntry>& registry() {
 
 }  // namespace
 
-const std::vector<ModelEntry>& model_registry() { return registry(); }
+const std::vector<ModelEntry>& model_registry() {
+  return registry();
+}
 
 std::vector<std::string> model_names() {
   std::vector<std::string> out;

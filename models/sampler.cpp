@@ -38,8 +38,9 @@ EpochSampler::EpochSampler(int64_t size, int64_t batch_size, uint64_t seed, bool
     throw UsageError("batch size must be at least 1 (got " + std::to_string(batch_size) + ")");
   }
   if (batches_per_epoch() < 1) {
-    throw UsageError("a training split of " + std::to_string(size) + " samples gives no full batch of " +
-                     std::to_string(batch_size) + " (drop_last)");
+    throw UsageError("a training split of " + std::to_string(size) +
+                     " samples gives no full batch of " + std::to_string(batch_size) +
+                     " (drop_last)");
   }
   order_ = order(0);
 }

@@ -73,10 +73,11 @@ Batch TextDataset::get(Split split, const std::vector<int64_t>& indices) const {
     rows.push_back(row0 + i);
   }
   Batch b;
-  b.ids = torch::tensor(indices, torch::kLong);                                    // [B]
-  auto w = windows_.index_select(0, torch::tensor(rows, torch::kLong)).to(torch::kLong);  // [B, T+1]
-  b.inputs = w.slice(1, 0, seq_len_).contiguous();       // [B, T]
-  b.targets = w.slice(1, 1, seq_len_ + 1).contiguous();  // [B, T]
+  b.ids = torch::tensor(indices, torch::kLong);  // [B]
+  auto w =
+      windows_.index_select(0, torch::tensor(rows, torch::kLong)).to(torch::kLong);  // [B, T+1]
+  b.inputs = w.slice(1, 0, seq_len_).contiguous();                                   // [B, T]
+  b.targets = w.slice(1, 1, seq_len_ + 1).contiguous();                              // [B, T]
   return b;
 }
 

@@ -6,12 +6,15 @@
 #pragma once
 
 #include <ostream>
+#include <vector>
 
 #include "netmodel/replay.h"
 
 namespace slowpipe::netmodel {
 
-// `offset_s` shifts every timestamp (to lay several steps end to end).
+// `offset_s` shifts every timestamp.
 void write_chrome_trace(const Timeline& timeline, std::ostream& os, double offset_s = 0);
+// Several steps laid end to end in one document (each span's args carry "step").
+void write_chrome_trace(const std::vector<Timeline>& steps, std::ostream& os);
 
 }  // namespace slowpipe::netmodel

@@ -37,8 +37,10 @@ const std::vector<ComputeModelInfo>& compute_models() {
   static const std::vector<ComputeModelInfo> models = {
       {"measured", "measured", "seconds measured by the pipeline engine on this machine"},
       {"scaled", "scaled:F", "measured seconds divided by F (a device F times faster)"},
-      {"analytic", "analytic:DEVICE", "op FLOPs / (device peak x efficiency); devices V100, A100, H100"},
-      {"fixed", "fixed:S[/B]", "every forward S seconds, every backward B (default S), codecs free"},
+      {"analytic", "analytic:DEVICE",
+       "op FLOPs / (device peak x efficiency); devices V100, A100, H100"},
+      {"fixed", "fixed:S[/B]",
+       "every forward S seconds, every backward B (default S), codecs free"},
   };
   return models;
 }
@@ -76,7 +78,8 @@ class AnalyticModel : public ComputeModel {
 
 class FixedModel : public ComputeModel {
  public:
-  FixedModel(double forward_s, double backward_s) : forward_s_(forward_s), backward_s_(backward_s) {}
+  FixedModel(double forward_s, double backward_s)
+      : forward_s_(forward_s), backward_s_(backward_s) {}
   double compute_s(const TraceOp& op) const override {
     if (op.kind == OpKind::kForward) return forward_s_;
     if (op.kind == OpKind::kBackward) return backward_s_;
@@ -125,8 +128,8 @@ std::unique_ptr<ComputeModel> make_compute_model(const std::string& spec, const 
   }
   std::string names;
   for (const auto& m : compute_models()) names += (names.empty() ? "" : ", ") + m.usage;
-  throw UsageError("bad value for '" + key + "': unknown compute model '" + spec + "' (known: " +
-                   names + ")");
+  throw UsageError("bad value for '" + key + "': unknown compute model '" + spec +
+                   "' (known: " + names + ")");
 }
 
 }  // namespace slowpipe::netmodel

@@ -24,8 +24,8 @@ namespace slowpipe::netmodel {
 
 struct DevicePreset {
   std::string name;
-  double peak_flops;   // dense fp16/bf16 tensor-core peak, FLOP/s
-  double efficiency;   // achieved fraction of peak (model FLOP utilisation)
+  double peak_flops;  // dense fp16/bf16 tensor-core peak, FLOP/s
+  double efficiency;  // achieved fraction of peak (model FLOP utilisation)
   std::string description;
 };
 const std::vector<DevicePreset>& device_presets();

@@ -1,7 +1,11 @@
 // Max-min fair sharing by progressive filling: repeatedly find the resource
 // whose remaining capacity divided among its not-yet-fixed flows is smallest,
-// fix those flows at that share, subtract, and continue. O(F * (R + path)) per
-// recomputation, which is cheap for the few concurrent flows of a pipeline.
+// fix those flows at that share, subtract, and continue. A start or an end
+// only changes the rates of the flows connected to it through shared
+// resources, so only that component is recomputed; a flow alone on its path
+// gets the path's smallest capacity directly. Progress of a flow is kept as
+// (remaining bits, time of the last rate change), so untouched flows cost
+// nothing per event.
 #include "netmodel/flow_network.h"
 
 #include <algorithm>
@@ -18,24 +22,11 @@ uint32_t FlowNetwork::add_resource(const std::string& name, double capacity_bps)
   return static_cast<uint32_t>(resources_.size() - 1);
 }
 
-void FlowNetwork::advance(double now_s) {
-  const double dt = now_s - last_s_;
-  if (dt > 0) {
-    for (uint32_t id : active_) {
-      Flow& f = flows_[id];
-      if (f.rate_bps == kInfinite) {
-        f.remaining_bits = 0;
-      } else {
-        f.remaining_bits = std::max(0.0, f.remaining_bits - f.rate_bps * dt);
-      }
-    }
-  }
-  if (now_s > last_s_) last_s_ = now_s;
-}
-
 uint32_t FlowNetwork::start_flow(double now_s, const uint32_t* path, size_t n, double bits) {
   if (n > kMaxPath) throw std::invalid_argument("flow path longer than 16 resources");
-  advance(now_s);
+  for (size_t i = 0; i < n; ++i) {
+    if (path[i] >= resources_.size()) throw std::out_of_range("flow path: unknown resource");
+  }
   uint32_t id;
   if (!free_ids_.empty()) {
     id = free_ids_.back();
@@ -49,34 +40,41 @@ uint32_t FlowNetwork::start_flow(double now_s, const uint32_t* path, size_t n, d
   Flow& f = flows_[id];
   f.path_len = static_cast<uint32_t>(n);
   f.remaining_bits = std::max(0.0, bits);
+  f.updated_s = now_s;
   f.rate_bps = 0;
   f.active = true;
   for (size_t i = 0; i < n; ++i) {
     const uint32_t r = path[i];
-    if (r >= resources_.size()) throw std::out_of_range("flow path: unknown resource");
     path_storage_[f.path_begin + i] = r;
     Resource& res = resources_[r];
     if (res.active++ == 0) res.busy_since_s = now_s;
+    res.flows.push_back(id);
     res.carried_bits += f.remaining_bits;
   }
   active_.push_back(id);
-  recompute(now_s);
+  component_seeds_.clear();
+  recompute(now_s, id);
   return id;
 }
 
 void FlowNetwork::collect_finished(double now_s, std::vector<uint32_t>& done) {
-  advance(now_s);
   const double tol = 1e-12 * std::max(1.0, now_s);
   const size_t first = done.size();
+  component_seeds_.clear();
   size_t keep = 0;
   for (size_t i = 0; i < active_.size(); ++i) {
     const uint32_t id = active_[i];
     Flow& f = flows_[id];
-    if (f.finish_s <= now_s + tol || f.remaining_bits <= 0) {
+    if (f.finish_s <= now_s + tol) {
       f.active = false;
       for (uint32_t k = 0; k < f.path_len; ++k) {
-        Resource& res = resources_[path_storage_[f.path_begin + k]];
+        const uint32_t r = path_storage_[f.path_begin + k];
+        Resource& res = resources_[r];
         if (--res.active == 0) res.busy_s += now_s - res.busy_since_s;
+        auto it = std::find(res.flows.begin(), res.flows.end(), id);
+        *it = res.flows.back();
+        res.flows.pop_back();
+        component_seeds_.push_back(r);
       }
       done.push_back(id);
       free_ids_.push_back(id);
@@ -86,22 +84,57 @@ void FlowNetwork::collect_finished(double now_s, std::vector<uint32_t>& done) {
   }
   active_.resize(keep);
   std::sort(done.begin() + static_cast<std::ptrdiff_t>(first), done.end());
-  if (done.size() > first) recompute(now_s);
+  if (done.size() > first) recompute(now_s, kNoFlow);
 }
 
-void FlowNetwork::recompute(double now_s) {
+void FlowNetwork::recompute(double now_s, uint32_t seed_flow) {
   ++version_;
-  for (uint32_t id : active_) {
+  // 1. The component: flows reachable from the seeds through shared resources.
+  const uint64_t stamp = ++stamp_;
+  component_.clear();
+  resource_queue_.clear();
+  auto visit_flow = [&](uint32_t id) {
     Flow& f = flows_[id];
-    f.fixed = false;
+    if (f.stamp == stamp) return;
+    f.stamp = stamp;
+    component_.push_back(id);
     for (uint32_t k = 0; k < f.path_len; ++k) {
-      Resource& res = resources_[path_storage_[f.path_begin + k]];
-      res.left_bps = res.capacity_bps;
-      res.unfixed = 0;
+      const uint32_t r = path_storage_[f.path_begin + k];
+      if (resources_[r].stamp != stamp) {
+        resources_[r].stamp = stamp;
+        resource_queue_.push_back(r);
+      }
+    }
+  };
+  if (seed_flow != kNoFlow) visit_flow(seed_flow);
+  for (uint32_t r : component_seeds_) {
+    if (resources_[r].stamp != stamp) {
+      resources_[r].stamp = stamp;
+      resource_queue_.push_back(r);
     }
   }
+  for (size_t q = 0; q < resource_queue_.size(); ++q) {
+    for (uint32_t id : resources_[resource_queue_[q]].flows) visit_flow(id);
+  }
+  // 2. Bring the component's progress up to now at the old rates.
+  for (uint32_t id : component_) {
+    Flow& f = flows_[id];
+    const double dt = now_s - f.updated_s;
+    if (f.rate_bps == kInfinite) {
+      f.remaining_bits = 0;
+    } else if (dt > 0) {
+      f.remaining_bits = std::max(0.0, f.remaining_bits - f.rate_bps * dt);
+    }
+    f.updated_s = now_s;
+    f.fixed = false;
+  }
+  for (uint32_t r : resource_queue_) {
+    resources_[r].left_bps = resources_[r].capacity_bps;
+    resources_[r].unfixed = 0;
+  }
+  // 3. Progressive filling over the component.
   size_t unfixed_flows = 0;
-  for (uint32_t id : active_) {
+  for (uint32_t id : component_) {
     Flow& f = flows_[id];
     if (f.path_len == 0) {  // crosses nothing: unconstrained
       f.rate_bps = kInfinite;
@@ -111,10 +144,32 @@ void FlowNetwork::recompute(double now_s) {
     ++unfixed_flows;
     for (uint32_t k = 0; k < f.path_len; ++k) ++resources_[path_storage_[f.path_begin + k]].unfixed;
   }
+  // Fast path: a flow that shares none of its resources gets its path's
+  // smallest capacity (the common case of a pipeline: one flow per link).
+  for (uint32_t id : component_) {
+    Flow& f = flows_[id];
+    if (f.fixed) continue;
+    bool alone = true;
+    double cap = kInfinite;
+    for (uint32_t k = 0; k < f.path_len && alone; ++k) {
+      const Resource& res = resources_[path_storage_[f.path_begin + k]];
+      alone = res.unfixed == 1;
+      cap = std::min(cap, res.left_bps);
+    }
+    if (!alone) continue;
+    f.rate_bps = cap;
+    f.fixed = true;
+    --unfixed_flows;
+    for (uint32_t k = 0; k < f.path_len; ++k) {
+      Resource& res = resources_[path_storage_[f.path_begin + k]];
+      res.left_bps -= cap;
+      res.unfixed = 0;
+    }
+  }
   while (unfixed_flows > 0) {
     // The bottleneck: smallest fair share among resources with unfixed flows.
     double share = kInfinite;
-    for (uint32_t id : active_) {
+    for (uint32_t id : component_) {
       const Flow& f = flows_[id];
       if (f.fixed) continue;
       for (uint32_t k = 0; k < f.path_len; ++k) {
@@ -123,7 +178,7 @@ void FlowNetwork::recompute(double now_s) {
       }
     }
     // Fix every unfixed flow that crosses a resource at that share.
-    for (uint32_t id : active_) {
+    for (uint32_t id : component_) {
       Flow& f = flows_[id];
       if (f.fixed) continue;
       bool bottlenecked = share == kInfinite;
@@ -142,8 +197,7 @@ void FlowNetwork::recompute(double now_s) {
       }
     }
   }
-  next_finish_s_ = kInfinite;
-  for (uint32_t id : active_) {
+  for (uint32_t id : component_) {
     Flow& f = flows_[id];
     if (f.rate_bps == kInfinite || f.remaining_bits <= 0) {
       f.finish_s = now_s;
@@ -152,13 +206,16 @@ void FlowNetwork::recompute(double now_s) {
     } else {
       f.finish_s = kInfinite;
     }
-    next_finish_s_ = std::min(next_finish_s_, f.finish_s);
   }
+  // 4. The next finish over all active flows.
+  next_finish_s_ = kInfinite;
+  for (uint32_t id : active_) next_finish_s_ = std::min(next_finish_s_, flows_[id].finish_s);
 }
 
 void FlowNetwork::reset() {
   for (Resource& r : resources_) {
     r.active = 0;
+    r.flows.clear();
     r.busy_s = 0;
     r.busy_since_s = 0;
     r.carried_bits = 0;
@@ -168,7 +225,6 @@ void FlowNetwork::reset() {
     free_ids_.push_back(id);
   }
   active_.clear();
-  last_s_ = 0;
   next_finish_s_ = kInfinite;
   ++version_;
 }

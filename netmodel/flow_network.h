@@ -4,7 +4,8 @@
 // factors): every resource (one direction of a link, a NIC's egress or
 // ingress) has a capacity in bit/s; a flow crosses a path of resources; the
 // rates are the max-min fair allocation found by progressive filling, and they
-// are recomputed whenever a flow starts or ends. A resource of infinite
+// are recomputed whenever a flow starts or ends (only for the flows connected
+// to it through shared resources: the others keep theirs). A resource of infinite
 // capacity never constrains. Latency is not modelled here: callers add it after
 // a flow's bits have left (see replay.h and netsim.h).
 // Leaves out: packet loss, congestion-control dynamics (slow start, AIMD),
@@ -42,8 +43,8 @@ class FlowNetwork {
 
   size_t active_flows() const { return active_.size(); }
   double rate_bps(uint32_t flow) const { return flows_[flow].rate_bps; }
-  // Seconds during which at least one flow crossed resource `r`, up to the last
-  // start/collect call, and bits carried in total.
+  // Seconds during which at least one flow crossed resource `r` (intervals
+  // closed by the last collect call), and bits carried in total.
   double busy_s(uint32_t r) const { return resources_[r].busy_s; }
   double carried_bits(uint32_t r) const { return resources_[r].carried_bits; }
 
@@ -54,7 +55,9 @@ class FlowNetwork {
   struct Resource {
     std::string name;
     double capacity_bps = kInfinite;
-    uint32_t active = 0;       // flows crossing it
+    uint32_t active = 0;          // flows crossing it
+    std::vector<uint32_t> flows;  // their ids
+    uint64_t stamp = 0;           // visit mark of the component search
     double busy_since_s = 0;
     double busy_s = 0;
     double carried_bits = 0;
@@ -65,23 +68,28 @@ class FlowNetwork {
   struct Flow {
     uint32_t path_begin = 0;  // into path_storage_ (slot-owned, kMaxPath long)
     uint32_t path_len = 0;
-    double remaining_bits = 0;
+    double remaining_bits = 0;  // as of updated_s
+    double updated_s = 0;
     double rate_bps = 0;
     double finish_s = kInfinite;
     bool active = false;
     bool fixed = false;
+    uint64_t stamp = 0;
   };
   static constexpr uint32_t kMaxPath = 16;
 
-  void advance(double now_s);
-  void recompute(double now_s);
+  // Recomputes the rates of the flows connected (through shared resources) to
+  // the seeds in component_seeds_ (resources) and seed_flow (or none).
+  void recompute(double now_s, uint32_t seed_flow);
+  static constexpr uint32_t kNoFlow = ~0u;
 
   std::vector<Resource> resources_;
   std::vector<Flow> flows_;
   std::vector<uint32_t> path_storage_;
   std::vector<uint32_t> free_ids_;
-  std::vector<uint32_t> active_;  // active flow ids
-  double last_s_ = 0;
+  std::vector<uint32_t> active_;                                        // active flow ids
+  std::vector<uint32_t> component_seeds_, component_, resource_queue_;  // scratch
+  uint64_t stamp_ = 0;
   double next_finish_s_ = kInfinite;
   uint64_t version_ = 0;
 };

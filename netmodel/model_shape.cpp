@@ -11,7 +11,8 @@ const std::vector<ModelShape>& model_shapes() {
     std::vector<ModelShape> v;
     ModelShape gpt;
     gpt.name = "gpt2-xl";
-    gpt.description = "GPT-2 XL (1.5B): 48 layers, d 1600, seq 1024, 8 stages, micro-batch 1, batch 32";
+    gpt.description =
+        "GPT-2 XL (1.5B): 48 layers, d 1600, seq 1024, 8 stages, micro-batch 1, batch 32";
     v.push_back(gpt);
     ModelShape deb;
     deb.name = "deberta-xxl";
@@ -26,7 +27,8 @@ const std::vector<ModelShape>& model_shapes() {
     v.push_back(deb);
     ModelShape small;
     small.name = "gpt2-small";
-    small.description = "GPT-2 small (124M): 12 layers, d 768, seq 1024, 4 stages, micro-batch 1, batch 8";
+    small.description =
+        "GPT-2 small (124M): 12 layers, d 768, seq 1024, 4 stages, micro-batch 1, batch 8";
     small.layers = 12;
     small.hidden = 768;
     small.stages = 4;
@@ -43,8 +45,8 @@ const ModelShape& find_model_shape(const std::string& key, const std::string& na
     if (s.name == name) return s;
     names += (names.empty() ? "" : ", ") + s.name;
   }
-  throw UsageError("bad value for '" + key + "': unknown model shape '" + name + "' (known: " +
-                   names + ")");
+  throw UsageError("bad value for '" + key + "': unknown model shape '" + name +
+                   "' (known: " + names + ")");
 }
 
 int layers_of_stage(const ModelShape& m, int stage) {

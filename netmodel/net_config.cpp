@@ -143,21 +143,25 @@ void describe_options(NetConfig& c, slowpipe::OptionSet& o) {
           c.overhead_s = 0;
         }
       },
-      [&c] { return c.overhead_s > 0 ? format_duration(c.overhead_s) : format_bytes(c.overhead_bytes); });
+      [&c] {
+        return c.overhead_s > 0 ? format_duration(c.overhead_s) : format_bytes(c.overhead_bytes);
+      });
   o.add("net.compute", c.compute,
         "compute-time model: measured | scaled:F | analytic:DEVICE | fixed:SECONDS[/BACKWARD_S]");
   o.add("net.seed", c.seed, "seed of the jitter random stream", 0);
   o.add("net.stages_per_host", c.stages_per_host,
         "consecutive stages of a replica sharing one host (their messages are free)", 1, 1 << 20);
   o.add_custom(
-      "net.nic_bandwidth", "bandwidth", "per-host NIC capacity each way, shared by its flows; 0: unlimited",
+      "net.nic_bandwidth", "bandwidth",
+      "per-host NIC capacity each way, shared by its flows; 0: unlimited",
       [&c](const std::string& v) {
         c.nic_bandwidth_bps = v == "0" ? 0 : parse_bandwidth_bps("net.nic_bandwidth", v);
       },
       [&c] { return c.nic_bandwidth_bps > 0 ? format_bandwidth(c.nic_bandwidth_bps) : "0"; });
   o.add_custom(
       "net.links", "list",
-      "per-link overrides HOST-HOST:BANDWIDTH|PRESET[:LATENCY],... (hosts: replica*hosts_per_replica"
+      "per-link overrides HOST-HOST:BANDWIDTH|PRESET[:LATENCY],... (hosts: "
+      "replica*hosts_per_replica"
       " + stage/stages_per_host)",
       [&c](const std::string& v) {
         parse_link_overrides("net.links", v);
@@ -183,8 +187,8 @@ int host_of(const NetConfig& c, int stages, int replica, int stage) {
 std::string describe(const NetConfig& c) {
   std::ostringstream os;
   const double bw = effective_bandwidth_bps(c);
-  os << "preset " << c.preset << ": " << (std::isinf(bw) ? "unlimited" : format_bandwidth(bw)) << ", "
-     << format_duration(effective_latency_s(c)) << ", efficiency " << c.efficiency;
+  os << "preset " << c.preset << ": " << (std::isinf(bw) ? "unlimited" : format_bandwidth(bw))
+     << ", " << format_duration(effective_latency_s(c)) << ", efficiency " << c.efficiency;
   if (c.jitter_s > 0) os << ", jitter " << format_duration(c.jitter_s);
   if (!c.links.empty()) os << ", links " << c.links;
   return os.str();

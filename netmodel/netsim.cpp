@@ -96,7 +96,8 @@ Scenario parse_scenario(const std::string& text, const std::string& source) {
     const std::string field = Reader::item("hosts", i);
     if (!hosts[i].is_string()) rd.fail(field, "expected a host name (string)");
     const std::string name = hosts[i].get<std::string>();
-    if (!host_index.emplace(name, static_cast<int>(i)).second) rd.fail(field, "duplicate host '" + name + "'");
+    if (!host_index.emplace(name, static_cast<int>(i)).second)
+      rd.fail(field, "duplicate host '" + name + "'");
     sc.hosts.push_back(name);
   }
   auto known_host = [&](const std::string& field, const std::string& name) {
@@ -126,7 +127,8 @@ Scenario parse_scenario(const std::string& text, const std::string& source) {
       if (d != "full" && d != "half") rd.fail(p + ".duplex", "expected \"full\" or \"half\"");
       l.full_duplex = d == "full";
     }
-    if (!link_index.emplace(l.name, i).second) rd.fail(p + ".name", "duplicate link '" + l.name + "'");
+    if (!link_index.emplace(l.name, i).second)
+      rd.fail(p + ".name", "duplicate link '" + l.name + "'");
     sc.links.push_back(l);
   }
   if (doc.contains("routes")) {
@@ -172,16 +174,21 @@ Scenario parse_scenario(const std::string& text, const std::string& source) {
     known_host(p + ".to", f.to);
     if (f.from == f.to) rd.fail(p + ".to", "source and destination are the same host");
     f.bytes = rd.quantity(flows[i], p, "bytes", parse_bytes);
-    f.start_s = flows[i].contains("start") ? rd.quantity(flows[i], p, "start", parse_duration_s) : 0;
+    f.start_s =
+        flows[i].contains("start") ? rd.quantity(flows[i], p, "start", parse_duration_s) : 0;
     sc.flows.push_back(f);
   }
   // Every flow needs a route: explicit (either direction) or one direct link.
   for (size_t i = 0; i < sc.flows.size(); ++i) {
     const ScenarioFlow& f = sc.flows[i];
     bool ok = false;
-    for (const auto& r : sc.routes) ok |= (r.from == f.from && r.to == f.to) || (r.from == f.to && r.to == f.from);
-    for (const auto& l : sc.links) ok |= (l.host_a == f.from && l.host_b == f.to) || (l.host_a == f.to && l.host_b == f.from);
-    if (!ok) rd.fail(Reader::item("flows", i), "no route from '" + f.from + "' to '" + f.to + "' (add one to 'routes')");
+    for (const auto& r : sc.routes)
+      ok |= (r.from == f.from && r.to == f.to) || (r.from == f.to && r.to == f.from);
+    for (const auto& l : sc.links)
+      ok |= (l.host_a == f.from && l.host_b == f.to) || (l.host_a == f.to && l.host_b == f.from);
+    if (!ok)
+      rd.fail(Reader::item("flows", i),
+              "no route from '" + f.from + "' to '" + f.to + "' (add one to 'routes')");
   }
   return sc;
 }
@@ -202,7 +209,8 @@ std::vector<FlowResult> simulate(const Scenario& sc) {
   for (const auto& l : sc.links) {
     const double cap = l.bandwidth_bps * sc.efficiency;
     const uint32_t fwd = net.add_resource(l.name + ":" + l.host_a + "->" + l.host_b, cap);
-    const uint32_t bwd = l.full_duplex ? net.add_resource(l.name + ":" + l.host_b + "->" + l.host_a, cap) : fwd;
+    const uint32_t bwd =
+        l.full_duplex ? net.add_resource(l.name + ":" + l.host_b + "->" + l.host_a, cap) : fwd;
     res[l.name] = {fwd, bwd};
     by_name[l.name] = &l;
   }
@@ -227,11 +235,19 @@ std::vector<FlowResult> simulate(const Scenario& sc) {
     const ScenarioRoute* chosen = nullptr;
     bool reversed = false;
     for (const auto& r : sc.routes) {
-      if (r.from == f.from && r.to == f.to) { chosen = &r; reversed = false; break; }
+      if (r.from == f.from && r.to == f.to) {
+        chosen = &r;
+        reversed = false;
+        break;
+      }
     }
     if (!chosen) {
       for (const auto& r : sc.routes) {
-        if (r.from == f.to && r.to == f.from) { chosen = &r; reversed = true; break; }
+        if (r.from == f.to && r.to == f.from) {
+          chosen = &r;
+          reversed = true;
+          break;
+        }
       }
     }
     if (chosen) {

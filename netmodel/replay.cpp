@@ -35,8 +35,8 @@ uint64_t next_u64(uint64_t& state) {
 struct Simulator::State {
   struct Message {
     bool ring = false;
-    int32_t op = kNone;   // pipeline send: its op index
-    int32_t stage = 0;    // ring: stage, sending replica, step
+    int32_t op = kNone;  // pipeline send: its op index
+    int32_t stage = 0;   // ring: stage, sending replica, step
     int32_t from = 0;
     int32_t step = 0;
     uint32_t connection = 0;
@@ -72,7 +72,7 @@ struct Simulator::State {
   std::vector<std::vector<int32_t>> stream;  // per device: op indices
   std::vector<size_t> cursor;
   std::vector<uint8_t> busy;
-  std::vector<uint8_t> done;                 // per op: compute finished / delivered / reduced
+  std::vector<uint8_t> done;  // per op: compute finished / delivered / reduced
   std::vector<int32_t> fwd, bwd, send_act, send_grad;  // [device * M + m]
   std::vector<int32_t> all_reduce, optimizer;          // [device]
   std::vector<int32_t> in_flight;                      // [device]
@@ -312,12 +312,18 @@ Simulator::~Simulator() = default;
 
 Timeline Simulator::replay(const StepTrace& trace) {
   const int S = trace.stages, D = trace.replicas, M = trace.microbatches;
-  if (S < 1 || D < 1 || M < 1) throw DataError("op trace: stages, replicas, micro-batches must be >= 1");
+  if (S < 1 || D < 1 || M < 1)
+    throw DataError("op trace: stages, replicas, micro-batches must be >= 1");
+  if (static_cast<double>(S) * D * M > 1e8) {
+    throw DataError("op trace: stages x replicas x micro-batches is implausibly large");
+  }
   if (!state_ || state_->stages != S || state_->replicas != D) {
     state_.reset();
     state_ = std::make_unique<State>(config_, S, D);
   }
   State& st = *state_;
+  const size_t devices = static_cast<size_t>(S) * static_cast<size_t>(D);
+  const size_t slots = devices * static_cast<size_t>(M);
   st.engine.reset();
   st.network.reset();
   st.wake_version = ~0ull;
@@ -327,26 +333,26 @@ Timeline Simulator::replay(const StepTrace& trace) {
   out.schedule = trace.schedule;
   out.ops = trace.ops;
   out.timing.assign(trace.ops.size(), OpTiming{});
-  out.device_busy_s.assign(S * D, 0.0);
-  out.peak_activations.assign(S * D, 0);
+  out.device_busy_s.assign(devices, 0.0);
+  out.peak_activations.assign(devices, 0);
   st.trace = &trace;
   st.out = &out;
   st.compute = compute_.get();
   st.config = &config_;
   st.rng = &rng_state_;
   st.M = M;
-  st.stream.resize(S * D);
+  st.stream.resize(devices);
   for (auto& v : st.stream) v.clear();
-  st.cursor.assign(S * D, 0);
-  st.busy.assign(S * D, 0);
+  st.cursor.assign(devices, 0);
+  st.busy.assign(devices, 0);
   st.done.assign(trace.ops.size(), 0);
-  st.fwd.assign(S * D * M, kNone);
-  st.bwd.assign(S * D * M, kNone);
-  st.send_act.assign(S * D * M, kNone);
-  st.send_grad.assign(S * D * M, kNone);
-  st.all_reduce.assign(S * D, kNone);
-  st.optimizer.assign(S * D, kNone);
-  st.in_flight.assign(S * D, 0);
+  st.fwd.assign(slots, kNone);
+  st.bwd.assign(slots, kNone);
+  st.send_act.assign(slots, kNone);
+  st.send_grad.assign(slots, kNone);
+  st.all_reduce.assign(devices, kNone);
+  st.optimizer.assign(devices, kNone);
+  st.in_flight.assign(devices, 0);
   st.joined.assign(S, 0);
   st.messages.clear();
   st.connections.assign(static_cast<size_t>(S) * D * 3, State::Connection{});
@@ -359,6 +365,9 @@ Timeline Simulator::replay(const StepTrace& trace) {
                       std::to_string(op.stage) + ", micro-batch " + std::to_string(op.microbatch) +
                       ", replica " + std::to_string(op.replica) + "): " + why);
     };
+    for (double v : {op.compute_s, op.encode_s, op.decode_s, op.flops}) {
+      if (!std::isfinite(v) || v < 0) bad("negative or non-finite seconds or FLOPs");
+    }
     if (op.stage < 0 || op.stage >= S) bad("stage out of range");
     if (op.replica < 0 || op.replica >= D) bad("replica out of range");
     const bool per_mb = op.kind != OpKind::kAllReduce && op.kind != OpKind::kOptimizer;
@@ -368,12 +377,24 @@ Timeline Simulator::replay(const StepTrace& trace) {
     const int d = st.device(op.replica, op.stage);
     int32_t* slot = nullptr;
     switch (op.kind) {
-      case OpKind::kForward: slot = &st.fwd[d * M + op.microbatch]; break;
-      case OpKind::kBackward: slot = &st.bwd[d * M + op.microbatch]; break;
-      case OpKind::kSendActivation: slot = &st.send_act[d * M + op.microbatch]; break;
-      case OpKind::kSendGradient: slot = &st.send_grad[d * M + op.microbatch]; break;
-      case OpKind::kAllReduce: slot = &st.all_reduce[d]; break;
-      case OpKind::kOptimizer: slot = &st.optimizer[d]; break;
+      case OpKind::kForward:
+        slot = &st.fwd[d * M + op.microbatch];
+        break;
+      case OpKind::kBackward:
+        slot = &st.bwd[d * M + op.microbatch];
+        break;
+      case OpKind::kSendActivation:
+        slot = &st.send_act[d * M + op.microbatch];
+        break;
+      case OpKind::kSendGradient:
+        slot = &st.send_grad[d * M + op.microbatch];
+        break;
+      case OpKind::kAllReduce:
+        slot = &st.all_reduce[d];
+        break;
+      case OpKind::kOptimizer:
+        slot = &st.optimizer[d];
+        break;
     }
     if (*slot != kNone) bad("duplicate op");
     *slot = i;
@@ -393,34 +414,44 @@ Timeline Simulator::replay(const StepTrace& trace) {
   for (int d = 0; d < S * D; ++d) st.try_start(d);
   st.engine.run([&st](const Event& ev) {
     switch (ev.type) {
-      case kComputeDone: st.on_compute_done(static_cast<int>(ev.target), static_cast<int32_t>(ev.aux)); break;
-      case kNetWake: st.on_net_wake(ev.aux); break;
-      case kArrival: st.on_arrival(ev.target); break;
-      default: break;
+      case kComputeDone:
+        st.on_compute_done(static_cast<int>(ev.target), static_cast<int32_t>(ev.aux));
+        break;
+      case kNetWake:
+        st.on_net_wake(ev.aux);
+        break;
+      case kArrival:
+        st.on_arrival(ev.target);
+        break;
+      default:
+        break;
     }
   });
   out.events = st.engine.processed();
   for (int d = 0; d < S * D; ++d) {
     if (st.cursor[d] < st.stream[d].size()) {
       const TraceOp& op = trace.ops[st.stream[d][st.cursor[d]]];
-      throw DataError("op trace: replay stalled: replica " + std::to_string(op.replica) + " stage " +
-                      std::to_string(op.stage) + " waits forever on its " + to_string(op.kind) +
-                      " of micro-batch " + std::to_string(op.microbatch) +
+      throw DataError("op trace: replay stalled: replica " + std::to_string(op.replica) +
+                      " stage " + std::to_string(op.stage) + " waits forever on its " +
+                      to_string(op.kind) + " of micro-batch " + std::to_string(op.microbatch) +
                       " (ops out of schedule order?)");
     }
   }
   double step = 0;
-  for (const OpTiming& t : out.timing) step = std::max({step, t.end_s, t.encode_end_s, t.decode_end_s});
+  for (const OpTiming& t : out.timing)
+    step = std::max({step, t.end_s, t.encode_end_s, t.decode_end_s});
   out.step_s = step;
   double busy = 0;
   for (double b : out.device_busy_s) busy += b;
   out.bubble_fraction = step > 0 ? 1.0 - busy / (step * S * D) : 0.0;
   for (uint32_t r = 0; r < st.network.resource_count(); ++r) {
-    out.links.push_back({st.network.resource_name(r), st.network.busy_s(r),
-                         st.network.carried_bits(r) / 8.0});
+    out.links.push_back(
+        {st.network.resource_name(r), st.network.busy_s(r), st.network.carried_bits(r) / 8.0});
   }
   st.trace = nullptr;
   st.out = nullptr;
+  elapsed_s_ += out.step_s;
+  ++steps_;
   return out;
 }
 
@@ -430,9 +461,8 @@ Timeline replay(const StepTrace& trace, const NetConfig& config) {
 }
 
 void print_summary(const Timeline& t, std::ostream& os) {
-  os << "step time " << format_duration(t.step_s) << ", bubble " << t.bubble_fraction * 100
-     << "%, " << t.stages << " stages x " << t.replicas << " replicas, schedule " << t.schedule
-     << "\n";
+  os << "step time " << format_duration(t.step_s) << ", bubble " << t.bubble_fraction * 100 << "%, "
+     << t.stages << " stages x " << t.replicas << " replicas, schedule " << t.schedule << "\n";
   const LinkUsage* busiest = nullptr;
   for (const auto& l : t.links) {
     if (!busiest || l.busy_s > busiest->busy_s) busiest = &l;

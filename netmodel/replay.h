@@ -36,7 +36,8 @@ class ComputeModel;
 
 struct OpTiming {
   // forward/backward/optimizer: compute interval; send: first bit on the wire
-  // (after queueing behind earlier messages of its connection) to delivery; all-reduce: join (after encode) to completion at this replica.
+  // (after queueing behind earlier messages of its connection) to delivery; all-reduce: join (after
+  // encode) to completion at this replica.
   double start_s = 0;
   double end_s = 0;
   double encode_start_s = 0, encode_end_s = 0;  // sends, all-reduce: on the sender
@@ -56,8 +57,8 @@ struct Timeline {
   std::vector<TraceOp> ops;      // the replayed trace ops
   std::vector<OpTiming> timing;  // parallel to ops
   std::vector<LinkUsage> links;
-  std::vector<double> device_busy_s;        // [replicas * stages]: compute + codec
-  std::vector<int32_t> peak_activations;    // [replicas * stages]: forwards awaiting backward
+  std::vector<double> device_busy_s;      // [replicas * stages]: compute + codec
+  std::vector<int32_t> peak_activations;  // [replicas * stages]: forwards awaiting backward
   double step_s = 0;
   double bubble_fraction = 0;  // 1 - busy / (devices x step_s)
   uint64_t events = 0;         // engine events processed
@@ -76,6 +77,10 @@ class Simulator {
   // that can never run).
   Timeline replay(const StepTrace& trace);
   const NetConfig& config() const { return config_; }
+  // Sum of the step times replayed so far: the simulated wall-clock time of
+  // the run (the `sim_time_s` column).
+  double elapsed_s() const { return elapsed_s_; }
+  uint64_t steps() const { return steps_; }
 
  private:
   struct State;
@@ -83,6 +88,8 @@ class Simulator {
   std::unique_ptr<ComputeModel> compute_;
   std::unique_ptr<State> state_;
   uint64_t rng_state_;
+  double elapsed_s_ = 0;
+  uint64_t steps_ = 0;
 };
 
 // A one-off replay with a fresh simulator.

@@ -44,8 +44,7 @@ struct Entry {
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = {
       {{"gpipe", "GPipe: all forwards, then all backwards (M activations in flight)"}, gpipe},
-      {{"1f1b", "1F1B (PipeDream-Flush): warm-up, one forward one backward, drain"},
-       one_f_one_b},
+      {{"1f1b", "1F1B (PipeDream-Flush): warm-up, one forward one backward, drain"}, one_f_one_b},
   };
   return entries;
 }

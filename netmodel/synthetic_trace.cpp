@@ -52,7 +52,8 @@ StepTrace make_synthetic_trace(const ModelShape& shape, const std::string& sched
                      "': need 1 <= stages <= layers and batch a multiple of the micro-batch size");
   }
   const int M = shape.batch / shape.microbatch_size;
-  const std::vector<int64_t> boundary = {shape.microbatch_size, shape.seq, shape.hidden};  // [b, T, d]
+  const std::vector<int64_t> boundary = {shape.microbatch_size, shape.seq,
+                                         shape.hidden};  // [b, T, d]
   const uint64_t act_bytes = wire_bytes(specs.forward, boundary);
   const uint64_t grad_bytes = wire_bytes(specs.backward, boundary);
   std::vector<double> fwd(shape.stages), params(shape.stages);
@@ -65,12 +66,24 @@ StepTrace make_synthetic_trace(const ModelShape& shape, const std::string& sched
   const double flops_per_s = device.peak_flops * device.efficiency;
   return build_trace(schedule, shape.stages, M, replicas, [&](TraceOp& op) {
     switch (op.kind) {
-      case OpKind::kForward: op.flops = fwd[op.stage]; break;
-      case OpKind::kBackward: op.flops = 2 * fwd[op.stage]; break;
-      case OpKind::kOptimizer: op.flops = 10 * params[op.stage]; break;  // AdamW, ~10 FLOPs/param
-      case OpKind::kSendActivation: op.bytes = act_bytes; break;
-      case OpKind::kSendGradient: op.bytes = grad_bytes; break;
-      case OpKind::kAllReduce: op.bytes = reduce_bytes[op.stage]; break;
+      case OpKind::kForward:
+        op.flops = fwd[op.stage];
+        break;
+      case OpKind::kBackward:
+        op.flops = 2 * fwd[op.stage];
+        break;
+      case OpKind::kOptimizer:
+        op.flops = 10 * params[op.stage];
+        break;  // AdamW, ~10 FLOPs/param
+      case OpKind::kSendActivation:
+        op.bytes = act_bytes;
+        break;
+      case OpKind::kSendGradient:
+        op.bytes = grad_bytes;
+        break;
+      case OpKind::kAllReduce:
+        op.bytes = reduce_bytes[op.stage];
+        break;
     }
     op.compute_s = op.flops / flops_per_s;
   });

@@ -57,8 +57,8 @@ void Topology::add_link(int a, int b) {
     Route route;
     route.latency_s = latency_s;
     if (!nic_out_.empty()) route.path[route.length++] = nic_out_[from];
-    route.path[route.length++] = network_.add_resource(
-        "link" + std::to_string(from) + "->" + std::to_string(to), cap);
+    route.path[route.length++] =
+        network_.add_resource("link" + std::to_string(from) + "->" + std::to_string(to), cap);
     if (!nic_in_.empty()) route.path[route.length++] = nic_in_[to];
     routes_[{from, to}] = route;
   }

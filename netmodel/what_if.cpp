@@ -66,7 +66,8 @@ void describe_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
       });
 }
 
-WhatIfResult run_what_if(const WhatIfConfig& c, const NetConfig& net, const WireBytesFn& wire_bytes) {
+WhatIfResult run_what_if(const WhatIfConfig& c, const NetConfig& net,
+                         const WireBytesFn& wire_bytes) {
   WhatIfResult result;
   ModelShape shape = find_model_shape("timing.model", c.model);
   if (c.stages > 0) shape.stages = c.stages;
@@ -108,8 +109,8 @@ void print_what_if(const WhatIfConfig& c, const NetConfig& net, const WhatIfResu
      << " x " << c.replicas << " replica(s), schedule " << c.schedule << ", device " << c.device
      << "\n";
   os << "codecs fw " << c.specs.forward << ", bw " << c.specs.backward << ", grad "
-     << c.specs.gradient << "; activation message " << format_bytes(r.activation_bytes)
-     << " (fp32 " << format_bytes(r.fp32_activation_bytes) << "), gradient message "
+     << c.specs.gradient << "; activation message " << format_bytes(r.activation_bytes) << " (fp32 "
+     << format_bytes(r.fp32_activation_bytes) << "), gradient message "
      << format_bytes(r.gradient_bytes) << "\n";
   NetConfig shown = net;
   os << "network " << describe(shown) << " (bandwidth swept), compute " << net.compute << "\n";

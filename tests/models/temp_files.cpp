@@ -15,12 +15,14 @@ namespace slowpipe::models::testing {
 
 TempFile::TempFile(const std::string& suffix) {
   static std::atomic<int> counter{0};
-  path_ = (std::filesystem::temp_directory_path() /
-           ("slowpipe_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + suffix))
+  path_ = (std::filesystem::temp_directory_path() / ("slowpipe_test_" + std::to_string(::getpid()) +
+                                                     "_" + std::to_string(counter++) + suffix))
               .string();
 }
 
-TempFile::~TempFile() { std::remove(path_.c_str()); }
+TempFile::~TempFile() {
+  std::remove(path_.c_str());
+}
 
 void TempFile::write(const std::string& bytes) const {
   std::ofstream out(path_, std::ios::binary | std::ios::trunc);

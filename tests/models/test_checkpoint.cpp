@@ -1,7 +1,8 @@
 // Checkpoint tests: round trip, init_from in build_model (the fine-tuning path),
 // and every mismatch named in the error (file and parameter).
-#include <catch2/catch.hpp>
 #include <torch/torch.h>
+
+#include <catch2/catch.hpp>
 
 #include "common/errors.h"
 #include "matchers.h"
@@ -59,7 +60,8 @@ TEST_CASE("Checkpoint: mismatches name the file and the parameter") {
     sm::Model wide = sm::build_model(cfg, st::text_info(16), 5);
     const auto before = wide.parameters()[0].clone();
     CHECK_THROWS_MATCHES(sm::load_checkpoint(wide, file.path()), slowpipe::UsageError,
-                         WhatContains(file.path()) && WhatContains("block 0 (Embedding) tok.weight") &&
+                         WhatContains(file.path()) &&
+                             WhatContains("block 0 (Embedding) tok.weight") &&
                              WhatContains("[256, 32]"));
     CHECK(torch::equal(before, wide.parameters()[0]));  // untouched
   }
@@ -89,8 +91,9 @@ TEST_CASE("Checkpoint: mismatches name the file and the parameter") {
     sm::Model mlp = sm::build_model(st::tiny_mlp(), st::image_info(), 5);
     mlp.name = "cnn";
     mlp.blocks.push_back(mlp.blocks.back());  // 4 blocks, as the saved CNN
-    CHECK_THROWS_MATCHES(sm::load_checkpoint(mlp, cnn_file.path()), slowpipe::UsageError,
-                         WhatContains(cnn_file.path()) && WhatContains("lacks parameter block 0 (Dense) fc.weight"));
+    CHECK_THROWS_MATCHES(
+        sm::load_checkpoint(mlp, cnn_file.path()), slowpipe::UsageError,
+        WhatContains(cnn_file.path()) && WhatContains("lacks parameter block 0 (Dense) fc.weight"));
   }
   SECTION("missing and unreadable files") {
     CHECK_THROWS_MATCHES(sm::load_checkpoint(gpt, "/nonexistent/ckpt.pt"), slowpipe::UsageError,

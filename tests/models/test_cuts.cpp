@@ -1,8 +1,8 @@
 // Cut resolution tests: user cuts, every invalid form, and balancing against a
 // brute-force enumeration of all contiguous partitions.
-#include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <catch2/catch.hpp>
 #include <functional>
 #include <limits>
 #include <random>
@@ -114,9 +114,13 @@ TEST_CASE("resolve_cuts: balancing by parameters and by measured time") {
 
   const auto probe = st::random_batch(m.task, 2, 16, 3);
   m.blocks[2]->eval();  // training flags must survive the measurement
+  auto head_weight = m.blocks[5]->parameters()[1];
+  head_weight.mutable_grad() = torch::full_like(head_weight, 0.25);  // gradients too
   const auto times = sm::measure_block_times_s(m, probe, 1);
   REQUIRE(times.size() == 6);
   for (double t : times) CHECK(t > 0);
+  CHECK(torch::equal(head_weight.grad(), torch::full_like(head_weight, 0.25)));
+  head_weight.mutable_grad() = at::Tensor();
   for (auto& p : m.parameters()) CHECK_FALSE(p.grad().defined());  // gradients left alone
   CHECK_FALSE(m.blocks[2]->is_training());
   CHECK(m.blocks[1]->is_training());

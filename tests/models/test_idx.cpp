@@ -1,10 +1,10 @@
 // IDX / gzip / Fashion-MNIST loader tests: the real files of the Debian package,
 // and broken files written to temp files (truncated gzip, wrong magic, size
 // mismatch, missing file).
+#include <torch/torch.h>
 #include <zlib.h>
 
 #include <catch2/catch.hpp>
-#include <torch/torch.h>
 
 #include "common/errors.h"
 #include "matchers.h"
@@ -109,7 +109,8 @@ TEST_CASE("FashionMnist: splits, ids, normalisation") {
   CHECK(ds_tail->size(sm::Split::kTrain) == 30000);
   auto full = sm::make_dataset(sm::DataConfig{"fashion-mnist", "", 0.1, 0, 1, 0, 1}, 0);
   CHECK(full->size(sm::Split::kTrain) == 60000);
-  CHECK(ds_tail->get(sm::Split::kTrain, {0}).inputs.equal(full->get(sm::Split::kTrain, {30000}).inputs));
+  CHECK(ds_tail->get(sm::Split::kTrain, {0})
+            .inputs.equal(full->get(sm::Split::kTrain, {30000}).inputs));
   CHECK_THROWS_AS(ds->get(sm::Split::kTrain, {1000}), std::out_of_range);
 }
 
@@ -139,7 +140,8 @@ TEST_CASE("Errors: missing, truncated and corrupt files name the file") {
     for (size_t i = 100; i < 200; ++i) real[i] = static_cast<char>(real[i] ^ 0x5a);
     TempFile f(".gz");
     f.write(real);
-    CHECK_THROWS_MATCHES(sm::read_idx(f.path(), 1, ""), slowpipe::DataError, WhatContains(f.path()));
+    CHECK_THROWS_MATCHES(sm::read_idx(f.path(), 1, ""), slowpipe::DataError,
+                         WhatContains(f.path()));
   }
   SECTION("wrong magic number, gzipped and plain") {
     const std::string body = idx_header(0x00000804, {2, 2, 2}) + std::string(8, '\1');

@@ -2,12 +2,13 @@
 // FLOP counts against the parameter shapes, and the exactness of a cut: running
 // the blocks in stage groups with detached boundaries and explicitly handed-back
 // gradients gives the same loss and gradients as the unsplit model.
-#include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <catch2/catch.hpp>
+
 #include "common/errors.h"
-#include "matchers.h"
 #include "common/options.h"
+#include "matchers.h"
 #include "model_fixtures.h"
 #include "models/registry.h"
 
@@ -94,7 +95,25 @@ TEST_CASE("GPT: blocks and output shapes") {
   CHECK(shapes[2] == std::vector<int64_t>{3, 16, 32});
   CHECK(shapes[3] == std::vector<int64_t>{3, 16, 256});
   // Shorter sequences than seq_len are fine.
-  CHECK(run_shapes(m, torch::zeros({2, 5}, torch::kLong)).back() == std::vector<int64_t>{2, 5, 256});
+  CHECK(run_shapes(m, torch::zeros({2, 5}, torch::kLong)).back() ==
+        std::vector<int64_t>{2, 5, 256});
+}
+
+TEST_CASE("GPT: dropout acts in training mode only") {
+  auto cfg = st::tiny_gpt();
+  cfg.dropout = 0.5;
+  sm::Model m = sm::build_model(cfg, st::text_info(16), 3);
+  torch::NoGradGuard g;
+  auto x = torch::randint(0, 256, {2, 16}, torch::kLong);
+  auto run = [&] {
+    at::Tensor h = x;
+    for (auto& blk : m.blocks) h = blk->forward(h);
+    return h;
+  };
+  CHECK_FALSE(torch::equal(run(), run()));  // training: fresh masks each time
+  m.train(false);
+  for (auto& blk : m.blocks) CHECK_FALSE(blk->is_training());
+  CHECK(torch::equal(run(), run()));
 }
 
 TEST_CASE("GPT: attention is causal") {
@@ -167,6 +186,9 @@ TEST_CASE("FLOPs per sample follow the layer shapes") {
     }
     CHECK(b->forward_flops_per_sample() == Approx(2 * w));
   }
+  CHECK(m.forward_flops_per_sample(0, m.blocks.size()) ==
+        Approx(m.blocks[0]->forward_flops_per_sample() + 2 * (2 * t * weights + 4 * t * t * c) +
+               2 * t * c * 256));
   sm::Model cnn = sm::build_model(st::tiny_cnn(), st::image_info(), 1);
   // Stem: 3x3 conv 1 -> 8 channels at 28x28.
   CHECK(cnn.blocks[0]->forward_flops_per_sample() == Approx(2.0 * 9 * 8 * 28 * 28));
@@ -176,9 +198,15 @@ TEST_CASE("FLOPs per sample follow the layer shapes") {
 }
 
 TEST_CASE("Cut exactness: stage groups equal the unsplit model (loss and gradients)") {
-  SECTION("gpt") { check_cut_exact(st::tiny_gpt(), st::text_info(16), {{0, 2, 4}, {0, 1, 2, 3, 4}}); }
-  SECTION("cnn") { check_cut_exact(st::tiny_cnn(), st::image_info(), {{0, 1, 4}, {0, 2, 3, 4}}); }
-  SECTION("mlp") { check_cut_exact(st::tiny_mlp(), st::image_info(), {{0, 2, 3}}); }
+  SECTION("gpt") {
+    check_cut_exact(st::tiny_gpt(), st::text_info(16), {{0, 2, 4}, {0, 1, 2, 3, 4}});
+  }
+  SECTION("cnn") {
+    check_cut_exact(st::tiny_cnn(), st::image_info(), {{0, 1, 4}, {0, 2, 3, 4}});
+  }
+  SECTION("mlp") {
+    check_cut_exact(st::tiny_mlp(), st::image_info(), {{0, 2, 3}});
+  }
 }
 
 TEST_CASE("build_model: mismatched model, data set and config are usage errors") {
@@ -224,6 +252,6 @@ TEST_CASE("loss and correct: cross-entropy and argmax hits") {
         Approx((l0 + l1) / 2).epsilon(1e-6));
   CHECK(sm::correct(sm::Task::kClassification, logits, targets) == 1);
   // LM: [B=1, T=2, V=3] behaves as 2 classification rows.
-  CHECK(sm::loss(sm::Task::kLanguageModel, logits.unsqueeze(0), targets.unsqueeze(0)).item<double>() ==
-        Approx((l0 + l1) / 2).epsilon(1e-6));
+  CHECK(sm::loss(sm::Task::kLanguageModel, logits.unsqueeze(0), targets.unsqueeze(0))
+            .item<double>() == Approx((l0 + l1) / 2).epsilon(1e-6));
 }

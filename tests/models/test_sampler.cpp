@@ -1,8 +1,7 @@
 // EpochSampler tests: permutations, determinism from the seed, epoch roll-over,
 // drop_last, seek.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <set>
 
 #include "common/errors.h"

@@ -1,13 +1,13 @@
 // Byte-level text loader tests: windows, shifted targets, split determinism and
 // disjointness, ids, begin/end ranges, limits, gzip input, the real GCIDE file.
+#include <torch/torch.h>
 #include <zlib.h>
 
 #include <catch2/catch.hpp>
-#include <torch/torch.h>
 
 #include "common/errors.h"
-#include "matchers.h"
 #include "common/options.h"
+#include "matchers.h"
 #include "models/data_registry.h"
 #include "models/file_bytes.h"
 #include "models/text_dataset.h"
@@ -85,7 +85,8 @@ TEST_CASE("TextDataset: begin/end select distinct ranges; limits cap the splits"
   CHECK(f.size(sm::Split::kTrain) + f.size(sm::Split::kValidation) == 1000 / 20);
   CHECK(f.byte_offset(sm::Split::kTrain, 0) == 9000);
   check_sample(f.get(sm::Split::kTrain, {0}), 0, bytes, 9000, 19);
-  const int64_t p_end = p.byte_offset(sm::Split::kValidation, p.size(sm::Split::kValidation) - 1) + 20;
+  const int64_t p_end =
+      p.byte_offset(sm::Split::kValidation, p.size(sm::Split::kValidation) - 1) + 20;
   CHECK(p_end <= 8000);
 
   sm::DataConfig lim;
@@ -117,7 +118,8 @@ TEST_CASE("make_dataset: text from a plain file and from gzip give the same samp
   cfg.path = gz.path();
   auto b = sm::make_dataset(cfg, 31);
   REQUIRE(a->size(sm::Split::kTrain) == b->size(sm::Split::kTrain));
-  CHECK(a->get(sm::Split::kTrain, {0, 1, 500}).inputs.equal(b->get(sm::Split::kTrain, {0, 1, 500}).inputs));
+  CHECK(a->get(sm::Split::kTrain, {0, 1, 500})
+            .inputs.equal(b->get(sm::Split::kTrain, {0, 1, 500}).inputs));
   CHECK(b->info().source == gz.path());
 
   cfg.path = "";

@@ -50,7 +50,8 @@ TEST_CASE("Netsim: lone transfer, n equal flows, reverse routes, half duplex") {
   auto scenario = [](int n, const std::string& duplex, bool reverse) {
     std::ostringstream s;
     s << R"({"efficiency": 0.5, "hosts": ["x", "y"], "links": [{"name": "l", "between": ["x", "y"],
-          "bandwidth": "100Mbps", "latency": "10ms", "duplex": ")" << duplex << R"("}], "flows": [)";
+          "bandwidth": "100Mbps", "latency": "10ms", "duplex": ")"
+      << duplex << R"("}], "flows": [)";
     for (int i = 0; i < n; ++i) {
       const bool back = reverse && i % 2;
       s << (i ? "," : "") << R"({"from": ")" << (back ? "y" : "x") << R"(", "to": ")"
@@ -67,7 +68,8 @@ TEST_CASE("Netsim: lone transfer, n equal flows, reverse routes, half duplex") {
     }
   }
   // Two flows in opposite directions: full duplex does not share, half duplex does.
-  for (const auto& f : nm::simulate(scenario(2, "full", true))) CHECK(f.finish_s == Approx(0.5 + lone));
+  for (const auto& f : nm::simulate(scenario(2, "full", true)))
+    CHECK(f.finish_s == Approx(0.5 + lone));
   for (const auto& f : nm::simulate(scenario(2, "half", true))) {
     CHECK(f.finish_s == Approx(0.5 + 10e-3 + 2 * (lone - 10e-3)));
   }
@@ -98,7 +100,8 @@ TEST_CASE("Netsim: errors name the file and the field") {
   CHECK_THAT(error_of(R"({"hosts": ["a","b"], "links": [{"name": "l", "between": ["a","b"],
              "bandwidth": 1e9, "latency": 0, "duplex": "simplex"}], "flows": []})"),
              Catch::Contains("links[0].duplex"));
-  CHECK_THROWS_WITH(nm::load_scenario("/nonexistent/x.json"), Catch::Contains("/nonexistent/x.json"));
+  CHECK_THROWS_WITH(nm::load_scenario("/nonexistent/x.json"),
+                    Catch::Contains("/nonexistent/x.json"));
 }
 
 TEST_CASE("Netsim: the example scenarios in experiments/netsim run") {

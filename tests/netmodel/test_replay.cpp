@@ -9,6 +9,7 @@
 #include "netmodel/chrome_trace.h"
 #include "netmodel/replay.h"
 #include "netmodel/synthetic_trace.h"
+#include "netmodel/topology.h"
 
 namespace nm = slowpipe::netmodel;
 
@@ -62,13 +63,15 @@ TEST_CASE("Replay: GPipe and 1F1B with free links take (M+S-1)(tf+tb)") {
     for (int M : {1, 4, 8, 16}) {
       const double tf = 0.25, tb = 0.5;
       const double closed = (M + S - 1) * (tf + tb);
-      const nm::Timeline g = nm::replay(uniform("gpipe", S, M, 1, 1 << 20), free_links("fixed:0.25/0.5"));
+      const nm::Timeline g =
+          nm::replay(uniform("gpipe", S, M, 1, 1 << 20), free_links("fixed:0.25/0.5"));
       CHECK(g.step_s == Approx(closed));
       CHECK(g.bubble_fraction == Approx(double(S - 1) / (M + S - 1)));
       // 1F1B: same time with equal tf = tb, fewer activations in flight.
       const nm::Timeline o = nm::replay(uniform("1f1b", S, M, 1, 1 << 20), free_links("fixed:0.5"));
       CHECK(o.step_s == Approx((M + S - 1) * 1.0));
-      const nm::Timeline g2 = nm::replay(uniform("gpipe", S, M, 1, 1 << 20), free_links("fixed:0.5"));
+      const nm::Timeline g2 =
+          nm::replay(uniform("gpipe", S, M, 1, 1 << 20), free_links("fixed:0.5"));
       for (int s = 0; s < S; ++s) {
         CHECK(g2.peak_activations[s] == M);
         CHECK(o.peak_activations[s] == std::min(S - s, M));
@@ -124,7 +127,8 @@ TEST_CASE("Replay: encode occupies the sender, decode the receiver") {
       CHECK(tl.timing[i].decode_start_s == Approx(1.25));
       CHECK(tl.timing[i].decode_end_s == Approx(1.75));
     }
-    if (op.kind == nm::OpKind::kForward && op.stage == 1) CHECK(tl.timing[i].start_s == Approx(1.75));
+    if (op.kind == nm::OpKind::kForward && op.stage == 1)
+      CHECK(tl.timing[i].start_s == Approx(1.75));
   }
   CHECK(tl.device_busy_s[0] == Approx(1.25));
   CHECK(tl.device_busy_s[1] == Approx(1.5));
@@ -146,11 +150,19 @@ TEST_CASE("Replay: the same seed gives identical timelines, jitter included") {
   auto same = [](const nm::Timeline& x, const nm::Timeline& y) {
     if (x.step_s != y.step_s || x.timing.size() != y.timing.size()) return false;
     for (size_t i = 0; i < x.timing.size(); ++i) {
-      if (x.timing[i].start_s != y.timing[i].start_s || x.timing[i].end_s != y.timing[i].end_s) return false;
+      if (x.timing[i].start_s != y.timing[i].start_s || x.timing[i].end_s != y.timing[i].end_s)
+        return false;
     }
     return true;
   };
   for (int k = 0; k < 3; ++k) CHECK(same(a[k], b[k]));
+  {
+    nm::Simulator sim(c);
+    double sum = 0;
+    for (int k = 0; k < 3; ++k) sum += sim.replay(t).step_s;
+    CHECK(sim.elapsed_s() == sum);
+    CHECK(sim.steps() == 3);
+  }
   CHECK_FALSE(same(a[0], other[0]));
   CHECK_FALSE(same(a[0], a[1]));  // the stream advances across steps
   c.jitter_s = 0;
@@ -168,7 +180,12 @@ TEST_CASE("Replay: shared hosts, NICs and per-link overrides") {
   c.stages_per_host = 1;
   c.links = "1-2:100Mbps:1ms";  // the middle boundary is slow
   CHECK(nm::replay(t, c).step_s == Approx(4 * 8e-3 + 2 * (80e-3 + 1e-3)));
-  CHECK_THROWS_AS(nm::replay(t, [&] { auto x = c; x.links = "1-9:1Gbps"; return x; }()),
+  CHECK_THROWS_AS(nm::replay(t,
+                             [&] {
+                               auto x = c;
+                               x.links = "1-9:1Gbps";
+                               return x;
+                             }()),
                   slowpipe::UsageError);
 }
 
@@ -177,6 +194,9 @@ TEST_CASE("Replay: inconsistent traces are data errors") {
   nm::StepTrace bad_stage = t;
   bad_stage.ops[0].stage = 5;
   CHECK_THROWS_AS(nm::replay(bad_stage, free_links("fixed:1")), slowpipe::DataError);
+  nm::StepTrace negative = t;
+  negative.ops[1].compute_s = -1;
+  CHECK_THROWS_WITH(nm::replay(negative, free_links("measured")), Catch::Contains("op 1"));
   nm::StepTrace dup = t;
   dup.ops.push_back(dup.ops[0]);
   CHECK_THROWS_AS(nm::replay(dup, free_links("fixed:1")), slowpipe::DataError);
@@ -192,9 +212,9 @@ TEST_CASE("Replay: inconsistent traces are data errors") {
     o.microbatch = m;
     return o;
   };
-  stall.ops = {op(nm::OpKind::kForward, 0, 0), op(nm::OpKind::kBackward, 0, 1),
-               op(nm::OpKind::kForward, 0, 1), op(nm::OpKind::kSendActivation, 0, 1),
-               op(nm::OpKind::kForward, 1, 1), op(nm::OpKind::kBackward, 1, 1),
+  stall.ops = {op(nm::OpKind::kForward, 0, 0),     op(nm::OpKind::kBackward, 0, 1),
+               op(nm::OpKind::kForward, 0, 1),     op(nm::OpKind::kSendActivation, 0, 1),
+               op(nm::OpKind::kForward, 1, 1),     op(nm::OpKind::kBackward, 1, 1),
                op(nm::OpKind::kSendGradient, 1, 1)};
   CHECK_THROWS_WITH(nm::replay(stall, free_links("fixed:1")), Catch::Contains("stalled"));
 }
@@ -220,4 +240,43 @@ TEST_CASE("Chrome trace: valid JSON with one complete event per op interval") {
   // sends: 2 x 4 x (2 activation + 2 gradient) + 6 all-reduces
   CHECK(wire == 2 * 4 * 4 + 6);
   CHECK(spans == compute + wire);  // codec times are zero under fixed: no codec spans
+  // Two steps end to end: twice the spans, the second step after the first.
+  std::ostringstream os2;
+  nm::write_chrome_trace(std::vector<nm::Timeline>{tl, tl}, os2);
+  const auto doc2 = nlohmann::json::parse(os2.str());
+  size_t spans2 = 0;
+  double last_end_us = 0;
+  for (const auto& ev : doc2["traceEvents"]) {
+    if (ev["ph"] != "X") continue;
+    ++spans2;
+    if (ev["args"]["step"] == 1) CHECK(ev["ts"].get<double>() >= tl.step_s * 1e6 * (1 - 1e-9));
+    last_end_us = std::max(last_end_us, ev["ts"].get<double>() + ev["dur"].get<double>());
+  }
+  CHECK(spans2 == 2 * spans);
+  CHECK(last_end_us == Approx(2 * tl.step_s * 1e6));
+}
+
+TEST_CASE("Topology: NICs are shared by all flows of a host, links are not") {
+  nm::NetConfig c = link(10e9, 0, "fixed:0");
+  c.nic_bandwidth_bps = 1e9;
+  nm::FlowNetwork net;
+  nm::Topology topo(c, 3, 1, net);
+  const nm::Route& a = topo.route(1, 0);
+  const nm::Route& b = topo.route(1, 2);
+  REQUIRE(a.length == 3);
+  CHECK(a.path[0] == b.path[0]);  // nic1.out
+  CHECK(a.path[1] != b.path[1]);  // two different links
+  CHECK(net.resource_name(a.path[0]) == "nic1.out");
+  const uint32_t fa = net.start_flow(0, a.path, a.length, 1e9);
+  const uint32_t fb = net.start_flow(0, b.path, b.length, 1e9);
+  CHECK(net.rate_bps(fa) == Approx(0.5e9));
+  CHECK(net.rate_bps(fb) == Approx(0.5e9));
+  // In a replay, the ring all-reduce then runs at the NIC's rate.
+  const int D = 3;
+  const double bytes = 3e6;
+  const nm::StepTrace t = nm::build_trace("gpipe", 1, 1, D, [&](nm::TraceOp& op) {
+    if (op.kind == nm::OpKind::kAllReduce) op.bytes = static_cast<uint64_t>(bytes);
+  });
+  c.latency_s = 1e-3;
+  CHECK(nm::replay(t, c).step_s == Approx(2.0 * (D - 1) / D * bytes * 8 / 1e9 + 2 * (D - 1) * 1e-3));
 }

@@ -1,7 +1,7 @@
 // Schedules: every F and B exactly once per stage, F(m) before B(m), the
 // 1F1B in-flight bound, and registry errors.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "common/errors.h"
 #include "netmodel/schedule.h"

@@ -55,7 +55,8 @@ TEST_CASE("Synthetic trace: byte sizes from the callback, FLOPs per op") {
       ++grads;
     }
     if (op.kind == nm::OpKind::kAllReduce) ++reduces;
-    if (op.kind == nm::OpKind::kBackward) CHECK(op.flops == Approx(2 * nm::forward_flops(g, op.stage)));
+    if (op.kind == nm::OpKind::kBackward)
+      CHECK(op.flops == Approx(2 * nm::forward_flops(g, op.stage)));
   }
   CHECK(acts == 2 * 7 * 32);
   CHECK(grads == 2 * 7 * 32);
