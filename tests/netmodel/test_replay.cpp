@@ -70,6 +70,10 @@ TEST_CASE("Replay: GPipe and 1F1B with free links take (M+S-1)(tf+tb)") {
       // 1F1B: same time with equal tf = tb, fewer activations in flight.
       const nm::Timeline o = nm::replay(uniform("1f1b", S, M, 1, 1 << 20), free_links("fixed:0.5"));
       CHECK(o.step_s == Approx((M + S - 1) * 1.0));
+      // ... and (also in this model) with unequal tf, tb.
+      const nm::Timeline o2 =
+          nm::replay(uniform("1f1b", S, M, 1, 1 << 20), free_links("fixed:0.25/0.5"));
+      CHECK(o2.step_s == Approx(closed));
       const nm::Timeline g2 =
           nm::replay(uniform("gpipe", S, M, 1, 1 << 20), free_links("fixed:0.5"));
       for (int s = 0; s < S; ++s) {
