@@ -11,6 +11,11 @@
 
 #include "common/errors.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define SLOWPIPE_HAVE_AVX512_SWEEP 1
+#endif
+
 namespace slowpipe::compressors {
 
 namespace {
@@ -28,19 +33,75 @@ inline uint64_t splitmix64(uint64_t& s) {
 }
 constexpr int64_t kSmallRow = 4096;
 
-// Emits, in index order, the candidates with mag > t, then ties (mag == t) while
-// `ties` remain; returns how many were written.
-int64_t emit_above(const uint32_t* mags, const int32_t* idx, int64_t n, uint32_t t, int64_t ties,
-                   int32_t* out) {
+// Sweep 1 of the fast path: counts magnitudes above `hi` and collects those in
+// [lo, hi] (the candidates).
+int64_t count_and_collect_scalar(const float* x, int64_t begin, int64_t m, uint32_t lo, uint32_t hi,
+                                 uint32_t* cmag, int64_t& nc) {
+  int64_t above = 0;
+  for (int64_t i = begin; i < m; ++i) {
+    uint32_t u = mag_bits(x[i]);
+    above += u > hi;
+    cmag[nc] = u;
+    nc += (u >= lo) & (u <= hi);
+  }
+  return above;
+}
+// Sweep 2: writes, in index order, the indices with magnitude > t and the first
+// `ties` indices with magnitude == t. Returns the count written.
+int64_t emit_scalar(const float* x, int64_t begin, int64_t m, uint32_t t, int64_t& ties, int32_t* out) {
   int64_t w = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (mags[i] > t || (mags[i] == t && ties > 0)) {
-      if (mags[i] == t) --ties;
-      out[w++] = idx[i];
+  for (int64_t i = begin; i < m; ++i) {
+    uint32_t u = mag_bits(x[i]);
+    if (u > t || (u == t && ties > 0)) {
+      if (u == t) --ties;
+      out[w++] = static_cast<int32_t>(i);
     }
   }
   return w;
 }
+
+#ifdef SLOWPIPE_HAVE_AVX512_SWEEP
+// The same two sweeps with AVX-512 compress-stores, 16 elements at a time.
+__attribute__((target("avx512f,popcnt"))) int64_t count_and_collect_avx512(const float* x, int64_t m, uint32_t lo,
+                                                                          uint32_t hi, uint32_t* cmag, int64_t& nc) {
+  const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
+  const __m512i vhi = _mm512_set1_epi32(static_cast<int>(hi));
+  const __m512i vlo = _mm512_set1_epi32(static_cast<int>(lo));
+  int64_t above = 0, i = 0;
+  for (; i + 16 <= m; i += 16) {
+    __m512i u = _mm512_and_si512(_mm512_loadu_si512(x + i), abs_mask);
+    above += __builtin_popcount(_mm512_cmpgt_epu32_mask(u, vhi));
+    __mmask16 c = _mm512_cmpge_epu32_mask(u, vlo) & _mm512_cmple_epu32_mask(u, vhi);
+    if (c) {
+      _mm512_mask_compressstoreu_epi32(cmag + nc, c, u);
+      nc += __builtin_popcount(c);
+    }
+  }
+  return above + count_and_collect_scalar(x, i, m, lo, hi, cmag, nc);
+}
+__attribute__((target("avx512f,popcnt"))) int64_t emit_avx512(const float* x, int64_t m, uint32_t t, int64_t& ties,
+                                                             int32_t* out) {
+  const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
+  const __m512i vt = _mm512_set1_epi32(static_cast<int>(t));
+  const __m512i step = _mm512_set1_epi32(16);
+  __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  int64_t w = 0, i = 0;
+  for (; i + 16 <= m; i += 16) {
+    __m512i u = _mm512_and_si512(_mm512_loadu_si512(x + i), abs_mask);
+    __mmask16 gt = _mm512_cmpgt_epu32_mask(u, vt);
+    __mmask16 eq = _mm512_cmpeq_epu32_mask(u, vt);
+    if (eq && ties > 0) {  // rare: settle this block in order
+      w += emit_scalar(x, i, i + 16, t, ties, out + w);
+    } else {
+      _mm512_mask_compressstoreu_epi32(out + w, gt, idx);
+      w += __builtin_popcount(gt);
+    }
+    idx = _mm512_add_epi32(idx, step);
+  }
+  return w + emit_scalar(x, i, m, t, ties, out + w);
+}
+const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
+#endif
 
 }  // namespace
 
@@ -83,10 +144,14 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
   const int64_t s = std::clamp<int64_t>(m / 32, 512, 8192);
   sample_.resize(s);
   uint64_t state = static_cast<uint64_t>(m) * 0x2545F4914F6CDD1DULL + static_cast<uint64_t>(k);
-  for (int64_t i = 0; i < s; ++i) sample_[i] = mag_bits(x[splitmix64(state) % static_cast<uint64_t>(m)]);
+  const int64_t stride = m / s;  // stratified: one random position per stride, ascending addresses
+  for (int64_t i = 0; i < s; ++i) {
+    uint64_t jitter = ((splitmix64(state) >> 32) * static_cast<uint64_t>(stride)) >> 32;
+    sample_[i] = mag_bits(x[i * stride + static_cast<int64_t>(jitter)]);
+  }
   const double p = static_cast<double>(k) / static_cast<double>(m);
   const double mean = p * static_cast<double>(s);
-  const double margin = 3.5 * std::sqrt(static_cast<double>(s) * p * (1 - p)) + 2;
+  const double margin = 3.0 * std::sqrt(static_cast<double>(s) * p * (1 - p)) + 2;
   const auto r_hi = static_cast<int64_t>(std::floor(mean - margin));  // rank (0 = largest)
   const auto r_lo = static_cast<int64_t>(std::ceil(mean + margin));
   uint32_t hi = 0xFFFFFFFFU, lo = 0;
@@ -95,47 +160,48 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
     std::nth_element(sample_.begin(), sample_.begin() + r_hi, sample_.end(), by_desc);
     hi = sample_[r_hi];
   }
-  if (r_lo < s) {
-    std::nth_element(sample_.begin(), sample_.begin() + r_lo, sample_.end(), by_desc);
+  if (r_lo < s) {  // after the first nth_element, ranks > r_hi lie behind it
+    auto from = r_hi >= 0 ? sample_.begin() + r_hi + 1 : sample_.begin();
+    std::nth_element(from, sample_.begin() + r_lo, sample_.end(), by_desc);
     lo = sample_[r_lo];
   }
   if (lo > hi) lo = hi;
-  // 2. One sweep: sure (> hi) and candidates ([lo, hi]), both ascending.
-  sure_.resize(m);
-  cand_.resize(m);
+  // 2. Sweep 1: count the sure ones (> hi), collect the candidates ([lo, hi]).
   cand_mags_.resize(m);
-  int64_t ns = 0, nc = 0;
-  int32_t* sure = sure_.data();
-  int32_t* cand = cand_.data();
   uint32_t* cmag = cand_mags_.data();
-  for (int64_t i = 0; i < m; ++i) {
-    uint32_t u = mag_bits(x[i]);
-    sure[ns] = static_cast<int32_t>(i);
-    ns += u > hi;
-    cand[nc] = static_cast<int32_t>(i);
-    cmag[nc] = u;
-    nc += (u >= lo) & (u <= hi);
-  }
+  int64_t nc = 0, ns = 0;
+#ifdef SLOWPIPE_HAVE_AVX512_SWEEP
+  if (kHasAvx512)
+    ns = count_and_collect_avx512(x, m, lo, hi, cmag, nc);
+  else
+#endif
+    ns = count_and_collect_scalar(x, 0, m, lo, hi, cmag, nc);
   if (ns > k || ns + nc < k) {
     ++fallbacks_;
     select_exact(x, m, k, out);
     return;
   }
-  // 3. Settle the candidates: the (k - ns) largest, ties toward lower indices.
+  // 3. The exact threshold t: the (k - ns)-th largest candidate; ties at t are
+  // taken toward lower indices.
   const int64_t need = k - ns;
-  int64_t taken = 0;
-  std::vector<int32_t>& chosen = sure_;  // reuse the tail of sure_ as scratch
-  int32_t* picked = chosen.data() + ns;
+  uint32_t t = hi;
+  int64_t ties = 0;
   if (need > 0) {
-    mags_.assign(cmag, cmag + nc);
-    std::nth_element(mags_.begin(), mags_.begin() + (need - 1), mags_.begin() + nc, by_desc);
-    uint32_t t = mags_[need - 1];
-    int64_t above = 0;
-    for (int64_t i = 0; i < nc; ++i) above += cmag[i] > t;
-    taken = emit_above(cmag, cand, nc, t, need - above, picked);
+    std::nth_element(cmag, cmag + (need - 1), cmag + nc, by_desc);
+    t = cmag[need - 1];
+    int64_t above_t = 0;
+    for (int64_t i = 0; i < nc; ++i) above_t += cmag[i] > t;
+    ties = need - above_t;
   }
-  // 4. Merge the two ascending lists.
-  std::merge(sure, sure + ns, picked, picked + taken, out);
+  // 4. Sweep 2: emit in index order.
+  int64_t written;
+#ifdef SLOWPIPE_HAVE_AVX512_SWEEP
+  if (kHasAvx512)
+    written = emit_avx512(x, m, t, ties, out);
+  else
+#endif
+    written = emit_scalar(x, 0, m, t, ties, out);
+  if (written != k) throw std::logic_error("TopkSelector: selected " + std::to_string(written) + " of " + std::to_string(k));
 }
 
 void select_randk(int64_t m, int64_t k, uint64_t& state, int32_t* out) {

@@ -1,12 +1,15 @@
 // Selection of the kept indices of TopK and RandK, and their compact encoding.
 //
 // TopK keeps the k largest magnitudes of a row, ties at the threshold broken
-// toward lower indices, and returns ascending indices. The fast path samples
-// the row to bracket the k-th magnitude between two thresholds, sweeps the row
-// once (indices above the upper threshold are kept for sure, those between the
-// two are candidates), settles the candidates exactly with nth_element and
-// merges. If the bracket missed (rare, checked exactly), it falls back to an
-// nth_element over the whole row. Either way the result is exact.
+// toward lower indices, and returns ascending indices. The fast path (rows over
+// 4096 elements) samples the row to bracket the k-th magnitude between two
+// thresholds (3 standard deviations of the sample quantile either side), sweeps
+// the row counting magnitudes above the upper one and collecting those between
+// (the candidates), finds the exact k-th magnitude among the candidates with
+// nth_element, and sweeps again to emit the indices in order. Sweeps use AVX-512
+// compress-stores where the CPU has them. If the bracket missed (rare, checked
+// exactly), it falls back to nth_element over the whole row. Either way the
+// result is exact.
 //
 // Index coding per row of length m with k kept: a bitmap of m bits or a list of
 // k indices of ceil(log2 m) bits each, whichever is smaller (bitmap on a tie).
@@ -29,7 +32,6 @@ class TopkSelector {
 
  private:
   std::vector<uint32_t> mags_, cand_mags_, sample_;
-  std::vector<int32_t> sure_, cand_;
   int64_t fallbacks_ = 0;
 };
 
