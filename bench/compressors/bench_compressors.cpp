@@ -1,0 +1,158 @@
+// Fast paths against libtorch, single thread (at::set_num_threads(1)), on 2 MiB
+// and 64 MiB fp32 tensors shaped [rows, C] with C = 1024 channels:
+//   - quantize + pack (per-channel max-abs, AQ-SGD's quantizer) at 2/4/8 bits,
+//     against the same computation composed of libtorch ops (abs/amax, div,
+//     round, clamp, shift and bitwise-or packing);
+//   - unpack + dequantize, same;
+//   - TopK per row at K = 10% and 30% (rows of 64 Ki elements, one per sample),
+//     against torch::topk (values and indices).
+// Throughput is reported as fp32 input bytes per second (SetBytesProcessed).
+#include <benchmark/benchmark.h>
+
+#include <torch/torch.h>
+
+#include "compressors/quantizer.h"
+#include "compressors/topk_select.h"
+
+namespace sc = slowpipe::compressors;
+
+namespace {
+
+constexpr int64_t kChannels = 1024;
+int64_t numel_of(int64_t mib) { return mib * 1024 * 1024 / 4; }
+
+at::Tensor input(int64_t mib) {
+  at::manual_seed(0);
+  return at::randn({numel_of(mib) / kChannels, kChannels});
+}
+
+std::unique_ptr<sc::Codec> quantizer(int bits) { return sc::make_codec("q" + std::to_string(bits)); }
+
+// ---- libtorch compositions ----
+
+// Codes and scales of per-channel max-abs quantization, then packing of
+// 8/bits codes per byte with shifts and ors.
+std::pair<at::Tensor, at::Tensor> torch_quantize_pack(const at::Tensor& x, int bits) {
+  const double qmax = bits == 1 ? 1 : (1 << (bits - 1)) - 1;
+  at::Tensor scale = x.abs().amax(0).to(at::kHalf);                   // [C] fp16 scales
+  at::Tensor step = scale.to(at::kFloat) / qmax;
+  at::Tensor q = (x / step).round().clamp(-qmax, qmax) + qmax;         // [R, C] codes
+  at::Tensor codes = q.to(at::kByte).flatten();
+  const int per_byte = 8 / bits;
+  at::Tensor grouped = codes.view({-1, per_byte});
+  at::Tensor packed = grouped.select(1, 0).clone();
+  for (int j = 1; j < per_byte; ++j) packed.bitwise_or_(grouped.select(1, j).__lshift__(bits * j));
+  return {packed, scale};
+}
+
+at::Tensor torch_unpack_dequantize(const at::Tensor& packed, const at::Tensor& scale, int bits, int64_t rows) {
+  const double qmax = bits == 1 ? 1 : (1 << (bits - 1)) - 1;
+  const int per_byte = 8 / bits;
+  std::vector<at::Tensor> parts;
+  for (int j = 0; j < per_byte; ++j) parts.push_back(packed.__rshift__(bits * j).bitwise_and((1 << bits) - 1));
+  at::Tensor codes = at::stack(parts, 1).view({rows, kChannels}).to(at::kFloat);
+  return (codes - qmax) * (scale.to(at::kFloat) / qmax);
+}
+
+// ---- benchmarks ----
+
+void BM_QuantizePack_Slowpipe(benchmark::State& st) {
+  at::set_num_threads(1);
+  at::Tensor x = input(st.range(0));
+  auto codec = quantizer(static_cast<int>(st.range(1)));
+  sc::Shape shape = {x.size(0), x.size(1)};
+  sc::Message msg;
+  for (auto _ : st) {
+    codec->encode_raw(x.data_ptr<float>(), shape, msg);
+    benchmark::DoNotOptimize(msg.data());
+  }
+  st.SetBytesProcessed(st.iterations() * x.numel() * 4);
+}
+
+void BM_QuantizePack_Torch(benchmark::State& st) {
+  at::set_num_threads(1);
+  at::Tensor x = input(st.range(0));
+  for (auto _ : st) {
+    auto r = torch_quantize_pack(x, static_cast<int>(st.range(1)));
+    benchmark::DoNotOptimize(r.first.data_ptr());
+  }
+  st.SetBytesProcessed(st.iterations() * x.numel() * 4);
+}
+
+void BM_UnpackDequantize_Slowpipe(benchmark::State& st) {
+  at::set_num_threads(1);
+  at::Tensor x = input(st.range(0));
+  auto codec = quantizer(static_cast<int>(st.range(1)));
+  sc::Shape shape = {x.size(0), x.size(1)};
+  sc::Message msg;
+  codec->encode_raw(x.data_ptr<float>(), shape, msg);
+  at::Tensor y = at::empty_like(x);
+  for (auto _ : st) {
+    codec->decode_raw(msg.data(), msg.size(), shape, y.data_ptr<float>());
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  st.SetBytesProcessed(st.iterations() * x.numel() * 4);
+}
+
+void BM_UnpackDequantize_Torch(benchmark::State& st) {
+  at::set_num_threads(1);
+  at::Tensor x = input(st.range(0));
+  const int bits = static_cast<int>(st.range(1));
+  auto packed = torch_quantize_pack(x, bits);
+  for (auto _ : st) {
+    at::Tensor y = torch_unpack_dequantize(packed.first, packed.second, bits, x.size(0));
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  st.SetBytesProcessed(st.iterations() * x.numel() * 4);
+}
+
+// TopK: rows of 64 Ki elements (per sample), K = range(1) percent.
+constexpr int64_t kRowLen = 64 * 1024;
+
+void BM_TopkRow_Slowpipe(benchmark::State& st) {
+  at::set_num_threads(1);
+  at::Tensor x = input(st.range(0)).view({-1, kRowLen});
+  const int64_t rows = x.size(0);
+  const int64_t k = sc::kept_count(static_cast<double>(st.range(1)) / 100.0, kRowLen);
+  std::vector<int32_t> idx(rows * k);
+  sc::TopkSelector selector;
+  for (auto _ : st) {
+    for (int64_t r = 0; r < rows; ++r) selector.select(x.data_ptr<float>() + r * kRowLen, kRowLen, k, idx.data() + r * k);
+    benchmark::DoNotOptimize(idx.data());
+  }
+  st.counters["fallbacks"] = static_cast<double>(selector.fallbacks());
+  st.SetBytesProcessed(st.iterations() * x.numel() * 4);
+}
+
+void BM_TopkRow_Torch(benchmark::State& st) {
+  at::set_num_threads(1);
+  at::Tensor x = input(st.range(0)).view({-1, kRowLen});
+  const int64_t k = sc::kept_count(static_cast<double>(st.range(1)) / 100.0, kRowLen);
+  for (auto _ : st) {
+    auto r = torch::topk(x.abs(), k, /*dim=*/1, /*largest=*/true, /*sorted=*/false);
+    benchmark::DoNotOptimize(std::get<1>(r).data_ptr());
+  }
+  st.SetBytesProcessed(st.iterations() * x.numel() * 4);
+}
+
+void quant_args(benchmark::internal::Benchmark* b) {
+  for (int64_t mib : {2, 64})
+    for (int64_t bits : {2, 4, 8}) b->Args({mib, bits});
+  b->ArgNames({"MiB", "bits"})->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+void topk_args(benchmark::internal::Benchmark* b) {
+  for (int64_t mib : {2, 64})
+    for (int64_t pct : {10, 30}) b->Args({mib, pct});
+  b->ArgNames({"MiB", "Kpct"})->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+}  // namespace
+
+BENCHMARK(BM_QuantizePack_Slowpipe)->Apply(quant_args);
+BENCHMARK(BM_QuantizePack_Torch)->Apply(quant_args);
+BENCHMARK(BM_UnpackDequantize_Slowpipe)->Apply(quant_args);
+BENCHMARK(BM_UnpackDequantize_Torch)->Apply(quant_args);
+BENCHMARK(BM_TopkRow_Slowpipe)->Apply(topk_args);
+BENCHMARK(BM_TopkRow_Torch)->Apply(topk_args);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,122 @@
+// AQ-SGD channel: the update rule is in aq_sgd.h and shared/REFERENCES.md.
+#include "compressors/aq_sgd.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "common/errors.h"
+#include "compressors/quantizer.h"
+
+namespace slowpipe::compressors {
+
+AqChannel::AqChannel(std::unique_ptr<Codec> codec, std::string spec, AqConfig config)
+    : CodecChannel(std::move(codec), std::move(spec)),
+      config_(std::move(config)),
+      sender_(config_.store, config_.sender_path, config_.num_samples),
+      receiver_(config_.store, config_.receiver_path, config_.num_samples),
+      plain_(make_codec("none")) {}
+
+at::Tensor AqChannel::transfer(const at::Tensor& x, const at::Tensor& sample_ids, TransferStats* stats) {
+  if (!sample_ids.defined())
+    throw UsageError(spec_ + ": AQ-SGD needs sample ids (it cannot compress data-parallel gradients)");
+  at::Tensor xc = to_cpu_float(x);
+  at::Tensor ids = sample_ids.to(at::kCPU, at::kLong).contiguous();
+  const Shape shape = shape_of(xc);
+  const int64_t rows = xc.dim() == 0 ? 1 : xc.size(0);
+  if (ids.numel() != rows)
+    throw std::logic_error("aq: " + std::to_string(ids.numel()) + " sample ids for " + std::to_string(rows) + " rows");
+  const int64_t n = xc.numel();
+  const int64_t per = rows == 0 ? 0 : n / rows;
+  sender_.ensure(per);
+  receiver_.ensure(per);
+  const int64_t* id = ids.data_ptr<int64_t>();
+  const float* a = xc.data_ptr<float>();
+  at::Tensor out = at::empty_like(xc);
+  float* o = out.data_ptr<float>();
+
+  if (in_warmup()) {
+    // Uncompressed; both sides store the activation.
+    Codec& codec = *plain_;
+    auto t0 = Clock::now();
+    codec.encode_raw(a, shape, message_);
+    double enc = seconds_since(t0);
+    t0 = Clock::now();
+    codec.decode_raw(message_.data(), message_.size(), shape, o);
+    double dec = seconds_since(t0);
+    double norm_sq = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      uint16_t* ms = sender_.row(id[r]);
+      uint16_t* mr = receiver_.row(id[r]);
+      for (int64_t j = 0; j < per; ++j) {
+        ms[j] = float_to_half(a[r * per + j]);
+        mr[j] = float_to_half(o[r * per + j]);
+        norm_sq += static_cast<double>(a[r * per + j]) * a[r * per + j];
+      }
+      sender_.mark_seen(id[r]);
+      receiver_.mark_seen(id[r]);
+    }
+    if (stats) {
+      stats->bytes += message_.size();
+      stats->encode_s += enc;
+      stats->decode_s += dec;
+      stats->delta_norm = std::sqrt(norm_sq);
+    }
+    finish_stats(a, o, n, stats);
+    return like_input(out, x);
+  }
+
+  // Sender: d = a - m_s; msg = C(d); m_s <- m_s + D(msg).
+  auto t0 = Clock::now();
+  std::vector<float> d(static_cast<size_t>(n)), dq(static_cast<size_t>(n));
+  double delta_sq = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const bool seen = sender_.seen(id[r]);
+    const uint16_t* ms = sender_.row(id[r]);
+    for (int64_t j = 0; j < per; ++j) {
+      float m = seen ? half_to_float(ms[j]) : 0.0F;
+      float v = a[r * per + j] - m;
+      d[r * per + j] = v;
+      delta_sq += static_cast<double>(v) * v;
+    }
+  }
+  codec_->encode_raw(d.data(), shape, message_);
+  codec_->decode_raw(message_.data(), message_.size(), shape, dq.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    const bool seen = sender_.seen(id[r]);
+    uint16_t* ms = sender_.row(id[r]);
+    for (int64_t j = 0; j < per; ++j) {
+      float m = seen ? half_to_float(ms[j]) : 0.0F;
+      ms[j] = float_to_half(m + dq[r * per + j]);
+    }
+    sender_.mark_seen(id[r]);
+  }
+  publish(sample_ids);
+  double enc = seconds_since(t0);
+
+  // Receiver: x = m_r + D(msg); m_r <- x.
+  t0 = Clock::now();
+  codec_->decode_raw(message_.data(), message_.size(), shape, dq.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    const bool seen = receiver_.seen(id[r]);
+    uint16_t* mr = receiver_.row(id[r]);
+    for (int64_t j = 0; j < per; ++j) {
+      float m = seen ? half_to_float(mr[j]) : 0.0F;
+      float v = m + dq[r * per + j];
+      o[r * per + j] = v;
+      mr[j] = float_to_half(v);
+    }
+    receiver_.mark_seen(id[r]);
+  }
+  double dec = seconds_since(t0);
+  if (stats) {
+    stats->bytes += message_.size();
+    stats->encode_s += enc;
+    stats->decode_s += dec;
+    stats->delta_norm = std::sqrt(delta_sq);
+  }
+  finish_stats(a, o, n, stats);
+  return like_input(out, x);
+}
+
+}  // namespace slowpipe::compressors

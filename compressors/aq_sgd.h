@@ -1,0 +1,51 @@
+// AQ-SGD (Wang et al., "Fine-tuning language models over slow networks using
+// activation compression with guarantees", NeurIPS 2022): compress the change of
+// each sample's activation since that sample was last sent.
+//
+// Per sample id xi, the sender and the receiver each keep m(xi) (fp16):
+//   sender:   d = a - m_s(xi); msg = C(d); m_s(xi) <- m_s(xi) + D(msg)
+//   receiver: x = m_r(xi) + D(msg); output x; m_r(xi) <- x
+// Both sides compute fp16(m + D(msg)) from the same values, so the two copies
+// stay bit-identical. During the first `warmup_epochs` epochs activations are
+// sent uncompressed (the `none` message) and stored into m; a sample first seen
+// after warm-up starts from m = 0. The inner codec is any codec (q2, topk:0.3).
+// One message per transfer covers the whole micro-batch.
+//
+// Stats: delta_norm = ||a - m_s|| (the compressed difference; ||a|| in warm-up).
+// infer() applies the inner codec to a directly and changes no state.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "compressors/feedback.h"
+#include "compressors/sample_buffer.h"
+
+namespace slowpipe::compressors {
+
+struct AqConfig {
+  int warmup_epochs = 1;
+  int64_t num_samples = 0;     // 0: unknown (memory store grows)
+  std::string store = "memory";  // memory | disk
+  std::string sender_path, receiver_path;  // disk store files
+};
+
+class AqChannel : public CodecChannel {
+ public:
+  AqChannel(std::unique_ptr<Codec> codec, std::string spec, AqConfig config);
+  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids, TransferStats* stats) override;
+  void set_epoch(int epoch) override { epoch_ = epoch; }
+  uint64_t state_bytes() const override { return sender_.bytes() + receiver_.bytes(); }
+
+  const SampleBuffer& sender_buffer() const { return sender_; }
+  const SampleBuffer& receiver_buffer() const { return receiver_; }
+  bool in_warmup() const { return epoch_ < config_.warmup_epochs; }
+
+ private:
+  AqConfig config_;
+  int epoch_ = 0;
+  SampleBuffer sender_, receiver_;
+  std::unique_ptr<Codec> plain_;  // the `none` codec for warm-up messages
+};
+
+}  // namespace slowpipe::compressors

@@ -1,0 +1,135 @@
+// none / fp16 / bf16 / sign codecs; see cast_codecs.h for their payloads.
+#include "compressors/cast_codecs.h"
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "common/errors.h"
+#include "compressors/quant_kernels.h"
+
+namespace slowpipe::compressors {
+
+namespace {
+
+void reject_args(const SpecStage& stage, const CodecBuildContext& ctx) {
+  if (!stage.args.empty())
+    stage_error(ctx, stage.args.front().pos, "'" + stage.name + "' takes no options, got '" +
+                                                 stage.args.front().value + "'");
+}
+
+class Fp32Codec : public Codec {
+ public:
+  uint64_t payload_bytes(const Shape& shape) const override { return 4 * static_cast<uint64_t>(shape_numel(shape)); }
+  void encode_payload(const float* x, const Shape& shape, uint8_t* out) override {
+    std::memcpy(out, x, payload_bytes(shape));
+  }
+  void decode_payload(const uint8_t* p, const Shape& shape, float* out) const override {
+    std::memcpy(out, p, payload_bytes(shape));
+  }
+  std::string spec() const override { return "none"; }
+
+};
+
+// Shared by fp16 and bf16: 16-bit storage through c10's conversions.
+template <class T>
+class Cast16Codec : public Codec {
+ public:
+  explicit Cast16Codec(std::string name) : name_(std::move(name)) {}
+  uint64_t payload_bytes(const Shape& shape) const override { return 2 * static_cast<uint64_t>(shape_numel(shape)); }
+  void encode_payload(const float* x, const Shape& shape, uint8_t* out) override {
+    int64_t n = shape_numel(shape);
+    for (int64_t i = 0; i < n; ++i) {
+      T h(x[i]);
+      std::memcpy(out + 2 * i, &h.x, 2);
+    }
+  }
+  void decode_payload(const uint8_t* p, const Shape& shape, float* out) const override {
+    int64_t n = shape_numel(shape);
+    for (int64_t i = 0; i < n; ++i) {
+      T h;
+      std::memcpy(&h.x, p + 2 * i, 2);
+      out[i] = static_cast<float>(h);
+    }
+  }
+  std::string spec() const override { return name_; }
+
+
+ private:
+  std::string name_;
+};
+
+class SignCodec : public Codec {
+ public:
+  explicit SignCodec(bool per_row) : per_row_(per_row) {}
+  uint64_t payload_bytes(const Shape& shape) const override {
+    int64_t n = shape_numel(shape);
+    return n == 0 ? 0 : 4 * static_cast<uint64_t>(groups(shape)) + packed_bytes(n, 1);
+  }
+  void encode_payload(const float* x, const Shape& shape, uint8_t* out) override {
+    int64_t n = shape_numel(shape);
+    if (n == 0) return;
+    int64_t s = groups(shape), run = n / s;
+    for (int64_t g = 0; g < s; ++g) {
+      double sum = 0;
+      for (int64_t i = g * run; i < (g + 1) * run; ++i) sum += std::fabs(x[i]);
+      auto scale = static_cast<float>(sum / static_cast<double>(run));
+      if (!std::isfinite(scale)) throw DataError("cannot sign-compress a tensor holding non-finite values");
+      std::memcpy(out + 4 * g, &scale, 4);
+    }
+    std::vector<uint8_t> codes(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) codes[i] = x[i] >= 0.0F ? 1 : 0;
+    pack_codes(codes.data(), n, 1, out + 4 * s);
+  }
+  void decode_payload(const uint8_t* p, const Shape& shape, float* out) const override {
+    int64_t n = shape_numel(shape);
+    if (n == 0) return;
+    int64_t s = groups(shape), run = n / s;
+    std::vector<uint8_t> codes(static_cast<size_t>(n));
+    unpack_codes(p + 4 * s, n, 1, codes.data());
+    for (int64_t g = 0; g < s; ++g) {
+      float scale;
+      std::memcpy(&scale, p + 4 * g, 4);
+      if (!std::isfinite(scale) || scale < 0) throw DataError("sign message: bad scale in group " + std::to_string(g));
+      for (int64_t i = g * run; i < (g + 1) * run; ++i) out[i] = codes[i] ? scale : -scale;
+    }
+  }
+  std::string spec() const override { return per_row_ ? "sign" : "sign:tensor"; }
+
+
+ private:
+  int64_t groups(const Shape& shape) const { return per_row_ ? shape_rows(shape) : 1; }
+  bool per_row_;
+};
+
+}  // namespace
+
+std::unique_ptr<Codec> make_fp32_codec(const SpecStage& stage, const CodecBuildContext& ctx) {
+  reject_args(stage, ctx);
+  return std::make_unique<Fp32Codec>();
+}
+std::unique_ptr<Codec> make_fp16_codec(const SpecStage& stage, const CodecBuildContext& ctx) {
+  reject_args(stage, ctx);
+  return std::make_unique<Cast16Codec<c10::Half>>("fp16");
+}
+std::unique_ptr<Codec> make_bf16_codec(const SpecStage& stage, const CodecBuildContext& ctx) {
+  reject_args(stage, ctx);
+  return std::make_unique<Cast16Codec<c10::BFloat16>>("bf16");
+}
+std::unique_ptr<Codec> make_sign_codec(const SpecStage& stage, const CodecBuildContext& ctx) {
+  bool per_row = true;
+  for (const SpecArg& arg : stage.args) {
+    if (arg.key.empty() && arg.value == "row") {
+      per_row = true;
+    } else if (arg.key.empty() && arg.value == "tensor") {
+      per_row = false;
+    } else {
+      stage_error(ctx, arg.pos, "expected 'row' or 'tensor' after 'sign:', got '" + arg.value + "'");
+    }
+  }
+  return std::make_unique<SignCodec>(per_row);
+}
+
+}  // namespace slowpipe::compressors

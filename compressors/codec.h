@@ -1,0 +1,89 @@
+// A codec is stateless compression: a float tensor becomes a message (the exact
+// bytes that would cross the network, nothing hidden) and a message becomes a
+// tensor again. The receiver knows the tensor's shape (pipeline stages agree on
+// activation shapes), so the message is the codec's payload alone: no header,
+// no shape (`none` costs exactly 4 bytes per element). Byte counts per codec:
+// docs/codec-spec.md. Layouts and bit packing assume a little-endian host.
+// There is no checksum (the transport has its own): a flipped bit in quantized
+// codes decodes to another valid value; a wrong length, non-finite or
+// inconsistent scales and bad indices give DataError.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compressors/spec.h"
+
+namespace slowpipe::compressors {
+
+using Shape = std::vector<int64_t>;
+using Message = std::vector<uint8_t>;
+
+int64_t shape_numel(const Shape& shape);
+// Rows of a tensor seen as [shape[0], rest]: samples. A 0-d or 1-d tensor is one row.
+int64_t shape_rows(const Shape& shape);
+
+// The indices a sparsifier kept in its last encode: `rows` rows of `k` ascending
+// indices each, into rows of length `row_len`.
+struct SparseSelection {
+  int64_t rows = 0, k = 0, row_len = 0;
+  std::vector<int32_t> indices;  // [rows, k]
+};
+
+class Codec {
+ public:
+  virtual ~Codec() = default;
+
+  // Encodes any tensor (device, dtype, layout); non-fp32 or non-CPU input is copied.
+  Message encode(const at::Tensor& x);
+  // Fast path: contiguous CPU fp32 data of `shape`; `out` is resized.
+  void encode_raw(const float* x, const Shape& shape, Message& out);
+  // Decodes to a CPU fp32 tensor of `shape`. Throws DataError for a message that
+  // is not a well-formed message of this codec for this shape.
+  at::Tensor decode(const Message& msg, const Shape& shape) const;
+  void decode_raw(const uint8_t* data, size_t size, const Shape& shape, float* out) const;
+
+  // Exact bytes of the message for a tensor of `shape`.
+  uint64_t message_bytes(const Shape& shape) const { return payload_bytes(shape); }
+
+  // The payload; sparsifiers reuse value codecs through these.
+  virtual uint64_t payload_bytes(const Shape& shape) const = 0;
+  virtual void encode_payload(const float* x, const Shape& shape, uint8_t* out) = 0;
+  virtual void decode_payload(const uint8_t* p, const Shape& shape, float* out) const = 0;
+
+  // Canonical spec ("q4", "topk:0.1+q8"): defaults omitted, aliases resolved.
+  virtual std::string spec() const = 0;
+  // Sparsifiers: the selection of the last encode; others: null.
+  virtual const SparseSelection* last_selection() const { return nullptr; }
+};
+
+// Registry of codec names. A factory gets the parsed stage; `value_stage` is true
+// for the stage after '+', which encodes a sparsifier's kept values ([rows, k]).
+struct CodecBuildContext {
+  const std::string* text = nullptr;  // whole spec, for error messages
+  uint64_t seed = 0;                  // stochastic rounding, RandK
+  bool value_stage = false;
+};
+using CodecFactory = std::function<std::unique_ptr<Codec>(const SpecStage&, const CodecBuildContext&)>;
+struct CodecInfo {
+  std::string name;         // registry key: "q" covers q1..q8
+  std::string syntax;       // "q<bits>[:stochastic][:tensor|row|channel|group=G][:minmax][:fp32]"
+  std::string description;  // one line
+  CodecFactory factory;
+};
+const std::vector<CodecInfo>& codec_registry();
+
+// Builds the codec of a parsed spec's stages (the scheme is ignored).
+std::unique_ptr<Codec> make_codec(const SpecTree& tree, uint64_t seed);
+// Parses and builds a codec spec with no scheme ("q4", "topk:0.1+q8").
+std::unique_ptr<Codec> make_codec(const std::string& spec, uint64_t seed = 0);
+
+// For factories: consume arguments with positions in error messages.
+[[noreturn]] void stage_error(const CodecBuildContext& ctx, size_t pos, const std::string& what);
+
+}  // namespace slowpipe::compressors

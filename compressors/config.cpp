@@ -1,0 +1,78 @@
+// compress.* options; see config.h.
+#include "compressors/config.h"
+
+#include "common/errors.h"
+#include "compressors/factory.h"
+
+namespace slowpipe::compressors {
+
+namespace {
+std::string checked(const std::string& key, const std::string& spec, bool backward) {
+  try {
+    validate_spec(spec, backward);
+  } catch (const UsageError& e) {
+    throw UsageError(key + ": " + e.what());
+  }
+  return spec;
+}
+}  // namespace
+
+std::string CompressConfig::fw_for(int boundary) const {
+  auto it = fw_at.find(boundary);
+  return it == fw_at.end() ? fw : it->second;
+}
+std::string CompressConfig::bw_for(int boundary) const {
+  auto it = bw_at.find(boundary);
+  return it == bw_at.end() ? bw : it->second;
+}
+
+std::map<int, std::string> parse_boundary_specs(const std::string& key, const std::string& text, bool backward) {
+  std::map<int, std::string> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(start, end - start);
+    size_t colon = item.find(':');
+    if (colon == std::string::npos || colon == 0)
+      throw UsageError(key + ": expected BOUNDARY:SPEC items separated by ',', got '" + item + "'");
+    int64_t b = parse_int(key, item.substr(0, colon));
+    if (b < 0) throw UsageError(key + ": boundary index must be >= 0, got " + std::to_string(b));
+    out[static_cast<int>(b)] = checked(key, item.substr(colon + 1), backward);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string format_boundary_specs(const std::map<int, std::string>& specs) {
+  std::string s;
+  for (const auto& [b, spec] : specs) s += (s.empty() ? "" : ",") + std::to_string(b) + ":" + spec;
+  return s;
+}
+
+void describe_options(CompressConfig& c, slowpipe::OptionSet& o) {
+  auto spec_option = [&o](const std::string& key, std::string& field, bool backward, const std::string& help) {
+    o.add_custom(
+        key, "spec", help, [&field, key, backward](const std::string& v) { field = checked(key, v, backward); },
+        [&field] { return field; });
+  };
+  spec_option("compress.fw", c.fw, false, "forward (activation) channel of every boundary, e.g. q4, aq(q2)");
+  spec_option("compress.bw", c.bw, true,
+              "backward (activation-gradient) channel of every boundary; topk:shared reuses the forward mask");
+  spec_option("compress.grad", c.grad, false, "data-parallel gradient channel, e.g. ef(topk:0.01)");
+  o.add_custom(
+      "compress.fw_at", "list", "per-boundary forward overrides, I:SPEC,... (I = 0-based boundary)",
+      [&c](const std::string& v) { c.fw_at = parse_boundary_specs("compress.fw_at", v, false); },
+      [&c] { return format_boundary_specs(c.fw_at); });
+  o.add_custom(
+      "compress.bw_at", "list", "per-boundary backward overrides, I:SPEC,...",
+      [&c](const std::string& v) { c.bw_at = parse_boundary_specs("compress.bw_at", v, true); },
+      [&c] { return format_boundary_specs(c.bw_at); });
+  o.add("compress.aq_warmup_epochs", c.aq_warmup_epochs, "AQ-SGD: epochs sent uncompressed to fill the buffers",
+        0, 1000000);
+  o.add_choice("compress.aq_store", c.aq_store, {"memory", "disk"},
+               "AQ-SGD buffers: in memory or in a memory-mapped file");
+  o.add("compress.aq_dir", c.aq_dir, "AQ-SGD disk buffers folder (empty: system temp folder)");
+}
+
+}  // namespace slowpipe::compressors

@@ -1,0 +1,40 @@
+// Configuration of compression for a run: which channel every pipeline boundary
+// uses forward (activations) and backward (activation-gradients), which channel
+// data-parallel replicas use for gradients, and AQ-SGD's buffer settings.
+//
+// Per-boundary overrides: compress.fw_at / compress.bw_at = "I:SPEC,I:SPEC",
+// I = 0-based boundary index (boundary i sits between stage i and stage i+1),
+// e.g. compress.fw_at=0:q4,2:aq(q8). Specs never contain ',' so the list splits
+// on commas; each item splits at its first ':'.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "common/options.h"
+
+namespace slowpipe::compressors {
+
+struct CompressConfig {
+  std::string fw = "none";    // compress.fw
+  std::string bw = "none";    // compress.bw
+  std::string grad = "none";  // compress.grad (data-parallel gradients)
+  std::map<int, std::string> fw_at, bw_at;  // per-boundary overrides
+  int aq_warmup_epochs = 1;
+  std::string aq_store = "memory";  // memory | disk
+  std::string aq_dir;               // "" = system temp folder
+
+  std::string fw_for(int boundary) const;
+  std::string bw_for(int boundary) const;
+};
+
+// Binds compress.fw, compress.bw, compress.grad, compress.fw_at, compress.bw_at,
+// compress.aq_warmup_epochs, compress.aq_store, compress.aq_dir. Spec strings are
+// validated when set (UsageError naming the key and the spec position).
+void describe_options(CompressConfig& config, slowpipe::OptionSet& options);
+
+// "0:q4,2:q8" -> {0:"q4", 2:"q8"}; validates each spec. `key` names errors.
+std::map<int, std::string> parse_boundary_specs(const std::string& key, const std::string& text, bool backward);
+std::string format_boundary_specs(const std::map<int, std::string>& specs);
+
+}  // namespace slowpipe::compressors

@@ -1,0 +1,178 @@
+// Scheme registry and channel construction from spec strings.
+#include "compressors/factory.h"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <filesystem>
+#include <iomanip>
+
+#include "common/errors.h"
+#include "compressors/aq_sgd.h"
+#include "compressors/feedback.h"
+#include "compressors/sparsifier.h"
+
+namespace slowpipe::compressors {
+
+namespace {
+
+bool is_shared(const SpecTree& tree) {
+  const SpecStage& s = tree.stages.front();
+  return s.name == "topk" && !s.args.empty() && s.args.front().key.empty() && s.args.front().value == "shared";
+}
+bool sparsifies(const SpecTree& tree) {
+  const std::string& n = tree.stages.front().name;
+  return (n == "topk" || n == "randk") && !is_shared(tree);
+}
+
+std::string canonical(const SpecTree& tree, const Codec& codec) {
+  return tree.scheme == "direct" ? codec.spec() : tree.scheme + "(" + codec.spec() + ")";
+}
+
+std::string aq_path(const ChannelContext& ctx, const std::string& side) {
+  std::filesystem::path dir = ctx.aq_dir.empty() ? std::filesystem::temp_directory_path() / "slowpipe-aq"
+                                                 : std::filesystem::path(ctx.aq_dir);
+  std::string name;
+  for (char c : ctx.name) name += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_';
+  return (dir / (name + "." + std::to_string(::getpid()) + "." + side + ".f16")).string();
+}
+
+const SchemeInfo* find_scheme(const std::string& name) {
+  for (const SchemeInfo& s : scheme_registry())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+// Parses and checks the scheme; builds the codec.
+std::unique_ptr<Codec> parse_codec(const SpecTree& tree, uint64_t seed, bool backward) {
+  if (!find_scheme(tree.scheme)) {
+    std::string names;
+    for (const SchemeInfo& s : scheme_registry()) names += (names.empty() ? "" : ", ") + s.name;
+    spec_error(tree.text, tree.scheme_pos, "expected a feedback scheme (" + names + "), got '" + tree.scheme + "'");
+  }
+  std::unique_ptr<Codec> codec = make_codec(tree, seed);
+  if (is_shared(tree)) {
+    if (!backward)
+      spec_error(tree.text, tree.stages.front().pos,
+                 "'topk:shared' reuses the forward mask; it is only valid as a backward spec (compress.bw)");
+    if (tree.scheme != "direct")
+      spec_error(tree.text, tree.scheme_pos, "'topk:shared' cannot be wrapped by a feedback scheme");
+  }
+  return codec;
+}
+
+}  // namespace
+
+const std::vector<SchemeInfo>& scheme_registry() {
+  static const std::vector<SchemeInfo> registry = {
+      {"direct", "CODEC or direct(CODEC)", "send C(x); no state",
+       [](const SpecTree& t, std::unique_ptr<Codec> c, const ChannelContext&) -> std::unique_ptr<Channel> {
+         std::string spec = canonical(t, *c);
+         return std::make_unique<DirectChannel>(std::move(c), spec);
+       }},
+      {"ef", "ef(CODEC)", "error feedback: send C(x + e), keep e = x + e - C(x + e) (sender)",
+       [](const SpecTree& t, std::unique_ptr<Codec> c, const ChannelContext&) -> std::unique_ptr<Channel> {
+         std::string spec = canonical(t, *c);
+         return std::make_unique<EfChannel>(std::move(c), spec);
+       }},
+      {"ef21", "ef21(CODEC)", "EF21: send C(x - g), both sides g += D(C(x - g)), output g",
+       [](const SpecTree& t, std::unique_ptr<Codec> c, const ChannelContext&) -> std::unique_ptr<Channel> {
+         std::string spec = canonical(t, *c);
+         return std::make_unique<Ef21Channel>(std::move(c), spec);
+       }},
+      {"aq", "aq(CODEC)", "AQ-SGD: per-sample fp16 buffers, send C(a - m(xi)) after warm-up epochs",
+       [](const SpecTree& t, std::unique_ptr<Codec> c, const ChannelContext& ctx) -> std::unique_ptr<Channel> {
+         AqConfig a;
+         a.warmup_epochs = ctx.warmup_epochs;
+         a.num_samples = ctx.num_samples;
+         a.store = ctx.aq_store;
+         if (a.store == "disk") {
+           a.sender_path = aq_path(ctx, "sender");
+           a.receiver_path = aq_path(ctx, "receiver");
+         }
+         std::string spec = canonical(t, *c);
+         return std::make_unique<AqChannel>(std::move(c), spec, a);
+       }},
+  };
+  return registry;
+}
+
+std::unique_ptr<Channel> make_channel(const std::string& spec, const ChannelContext& ctx) {
+  SpecTree tree = parse_spec(spec);
+  std::unique_ptr<Codec> codec = parse_codec(tree, ctx.seed, /*backward=*/false);
+  return find_scheme(tree.scheme)->factory(tree, std::move(codec), ctx);
+}
+
+Boundary make_boundary(const std::string& fw_spec, const std::string& bw_spec, const ChannelContext& ctx) {
+  SpecTree fw_tree = parse_spec(fw_spec);
+  SpecTree bw_tree = parse_spec(bw_spec);
+  ChannelContext fw_ctx = ctx, bw_ctx = ctx;
+  fw_ctx.name = ctx.name + ".fw";
+  bw_ctx.name = ctx.name + ".bw";
+  bw_ctx.seed = ctx.seed ^ 0xB0B0B0B0B0B0ULL;
+  Boundary b;
+  std::unique_ptr<Codec> fw_codec = parse_codec(fw_tree, fw_ctx.seed, false);
+  std::unique_ptr<Codec> bw_codec = parse_codec(bw_tree, bw_ctx.seed, true);
+  b.fw = find_scheme(fw_tree.scheme)->factory(fw_tree, std::move(fw_codec), fw_ctx);
+  if (is_shared(bw_tree)) {
+    if (!sparsifies(fw_tree))
+      throw UsageError("backward spec '" + bw_spec + "' reuses the forward mask, but the forward spec '" + fw_spec +
+                       "' does not sparsify (use topk:K or randk:K forward)");
+    auto store = std::make_shared<MaskStore>();
+    dynamic_cast<CodecChannel&>(*b.fw).publish_masks_to(store);
+    std::string spec = bw_codec->spec();
+    b.bw = std::make_unique<SharedMaskChannel>(std::move(bw_codec), spec, store);
+  } else {
+    b.bw = find_scheme(bw_tree.scheme)->factory(bw_tree, std::move(bw_codec), bw_ctx);
+  }
+  return b;
+}
+
+void validate_spec(const std::string& spec, bool backward) {
+  SpecTree tree = parse_spec(spec);
+  parse_codec(tree, 0, backward);
+}
+
+std::string canonical_spec(const std::string& spec) {
+  SpecTree tree = parse_spec(spec);
+  return canonical(tree, *parse_codec(tree, 0, /*backward=*/true));
+}
+
+uint64_t wire_bytes(const std::string& spec, const Shape& shape) {
+  SpecTree tree = parse_spec(spec);
+  if (is_shared(tree))
+    throw UsageError("wire_bytes('" + spec + "'): the size depends on the forward spec; name it too");
+  return parse_codec(tree, 0, false)->message_bytes(shape);
+}
+
+uint64_t wire_bytes(const std::string& fw_spec, const std::string& bw_spec, const Shape& shape) {
+  SpecTree bw_tree = parse_spec(bw_spec);
+  if (!is_shared(bw_tree)) return wire_bytes(bw_spec, shape);
+  SpecTree fw_tree = parse_spec(fw_spec);
+  if (!sparsifies(fw_tree)) throw UsageError("'" + bw_spec + "' needs a sparsifying forward spec, got '" + fw_spec + "'");
+  auto fw = make_codec(fw_tree, 0);
+  auto bw = parse_codec(bw_tree, 0, true);
+  int64_t rows, m, k;
+  dynamic_cast<Sparsifier&>(*fw).geometry(shape, &rows, &m, &k);
+  SparseSelection sel;
+  sel.rows = rows;
+  sel.row_len = m;
+  sel.k = k;
+  dynamic_cast<Sparsifier&>(*bw).use_selection(sel);
+  return bw->message_bytes(shape);
+}
+
+void print_registry(std::ostream& os) {
+  os << "Codecs (spec grammar: docs/codec-spec.md):\n";
+  for (const CodecInfo& c : codec_registry())
+    os << "  " << std::left << std::setw(7) << c.name << c.description << "\n"
+       << "         " << c.syntax << "\n";
+  os << "Feedback schemes (wrap a codec):\n";
+  for (const SchemeInfo& s : scheme_registry())
+    os << "  " << std::left << std::setw(7) << s.name << s.description << "\n"
+       << "         " << s.syntax << "\n";
+  os << "Examples: none  fp16  q4  q2:stochastic  q4:group=64  topk:0.1  topk:0.1+q8  randk:0.2\n"
+        "          ef(topk:0.1)  ef21(q4)  aq(q2)  aq(topk:0.3)   backward only: topk:shared\n";
+}
+
+}  // namespace slowpipe::compressors

@@ -1,0 +1,63 @@
+// Building channels from spec strings: the feedback-scheme registry,
+// make_channel / make_boundary, exact wire sizes without running a tensor, and
+// the listing behind `slowpipe codecs`.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "compressors/channel.h"
+#include "compressors/codec.h"
+
+namespace slowpipe::compressors {
+
+struct ChannelContext {
+  std::string name = "channel";  // e.g. "b0.fw"; names AQ's disk files
+  int64_t num_samples = 0;       // sample ids are in [0, num_samples); 0 = unknown
+  int warmup_epochs = 1;         // AQ-SGD epochs sent uncompressed
+  std::string aq_store = "memory";  // memory | disk
+  std::string aq_dir;               // disk store folder; "" = the system temp folder
+  uint64_t seed = 0;                // stochastic rounding, RandK
+};
+
+using SchemeFactory =
+    std::function<std::unique_ptr<Channel>(const SpecTree&, std::unique_ptr<Codec>, const ChannelContext&)>;
+struct SchemeInfo {
+  std::string name;         // "direct", "ef", "ef21", "aq"
+  std::string syntax;       // "ef(CODEC)"
+  std::string description;  // one line
+  SchemeFactory factory;
+};
+const std::vector<SchemeInfo>& scheme_registry();
+
+// Builds a channel. Throws UsageError for a bad spec. `topk:shared` is refused
+// here: it only exists as the backward half of a boundary (make_boundary).
+std::unique_ptr<Channel> make_channel(const std::string& spec, const ChannelContext& ctx);
+
+// The forward and backward channels of one pipeline boundary. A backward spec
+// `topk:shared[+VALUES]` reuses the mask of the forward transfer of the same
+// micro-batch (looked up by its sample ids); the forward spec must then sparsify
+// (topk/randk, under any scheme).
+struct Boundary {
+  std::unique_ptr<Channel> fw, bw;
+};
+Boundary make_boundary(const std::string& fw_spec, const std::string& bw_spec, const ChannelContext& ctx);
+
+// Validates a spec (UsageError); `backward` allows topk:shared.
+void validate_spec(const std::string& spec, bool backward);
+// The canonical form of a spec (defaults omitted, aliases resolved).
+std::string canonical_spec(const std::string& spec);
+
+// Exact bytes of one steady-state message (AQ: after warm-up) for a tensor of
+// `shape`. For `topk:shared` use the overload that names the forward spec.
+uint64_t wire_bytes(const std::string& spec, const Shape& shape);
+uint64_t wire_bytes(const std::string& fw_spec, const std::string& bw_spec, const Shape& shape);
+
+// `slowpipe codecs`: codecs and schemes with syntax and one-line description.
+void print_registry(std::ostream& os);
+
+}  // namespace slowpipe::compressors

@@ -1,0 +1,118 @@
+// Feedback schemes that need no per-sample state: direct (the codec alone), EF
+// (error feedback with residual memory) and EF21, plus the backward channel that
+// reuses the forward TopK mask. AQ-SGD lives in aq_sgd.h.
+//
+//   direct: send C(x); the receiver gets x_hat = D(C(x)).
+//   EF:     p = x + e; send C(p); x_hat = D(C(p)); e <- p - x_hat   (sender only)
+//   EF21:   send C(x - g); both sides: g <- g + D(C(x - g)); x_hat = g
+//           (Richtarik et al. 2021; Rudakov et al. use it on activations)
+//
+// State tensors (e, g) have the shape of the last transfer and restart at zero
+// when the shape changes (e.g. a short last batch). One state per channel: all
+// micro-batches of a boundary share it, as in Rudakov et al.'s compressors.
+// The sender and receiver copies of EF21's g are separate arrays.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compressors/channel.h"
+#include "compressors/codec.h"
+#include "compressors/sparsifier.h"
+
+namespace slowpipe::compressors {
+
+// Forward masks waiting for their micro-batch's backward, keyed by the contents
+// of the sample-id tensor (several micro-batches may be in flight at once).
+class MaskStore {
+ public:
+  void publish(const at::Tensor& sample_ids, const SparseSelection& selection);
+  // Removes and returns the oldest mask published under these ids; throws
+  // std::logic_error when there is none.
+  SparseSelection take(const at::Tensor& sample_ids);
+  size_t pending() const;
+
+ private:
+  static constexpr size_t kMaxPending = 4096;  // forwards never followed by a backward
+  std::map<std::vector<int64_t>, std::deque<SparseSelection>> masks_;
+  std::deque<std::vector<int64_t>> order_;
+};
+
+// Shared plumbing: CPU fp32 staging, timing, statistics, mask publication.
+class CodecChannel : public Channel {
+ public:
+  CodecChannel(std::unique_ptr<Codec> codec, std::string spec);
+  at::Tensor infer(const at::Tensor& x, TransferStats* stats) override;
+  std::string spec() const override { return spec_; }
+  // The forward channel of a boundary whose backward is `topk:shared`.
+  void publish_masks_to(std::shared_ptr<MaskStore> store) { masks_ = std::move(store); }
+  Codec& codec() { return *codec_; }
+
+ protected:
+  using Clock = std::chrono::steady_clock;
+  static double seconds_since(Clock::time_point t0);
+  // Encodes `x` (CPU fp32, `shape`) and decodes it into `out`; adds to stats.
+  void round_trip(const float* x, const Shape& shape, float* out, TransferStats* stats);
+  void publish(const at::Tensor& sample_ids);
+  static void finish_stats(const float* x, const float* x_hat, int64_t n, TransferStats* stats);
+
+  std::unique_ptr<Codec> codec_;
+  std::string spec_;
+  std::shared_ptr<MaskStore> masks_;
+  Message message_;
+};
+
+class DirectChannel : public CodecChannel {
+ public:
+  using CodecChannel::CodecChannel;
+  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids, TransferStats* stats) override;
+};
+
+class EfChannel : public CodecChannel {
+ public:
+  using CodecChannel::CodecChannel;
+  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids, TransferStats* stats) override;
+  uint64_t state_bytes() const override { return 4 * error_.size(); }
+  const std::vector<float>& error() const { return error_; }  // e, sender side
+
+ private:
+  Shape shape_;
+  std::vector<float> error_;
+};
+
+class Ef21Channel : public CodecChannel {
+ public:
+  using CodecChannel::CodecChannel;
+  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids, TransferStats* stats) override;
+  uint64_t state_bytes() const override { return 4 * (sender_.size() + receiver_.size()); }
+  const std::vector<float>& sender_state() const { return sender_; }
+  const std::vector<float>& receiver_state() const { return receiver_; }
+
+ private:
+  Shape shape_;
+  std::vector<float> sender_, receiver_;
+};
+
+// Backward channel applying the forward mask of the same micro-batch
+// (`topk:shared`, optionally `+q8` etc.). Sends values only.
+class SharedMaskChannel : public CodecChannel {
+ public:
+  SharedMaskChannel(std::unique_ptr<Codec> codec, std::string spec, std::shared_ptr<MaskStore> store);
+  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids, TransferStats* stats) override;
+  // Evaluation has no backward pass: passes x through, charging fp32 bytes.
+  at::Tensor infer(const at::Tensor& x, TransferStats* stats) override;
+};
+
+// Contiguous CPU fp32 view of any tensor (no copy when it already is one), and
+// the result moved back to the input's device and dtype.
+at::Tensor to_cpu_float(const at::Tensor& x);
+at::Tensor like_input(const at::Tensor& result, const at::Tensor& input);
+Shape shape_of(const at::Tensor& x);
+
+}  // namespace slowpipe::compressors

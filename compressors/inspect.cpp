@@ -1,0 +1,65 @@
+// Codec inspection; see inspect.h.
+#include "compressors/inspect.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "common/errors.h"
+#include "compressors/codec.h"
+#include "compressors/factory.h"
+
+namespace slowpipe::compressors {
+
+void run_codec_inspection(const std::string& spec, std::vector<int64_t> shape, const std::string& dist,
+                          uint64_t seed, std::ostream& os) {
+  SpecTree tree = parse_spec(spec);
+  validate_spec(spec, /*backward=*/false);
+  for (int64_t d : shape)
+    if (d <= 0) throw UsageError("--shape: dimensions must be positive");
+  if (shape.empty()) throw UsageError("--shape: expected B,T,C or similar");
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  at::Tensor x;
+  if (dist == "normal") {
+    x = at::randn(shape, gen, at::TensorOptions().dtype(at::kFloat));
+  } else if (dist == "laplace") {
+    // Inverse CDF of the Laplace(0, 1) distribution.
+    at::Tensor u = at::rand(shape, gen, at::TensorOptions().dtype(at::kFloat)) - 0.5;
+    x = -at::sign(u) * at::log1p(-2 * at::abs(u));
+  } else {
+    throw UsageError("--dist: expected normal or laplace (from-run is not implemented), got '" + dist + "'");
+  }
+  std::unique_ptr<Codec> codec = make_codec(tree, seed);
+  const float* xp = x.data_ptr<float>();
+  Message msg;
+  at::Tensor y = at::empty_like(x);
+  using Clock = std::chrono::steady_clock;
+  double enc_s = 1e300, dec_s = 1e300;
+  for (int rep = 0; rep < 5; ++rep) {
+    auto t0 = Clock::now();
+    codec->encode_raw(xp, shape, msg);
+    auto t1 = Clock::now();
+    codec->decode_raw(msg.data(), msg.size(), shape, y.data_ptr<float>());
+    auto t2 = Clock::now();
+    enc_s = std::min(enc_s, std::chrono::duration<double>(t1 - t0).count());
+    dec_s = std::min(dec_s, std::chrono::duration<double>(t2 - t1).count());
+  }
+  const double fp32_bytes = 4.0 * static_cast<double>(x.numel());
+  const double rel = (x - y).norm().item<double>() / std::max(x.norm().item<double>(), 1e-300);
+  std::string shape_text;
+  for (int64_t d : shape) shape_text += (shape_text.empty() ? "" : ",") + std::to_string(d);
+  os << fmt::format("spec          {}{}\n", canonical_spec(spec),
+                    tree.scheme == "direct" ? "" : "   (inspecting its codec " + codec->spec() + ")");
+  os << fmt::format("tensor        [{}] {} ({} elements, fp32 {} bytes)\n", shape_text, dist, x.numel(),
+                    static_cast<uint64_t>(fp32_bytes));
+  os << fmt::format("message       {} bytes\n", msg.size());
+  os << fmt::format("ratio         {:.3f}x smaller than fp32\n", fp32_bytes / static_cast<double>(msg.size()));
+  os << fmt::format("rel. error    {:.6f}   (||x - x_hat|| / ||x||)\n", rel);
+  os << fmt::format("encode        {:.3f} GB/s of fp32 input  ({:.3f} ms)\n", fp32_bytes / enc_s / 1e9, enc_s * 1e3);
+  os << fmt::format("decode        {:.3f} GB/s of fp32 output ({:.3f} ms)\n", fp32_bytes / dec_s / 1e9, dec_s * 1e3);
+}
+
+}  // namespace slowpipe::compressors

@@ -1,0 +1,166 @@
+// TopK / RandK / shared-mask codecs; format in sparsifier.h.
+#include "compressors/sparsifier.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+#include "common/errors.h"
+#include "compressors/cast_codecs.h"
+
+namespace slowpipe::compressors {
+
+Sparsifier::Sparsifier(SparseConfig config, std::unique_ptr<Codec> values, uint64_t seed)
+    : config_(config), values_(std::move(values)), rng_state_(seed ^ 0x5851F42D4C957F2DULL) {}
+
+void Sparsifier::geometry(const Shape& shape, int64_t* rows, int64_t* m, int64_t* k) const {
+  const int64_t n = shape_numel(shape);
+  if (config_.kind == SparseKind::kShared) {
+    if (selection_.rows * selection_.row_len != n)
+      throw std::logic_error("topk:shared: the shared mask covers " +
+                             std::to_string(selection_.rows * selection_.row_len) +
+                             " elements, the tensor has " + std::to_string(n));
+    *rows = selection_.rows;
+    *m = selection_.row_len;
+    *k = selection_.k;
+    return;
+  }
+  *rows = n == 0 ? 0 : (config_.per_row ? shape_rows(shape) : 1);
+  *m = *rows == 0 ? 0 : n / *rows;
+  if (*m > std::numeric_limits<int32_t>::max())
+    throw UsageError("topk/randk: rows longer than 2^31-1 elements are not supported");
+  *k = kept_count(config_.fraction, *m);
+}
+
+uint64_t Sparsifier::payload_bytes(const Shape& shape) const {
+  int64_t rows, m, k;
+  geometry(shape, &rows, &m, &k);
+  uint64_t index_bytes = config_.kind == SparseKind::kShared ? 0 : index_section_bytes(rows, m, k);
+  return index_bytes + values_->payload_bytes({rows, k});
+}
+
+void Sparsifier::encode_payload(const float* x, const Shape& shape, uint8_t* out) {
+  int64_t rows, m, k;
+  geometry(shape, &rows, &m, &k);
+  if (config_.kind != SparseKind::kShared) {
+    selection_.rows = rows;
+    selection_.k = k;
+    selection_.row_len = m;
+    selection_.indices.resize(static_cast<size_t>(rows * k));
+    for (int64_t r = 0; r < rows; ++r) {
+      int32_t* idx = selection_.indices.data() + r * k;
+      if (config_.kind == SparseKind::kTopk)
+        selector_.select(x + r * m, m, k, idx);
+      else
+        select_randk(m, k, rng_state_, idx);
+    }
+  }
+  gathered_.resize(static_cast<size_t>(rows * k));
+  for (int64_t r = 0; r < rows; ++r) {
+    const int32_t* idx = selection_.indices.data() + r * k;
+    const float* row = x + r * m;
+    float* dst = gathered_.data() + r * k;
+    for (int64_t j = 0; j < k; ++j) dst[j] = row[idx[j]];
+  }
+  uint64_t index_bytes = 0;
+  if (config_.kind != SparseKind::kShared) {
+    encode_indices(selection_.indices.data(), rows, m, k, out);
+    index_bytes = index_section_bytes(rows, m, k);
+  }
+  values_->encode_payload(gathered_.data(), {rows, k}, out + index_bytes);
+}
+
+void Sparsifier::decode_payload(const uint8_t* p, const Shape& shape, float* out) const {
+  int64_t rows, m, k;
+  geometry(shape, &rows, &m, &k);
+  std::vector<int32_t> decoded;
+  const int32_t* indices = selection_.indices.data();
+  uint64_t index_bytes = 0;
+  if (config_.kind != SparseKind::kShared) {
+    decoded.resize(static_cast<size_t>(rows * k));
+    decode_indices(p, rows, m, k, decoded.data());
+    indices = decoded.data();
+    index_bytes = index_section_bytes(rows, m, k);
+  }
+  std::vector<float> values(static_cast<size_t>(rows * k));
+  values_->decode_payload(p + index_bytes, {rows, k}, values.data());
+  const float gain = config_.unbiased && k > 0 ? static_cast<float>(m) / static_cast<float>(k) : 1.0F;
+  std::fill(out, out + rows * m, 0.0F);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < k; ++j) out[r * m + indices[r * k + j]] = gain * values[r * k + j];
+}
+
+std::string Sparsifier::spec() const {
+  std::string s;
+  if (config_.kind == SparseKind::kShared) {
+    s = "topk:shared";
+  } else {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", config_.fraction);
+    s = std::string(config_.kind == SparseKind::kTopk ? "topk:" : "randk:") + buf;
+    if (!config_.per_row) s += ":tensor";
+    if (config_.unbiased) s += ":unbiased";
+  }
+  std::string v = values_->spec();
+  if (v != "none") s += "+" + v;
+  return s;
+}
+
+namespace {
+
+std::unique_ptr<Codec> build(SparseKind kind, const SpecStage& stage, const CodecBuildContext& ctx,
+                             std::unique_ptr<Codec> values) {
+  SparseConfig c;
+  c.kind = kind;
+  const char* name = kind == SparseKind::kRandk ? "randk" : "topk";
+  if (stage.args.empty())
+    stage_error(ctx, stage.pos + stage.name.size(),
+                std::string("expected ':K' after '") + name + "' (K = fraction kept, e.g. " + name + ":0.1)");
+  const SpecArg& first = stage.args.front();
+  if (first.key.empty() && first.value == "shared" && kind == SparseKind::kTopk) {
+    c.kind = SparseKind::kShared;
+    if (stage.args.size() > 1)
+      stage_error(ctx, stage.args[1].pos, "'topk:shared' takes the forward mask as is; no further options");
+  } else {
+    char* end = nullptr;
+    double k = first.key.empty() ? std::strtod(first.value.c_str(), &end) : 0.0;
+    if (!first.key.empty() || end == first.value.c_str() || *end != '\0' || !(k > 0.0 && k <= 1.0))
+      stage_error(ctx, first.pos, std::string("expected K, the fraction kept, in (0, 1]") +
+                                      (kind == SparseKind::kTopk ? " or 'shared'" : "") + ", got '" +
+                                      first.value + "'");
+    c.fraction = k;
+    for (size_t i = 1; i < stage.args.size(); ++i) {
+      const SpecArg& a = stage.args[i];
+      if (a.key.empty() && a.value == "row") {
+        c.per_row = true;
+      } else if (a.key.empty() && a.value == "tensor") {
+        c.per_row = false;
+      } else if (a.key.empty() && a.value == "unbiased" && kind == SparseKind::kRandk) {
+        c.unbiased = true;
+      } else {
+        stage_error(ctx, a.pos, std::string("expected 'row' or 'tensor'") +
+                                    (kind == SparseKind::kRandk ? " or 'unbiased'" : "") + ", got '" +
+                                    a.value + "'");
+      }
+    }
+  }
+  if (!values) values = make_fp32_codec(SpecStage{"none", 0, {}}, ctx);
+  return std::make_unique<Sparsifier>(c, std::move(values), ctx.seed);
+}
+
+}  // namespace
+
+std::unique_ptr<Codec> make_topk(const SpecStage& stage, const CodecBuildContext& ctx) {
+  return build(SparseKind::kTopk, stage, ctx, nullptr);
+}
+std::unique_ptr<Codec> make_randk(const SpecStage& stage, const CodecBuildContext& ctx) {
+  return build(SparseKind::kRandk, stage, ctx, nullptr);
+}
+std::unique_ptr<Codec> make_sparsifier(const SpecStage& stage, const CodecBuildContext& ctx,
+                                       std::unique_ptr<Codec> values) {
+  SparseKind kind = stage.name == "randk" ? SparseKind::kRandk : SparseKind::kTopk;
+  return build(kind, stage, ctx, std::move(values));
+}
+
+}  // namespace slowpipe::compressors

@@ -1,0 +1,62 @@
+// Sparsifiers: `topk:K` keeps the K-fraction largest magnitudes, `randk:K` a
+// uniformly random K-fraction, per row (sample, the default, as in Rudakov et
+// al.) or per tensor. `topk:shared` applies a mask chosen elsewhere (the
+// forward TopK mask reused for the backward activation-gradients); the
+// receiver already holds that mask, so no indices are sent.
+//
+// Payload: [indices][values]. Indices: topk_select.h (bitmap or list per row,
+// whichever is smaller). Values: [rows, k] in row-major order, encoded by the
+// value codec after '+' (default fp32, 4 bytes each), e.g. topk:0.1+q8 quantizes
+// the kept values at 8 bits with one fp16 scale per row. `randk:K:unbiased`
+// rescales the kept values by m/k on decode so the estimate is unbiased.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "compressors/codec.h"
+#include "compressors/topk_select.h"
+
+namespace slowpipe::compressors {
+
+enum class SparseKind { kTopk, kRandk, kShared };
+
+struct SparseConfig {
+  SparseKind kind = SparseKind::kTopk;
+  double fraction = 0.1;  // K, fraction kept (unused for kShared)
+  bool per_row = true;
+  bool unbiased = false;  // randk only
+};
+
+class Sparsifier : public Codec {
+ public:
+  Sparsifier(SparseConfig config, std::unique_ptr<Codec> values, uint64_t seed);
+  uint64_t payload_bytes(const Shape& shape) const override;
+  void encode_payload(const float* x, const Shape& shape, uint8_t* out) override;
+  void decode_payload(const uint8_t* p, const Shape& shape, float* out) const override;
+  std::string spec() const override;
+  const SparseSelection* last_selection() const override { return &selection_; }
+
+  // kShared: the mask the next encode/decode applies (copied).
+  void use_selection(const SparseSelection& selection) { selection_ = selection; }
+  const SparseConfig& config() const { return config_; }
+  // Rows, row length and k for a tensor of `shape`.
+  void geometry(const Shape& shape, int64_t* rows, int64_t* m, int64_t* k) const;
+
+
+ private:
+  SparseConfig config_;
+  std::unique_ptr<Codec> values_;
+  uint64_t rng_state_;
+  TopkSelector selector_;
+  SparseSelection selection_;
+  std::vector<float> gathered_;
+};
+
+std::unique_ptr<Codec> make_topk(const SpecStage& stage, const CodecBuildContext& ctx);
+std::unique_ptr<Codec> make_randk(const SpecStage& stage, const CodecBuildContext& ctx);
+// Called by make_codec for "A+B": A must be a sparsifier; B encodes its values.
+std::unique_ptr<Codec> make_sparsifier(const SpecStage& stage, const CodecBuildContext& ctx,
+                                       std::unique_ptr<Codec> values);
+
+}  // namespace slowpipe::compressors

@@ -1,0 +1,294 @@
+// TopK / RandK selection and index coding; the method is described in
+// topk_select.h. Magnitudes are compared as the bits of |x| (uint32), which
+// orders non-negative floats exactly (NaN magnitudes sort above infinity).
+#include "compressors/topk_select.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+
+#include "common/errors.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define SLOWPIPE_HAVE_AVX512_SWEEP 1
+#endif
+
+namespace slowpipe::compressors {
+
+namespace {
+
+inline uint32_t mag_bits(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return u & 0x7FFFFFFFU;
+}
+inline uint64_t splitmix64(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+constexpr int64_t kSmallRow = 4096;
+
+// Sweep 1 of the fast path: counts magnitudes above `hi` and collects those in
+// [lo, hi] (the candidates).
+int64_t count_and_collect_scalar(const float* x, int64_t begin, int64_t m, uint32_t lo, uint32_t hi,
+                                 uint32_t* cmag, int64_t& nc) {
+  int64_t above = 0;
+  for (int64_t i = begin; i < m; ++i) {
+    uint32_t u = mag_bits(x[i]);
+    above += u > hi;
+    cmag[nc] = u;
+    nc += (u >= lo) & (u <= hi);
+  }
+  return above;
+}
+// Sweep 2: writes, in index order, the indices with magnitude > t and the first
+// `ties` indices with magnitude == t. Returns the count written.
+int64_t emit_scalar(const float* x, int64_t begin, int64_t m, uint32_t t, int64_t& ties, int32_t* out) {
+  int64_t w = 0;
+  for (int64_t i = begin; i < m; ++i) {
+    uint32_t u = mag_bits(x[i]);
+    if (u > t || (u == t && ties > 0)) {
+      if (u == t) --ties;
+      out[w++] = static_cast<int32_t>(i);
+    }
+  }
+  return w;
+}
+
+#ifdef SLOWPIPE_HAVE_AVX512_SWEEP
+// The same two sweeps with AVX-512 compress-stores, 16 elements at a time.
+__attribute__((target("avx512f,popcnt"))) int64_t count_and_collect_avx512(const float* x, int64_t m, uint32_t lo,
+                                                                          uint32_t hi, uint32_t* cmag, int64_t& nc) {
+  const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
+  const __m512i vhi = _mm512_set1_epi32(static_cast<int>(hi));
+  const __m512i vlo = _mm512_set1_epi32(static_cast<int>(lo));
+  int64_t above = 0, i = 0;
+  for (; i + 16 <= m; i += 16) {
+    __m512i u = _mm512_and_si512(_mm512_loadu_si512(x + i), abs_mask);
+    above += __builtin_popcount(_mm512_cmpgt_epu32_mask(u, vhi));
+    __mmask16 c = _mm512_cmpge_epu32_mask(u, vlo) & _mm512_cmple_epu32_mask(u, vhi);
+    if (c) {
+      _mm512_mask_compressstoreu_epi32(cmag + nc, c, u);
+      nc += __builtin_popcount(c);
+    }
+  }
+  return above + count_and_collect_scalar(x, i, m, lo, hi, cmag, nc);
+}
+__attribute__((target("avx512f,popcnt"))) int64_t emit_avx512(const float* x, int64_t m, uint32_t t, int64_t& ties,
+                                                             int32_t* out) {
+  const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
+  const __m512i vt = _mm512_set1_epi32(static_cast<int>(t));
+  const __m512i step = _mm512_set1_epi32(16);
+  __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  int64_t w = 0, i = 0;
+  for (; i + 16 <= m; i += 16) {
+    __m512i u = _mm512_and_si512(_mm512_loadu_si512(x + i), abs_mask);
+    __mmask16 gt = _mm512_cmpgt_epu32_mask(u, vt);
+    __mmask16 eq = _mm512_cmpeq_epu32_mask(u, vt);
+    if (eq && ties > 0) {  // rare: settle this block in order
+      w += emit_scalar(x, i, i + 16, t, ties, out + w);
+    } else {
+      _mm512_mask_compressstoreu_epi32(out + w, gt, idx);
+      w += __builtin_popcount(gt);
+    }
+    idx = _mm512_add_epi32(idx, step);
+  }
+  return w + emit_scalar(x, i, m, t, ties, out + w);
+}
+const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
+#endif
+
+}  // namespace
+
+int64_t kept_count(double fraction, int64_t m) {
+  if (m <= 0) return 0;
+  auto k = static_cast<int64_t>(std::ceil(fraction * static_cast<double>(m) - 1e-9));
+  return std::clamp<int64_t>(k, 1, m);
+}
+
+void TopkSelector::select_exact(const float* x, int64_t m, int64_t k, int32_t* out) {
+  if (k <= 0) return;
+  if (k >= m) {
+    for (int64_t i = 0; i < m; ++i) out[i] = static_cast<int32_t>(i);
+    return;
+  }
+  mags_.resize(m);
+  for (int64_t i = 0; i < m; ++i) mags_[i] = mag_bits(x[i]);
+  cand_mags_.assign(mags_.begin(), mags_.end());
+  std::nth_element(cand_mags_.begin(), cand_mags_.begin() + (k - 1), cand_mags_.end(), std::greater<>());
+  uint32_t t = cand_mags_[k - 1];
+  int64_t above = 0;
+  for (int64_t i = 0; i < m; ++i) above += mags_[i] > t;
+  int64_t w = 0, ties = k - above;
+  for (int64_t i = 0; i < m; ++i) {
+    uint32_t u = mags_[i];
+    if (u > t || (u == t && ties > 0)) {
+      if (u == t) --ties;
+      out[w++] = static_cast<int32_t>(i);
+    }
+  }
+}
+
+void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
+  if (k <= 0) return;
+  if (k >= m || m <= kSmallRow) {
+    select_exact(x, m, k, out);
+    return;
+  }
+  // 1. Bracket the k-th largest magnitude from a sample (positions by a hash).
+  const int64_t s = std::clamp<int64_t>(m / 32, 512, 8192);
+  sample_.resize(s);
+  uint64_t state = static_cast<uint64_t>(m) * 0x2545F4914F6CDD1DULL + static_cast<uint64_t>(k);
+  const int64_t stride = m / s;  // stratified: one random position per stride, ascending addresses
+  for (int64_t i = 0; i < s; ++i) {
+    uint64_t jitter = ((splitmix64(state) >> 32) * static_cast<uint64_t>(stride)) >> 32;
+    sample_[i] = mag_bits(x[i * stride + static_cast<int64_t>(jitter)]);
+  }
+  const double p = static_cast<double>(k) / static_cast<double>(m);
+  const double mean = p * static_cast<double>(s);
+  const double margin = 3.0 * std::sqrt(static_cast<double>(s) * p * (1 - p)) + 2;
+  const auto r_hi = static_cast<int64_t>(std::floor(mean - margin));  // rank (0 = largest)
+  const auto r_lo = static_cast<int64_t>(std::ceil(mean + margin));
+  uint32_t hi = 0xFFFFFFFFU, lo = 0;
+  auto by_desc = std::greater<>();
+  if (r_hi >= 0) {
+    std::nth_element(sample_.begin(), sample_.begin() + r_hi, sample_.end(), by_desc);
+    hi = sample_[r_hi];
+  }
+  if (r_lo < s) {  // after the first nth_element, ranks > r_hi lie behind it
+    auto from = r_hi >= 0 ? sample_.begin() + r_hi + 1 : sample_.begin();
+    std::nth_element(from, sample_.begin() + r_lo, sample_.end(), by_desc);
+    lo = sample_[r_lo];
+  }
+  if (lo > hi) lo = hi;
+  // 2. Sweep 1: count the sure ones (> hi), collect the candidates ([lo, hi]).
+  cand_mags_.resize(m);
+  uint32_t* cmag = cand_mags_.data();
+  int64_t nc = 0, ns = 0;
+#ifdef SLOWPIPE_HAVE_AVX512_SWEEP
+  if (kHasAvx512)
+    ns = count_and_collect_avx512(x, m, lo, hi, cmag, nc);
+  else
+#endif
+    ns = count_and_collect_scalar(x, 0, m, lo, hi, cmag, nc);
+  if (ns > k || ns + nc < k) {
+    ++fallbacks_;
+    select_exact(x, m, k, out);
+    return;
+  }
+  // 3. The exact threshold t: the (k - ns)-th largest candidate; ties at t are
+  // taken toward lower indices.
+  const int64_t need = k - ns;
+  uint32_t t = hi;
+  int64_t ties = 0;
+  if (need > 0) {
+    std::nth_element(cmag, cmag + (need - 1), cmag + nc, by_desc);
+    t = cmag[need - 1];
+    int64_t above_t = 0;
+    for (int64_t i = 0; i < nc; ++i) above_t += cmag[i] > t;
+    ties = need - above_t;
+  }
+  // 4. Sweep 2: emit in index order.
+  int64_t written;
+#ifdef SLOWPIPE_HAVE_AVX512_SWEEP
+  if (kHasAvx512)
+    written = emit_avx512(x, m, t, ties, out);
+  else
+#endif
+    written = emit_scalar(x, 0, m, t, ties, out);
+  if (written != k) throw std::logic_error("TopkSelector: selected " + std::to_string(written) + " of " + std::to_string(k));
+}
+
+void select_randk(int64_t m, int64_t k, uint64_t& state, int32_t* out) {
+  int64_t w = 0;
+  for (int64_t i = 0; i < m && w < k; ++i) {
+    double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
+    if (u * static_cast<double>(m - i) < static_cast<double>(k - w)) out[w++] = static_cast<int32_t>(i);
+  }
+}
+
+IndexCoding index_coding(int64_t m, int64_t k) {
+  IndexCoding c;
+  int b = 1;
+  while (b < 31 && (int64_t{1} << b) < m) ++b;
+  c.index_bits = b;
+  uint64_t list_bits = static_cast<uint64_t>(k) * b;
+  c.bitmap = static_cast<uint64_t>(m) <= list_bits;
+  c.row_bits = c.bitmap ? static_cast<uint64_t>(m) : list_bits;
+  return c;
+}
+
+uint64_t index_section_bytes(int64_t rows, int64_t m, int64_t k) {
+  if (rows == 0 || k == 0) return 0;
+  return (static_cast<uint64_t>(rows) * index_coding(m, k).row_bits + 7) / 8;
+}
+
+void encode_indices(const int32_t* idx, int64_t rows, int64_t m, int64_t k, uint8_t* out) {
+  const uint64_t bytes = index_section_bytes(rows, m, k);
+  if (bytes == 0) return;
+  IndexCoding c = index_coding(m, k);
+  std::vector<uint8_t> buf(bytes + 8, 0);
+  uint64_t pos = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int32_t* row = idx + r * k;
+    if (c.bitmap) {
+      for (int64_t j = 0; j < k; ++j) {
+        uint64_t p = pos + static_cast<uint64_t>(row[j]);
+        buf[p >> 3] |= static_cast<uint8_t>(1U << (p & 7));
+      }
+    } else {
+      for (int64_t j = 0; j < k; ++j) {
+        uint64_t word;
+        std::memcpy(&word, &buf[pos >> 3], 8);
+        word |= static_cast<uint64_t>(row[j]) << (pos & 7);
+        std::memcpy(&buf[pos >> 3], &word, 8);
+        pos += c.index_bits;
+      }
+      continue;
+    }
+    pos += c.row_bits;
+  }
+  std::memcpy(out, buf.data(), bytes);
+}
+
+void decode_indices(const uint8_t* in, int64_t rows, int64_t m, int64_t k, int32_t* idx) {
+  const uint64_t bytes = index_section_bytes(rows, m, k);
+  if (bytes == 0) return;
+  IndexCoding c = index_coding(m, k);
+  std::vector<uint8_t> buf(bytes + 8, 0);
+  std::memcpy(buf.data(), in, bytes);
+  const uint64_t mask = (uint64_t{1} << c.index_bits) - 1;
+  uint64_t pos = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    int32_t* row = idx + r * k;
+    int64_t w = 0;
+    if (c.bitmap) {
+      for (int64_t i = 0; i < m; ++i) {
+        uint64_t p = pos + static_cast<uint64_t>(i);
+        if ((buf[p >> 3] >> (p & 7)) & 1U) {
+          if (w == k) throw DataError("sparse message: row " + std::to_string(r) + " holds more than k indices");
+          row[w++] = static_cast<int32_t>(i);
+        }
+      }
+      if (w != k) throw DataError("sparse message: row " + std::to_string(r) + " holds fewer than k indices");
+      pos += c.row_bits;
+    } else {
+      for (int64_t j = 0; j < k; ++j) {
+        uint64_t word;
+        std::memcpy(&word, &buf[pos >> 3], 8);
+        auto v = static_cast<int64_t>((word >> (pos & 7)) & mask);
+        if (v >= m || (j > 0 && v <= row[j - 1]))
+          throw DataError("sparse message: bad index in row " + std::to_string(r));
+        row[j] = static_cast<int32_t>(v);
+        pos += c.index_bits;
+      }
+    }
+  }
+}
+
+}  // namespace slowpipe::compressors

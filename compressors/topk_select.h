@@ -1,0 +1,58 @@
+// Selection of the kept indices of TopK and RandK, and their compact encoding.
+//
+// TopK keeps the k largest magnitudes of a row, ties at the threshold broken
+// toward lower indices, and returns ascending indices. The fast path (rows over
+// 4096 elements) samples the row to bracket the k-th magnitude between two
+// thresholds (3 standard deviations of the sample quantile either side), sweeps
+// the row counting magnitudes above the upper one and collecting those between
+// (the candidates), finds the exact k-th magnitude among the candidates with
+// nth_element, and sweeps again to emit the indices in order. Sweeps use AVX-512
+// compress-stores where the CPU has them. If the bracket missed (rare, checked
+// exactly), it falls back to nth_element over the whole row. Either way the
+// result is exact.
+//
+// Index coding per row of length m with k kept: a bitmap of m bits or a list of
+// k indices of ceil(log2 m) bits each, whichever is smaller (bitmap on a tie).
+// The choice is a function of (m, k), which both sides know, so no flag is sent.
+// Rows follow each other in one LSB-first bit stream padded to a byte at the end.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace slowpipe::compressors {
+
+class TopkSelector {
+ public:
+  // x: [m] fp32; out: [k] ascending indices. 0 <= k <= m.
+  void select(const float* x, int64_t m, int64_t k, int32_t* out);
+  // The same result by nth_element over the whole row (the fallback; tests).
+  void select_exact(const float* x, int64_t m, int64_t k, int32_t* out);
+  int64_t fallbacks() const { return fallbacks_; }
+
+ private:
+  std::vector<uint32_t> mags_, cand_mags_, sample_;
+  int64_t fallbacks_ = 0;
+};
+
+// k distinct indices drawn uniformly from [0, m), ascending (selection sampling).
+// `state` is a splitmix64 state, advanced.
+void select_randk(int64_t m, int64_t k, uint64_t& state, int32_t* out);
+
+// k = max(1, ceil(fraction * m - 1e-9)) clamped to m; 0 when m = 0.
+int64_t kept_count(double fraction, int64_t m);
+
+struct IndexCoding {
+  bool bitmap = true;
+  int index_bits = 1;
+  uint64_t row_bits = 0;  // bits per row
+};
+IndexCoding index_coding(int64_t m, int64_t k);
+uint64_t index_section_bytes(int64_t rows, int64_t m, int64_t k);
+// idx: [rows, k] ascending per row -> `out` of index_section_bytes() bytes.
+void encode_indices(const int32_t* idx, int64_t rows, int64_t m, int64_t k, uint8_t* out);
+// Inverse; throws DataError when a bitmap row does not hold exactly k bits or a
+// list row is not strictly ascending below m.
+void decode_indices(const uint8_t* in, int64_t rows, int64_t m, int64_t k, int32_t* idx);
+
+}  // namespace slowpipe::compressors

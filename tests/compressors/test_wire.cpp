@@ -1,0 +1,166 @@
+// Exact message sizes against the documented formulas (docs/codec-spec.md),
+// wire_bytes() against real encoded sizes, and robustness of decoding against
+// truncated and corrupted messages.
+#include <catch2/catch.hpp>
+
+#include <ATen/ATen.h>
+
+#include <random>
+
+#include "common/errors.h"
+#include "compressors/codec.h"
+#include "compressors/factory.h"
+#include "compressors/topk_select.h"
+
+namespace sc = slowpipe::compressors;
+
+namespace {
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+int ceil_log2(int64_t m) {
+  int b = 1;
+  while ((int64_t{1} << b) < m) ++b;
+  return b;
+}
+// The documented size formulas, written out independently of the codecs.
+uint64_t formula(const std::string& spec, const sc::Shape& s) {
+  uint64_t n = 1;
+  for (int64_t d : s) n *= d;
+  const uint64_t B = s.size() < 2 ? 1 : s[0], C = s.back();
+  if (spec == "none") return 4 * n;
+  if (spec == "fp16" || spec == "bf16") return 2 * n;
+  if (spec == "sign") return 4 * B + ceil_div(n, 8);
+  if (spec == "q4") return 2 * C + ceil_div(4 * n, 8);
+  if (spec == "q2:stochastic") return 2 * C + ceil_div(2 * n, 8);
+  if (spec == "q3:row:minmax") return 4 * B + ceil_div(3 * n, 8);
+  if (spec == "q8:tensor:fp32") return 4 + n;
+  if (spec == "q4:group=64") return 2 * ceil_div(n, 64) + ceil_div(4 * n, 8);
+  if (spec == "q1:group=7:minmax:fp32") return 8 * ceil_div(n, 7) + ceil_div(n, 8);
+  auto sparse = [&](double frac, uint64_t value_bytes_per_row_k, uint64_t per_row_extra, bool tensor) {
+    uint64_t rows = tensor ? 1 : B, m = n / rows;
+    auto k = static_cast<uint64_t>(sc::kept_count(frac, static_cast<int64_t>(m)));
+    uint64_t index_bits = std::min<uint64_t>(m, k * ceil_log2(static_cast<int64_t>(m)));
+    return ceil_div(rows * index_bits, 8) + rows * (k * value_bytes_per_row_k) + per_row_extra * rows;
+  };
+  if (spec == "topk:0.1") return sparse(0.1, 4, 0, false);
+  if (spec == "topk:0.3:tensor") return sparse(0.3, 4, 0, true);
+  if (spec == "randk:0.2") return sparse(0.2, 4, 0, false);
+  if (spec == "topk:0.1+fp16") return sparse(0.1, 2, 0, false);
+  if (spec == "topk:0.1+q8") {  // values [B, k]: one fp16 scale per row + k bytes
+    uint64_t m = n / B, k = static_cast<uint64_t>(sc::kept_count(0.1, static_cast<int64_t>(m)));
+    return ceil_div(B * std::min<uint64_t>(m, k * ceil_log2(static_cast<int64_t>(m))), 8) + 2 * B +
+           ceil_div(8 * B * k, 8);
+  }
+  if (spec == "topk:0.05+q4") {
+    uint64_t m = n / B, k = static_cast<uint64_t>(sc::kept_count(0.05, static_cast<int64_t>(m)));
+    return ceil_div(B * std::min<uint64_t>(m, k * ceil_log2(static_cast<int64_t>(m))), 8) + 2 * B +
+           ceil_div(4 * B * k, 8);
+  }
+  FAIL("no formula for " << spec);
+  return 0;
+}
+const std::vector<std::string> kSpecs = {"none", "fp16", "bf16", "sign", "q4", "q2:stochastic", "q3:row:minmax",
+                                         "q8:tensor:fp32", "q4:group=64", "q1:group=7:minmax:fp32", "topk:0.1",
+                                         "topk:0.3:tensor", "randk:0.2", "topk:0.1+fp16", "topk:0.1+q8",
+                                         "topk:0.05+q4"};
+const std::vector<sc::Shape> kShapes = {{1, 1}, {3, 5}, {2, 7, 13}, {4, 16, 48}, {8, 1000}, {2, 3, 4, 5}};
+}  // namespace
+
+TEST_CASE("Wire size: every codec's message has exactly the documented size") {
+  for (const std::string& spec : kSpecs)
+    for (const sc::Shape& shape : kShapes) {
+      INFO(spec << " shape dims " << shape.size() << " numel " << sc::shape_numel(shape));
+      at::Tensor x = at::randn(shape);
+      auto codec = sc::make_codec(spec, 1);
+      sc::Message msg = codec->encode(x);
+      REQUIRE(msg.size() == formula(spec, shape));
+      REQUIRE(sc::wire_bytes(spec, shape) == msg.size());
+    }
+}
+
+TEST_CASE("Wire size: wire_bytes equals the bytes a channel really sends, schemes included") {
+  sc::ChannelContext ctx;
+  ctx.num_samples = 64;
+  ctx.warmup_epochs = 1;
+  for (const std::string& codec_spec : kSpecs)
+    for (const std::string& scheme : {"", "ef", "ef21", "aq"}) {
+      std::string spec = scheme.empty() ? codec_spec : std::string(scheme) + "(" + codec_spec + ")";
+      sc::Shape shape = {4, 6, 40};
+      auto channel = sc::make_channel(spec, ctx);
+      at::Tensor ids = at::arange(4, at::kLong);
+      for (int epoch = 0; epoch < 2; ++epoch) {  // AQ: warm-up, then steady state
+        channel->set_epoch(epoch);
+        sc::TransferStats stats;
+        channel->transfer(at::randn(shape), ids, &stats);
+        INFO(spec << " epoch " << epoch);
+        if (scheme == std::string("aq") && epoch == 0)
+          REQUIRE(stats.bytes == 4 * 4 * 6 * 40);
+        else
+          REQUIRE(stats.bytes == sc::wire_bytes(spec, shape));
+      }
+    }
+}
+
+TEST_CASE("Wire size: the backward channel with the shared forward mask sends values only") {
+  sc::Shape shape = {4, 8, 50};
+  for (const std::string& bw : {"topk:shared", "topk:shared+q8"}) {
+    sc::Boundary b = sc::make_boundary("topk:0.1", bw, sc::ChannelContext{});
+    at::Tensor ids = at::arange(10, 14, at::kLong);
+    sc::TransferStats fw, bwst;
+    b.fw->transfer(at::randn(shape), ids, &fw);
+    b.bw->transfer(at::randn(shape), ids, &bwst);
+    REQUIRE(bwst.bytes == sc::wire_bytes("topk:0.1", bw, shape));
+    const uint64_t k = 40;  // ceil(0.1 * 400)
+    REQUIRE(bwst.bytes == (bw == std::string("topk:shared") ? 4 * 4 * k : 4 * (2 + k)));
+  }
+  REQUIRE_THROWS_AS(sc::wire_bytes("topk:shared", shape), slowpipe::UsageError);
+}
+
+TEST_CASE("Decoding: truncated or corrupted messages give DataError, never a crash") {
+  sc::Shape shape = {3, 4, 33};
+  std::mt19937 rng(99);
+  for (const std::string& spec : kSpecs) {
+    INFO(spec);
+    auto codec = sc::make_codec(spec, 2);
+    at::Tensor x = at::randn(shape);
+    sc::Message msg = codec->encode(x);
+    // Every truncation and one extra byte.
+    for (size_t len = 0; len < msg.size(); len += std::max<size_t>(1, msg.size() / 37)) {
+      sc::Message cut(msg.begin(), msg.begin() + static_cast<std::ptrdiff_t>(len));
+      REQUIRE_THROWS_AS(codec->decode(cut, shape), slowpipe::DataError);
+    }
+    sc::Message longer = msg;
+    longer.push_back(0);
+    REQUIRE_THROWS_AS(codec->decode(longer, shape), slowpipe::DataError);
+    // Random corruption: decodes to some tensor of the right shape, or DataError.
+    for (int trial = 0; trial < 300; ++trial) {
+      sc::Message bad = msg;
+      int flips = 1 + static_cast<int>(rng() % 8);
+      for (int f = 0; f < flips; ++f) bad[rng() % bad.size()] ^= static_cast<uint8_t>(1U << (rng() % 8));
+      try {
+        at::Tensor y = codec->decode(bad, shape);
+        REQUIRE(y.sizes() == x.sizes());
+      } catch (const slowpipe::DataError&) {
+      }
+    }
+  }
+  // Targeted corruptions that must be caught.
+  auto q = sc::make_codec("q4");
+  sc::Message m = q->encode(at::randn(shape));
+  sc::Message nan_scale = m;
+  nan_scale[0] = 0xFF;
+  nan_scale[1] = 0x7F;  // fp16 NaN
+  REQUIRE_THROWS_AS(q->decode(nan_scale, shape), slowpipe::DataError);
+  auto t = sc::make_codec("topk:0.1");  // rows of 132, k = 14: index lists of 8 bits
+  m = t->encode(at::randn(shape));
+  sc::Message bad_index = m;
+  bad_index[0] = 0xFF;  // index 255 >= 132
+  REQUIRE_THROWS_AS(t->decode(bad_index, shape), slowpipe::DataError);
+  sc::Message unsorted = m;
+  std::swap(unsorted[0], unsorted[1]);
+  if (unsorted != m) REQUIRE_THROWS_AS(t->decode(unsorted, shape), slowpipe::DataError);
+  auto bitmap = sc::make_codec("topk:0.3");  // k = 40, 40*8 > 132: bitmap rows
+  m = bitmap->encode(at::randn(shape));
+  sc::Message extra_bit = m;
+  extra_bit[0] ^= 0x01;  // one index more or one fewer in row 0
+  REQUIRE_THROWS_AS(bitmap->decode(extra_bit, shape), slowpipe::DataError);
+}
