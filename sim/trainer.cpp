@@ -105,16 +105,6 @@ EvalRow evaluate(PipelineEngine& engine, const models::Dataset& data, const Eval
 
 }  // namespace
 
-void describe_options(TrainConfig& c, OptionSet& o) {
-  describe_options(c.run, o);
-  describe_options(c.pipeline, o);
-  describe_options(c.optim, o);
-  describe_options(c.eval, o);
-  models::describe_options(c.model, o);
-  models::describe_options(c.data, o);
-  compressors::describe_options(c.compress, o);
-  netmodel::describe_options(c.net, o);
-}
 
 TrainSummary train(const TrainConfig& cfg,
                    const std::vector<std::pair<std::string, std::string>>& resolved) {
