@@ -201,7 +201,7 @@ void OptionSet::set(const std::string& key, const std::string& value) {
                      (best.empty() ? std::string(" (slowpipe train --help lists the keys)")
                                    : " (did you mean '" + best + "'?)"));
   }
-  o->set(value);
+  o->set(trim(value));
 }
 
 void OptionSet::set_assignment(const std::string& assignment) {

@@ -211,11 +211,13 @@ TrainSummary train(const TrainConfig& cfg,
 
   SignalScope signals;
   Progress progress(cfg.run.progress, total_steps);
+  const std::string channels =
+      S > 1 ? ", fw " + join(engine.fw_specs(), ",") + ", bw " + join(engine.bw_specs(), ",")
+            : ", no boundaries";
   progress.message("slowpipe train: " + std::to_string(total_steps) + " steps, " +
-                   std::to_string(S) + " stages (cuts " + join(cut_text, ",") + "), " +
-                   std::to_string(engine.replicas()) + " replica(s), fw " +
-                   join(engine.fw_specs(), ",") + ", bw " + join(engine.bw_specs(), ",") +
-                   " -> " + cfg.run.out);
+                   std::to_string(S) + " stage(s) (block cuts " + join(cut_text, ",") + "), " +
+                   std::to_string(engine.replicas()) + " replica(s)" + channels + ", network " +
+                   netmodel::describe(cfg.net) + " -> " + cfg.run.out);
 
   TrainSummary summary;
   summary.out = cfg.run.out;

@@ -73,11 +73,12 @@ TEST_CASE("OptionSet: INI files with sections, comments and errors with line num
   const std::string path = "test_options_tmp.ini";
   {
     std::ofstream f(path);
-    f << "# a comment\n[run]\nsteps = 7 ; trailing\n\n[optim]\nlr=0.5\n";
+    f << "# a comment\n[run]\nsteps = 7 ; trailing\n\n[optim]\nlr=0.5\n[model]\nname =  cnn \n";
   }
   o.load_ini(path);
   CHECK(c.steps == 7);
   CHECK(c.lr == Approx(0.5));
+  CHECK(c.name == "cnn");  // values are trimmed before any parser sees them
   {
     std::ofstream f(path);
     f << "[run]\nsteps = 7\nbogus = 1\n";
