@@ -173,6 +173,27 @@ void PipelineEngine::set_epoch(int epoch) {
   }
 }
 
+void PipelineEngine::warm_up(const models::Batch& batch, int passes) {
+  const torch::Device device(setup_.device);
+  const int64_t mb = batch.inputs.size(0) / (static_cast<int64_t>(replicas()) * setup_.pipeline.microbatches);
+  for (int pass = 0; pass < passes; ++pass) {
+    for (auto& rep : replicas_) {
+      at::Tensor h = batch.inputs.narrow(0, 0, mb).to(device);
+      std::vector<at::Tensor> leaves;
+      for (int s = 0; s < stages(); ++s) {
+        if (s > 0) {
+          h = h.detach().requires_grad_(true);
+          leaves.push_back(h);
+        }
+        h = stage_forward(*rep, s, h);
+      }
+      models::loss(task(), h, batch.targets.narrow(0, 0, mb).to(device)).backward();
+      for (auto& o : rep->optimizers) o.zero_grad();
+    }
+  }
+  if (cuda_) torch::cuda::synchronize();
+}
+
 at::Tensor PipelineEngine::stage_forward(Replica& r, int stage, const at::Tensor& x) {
   at::Tensor h = x;
   for (size_t b = cuts_[stage]; b < cuts_[stage + 1]; ++b) h = r.model.blocks[b]->forward(h);

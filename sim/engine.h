@@ -88,6 +88,11 @@ class PipelineEngine {
   // forward channels' inference path.
   EvalResult evaluate(const models::Batch& batch, bool compressed);
   void set_epoch(int epoch);
+  // Timing hygiene: runs `passes` forward + backward passes of the whole pipeline
+  // on `batch` with no channels and no optimizer step, then discards the
+  // gradients, so the first timed step does not pay for allocator and thread-pool
+  // warm-up. Parameters, optimizer and channel states are left untouched.
+  void warm_up(const models::Batch& batch, int passes);
 
   int stages() const { return static_cast<int>(cuts_.size()) - 1; }
   int replicas() const { return static_cast<int>(replicas_.size()); }

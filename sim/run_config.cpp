@@ -33,6 +33,10 @@ void describe_options(RunConfig& c, OptionSet& o) {
         c.device = v;
       },
       [&c] { return c.device; });
+  o.add("run.warmup_passes", c.warmup_passes,
+        "untimed forward+backward passes before the first step (no update; keeps warm-up out of "
+        "the timings)",
+        0, 100);
   o.add("trace.every", c.trace_every,
         "store a step's op trace (JSON) in the run log every N steps (0 = never)", 0);
 }

@@ -24,6 +24,7 @@ struct RunConfig {
   std::string progress = "auto";  // auto|line|plain|none
   std::string save = "";     // checkpoint written at the end of the run
   std::string device = "cpu";     // cpu|cuda|cuda:N
+  int warmup_passes = 1;     // untimed forward+backward passes before step 1
   int64_t trace_every = 0;   // store a step's op trace every N steps (0 = never)
 };
 void describe_options(RunConfig& c, OptionSet& o);

@@ -237,6 +237,11 @@ TrainSummary train(const TrainConfig& cfg,
     progress.message(buf);
   };
 
+  if (cfg.run.warmup_passes > 0) {
+    std::vector<int64_t> idx;
+    for (int64_t i = 0; i < cfg.pipeline.batch_size; ++i) idx.push_back(i);
+    engine.warm_up(data->get(models::Split::kTrain, idx), cfg.run.warmup_passes);
+  }
   for (int64_t step = 0; step < total_steps && !g_stop; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
     const models::SampledBatch sampled = sampler.next();

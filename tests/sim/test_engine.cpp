@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 
+#include "compressors/factory.h"
 #include "engine_fixture.h"
 #include "netmodel/schedule.h"
 
@@ -25,7 +26,8 @@ void require_close(const std::vector<double>& a, const std::vector<double>& b, d
   }
 }
 
-// A pass-through channel that records every transfer (role, index, replica, first id).
+// A channel that records every transfer (role, index, replica, first id) and
+// hands it on to a real, stateful compressing channel.
 struct Record {
   ChannelRole role;
   int index;
@@ -36,18 +38,25 @@ struct Record {
 class RecordingChannel : public slowpipe::compressors::Channel {
  public:
   RecordingChannel(std::shared_ptr<std::vector<Record>> log, ChannelRole role, int index, int replica)
-      : log_(std::move(log)), role_(role), index_(index), replica_(replica) {}
+      : log_(std::move(log)), role_(role), index_(index), replica_(replica) {
+    slowpipe::compressors::ChannelContext ctx;
+    ctx.num_samples = 4096;
+    ctx.warmup_epochs = 0;
+    inner_ = slowpipe::compressors::make_channel(role == ChannelRole::kForward ? "aq(q4)" : "ef(q8)", ctx);
+  }
   at::Tensor transfer(const at::Tensor& x, const at::Tensor& ids,
                       slowpipe::compressors::TransferStats* stats) override {
     log_->push_back({role_, index_, replica_, ids.defined() ? ids[0].item<int64_t>() : -1});
-    if (stats) stats->bytes = static_cast<uint64_t>(x.numel()) * 4;
-    return x;
+    return inner_->transfer(x, ids, stats);
   }
-  at::Tensor infer(const at::Tensor& x, slowpipe::compressors::TransferStats*) override { return x; }
-  std::string spec() const override { return "record"; }
+  at::Tensor infer(const at::Tensor& x, slowpipe::compressors::TransferStats* stats) override {
+    return inner_->infer(x, stats);
+  }
+  std::string spec() const override { return "record(" + inner_->spec() + ")"; }
 
  private:
   std::shared_ptr<std::vector<Record>> log_;
+  std::unique_ptr<slowpipe::compressors::Channel> inner_;
   ChannelRole role_;
   int index_, replica_;
 };
@@ -155,6 +164,13 @@ TEST_CASE("Engine: trace bookkeeping and identical replicas") {
   auto setup = slowpipe::test::gpt_setup(*data, S);
   setup.pipeline.microbatches = M;
   setup.pipeline.replicas = D;
+  const char* grad_spec = GENERATE("none", "q8", "ef(topk:0.1+q8)");
+  const char* fw_spec = GENERATE("none", "aq(q2)");
+  INFO("grad " << grad_spec << ", fw " << fw_spec);
+  setup.compress.grad = grad_spec;
+  setup.compress.fw = fw_spec;
+  setup.compress.bw = "q4";
+  setup.compress.aq_warmup_epochs = 0;
   PipelineEngine engine(setup);
   slowpipe::models::EpochSampler sampler(data->size(slowpipe::models::Split::kTrain), 8, 3, true, true);
   for (int step = 0; step < 5; ++step) {

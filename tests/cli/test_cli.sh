@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# End-to-end checks of the `slowpipe` command line: exit codes and messages for
+# bad input, the run log of real short runs (bytes on the wire, determinism, a
+# run killed with SIGKILL), export, codec inspection, timing and netsim.
+#   tests/cli/test_cli.sh PATH/TO/slowpipe SOURCE_DIR
+set -uo pipefail
+bin="$1"
+src="$2"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+export OMP_NUM_THREADS=1
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAILED: $1" >&2; }
+# expect CODE PATTERN -- command...: exit code and a pattern in stdout+stderr
+expect() {
+  local code="$1" pattern="$2"
+  shift 3
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne "$code" ]; then
+    bad "'$*' exited $rc, expected $code: $(echo "$out" | tail -2)"
+  elif [ -n "$pattern" ] && ! grep -q -- "$pattern" <<<"$out"; then
+    bad "'$*' output lacks '$pattern': $(echo "$out" | tail -2)"
+  else
+    ok
+  fi
+}
+# column FILE NAME: the values of a TSV column (by header name)
+column() {
+  awk -F'\t' -v c="$2" 'NR==1{for(i=1;i<=NF;i++) if($i==c) k=i; next} {print $k}' "$1"
+}
+
+# A small text corpus for quick runs.
+for i in $(seq 1 400); do echo "pipeline stage $i sends compressed activations over a slow link"; done > corpus.txt
+small=(--set model.layers=2 --set model.d_model=32 --set model.heads=2 --set model.seq_len=16
+       --set data.name=text --set data.path=corpus.txt --set pipeline.batch_size=8
+       --set eval.batches=2 --set run.progress=none)
+
+# Usage errors: exit 2 with a message that names the problem.
+expect 0 "commands:" -- "$bin" --help
+expect 2 "unknown command" -- "$bin" bogus
+expect 0 "pipeline.microbatches" -- "$bin" train --help
+expect 2 "unknown key 'run.stesp'" -- "$bin" train --set run.stesp=3
+expect 2 "not an integer" -- "$bin" train --set run.steps=ten
+expect 2 "position" -- "$bin" train --fw 'topk:1.5'
+expect 2 "expected one of" -- "$bin" train --set pipeline.schedule=zigzag
+expect 2 "does not split" -- "$bin" train "${small[@]}" --set pipeline.microbatches=3 --out a.h5
+expect 2 "nope.txt" -- "$bin" train --set data.name=text --set data.path=nope.txt --out a.h5
+expect 2 "/no/such/gcide.dict.dz" -- "$bin" train --set data.path=/no/such/gcide.dict.dz --out a.h5
+expect 2 "cannot open config" -- "$bin" train --config missing.ini
+expect 2 "stages" -- "$bin" train "${small[@]}" --stages 9 --out a.h5
+
+# A real short run, then the overwrite guard keeps it intact.
+expect 0 "final loss" -- "$bin" train "${small[@]}" --steps 12 --out run1.h5
+expect 2 "exists" -- "$bin" train "${small[@]}" --steps 3 --out run1.h5
+"$bin" export run1.h5 --table train > run1.tsv
+[ "$(($(wc -l < run1.tsv) - 1))" -eq 12 ] && ok || bad "run1 should have 12 train rows"
+expect 0 "" -- "$bin" export run1.h5 --table eval
+expect 2 "train" -- "$bin" export run1.h5 --table nope
+expect 2 "" -- "$bin" export missing.h5
+expect 0 "config.run.steps" -- "$bin" export run1.h5 --attrs
+for c in step loss sim_time_s fw0_bytes bw0_bytes lr grad_norm; do
+  head -1 run1.tsv | tr '\t' '\n' | grep -qx "$c" && ok || bad "train table lacks column $c"
+done
+
+# Same seed, same losses, bit for bit (exported with full precision).
+"$bin" train "${small[@]}" --steps 12 --out run2.h5 >/dev/null 2>&1
+"$bin" export run2.h5 --table train > run2.tsv
+[ "$(column run1.tsv loss)" = "$(column run2.tsv loss)" ] && ok || bad "same seed gave different losses"
+
+# Forward bytes: q2 is ~16x smaller than fp32 (less the per-channel fp16 scales);
+# AQ-SGD after warm-up sends the same 2-bit messages. Demo workload, few steps.
+demo=(--config "$src/experiments/presets/demo-finetune.ini" --set model.init_from=
+      --set run.steps=4 --set eval.every=0 --set eval.batches=1 --set run.progress=none
+      --set compress.aq_warmup_epochs=0)
+"$bin" train "${demo[@]}" --fw none --bw none --out fp32.h5 >/dev/null 2>&1 || bad "fp32 demo run failed"
+"$bin" train "${demo[@]}" --fw q2 --bw q4 --out q2.h5 >/dev/null 2>&1 || bad "q2 demo run failed"
+"$bin" train "${demo[@]}" --fw 'aq(q2)' --bw q4 --out aq.h5 >/dev/null 2>&1 || bad "aq demo run failed"
+for r in fp32 q2 aq; do "$bin" export $r.h5 --table train > $r.tsv; done
+for r in q2 aq; do
+  ratio=$(paste <(column fp32.tsv fw0_bytes) <(column $r.tsv fw0_bytes) | awk '{a+=$1; b+=$2} END{printf "%.3f", a/b}')
+  awk -v x="$ratio" 'BEGIN{exit !(x > 14.5 && x <= 16.0)}' && ok || bad "$r forward bytes ratio $ratio not ~16"
+  loss=$(column $r.tsv loss | tail -1)
+  awk -v x="$loss" 'BEGIN{exit !(x == x && x < 100)}' && ok || bad "$r final loss $loss not finite"
+done
+
+# A run killed with SIGKILL leaves a readable log with its flushed rows.
+"$bin" train "${small[@]}" --steps 100000 --set run.flush_every=1 --out killed.h5 >/dev/null 2>&1 &
+pid=$!
+rows=0
+for _ in $(seq 1 300); do
+  sleep 0.1
+  rows=$("$bin" export killed.h5 --table train 2>/dev/null | tail -n +2 | wc -l)
+  [ "$rows" -ge 5 ] && break
+done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+after=$("$bin" export killed.h5 --table train 2>/dev/null | tail -n +2 | wc -l)
+[ "$rows" -ge 5 ] && [ "$after" -ge "$rows" ] && ok || bad "killed run: $rows rows before, $after after"
+
+# Codec inspection, what-if timing, network scenarios.
+ratio=$("$bin" codec --spec q4 | awk '$1=="ratio"{print $2}' | tr -d x)
+awk -v x="$ratio" 'BEGIN{exit !(x > 7.5 && x <= 8.0)}' && ok || bad "codec q4 ratio $ratio not ~8"
+expect 0 "aq" -- "$bin" codecs
+expect 2 "position" -- "$bin" codec --spec 'ef(q4'
+expect 0 "100Mbps" -- "$bin" timing --fw q4 --bw q8
+expect 2 "" -- "$bin" timing --fw q99
+expect 0 "" -- "$bin" netsim "$src/experiments/netsim/three_flows.json"
+expect 2 "" -- "$bin" netsim missing.json
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
