@@ -153,7 +153,7 @@ TrainSummary train(const TrainConfig& cfg,
   log.set_attribute("torch.version", TORCH_VERSION);
   log.set_attribute("host", host_name());
   log.set_attribute("start_time", iso_utc_now());
-  log.set_attribute("seed", static_cast<double>(cfg.run.seed));
+  log.set_attribute("seed", std::to_string(cfg.run.seed));
   log.set_attribute("status", "running");
   std::vector<std::string> cut_text;
   for (size_t c : engine.cuts()) cut_text.push_back(std::to_string(c));
@@ -208,6 +208,14 @@ TrainSummary train(const TrainConfig& cfg,
                        {"loss_compressed", "1", "validation loss with the forward codecs active"},
                        {metric + "_compressed", lm ? "bits/byte" : "1",
                         "validation metric with the forward codecs active"}});
+  if (lm) {
+    log.declare("eval", {{"perplexity", "1", "exp(loss) without compression"},
+                         {"perplexity_compressed", "1", "exp(loss_compressed)"}});
+  }
+  if (lm) {
+    log.declare("eval", {{"perplexity", "1", "exp(loss) without compression"},
+                         {"perplexity_compressed", "1", "exp(loss_compressed)"}});
+  }
 
   SignalScope signals;
   Progress progress(cfg.run.progress, total_steps);
@@ -226,9 +234,16 @@ TrainSummary train(const TrainConfig& cfg,
   int64_t samples = 0;
   const auto log_eval = [&](int64_t step) {
     const EvalRow e = evaluate(engine, *data, cfg.eval, cfg.pipeline.batch_size);
-    log.append("eval", {{"step", double(step)}, {"epoch", double(std::max(epoch, 0))},
-                        {"sim_time_s", sim_time_s}, {"loss", e.loss}, {metric, e.metric},
-                        {"loss_compressed", e.loss_c}, {metric + "_compressed", e.metric_c}});
+    std::map<std::string, double> row = {
+        {"step", double(step)},     {"epoch", double(std::max(epoch, 0))},
+        {"sim_time_s", sim_time_s}, {"loss", e.loss},
+        {metric, e.metric},         {"loss_compressed", e.loss_c},
+        {metric + "_compressed", e.metric_c}};
+    if (lm) {
+      row["perplexity"] = std::exp(e.loss);
+      row["perplexity_compressed"] = std::exp(e.loss_c);
+    }
+    log.append("eval", row);
     summary.final_eval_loss = e.loss;
     char buf[200];
     std::snprintf(buf, sizeof buf, "eval @ step %lld: loss %.4f  %s %.4f  (compressed: %.4f, %.4f)",
