@@ -9,7 +9,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SLOWPIPE_CLONES __attribute__((target_clones("avx2", "default")))
+#define SLOWPIPE_CLONES __attribute__((target_clones("arch=skylake-avx512", "avx2", "default")))
 #else
 #define SLOWPIPE_CLONES
 #endif
@@ -187,10 +187,12 @@ void group_minmax(const float* x, const GroupLayout& layout, float* mins, float*
 
 void quantize_pack(const float* x, const GroupLayout& layout, const GroupGrid& grid,
                    const QuantizeArgs& args, uint8_t* out) {
-  uint8_t codes[kChunk];
+  uint8_t chunk_codes[kChunk];
   const float max_code = static_cast<float>(args.levels - 1);
   for (int64_t start = 0; start < layout.numel; start += kChunk) {
     int64_t end = std::min(layout.numel, start + kChunk);
+    // 8-bit codes are their own packing: write them in place.
+    uint8_t* codes = args.bits == 8 ? out + start : chunk_codes;
     for_each_run(layout, start, end, [&](int64_t b, int64_t e, int64_t g) {
       uint8_t* c = codes + (b - start);
       if (layout.mode == ScaleMode::kChannel) {
@@ -207,16 +209,20 @@ void quantize_pack(const float* x, const GroupLayout& layout, const GroupGrid& g
         quant_const(x + b, e - b, grid.lo[g], grid.inv_step[g], max_code, c);
       }
     });
-    pack_codes(codes, end - start, args.bits, out + start / 8 * args.bits);
+    if (args.bits != 8) pack_codes(codes, end - start, args.bits, out + start / 8 * args.bits);
   }
 }
 
 void unpack_dequantize(const uint8_t* in, const GroupLayout& layout, const GroupGrid& grid, int bits,
                        float* out) {
-  uint8_t codes[kChunk];
+  uint8_t chunk_codes[kChunk];
   for (int64_t start = 0; start < layout.numel; start += kChunk) {
     int64_t end = std::min(layout.numel, start + kChunk);
-    unpack_codes(in + start / 8 * bits, end - start, bits, codes);
+    const uint8_t* codes = chunk_codes;
+    if (bits == 8)
+      codes = in + start;
+    else
+      unpack_codes(in + start / 8 * bits, end - start, bits, chunk_codes);
     for_each_run(layout, start, end, [&](int64_t b, int64_t e, int64_t g) {
       const uint8_t* c = codes + (b - start);
       if (layout.mode == ScaleMode::kChannel)
