@@ -48,7 +48,8 @@ int64_t count_and_collect_scalar(const float* x, int64_t begin, int64_t m, uint3
 }
 // Sweep 2: writes, in index order, the indices with magnitude > t and the first
 // `ties` indices with magnitude == t. Returns the count written.
-int64_t emit_scalar(const float* x, int64_t begin, int64_t m, uint32_t t, int64_t& ties, int32_t* out) {
+int64_t emit_scalar(const float* x, int64_t begin, int64_t m, uint32_t t, int64_t& ties,
+                    int32_t* out) {
   int64_t w = 0;
   for (int64_t i = begin; i < m; ++i) {
     uint32_t u = mag_bits(x[i]);
@@ -62,8 +63,8 @@ int64_t emit_scalar(const float* x, int64_t begin, int64_t m, uint32_t t, int64_
 
 #ifdef SLOWPIPE_HAVE_AVX512_SWEEP
 // The same two sweeps with AVX-512 compress-stores, 16 elements at a time.
-__attribute__((target("avx512f,popcnt"))) int64_t count_and_collect_avx512(const float* x, int64_t m, uint32_t lo,
-                                                                          uint32_t hi, uint32_t* cmag, int64_t& nc) {
+__attribute__((target("avx512f,popcnt"))) int64_t count_and_collect_avx512(
+    const float* x, int64_t m, uint32_t lo, uint32_t hi, uint32_t* cmag, int64_t& nc) {
   const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
   const __m512i vhi = _mm512_set1_epi32(static_cast<int>(hi));
   const __m512i vlo = _mm512_set1_epi32(static_cast<int>(lo));
@@ -79,8 +80,8 @@ __attribute__((target("avx512f,popcnt"))) int64_t count_and_collect_avx512(const
   }
   return above + count_and_collect_scalar(x, i, m, lo, hi, cmag, nc);
 }
-__attribute__((target("avx512f,popcnt"))) int64_t emit_avx512(const float* x, int64_t m, uint32_t t, int64_t& ties,
-                                                             int32_t* out) {
+__attribute__((target("avx512f,popcnt"))) int64_t emit_avx512(const float* x, int64_t m, uint32_t t,
+                                                              int64_t& ties, int32_t* out) {
   const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
   const __m512i vt = _mm512_set1_epi32(static_cast<int>(t));
   const __m512i step = _mm512_set1_epi32(16);
@@ -162,7 +163,8 @@ void TopkSelector::select_exact(const float* x, int64_t m, int64_t k, int32_t* o
   mags_.resize(m);
   for (int64_t i = 0; i < m; ++i) mags_[i] = mag_bits(x[i]);
   cand_mags_.assign(mags_.begin(), mags_.end());
-  std::nth_element(cand_mags_.begin(), cand_mags_.begin() + (k - 1), cand_mags_.end(), std::greater<>());
+  std::nth_element(cand_mags_.begin(), cand_mags_.begin() + (k - 1), cand_mags_.end(),
+                   std::greater<>());
   uint32_t t = cand_mags_[k - 1];
   int64_t above = 0;
   for (int64_t i = 0; i < m; ++i) above += mags_[i] > t;
@@ -236,14 +238,17 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
   else
 #endif
     written = emit_scalar(x, 0, m, t, ties, out);
-  if (written != k) throw std::logic_error("TopkSelector: selected " + std::to_string(written) + " of " + std::to_string(k));
+  if (written != k)
+    throw std::logic_error("TopkSelector: selected " + std::to_string(written) + " of " +
+                           std::to_string(k));
 }
 
 void select_randk(int64_t m, int64_t k, uint64_t& state, int32_t* out) {
   int64_t w = 0;
   for (int64_t i = 0; i < m && w < k; ++i) {
     double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
-    if (u * static_cast<double>(m - i) < static_cast<double>(k - w)) out[w++] = static_cast<int32_t>(i);
+    if (u * static_cast<double>(m - i) < static_cast<double>(k - w))
+      out[w++] = static_cast<int32_t>(i);
   }
 }
 
@@ -306,11 +311,14 @@ void decode_indices(const uint8_t* in, int64_t rows, int64_t m, int64_t k, int32
       for (int64_t i = 0; i < m; ++i) {
         uint64_t p = pos + static_cast<uint64_t>(i);
         if ((buf[p >> 3] >> (p & 7)) & 1U) {
-          if (w == k) throw DataError("sparse message: row " + std::to_string(r) + " holds more than k indices");
+          if (w == k)
+            throw DataError("sparse message: row " + std::to_string(r) +
+                            " holds more than k indices");
           row[w++] = static_cast<int32_t>(i);
         }
       }
-      if (w != k) throw DataError("sparse message: row " + std::to_string(r) + " holds fewer than k indices");
+      if (w != k)
+        throw DataError("sparse message: row " + std::to_string(r) + " holds fewer than k indices");
       pos += c.row_bits;
     } else {
       for (int64_t j = 0; j < k; ++j) {

@@ -1,7 +1,6 @@
 // TopK / RandK: selection against the naive reference, message bytes against
 // the naive index coding, composition with a value quantizer.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -53,8 +52,8 @@ TEST_CASE("TopK: keeps exactly the k largest magnitudes per row (fast path and e
         float min_kept = INFINITY, max_dropped = 0;
         for (int32_t i : got) kept[i] = 1;
         for (int64_t i = 0; i < m; ++i)
-          (kept[i] ? min_kept : max_dropped) =
-              kept[i] ? std::min(min_kept, std::fabs(x[i])) : std::max(max_dropped, std::fabs(x[i]));
+          (kept[i] ? min_kept : max_dropped) = kept[i] ? std::min(min_kept, std::fabs(x[i]))
+                                                       : std::max(max_dropped, std::fabs(x[i]));
         REQUIRE(min_kept >= max_dropped);
       }
     }
@@ -105,7 +104,8 @@ TEST_CASE("Index coding: smaller of bitmap and list, matching the naive coder") 
         flat.insert(flat.end(), all.begin(), all.end());
       }
       INFO("m=" << m << " k=" << k);
-      REQUIRE(sc::index_section_bytes(rows, m, k) == (rows * std::min<uint64_t>(m, k * bits) + 7) / 8);
+      REQUIRE(sc::index_section_bytes(rows, m, k) ==
+              (rows * std::min<uint64_t>(m, k * bits) + 7) / 8);
       std::vector<uint8_t> out(sc::index_section_bytes(rows, m, k));
       sc::encode_indices(flat.data(), rows, m, k, out.data());
       REQUIRE(out == sc::naive::index_section(ref_rows, m, k));
@@ -132,7 +132,8 @@ TEST_CASE("TopK codec: message = naive indices + fp32 values; decode scatters th
       int64_t k = sc::kept_count(frac, m);
       std::vector<std::vector<int32_t>> ref_rows;
       std::vector<uint8_t> ref;
-      for (int64_t r = 0; r < rows; ++r) ref_rows.push_back(sc::naive::topk_indices(x.data() + r * m, m, k));
+      for (int64_t r = 0; r < rows; ++r)
+        ref_rows.push_back(sc::naive::topk_indices(x.data() + r * m, m, k));
       ref = sc::naive::index_section(ref_rows, m, k);
       for (int64_t r = 0; r < rows; ++r)
         for (int32_t i : ref_rows[r]) {
@@ -145,7 +146,8 @@ TEST_CASE("TopK codec: message = naive indices + fp32 values; decode scatters th
       codec->decode_raw(msg.data(), msg.size(), shape, y.data());
       for (int64_t r = 0; r < rows; ++r) {
         std::set<int32_t> kept(ref_rows[r].begin(), ref_rows[r].end());
-        for (int64_t i = 0; i < m; ++i) REQUIRE(y[r * m + i] == (kept.count(i) ? x[r * m + i] : 0.0F));
+        for (int64_t i = 0; i < m; ++i)
+          REQUIRE(y[r * m + i] == (kept.count(i) ? x[r * m + i] : 0.0F));
       }
     }
   }
