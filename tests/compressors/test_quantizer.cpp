@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "compressors/codec.h"
@@ -208,5 +209,40 @@ TEST_CASE(
     at::Tensor xr = x[r], yr = y[r];
     REQUIRE(at::equal(yr >= 0, xr >= 0));
     REQUIRE(std::fabs(yr.abs().sum().item<float>() - xr.abs().sum().item<float>()) < 1e-3F);
+  }
+}
+
+TEST_CASE(
+    "Sign codec: payload equals the naive reference (fp32 mean |x| per row, LSB-first bits)") {
+  for (const sc::Shape& shape : std::vector<sc::Shape>{{1, 1}, {3, 5}, {4, 3, 11}, {2, 4099}}) {
+    int64_t n = sc::shape_numel(shape), rows = shape[0], m = n / rows;
+    std::vector<float> x = random_values(n, static_cast<uint32_t>(n));
+    x[0] = 0.0F;  // zero counts as non-negative
+    for (bool per_row : {true, false}) {
+      auto codec = sc::make_codec(per_row ? "sign" : "sign:tensor");
+      sc::Message msg;
+      codec->encode_raw(x.data(), shape, msg);
+      const int64_t groups = per_row ? rows : 1, run = per_row ? m : n;
+      std::vector<uint8_t> ref(4 * groups + (n + 7) / 8, 0);
+      for (int64_t g = 0; g < groups; ++g) {
+        double sum = 0;
+        for (int64_t i = g * run; i < (g + 1) * run; ++i) sum += std::fabs(x[i]);
+        auto scale = static_cast<float>(sum / static_cast<double>(run));
+        std::memcpy(&ref[4 * g], &scale, 4);
+      }
+      for (int64_t i = 0; i < n; ++i)
+        sc::naive::put_bits(ref, 8 * 4 * groups + i, x[i] >= 0 ? 1 : 0, 1);
+      REQUIRE(msg == ref);
+    }
+  }
+}
+
+TEST_CASE(
+    "Codecs accept any layout and dtype: a strided double tensor encodes like its fp32 copy") {
+  at::Tensor x = at::randn({16, 24}, at::kDouble).t();  // [24, 16], not contiguous
+  REQUIRE_FALSE(x.is_contiguous());
+  for (const char* spec : {"q4", "topk:0.2+q8", "fp16", "sign"}) {
+    auto a = sc::make_codec(spec), b = sc::make_codec(spec);
+    REQUIRE(a->encode(x) == b->encode(x.to(at::kFloat).contiguous()));
   }
 }

@@ -208,3 +208,31 @@ TEST_CASE("RandK codec: keeps k entries per row; unbiased variant rescales by m/
   }
   REQUIRE(std::fabs(sum / (200.0 * 200.0) - 1.0) < 1e-9);  // exactly k*(m/k) per row
 }
+
+TEST_CASE("RandK codec: message = naive coding of its selection + fp32 values") {
+  sc::Shape shape = {3, 2000};
+  std::vector<float> x(6000);
+  std::mt19937 rng(4);
+  std::normal_distribution<float> normal;
+  for (float& v : x) v = normal(rng);
+  for (double frac : {0.01, 0.2, 0.5}) {
+    auto codec = sc::make_codec("randk:" + std::to_string(frac), 9);
+    sc::Message msg;
+    codec->encode_raw(x.data(), shape, msg);
+    const sc::SparseSelection* sel = codec->last_selection();
+    const int64_t k = sc::kept_count(frac, 2000);
+    REQUIRE(sel->k == k);
+    std::vector<std::vector<int32_t>> rows;
+    std::vector<uint8_t> ref;
+    for (int64_t r = 0; r < 3; ++r)
+      rows.emplace_back(sel->indices.begin() + r * k, sel->indices.begin() + (r + 1) * k);
+    ref = sc::naive::index_section(rows, 2000, k);
+    for (int64_t r = 0; r < 3; ++r)
+      for (int32_t i : rows[r]) {
+        uint8_t b[4];
+        std::memcpy(b, &x[r * 2000 + i], 4);
+        ref.insert(ref.end(), b, b + 4);
+      }
+    REQUIRE(msg == ref);
+  }
+}
