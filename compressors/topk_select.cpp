@@ -101,7 +101,13 @@ __attribute__((target("avx512f,popcnt"))) int64_t emit_avx512(const float* x, in
   }
   return w + emit_scalar(x, i, m, t, ties, out + w);
 }
-const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
+bool has_avx512() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
+  return has;
+}
 #endif
 
 // Radix-assisted selection: the value of rank r (0 = largest) of a[0..n) and how
@@ -210,7 +216,7 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
   uint32_t* cmag = cand_mags_.data();
   int64_t nc = 0, ns = 0;
 #ifdef SLOWPIPE_HAVE_AVX512_SWEEP
-  if (kHasAvx512 && simd_)
+  if (simd_ && has_avx512())
     ns = count_and_collect_avx512(x, m, lo, hi, cmag, nc);
   else
 #endif
@@ -233,7 +239,7 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
   // 4. Sweep 2: emit in index order.
   int64_t written;
 #ifdef SLOWPIPE_HAVE_AVX512_SWEEP
-  if (kHasAvx512 && simd_)
+  if (simd_ && has_avx512())
     written = emit_avx512(x, m, t, ties, out);
   else
 #endif
