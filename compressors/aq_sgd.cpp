@@ -17,15 +17,18 @@ AqChannel::AqChannel(std::unique_ptr<Codec> codec, std::string spec, AqConfig co
       receiver_(config_.store, config_.receiver_path, config_.num_samples),
       plain_(make_codec("none")) {}
 
-at::Tensor AqChannel::transfer(const at::Tensor& x, const at::Tensor& sample_ids, TransferStats* stats) {
+at::Tensor AqChannel::transfer(const at::Tensor& x, const at::Tensor& sample_ids,
+                               TransferStats* stats) {
   if (!sample_ids.defined())
-    throw UsageError(spec_ + ": AQ-SGD needs sample ids (it cannot compress data-parallel gradients)");
+    throw UsageError(spec_ +
+                     ": AQ-SGD needs sample ids (it cannot compress data-parallel gradients)");
   at::Tensor xc = to_cpu_float(x);
   at::Tensor ids = sample_ids.to(at::kCPU, at::kLong).contiguous();
   const Shape shape = shape_of(xc);
   const int64_t rows = xc.dim() == 0 ? 1 : xc.size(0);
   if (ids.numel() != rows)
-    throw std::logic_error("aq: " + std::to_string(ids.numel()) + " sample ids for " + std::to_string(rows) + " rows");
+    throw std::logic_error("aq: " + std::to_string(ids.numel()) + " sample ids for " +
+                           std::to_string(rows) + " rows");
   const int64_t n = xc.numel();
   const int64_t per = rows == 0 ? 0 : n / rows;
   sender_.ensure(per);

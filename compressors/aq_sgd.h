@@ -25,15 +25,16 @@ namespace slowpipe::compressors {
 
 struct AqConfig {
   int warmup_epochs = 1;
-  int64_t num_samples = 0;     // 0: unknown (memory store grows)
-  std::string store = "memory";  // memory | disk
+  int64_t num_samples = 0;                 // 0: unknown (memory store grows)
+  std::string store = "memory";            // memory | disk
   std::string sender_path, receiver_path;  // disk store files
 };
 
 class AqChannel : public CodecChannel {
  public:
   AqChannel(std::unique_ptr<Codec> codec, std::string spec, AqConfig config);
-  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids, TransferStats* stats) override;
+  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids,
+                      TransferStats* stats) override;
   void set_epoch(int epoch) override { epoch_ = epoch; }
   uint64_t state_bytes() const override { return sender_.bytes() + receiver_.bytes(); }
 

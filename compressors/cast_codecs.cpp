@@ -16,13 +16,15 @@ namespace {
 
 void reject_args(const SpecStage& stage, const CodecBuildContext& ctx) {
   if (!stage.args.empty())
-    stage_error(ctx, stage.args.front().pos, "'" + stage.name + "' takes no options, got '" +
-                                                 stage.args.front().value + "'");
+    stage_error(ctx, stage.args.front().pos,
+                "'" + stage.name + "' takes no options, got '" + stage.args.front().value + "'");
 }
 
 class Fp32Codec : public Codec {
  public:
-  uint64_t payload_bytes(const Shape& shape) const override { return 4 * static_cast<uint64_t>(shape_numel(shape)); }
+  uint64_t payload_bytes(const Shape& shape) const override {
+    return 4 * static_cast<uint64_t>(shape_numel(shape));
+  }
   void encode_payload(const float* x, const Shape& shape, uint8_t* out) override {
     std::memcpy(out, x, payload_bytes(shape));
   }
@@ -30,7 +32,6 @@ class Fp32Codec : public Codec {
     std::memcpy(out, p, payload_bytes(shape));
   }
   std::string spec() const override { return "none"; }
-
 };
 
 // Shared by fp16 and bf16: 16-bit storage through c10's conversions.
@@ -38,7 +39,9 @@ template <class T>
 class Cast16Codec : public Codec {
  public:
   explicit Cast16Codec(std::string name) : name_(std::move(name)) {}
-  uint64_t payload_bytes(const Shape& shape) const override { return 2 * static_cast<uint64_t>(shape_numel(shape)); }
+  uint64_t payload_bytes(const Shape& shape) const override {
+    return 2 * static_cast<uint64_t>(shape_numel(shape));
+  }
   void encode_payload(const float* x, const Shape& shape, uint8_t* out) override {
     int64_t n = shape_numel(shape);
     for (int64_t i = 0; i < n; ++i) {
@@ -55,7 +58,6 @@ class Cast16Codec : public Codec {
     }
   }
   std::string spec() const override { return name_; }
-
 
  private:
   std::string name_;
@@ -76,7 +78,8 @@ class SignCodec : public Codec {
       double sum = 0;
       for (int64_t i = g * run; i < (g + 1) * run; ++i) sum += std::fabs(x[i]);
       auto scale = static_cast<float>(sum / static_cast<double>(run));
-      if (!std::isfinite(scale)) throw DataError("cannot sign-compress a tensor holding non-finite values");
+      if (!std::isfinite(scale))
+        throw DataError("cannot sign-compress a tensor holding non-finite values");
       std::memcpy(out + 4 * g, &scale, 4);
     }
     std::vector<uint8_t> codes(static_cast<size_t>(n));
@@ -92,12 +95,12 @@ class SignCodec : public Codec {
     for (int64_t g = 0; g < s; ++g) {
       float scale;
       std::memcpy(&scale, p + 4 * g, 4);
-      if (!std::isfinite(scale) || scale < 0) throw DataError("sign message: bad scale in group " + std::to_string(g));
+      if (!std::isfinite(scale) || scale < 0)
+        throw DataError("sign message: bad scale in group " + std::to_string(g));
       for (int64_t i = g * run; i < (g + 1) * run; ++i) out[i] = codes[i] ? scale : -scale;
     }
   }
   std::string spec() const override { return per_row_ ? "sign" : "sign:tensor"; }
-
 
  private:
   int64_t groups(const Shape& shape) const { return per_row_ ? shape_rows(shape) : 1; }
@@ -126,7 +129,8 @@ std::unique_ptr<Codec> make_sign_codec(const SpecStage& stage, const CodecBuildC
     } else if (arg.key.empty() && arg.value == "tensor") {
       per_row = false;
     } else {
-      stage_error(ctx, arg.pos, "expected 'row' or 'tensor' after 'sign:', got '" + arg.value + "'");
+      stage_error(ctx, arg.pos,
+                  "expected 'row' or 'tensor' after 'sign:', got '" + arg.value + "'");
     }
   }
   return std::make_unique<SignCodec>(per_row);

@@ -17,11 +17,11 @@ namespace slowpipe::compressors {
 
 // What one transfer cost and how faithful it was.
 struct TransferStats {
-  uint64_t bytes = 0;       // exact bytes on the wire (all messages of this transfer)
-  double rel_error = 0;     // ||x - x_hat|| / ||x||  (0 when ||x|| = 0)
-  double delta_norm = 0;    // AQ-SGD: ||a - m(xi)|| of what was compressed; else 0
-  double encode_s = 0;      // sender-side seconds
-  double decode_s = 0;      // receiver-side seconds
+  uint64_t bytes = 0;     // exact bytes on the wire (all messages of this transfer)
+  double rel_error = 0;   // ||x - x_hat|| / ||x||  (0 when ||x|| = 0)
+  double delta_norm = 0;  // AQ-SGD: ||a - m(xi)|| of what was compressed; else 0
+  double encode_s = 0;    // sender-side seconds
+  double decode_s = 0;    // receiver-side seconds
 };
 
 class Channel {

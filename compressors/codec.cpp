@@ -21,7 +21,9 @@ int64_t shape_numel(const Shape& shape) {
   return n;
 }
 
-int64_t shape_rows(const Shape& shape) { return shape.size() < 2 ? 1 : shape[0]; }
+int64_t shape_rows(const Shape& shape) {
+  return shape.size() < 2 ? 1 : shape[0];
+}
 
 void Codec::encode_raw(const float* x, const Shape& shape, Message& out) {
   out.assign(payload_bytes(shape), 0);
@@ -60,10 +62,13 @@ const std::vector<CodecInfo>& codec_registry() {
       {"fp16", "fp16", "IEEE half precision, 2 bytes per element", make_fp16_codec},
       {"bf16", "bf16", "bfloat16 (8-bit exponent), 2 bytes per element", make_bf16_codec},
       {"q", "q<1..8>[:stochastic][:tensor|row|channel|group=G][:minmax][:fp32]",
-       "uniform quantization, bit-packed; default max-abs, fp16 scale per channel, nearest", make_quantizer},
-      {"sign", "sign[:row|tensor]", "1 bit per element plus an fp32 scale (mean |x|) per row", make_sign_codec},
+       "uniform quantization, bit-packed; default max-abs, fp16 scale per channel, nearest",
+       make_quantizer},
+      {"sign", "sign[:row|tensor]", "1 bit per element plus an fp32 scale (mean |x|) per row",
+       make_sign_codec},
       {"topk", "topk:K[:row|tensor] | topk:shared ; then optional +VALUES",
-       "keep the K-fraction largest magnitudes per row; shared = reuse the forward mask", make_topk},
+       "keep the K-fraction largest magnitudes per row; shared = reuse the forward mask",
+       make_topk},
       {"randk", "randk:K[:row|tensor][:unbiased] ; then optional +VALUES",
        "keep a uniformly random K-fraction per row", make_randk},
   };
@@ -74,7 +79,8 @@ namespace {
 
 const CodecInfo* find_codec(const std::string& name) {
   std::string key = name;
-  if (name.size() >= 2 && name[0] == 'q' && std::isdigit(static_cast<unsigned char>(name[1]))) key = "q";
+  if (name.size() >= 2 && name[0] == 'q' && std::isdigit(static_cast<unsigned char>(name[1])))
+    key = "q";
   for (const CodecInfo& info : codec_registry())
     if (info.name == key) return &info;
   return nullptr;
@@ -82,13 +88,16 @@ const CodecInfo* find_codec(const std::string& name) {
 
 std::string codec_names() {
   std::string s;
-  for (const CodecInfo& info : codec_registry()) s += (s.empty() ? "" : ", ") + (info.name == "q" ? std::string("q1..q8") : info.name);
+  for (const CodecInfo& info : codec_registry())
+    s += (s.empty() ? "" : ", ") + (info.name == "q" ? std::string("q1..q8") : info.name);
   return s;
 }
 
 std::unique_ptr<Codec> build_stage(const SpecStage& stage, const CodecBuildContext& ctx) {
   const CodecInfo* info = find_codec(stage.name);
-  if (!info) stage_error(ctx, stage.pos, "expected a codec name (" + codec_names() + "), got '" + stage.name + "'");
+  if (!info)
+    stage_error(ctx, stage.pos,
+                "expected a codec name (" + codec_names() + "), got '" + stage.name + "'");
   return info->factory(stage, ctx);
 }
 
@@ -102,12 +111,14 @@ std::unique_ptr<Codec> make_codec(const SpecTree& tree, uint64_t seed) {
   if (tree.stages.size() == 1) return build_stage(first, ctx);
   if (first.name != "topk" && first.name != "randk") {
     if (!find_codec(first.name)) build_stage(first, ctx);  // reports the unknown name first
-    stage_error(ctx, tree.plus_pos, "'+' may only follow topk or randk (it encodes their kept values)");
+    stage_error(ctx, tree.plus_pos,
+                "'+' may only follow topk or randk (it encodes their kept values)");
   }
   const SpecStage& second = tree.stages[1];
   if (second.name == "topk" || second.name == "randk" || second.name == "sign")
-    stage_error(ctx, second.pos, "expected a value codec after '+' (none, fp16, bf16, q1..q8), got '" +
-                                     second.name + "'");
+    stage_error(
+        ctx, second.pos,
+        "expected a value codec after '+' (none, fp16, bf16, q1..q8), got '" + second.name + "'");
   make_sparsifier(first, ctx, nullptr);  // report the first stage's errors first
   CodecBuildContext value_ctx = ctx;
   value_ctx.value_stage = true;
@@ -119,7 +130,8 @@ std::unique_ptr<Codec> make_codec(const SpecTree& tree, uint64_t seed) {
 std::unique_ptr<Codec> make_codec(const std::string& spec, uint64_t seed) {
   SpecTree tree = parse_spec(spec);
   if (tree.scheme_pos != 0)
-    spec_error(spec, tree.scheme_pos, "expected a codec here, not a feedback scheme ('" + tree.scheme + "(')");
+    spec_error(spec, tree.scheme_pos,
+               "expected a codec here, not a feedback scheme ('" + tree.scheme + "(')");
   return make_codec(tree, seed);
 }
 

@@ -69,7 +69,8 @@ struct CodecBuildContext {
   uint64_t seed = 0;                  // stochastic rounding, RandK
   bool value_stage = false;
 };
-using CodecFactory = std::function<std::unique_ptr<Codec>(const SpecStage&, const CodecBuildContext&)>;
+using CodecFactory =
+    std::function<std::unique_ptr<Codec>(const SpecStage&, const CodecBuildContext&)>;
 struct CodecInfo {
   std::string name;         // registry key: "q" covers q1..q8
   std::string syntax;       // "q<bits>[:stochastic][:tensor|row|channel|group=G][:minmax][:fp32]"

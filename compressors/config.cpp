@@ -26,7 +26,8 @@ std::string CompressConfig::bw_for(int boundary) const {
   return it == bw_at.end() ? bw : it->second;
 }
 
-std::map<int, std::string> parse_boundary_specs(const std::string& key, const std::string& text, bool backward) {
+std::map<int, std::string> parse_boundary_specs(const std::string& key, const std::string& text,
+                                                bool backward) {
   std::map<int, std::string> out;
   size_t start = 0;
   while (start < text.size()) {
@@ -51,14 +52,18 @@ std::string format_boundary_specs(const std::map<int, std::string>& specs) {
 }
 
 void describe_options(CompressConfig& c, slowpipe::OptionSet& o) {
-  auto spec_option = [&o](const std::string& key, std::string& field, bool backward, const std::string& help) {
+  auto spec_option = [&o](const std::string& key, std::string& field, bool backward,
+                          const std::string& help) {
     o.add_custom(
-        key, "spec", help, [&field, key, backward](const std::string& v) { field = checked(key, v, backward); },
+        key, "spec", help,
+        [&field, key, backward](const std::string& v) { field = checked(key, v, backward); },
         [&field] { return field; });
   };
-  spec_option("compress.fw", c.fw, false, "forward (activation) channel of every boundary, e.g. q4, aq(q2)");
+  spec_option("compress.fw", c.fw, false,
+              "forward (activation) channel of every boundary, e.g. q4, aq(q2)");
   spec_option("compress.bw", c.bw, true,
-              "backward (activation-gradient) channel of every boundary; topk:shared reuses the forward mask");
+              "backward (activation-gradient) channel of every boundary; topk:shared reuses the "
+              "forward mask");
   spec_option("compress.grad", c.grad, false, "data-parallel gradient channel, e.g. ef(topk:0.01)");
   o.add_custom(
       "compress.fw_at", "list", "per-boundary forward overrides, I:SPEC,... (I = 0-based boundary)",
@@ -68,8 +73,8 @@ void describe_options(CompressConfig& c, slowpipe::OptionSet& o) {
       "compress.bw_at", "list", "per-boundary backward overrides, I:SPEC,...",
       [&c](const std::string& v) { c.bw_at = parse_boundary_specs("compress.bw_at", v, true); },
       [&c] { return format_boundary_specs(c.bw_at); });
-  o.add("compress.aq_warmup_epochs", c.aq_warmup_epochs, "AQ-SGD: epochs sent uncompressed to fill the buffers",
-        0, 1000000);
+  o.add("compress.aq_warmup_epochs", c.aq_warmup_epochs,
+        "AQ-SGD: epochs sent uncompressed to fill the buffers", 0, 1000000);
   o.add_choice("compress.aq_store", c.aq_store, {"memory", "disk"},
                "AQ-SGD buffers: in memory or in a memory-mapped file");
   o.add("compress.aq_dir", c.aq_dir, "AQ-SGD disk buffers folder (empty: system temp folder)");

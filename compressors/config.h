@@ -16,9 +16,9 @@
 namespace slowpipe::compressors {
 
 struct CompressConfig {
-  std::string fw = "none";    // compress.fw
-  std::string bw = "none";    // compress.bw
-  std::string grad = "none";  // compress.grad (data-parallel gradients)
+  std::string fw = "none";                  // compress.fw
+  std::string bw = "none";                  // compress.bw
+  std::string grad = "none";                // compress.grad (data-parallel gradients)
   std::map<int, std::string> fw_at, bw_at;  // per-boundary overrides
   int aq_warmup_epochs = 1;
   std::string aq_store = "memory";  // memory | disk
@@ -34,7 +34,8 @@ struct CompressConfig {
 void describe_options(CompressConfig& config, slowpipe::OptionSet& options);
 
 // "0:q4,2:q8" -> {0:"q4", 2:"q8"}; validates each spec. `key` names errors.
-std::map<int, std::string> parse_boundary_specs(const std::string& key, const std::string& text, bool backward);
+std::map<int, std::string> parse_boundary_specs(const std::string& key, const std::string& text,
+                                                bool backward);
 std::string format_boundary_specs(const std::map<int, std::string>& specs);
 
 }  // namespace slowpipe::compressors

@@ -18,7 +18,8 @@ namespace {
 
 bool is_shared(const SpecTree& tree) {
   const SpecStage& s = tree.stages.front();
-  return s.name == "topk" && !s.args.empty() && s.args.front().key.empty() && s.args.front().value == "shared";
+  return s.name == "topk" && !s.args.empty() && s.args.front().key.empty() &&
+         s.args.front().value == "shared";
 }
 bool sparsifies(const SpecTree& tree) {
   const std::string& n = tree.stages.front().name;
@@ -30,10 +31,12 @@ std::string canonical(const SpecTree& tree, const Codec& codec) {
 }
 
 std::string aq_path(const ChannelContext& ctx, const std::string& side) {
-  std::filesystem::path dir = ctx.aq_dir.empty() ? std::filesystem::temp_directory_path() / "slowpipe-aq"
-                                                 : std::filesystem::path(ctx.aq_dir);
+  std::filesystem::path dir = ctx.aq_dir.empty()
+                                  ? std::filesystem::temp_directory_path() / "slowpipe-aq"
+                                  : std::filesystem::path(ctx.aq_dir);
   std::string name;
-  for (char c : ctx.name) name += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_';
+  for (char c : ctx.name)
+    name += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_';
   return (dir / (name + "." + std::to_string(::getpid()) + "." + side + ".f16")).string();
 }
 
@@ -48,15 +51,18 @@ std::unique_ptr<Codec> parse_codec(const SpecTree& tree, uint64_t seed, bool bac
   if (!find_scheme(tree.scheme)) {
     std::string names;
     for (const SchemeInfo& s : scheme_registry()) names += (names.empty() ? "" : ", ") + s.name;
-    spec_error(tree.text, tree.scheme_pos, "expected a feedback scheme (" + names + "), got '" + tree.scheme + "'");
+    spec_error(tree.text, tree.scheme_pos,
+               "expected a feedback scheme (" + names + "), got '" + tree.scheme + "'");
   }
   std::unique_ptr<Codec> codec = make_codec(tree, seed);
   if (is_shared(tree)) {
     if (!backward)
       spec_error(tree.text, tree.stages.front().pos,
-                 "'topk:shared' reuses the forward mask; it is only valid as a backward spec (compress.bw)");
+                 "'topk:shared' reuses the forward mask; it is only valid as a backward spec "
+                 "(compress.bw)");
     if (tree.scheme != "direct")
-      spec_error(tree.text, tree.scheme_pos, "'topk:shared' cannot be wrapped by a feedback scheme");
+      spec_error(tree.text, tree.scheme_pos,
+                 "'topk:shared' cannot be wrapped by a feedback scheme");
   }
   return codec;
 }
@@ -66,22 +72,26 @@ std::unique_ptr<Codec> parse_codec(const SpecTree& tree, uint64_t seed, bool bac
 const std::vector<SchemeInfo>& scheme_registry() {
   static const std::vector<SchemeInfo> registry = {
       {"direct", "CODEC or direct(CODEC)", "send C(x); no state",
-       [](const SpecTree& t, std::unique_ptr<Codec> c, const ChannelContext&) -> std::unique_ptr<Channel> {
+       [](const SpecTree& t, std::unique_ptr<Codec> c,
+          const ChannelContext&) -> std::unique_ptr<Channel> {
          std::string spec = canonical(t, *c);
          return std::make_unique<DirectChannel>(std::move(c), spec);
        }},
       {"ef", "ef(CODEC)", "error feedback: send C(x + e), keep e = x + e - C(x + e) (sender)",
-       [](const SpecTree& t, std::unique_ptr<Codec> c, const ChannelContext&) -> std::unique_ptr<Channel> {
+       [](const SpecTree& t, std::unique_ptr<Codec> c,
+          const ChannelContext&) -> std::unique_ptr<Channel> {
          std::string spec = canonical(t, *c);
          return std::make_unique<EfChannel>(std::move(c), spec);
        }},
       {"ef21", "ef21(CODEC)", "EF21: send C(x - g), both sides g += D(C(x - g)), output g",
-       [](const SpecTree& t, std::unique_ptr<Codec> c, const ChannelContext&) -> std::unique_ptr<Channel> {
+       [](const SpecTree& t, std::unique_ptr<Codec> c,
+          const ChannelContext&) -> std::unique_ptr<Channel> {
          std::string spec = canonical(t, *c);
          return std::make_unique<Ef21Channel>(std::move(c), spec);
        }},
       {"aq", "aq(CODEC)", "AQ-SGD: per-sample fp16 buffers, send C(a - m(xi)) after warm-up epochs",
-       [](const SpecTree& t, std::unique_ptr<Codec> c, const ChannelContext& ctx) -> std::unique_ptr<Channel> {
+       [](const SpecTree& t, std::unique_ptr<Codec> c,
+          const ChannelContext& ctx) -> std::unique_ptr<Channel> {
          AqConfig a;
          a.warmup_epochs = ctx.warmup_epochs;
          a.num_samples = ctx.num_samples;
@@ -103,7 +113,8 @@ std::unique_ptr<Channel> make_channel(const std::string& spec, const ChannelCont
   return find_scheme(tree.scheme)->factory(tree, std::move(codec), ctx);
 }
 
-Boundary make_boundary(const std::string& fw_spec, const std::string& bw_spec, const ChannelContext& ctx) {
+Boundary make_boundary(const std::string& fw_spec, const std::string& bw_spec,
+                       const ChannelContext& ctx) {
   SpecTree fw_tree = parse_spec(fw_spec);
   SpecTree bw_tree = parse_spec(bw_spec);
   ChannelContext fw_ctx = ctx, bw_ctx = ctx;
@@ -116,7 +127,8 @@ Boundary make_boundary(const std::string& fw_spec, const std::string& bw_spec, c
   b.fw = find_scheme(fw_tree.scheme)->factory(fw_tree, std::move(fw_codec), fw_ctx);
   if (is_shared(bw_tree)) {
     if (!sparsifies(fw_tree))
-      throw UsageError("backward spec '" + bw_spec + "' reuses the forward mask, but the forward spec '" + fw_spec +
+      throw UsageError("backward spec '" + bw_spec +
+                       "' reuses the forward mask, but the forward spec '" + fw_spec +
                        "' does not sparsify (use topk:K or randk:K forward)");
     auto store = std::make_shared<MaskStore>();
     dynamic_cast<CodecChannel&>(*b.fw).publish_masks_to(store);
@@ -141,7 +153,8 @@ std::string canonical_spec(const std::string& spec) {
 uint64_t wire_bytes(const std::string& spec, const Shape& shape) {
   SpecTree tree = parse_spec(spec);
   if (is_shared(tree))
-    throw UsageError("wire_bytes('" + spec + "'): the size depends on the forward spec; name it too");
+    throw UsageError("wire_bytes('" + spec +
+                     "'): the size depends on the forward spec; name it too");
   return parse_codec(tree, 0, false)->message_bytes(shape);
 }
 
@@ -149,7 +162,8 @@ uint64_t wire_bytes(const std::string& fw_spec, const std::string& bw_spec, cons
   SpecTree bw_tree = parse_spec(bw_spec);
   if (!is_shared(bw_tree)) return wire_bytes(bw_spec, shape);
   SpecTree fw_tree = parse_spec(fw_spec);
-  if (!sparsifies(fw_tree)) throw UsageError("'" + bw_spec + "' needs a sparsifying forward spec, got '" + fw_spec + "'");
+  if (!sparsifies(fw_tree))
+    throw UsageError("'" + bw_spec + "' needs a sparsifying forward spec, got '" + fw_spec + "'");
   auto fw = make_codec(fw_tree, 0);
   auto bw = parse_codec(bw_tree, 0, true);
   int64_t rows, m, k;

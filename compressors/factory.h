@@ -16,16 +16,16 @@
 namespace slowpipe::compressors {
 
 struct ChannelContext {
-  std::string name = "channel";  // e.g. "b0.fw"; names AQ's disk files
-  int64_t num_samples = 0;       // sample ids are in [0, num_samples); 0 = unknown
-  int warmup_epochs = 1;         // AQ-SGD epochs sent uncompressed
+  std::string name = "channel";     // e.g. "b0.fw"; names AQ's disk files
+  int64_t num_samples = 0;          // sample ids are in [0, num_samples); 0 = unknown
+  int warmup_epochs = 1;            // AQ-SGD epochs sent uncompressed
   std::string aq_store = "memory";  // memory | disk
   std::string aq_dir;               // disk store folder; "" = the system temp folder
   uint64_t seed = 0;                // stochastic rounding, RandK
 };
 
-using SchemeFactory =
-    std::function<std::unique_ptr<Channel>(const SpecTree&, std::unique_ptr<Codec>, const ChannelContext&)>;
+using SchemeFactory = std::function<std::unique_ptr<Channel>(
+    const SpecTree&, std::unique_ptr<Codec>, const ChannelContext&)>;
 struct SchemeInfo {
   std::string name;         // "direct", "ef", "ef21", "aq"
   std::string syntax;       // "ef(CODEC)"
@@ -45,7 +45,8 @@ std::unique_ptr<Channel> make_channel(const std::string& spec, const ChannelCont
 struct Boundary {
   std::unique_ptr<Channel> fw, bw;
 };
-Boundary make_boundary(const std::string& fw_spec, const std::string& bw_spec, const ChannelContext& ctx);
+Boundary make_boundary(const std::string& fw_spec, const std::string& bw_spec,
+                       const ChannelContext& ctx);
 
 // Validates a spec (UsageError); `backward` allows topk:shared.
 void validate_spec(const std::string& spec, bool backward);

@@ -17,11 +17,15 @@ std::vector<int64_t> ids_key(const at::Tensor& sample_ids) {
 }
 }  // namespace
 
-at::Tensor to_cpu_float(const at::Tensor& x) { return x.to(at::kCPU, at::kFloat).contiguous(); }
+at::Tensor to_cpu_float(const at::Tensor& x) {
+  return x.to(at::kCPU, at::kFloat).contiguous();
+}
 at::Tensor like_input(const at::Tensor& result, const at::Tensor& input) {
   return result.to(input.device(), input.scalar_type());
 }
-Shape shape_of(const at::Tensor& x) { return Shape(x.sizes().begin(), x.sizes().end()); }
+Shape shape_of(const at::Tensor& x) {
+  return Shape(x.sizes().begin(), x.sizes().end());
+}
 
 // ---- MaskStore ----
 
@@ -72,7 +76,8 @@ double CodecChannel::seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-void CodecChannel::round_trip(const float* x, const Shape& shape, float* out, TransferStats* stats) {
+void CodecChannel::round_trip(const float* x, const Shape& shape, float* out,
+                              TransferStats* stats) {
   auto t0 = Clock::now();
   codec_->encode_raw(x, shape, message_);
   double enc = seconds_since(t0);
@@ -86,7 +91,8 @@ void CodecChannel::round_trip(const float* x, const Shape& shape, float* out, Tr
   }
 }
 
-void CodecChannel::finish_stats(const float* x, const float* x_hat, int64_t n, TransferStats* stats) {
+void CodecChannel::finish_stats(const float* x, const float* x_hat, int64_t n,
+                                TransferStats* stats) {
   if (!stats) return;
   double num = 0, den = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -113,7 +119,8 @@ at::Tensor CodecChannel::infer(const at::Tensor& x, TransferStats* stats) {
 
 // ---- direct ----
 
-at::Tensor DirectChannel::transfer(const at::Tensor& x, const at::Tensor& sample_ids, TransferStats* stats) {
+at::Tensor DirectChannel::transfer(const at::Tensor& x, const at::Tensor& sample_ids,
+                                   TransferStats* stats) {
   at::Tensor xc = to_cpu_float(x);
   at::Tensor out = at::empty_like(xc);
   round_trip(xc.data_ptr<float>(), shape_of(xc), out.data_ptr<float>(), stats);
@@ -124,7 +131,8 @@ at::Tensor DirectChannel::transfer(const at::Tensor& x, const at::Tensor& sample
 
 // ---- EF ----
 
-at::Tensor EfChannel::transfer(const at::Tensor& x, const at::Tensor& sample_ids, TransferStats* stats) {
+at::Tensor EfChannel::transfer(const at::Tensor& x, const at::Tensor& sample_ids,
+                               TransferStats* stats) {
   at::Tensor xc = to_cpu_float(x);
   Shape shape = shape_of(xc);
   const int64_t n = xc.numel();
@@ -137,8 +145,8 @@ at::Tensor EfChannel::transfer(const at::Tensor& x, const at::Tensor& sample_ids
   for (int64_t i = 0; i < n; ++i) p[i] = xp[i] + error_[i];  // p = x + e
   at::Tensor out = at::empty_like(xc);
   float* o = out.data_ptr<float>();
-  round_trip(p.data(), shape, o, stats);                        // x_hat = D(C(p))
-  for (int64_t i = 0; i < n; ++i) error_[i] = p[i] - o[i];      // e <- p - x_hat
+  round_trip(p.data(), shape, o, stats);                    // x_hat = D(C(p))
+  for (int64_t i = 0; i < n; ++i) error_[i] = p[i] - o[i];  // e <- p - x_hat
   finish_stats(xp, o, n, stats);
   publish(sample_ids);
   return like_input(out, x);
@@ -146,7 +154,8 @@ at::Tensor EfChannel::transfer(const at::Tensor& x, const at::Tensor& sample_ids
 
 // ---- EF21 ----
 
-at::Tensor Ef21Channel::transfer(const at::Tensor& x, const at::Tensor& sample_ids, TransferStats* stats) {
+at::Tensor Ef21Channel::transfer(const at::Tensor& x, const at::Tensor& sample_ids,
+                                 TransferStats* stats) {
   at::Tensor xc = to_cpu_float(x);
   Shape shape = shape_of(xc);
   const int64_t n = xc.numel();
@@ -194,7 +203,8 @@ SharedMaskChannel::SharedMaskChannel(std::unique_ptr<Codec> codec, std::string s
   masks_ = std::move(store);
 }
 
-at::Tensor SharedMaskChannel::transfer(const at::Tensor& x, const at::Tensor& sample_ids, TransferStats* stats) {
+at::Tensor SharedMaskChannel::transfer(const at::Tensor& x, const at::Tensor& sample_ids,
+                                       TransferStats* stats) {
   auto* sparse = dynamic_cast<Sparsifier*>(codec_.get());
   if (!sparse || !masks_) throw std::logic_error("SharedMaskChannel without a shared sparsifier");
   sparse->use_selection(masks_->take(sample_ids));

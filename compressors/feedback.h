@@ -71,13 +71,15 @@ class CodecChannel : public Channel {
 class DirectChannel : public CodecChannel {
  public:
   using CodecChannel::CodecChannel;
-  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids, TransferStats* stats) override;
+  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids,
+                      TransferStats* stats) override;
 };
 
 class EfChannel : public CodecChannel {
  public:
   using CodecChannel::CodecChannel;
-  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids, TransferStats* stats) override;
+  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids,
+                      TransferStats* stats) override;
   uint64_t state_bytes() const override { return 4 * error_.size(); }
   const std::vector<float>& error() const { return error_; }  // e, sender side
 
@@ -89,7 +91,8 @@ class EfChannel : public CodecChannel {
 class Ef21Channel : public CodecChannel {
  public:
   using CodecChannel::CodecChannel;
-  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids, TransferStats* stats) override;
+  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids,
+                      TransferStats* stats) override;
   uint64_t state_bytes() const override { return 4 * (sender_.size() + receiver_.size()); }
   const std::vector<float>& sender_state() const { return sender_; }
   const std::vector<float>& receiver_state() const { return receiver_; }
@@ -103,8 +106,10 @@ class Ef21Channel : public CodecChannel {
 // (`topk:shared`, optionally `+q8` etc.). Sends values only.
 class SharedMaskChannel : public CodecChannel {
  public:
-  SharedMaskChannel(std::unique_ptr<Codec> codec, std::string spec, std::shared_ptr<MaskStore> store);
-  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids, TransferStats* stats) override;
+  SharedMaskChannel(std::unique_ptr<Codec> codec, std::string spec,
+                    std::shared_ptr<MaskStore> store);
+  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids,
+                      TransferStats* stats) override;
   // Evaluation has no backward pass: passes x through, charging fp32 bytes.
   at::Tensor infer(const at::Tensor& x, TransferStats* stats) override;
 };

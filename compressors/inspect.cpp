@@ -2,11 +2,11 @@
 #include "compressors/inspect.h"
 
 #include <ATen/ATen.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "common/errors.h"
 #include "compressors/codec.h"
@@ -14,8 +14,8 @@
 
 namespace slowpipe::compressors {
 
-void run_codec_inspection(const std::string& spec, std::vector<int64_t> shape, const std::string& dist,
-                          uint64_t seed, std::ostream& os) {
+void run_codec_inspection(const std::string& spec, std::vector<int64_t> shape,
+                          const std::string& dist, uint64_t seed, std::ostream& os) {
   SpecTree tree = parse_spec(spec);
   validate_spec(spec, /*backward=*/false);
   for (int64_t d : shape)
@@ -30,7 +30,8 @@ void run_codec_inspection(const std::string& spec, std::vector<int64_t> shape, c
     at::Tensor u = at::rand(shape, gen, at::TensorOptions().dtype(at::kFloat)) - 0.5;
     x = -at::sign(u) * at::log1p(-2 * at::abs(u));
   } else {
-    throw UsageError("--dist: expected normal or laplace (from-run is not implemented), got '" + dist + "'");
+    throw UsageError("--dist: expected normal or laplace (from-run is not implemented), got '" +
+                     dist + "'");
   }
   std::unique_ptr<Codec> codec = make_codec(tree, seed);
   const float* xp = x.data_ptr<float>();
@@ -51,15 +52,19 @@ void run_codec_inspection(const std::string& spec, std::vector<int64_t> shape, c
   const double rel = (x - y).norm().item<double>() / std::max(x.norm().item<double>(), 1e-300);
   std::string shape_text;
   for (int64_t d : shape) shape_text += (shape_text.empty() ? "" : ",") + std::to_string(d);
-  os << fmt::format("spec          {}{}\n", canonical_spec(spec),
-                    tree.scheme == "direct" ? "" : "   (inspecting its codec " + codec->spec() + ")");
-  os << fmt::format("tensor        [{}] {} ({} elements, fp32 {} bytes)\n", shape_text, dist, x.numel(),
-                    static_cast<uint64_t>(fp32_bytes));
+  os << fmt::format(
+      "spec          {}{}\n", canonical_spec(spec),
+      tree.scheme == "direct" ? "" : "   (inspecting its codec " + codec->spec() + ")");
+  os << fmt::format("tensor        [{}] {} ({} elements, fp32 {} bytes)\n", shape_text, dist,
+                    x.numel(), static_cast<uint64_t>(fp32_bytes));
   os << fmt::format("message       {} bytes\n", msg.size());
-  os << fmt::format("ratio         {:.3f}x smaller than fp32\n", fp32_bytes / static_cast<double>(msg.size()));
+  os << fmt::format("ratio         {:.3f}x smaller than fp32\n",
+                    fp32_bytes / static_cast<double>(msg.size()));
   os << fmt::format("rel. error    {:.6f}   (||x - x_hat|| / ||x||)\n", rel);
-  os << fmt::format("encode        {:.3f} GB/s of fp32 input  ({:.3f} ms)\n", fp32_bytes / enc_s / 1e9, enc_s * 1e3);
-  os << fmt::format("decode        {:.3f} GB/s of fp32 output ({:.3f} ms)\n", fp32_bytes / dec_s / 1e9, dec_s * 1e3);
+  os << fmt::format("encode        {:.3f} GB/s of fp32 input  ({:.3f} ms)\n",
+                    fp32_bytes / enc_s / 1e9, enc_s * 1e3);
+  os << fmt::format("decode        {:.3f} GB/s of fp32 output ({:.3f} ms)\n",
+                    fp32_bytes / dec_s / 1e9, dec_s * 1e3);
 }
 
 }  // namespace slowpipe::compressors

@@ -13,7 +13,7 @@
 
 namespace slowpipe::compressors {
 
-void run_codec_inspection(const std::string& spec, std::vector<int64_t> shape, const std::string& dist,
-                          uint64_t seed, std::ostream& os);
+void run_codec_inspection(const std::string& spec, std::vector<int64_t> shape,
+                          const std::string& dist, uint64_t seed, std::ostream& os);
 
 }  // namespace slowpipe::compressors

@@ -9,7 +9,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SLOWPIPE_CLONES __attribute__((target_clones("avx2", "default")))
+#define SLOWPIPE_CLONES __attribute__((target_clones("arch=skylake-avx512", "avx2", "default")))
 #else
 #define SLOWPIPE_CLONES
 #endif
@@ -70,11 +70,12 @@ SLOWPIPE_CLONES void quant_vary_sr(const float* x, int64_t n, const float* lo, c
     codes[i] = to_code((x[i] - lo[i]) * inv[i] + u, max_code);
   }
 }
-SLOWPIPE_CLONES void dequant_const(const uint8_t* codes, int64_t n, float lo, float step, float* out) {
+SLOWPIPE_CLONES void dequant_const(const uint8_t* codes, int64_t n, float lo, float step,
+                                   float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = lo + static_cast<float>(codes[i]) * step;
 }
-SLOWPIPE_CLONES void dequant_vary(const uint8_t* codes, int64_t n, const float* lo, const float* step,
-                                  float* out) {
+SLOWPIPE_CLONES void dequant_vary(const uint8_t* codes, int64_t n, const float* lo,
+                                  const float* step, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = lo[i] + static_cast<float>(codes[i]) * step[i];
 }
 
@@ -87,7 +88,8 @@ SLOWPIPE_CLONES void column_maxabs(const float* x, int64_t rows, int64_t cols, f
     }
   }
 }
-SLOWPIPE_CLONES void column_minmax(const float* x, int64_t rows, int64_t cols, float* lo, float* hi) {
+SLOWPIPE_CLONES void column_minmax(const float* x, int64_t rows, int64_t cols, float* lo,
+                                   float* hi) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = x + r * cols;
     for (int64_t c = 0; c < cols; ++c) {
@@ -187,10 +189,12 @@ void group_minmax(const float* x, const GroupLayout& layout, float* mins, float*
 
 void quantize_pack(const float* x, const GroupLayout& layout, const GroupGrid& grid,
                    const QuantizeArgs& args, uint8_t* out) {
-  uint8_t codes[kChunk];
+  uint8_t chunk_codes[kChunk];
   const float max_code = static_cast<float>(args.levels - 1);
   for (int64_t start = 0; start < layout.numel; start += kChunk) {
     int64_t end = std::min(layout.numel, start + kChunk);
+    // 8-bit codes are their own packing: write them in place.
+    uint8_t* codes = args.bits == 8 ? out + start : chunk_codes;
     for_each_run(layout, start, end, [&](int64_t b, int64_t e, int64_t g) {
       uint8_t* c = codes + (b - start);
       if (layout.mode == ScaleMode::kChannel) {
@@ -207,16 +211,20 @@ void quantize_pack(const float* x, const GroupLayout& layout, const GroupGrid& g
         quant_const(x + b, e - b, grid.lo[g], grid.inv_step[g], max_code, c);
       }
     });
-    pack_codes(codes, end - start, args.bits, out + start / 8 * args.bits);
+    if (args.bits != 8) pack_codes(codes, end - start, args.bits, out + start / 8 * args.bits);
   }
 }
 
-void unpack_dequantize(const uint8_t* in, const GroupLayout& layout, const GroupGrid& grid, int bits,
-                       float* out) {
-  uint8_t codes[kChunk];
+void unpack_dequantize(const uint8_t* in, const GroupLayout& layout, const GroupGrid& grid,
+                       int bits, float* out) {
+  uint8_t chunk_codes[kChunk];
   for (int64_t start = 0; start < layout.numel; start += kChunk) {
     int64_t end = std::min(layout.numel, start + kChunk);
-    unpack_codes(in + start / 8 * bits, end - start, bits, codes);
+    const uint8_t* codes = chunk_codes;
+    if (bits == 8)
+      codes = in + start;
+    else
+      unpack_codes(in + start / 8 * bits, end - start, bits, chunk_codes);
     for_each_run(layout, start, end, [&](int64_t b, int64_t e, int64_t g) {
       const uint8_t* c = codes + (b - start);
       if (layout.mode == ScaleMode::kChannel)
@@ -239,8 +247,8 @@ SLOWPIPE_CLONES void pack_codes(const uint8_t* codes, int64_t n, int bits, uint8
   } else if (bits == 2) {
     full = n / 8 * 8;
     for (int64_t i = 0; i < full / 4; ++i)
-      out[i] = static_cast<uint8_t>(codes[4 * i] | (codes[4 * i + 1] << 2) | (codes[4 * i + 2] << 4) |
-                                    (codes[4 * i + 3] << 6));
+      out[i] = static_cast<uint8_t>(codes[4 * i] | (codes[4 * i + 1] << 2) |
+                                    (codes[4 * i + 2] << 4) | (codes[4 * i + 3] << 6));
   } else if (bits == 1) {
     full = n / 8 * 8;
     for (int64_t i = 0; i < full / 8; ++i) {
@@ -259,7 +267,8 @@ SLOWPIPE_CLONES void pack_codes(const uint8_t* codes, int64_t n, int bits, uint8
   // Tail: fewer than 8 codes, at most `bits` bytes.
   if (full < n) {
     uint64_t acc = 0;
-    for (int64_t i = full; i < n; ++i) acc |= static_cast<uint64_t>(codes[i]) << (bits * (i - full));
+    for (int64_t i = full; i < n; ++i)
+      acc |= static_cast<uint64_t>(codes[i]) << (bits * (i - full));
     size_t tail_bytes = (static_cast<size_t>(n - full) * bits + 7) / 8;
     std::memcpy(out + full / 8 * bits, &acc, tail_bytes);
   }
@@ -291,7 +300,8 @@ SLOWPIPE_CLONES void unpack_codes(const uint8_t* in, int64_t n, int bits, uint8_
     for (int64_t gidx = 0; gidx < full / 8; ++gidx) {
       uint64_t acc = 0;
       std::memcpy(&acc, in + gidx * bits, static_cast<size_t>(bits));
-      for (int j = 0; j < 8; ++j) codes[8 * gidx + j] = static_cast<uint8_t>((acc >> (bits * j)) & mask);
+      for (int j = 0; j < 8; ++j)
+        codes[8 * gidx + j] = static_cast<uint8_t>((acc >> (bits * j)) & mask);
     }
   }
   if (full < n) {

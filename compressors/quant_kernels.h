@@ -49,14 +49,16 @@ struct QuantizeArgs {
 void quantize_pack(const float* x, const GroupLayout& layout, const GroupGrid& grid,
                    const QuantizeArgs& args, uint8_t* out);
 // packed bit stream -> values.
-void unpack_dequantize(const uint8_t* in, const GroupLayout& layout, const GroupGrid& grid, int bits,
-                       float* out);
+void unpack_dequantize(const uint8_t* in, const GroupLayout& layout, const GroupGrid& grid,
+                       int bits, float* out);
 
 // Bit-packing of small codes (also used by index lists): LSB-first, `bits` in 1..8.
 void pack_codes(const uint8_t* codes, int64_t n, int bits, uint8_t* out);
 void unpack_codes(const uint8_t* in, int64_t n, int bits, uint8_t* codes);
 
-inline uint64_t packed_bytes(int64_t n, int bits) { return (static_cast<uint64_t>(n) * bits + 7) / 8; }
+inline uint64_t packed_bytes(int64_t n, int bits) {
+  return (static_cast<uint64_t>(n) * bits + 7) / 8;
+}
 
 // The uniform in [0,1) used for stochastic rounding of element `index`.
 float stochastic_uniform(uint32_t seed, uint64_t index);

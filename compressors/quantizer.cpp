@@ -25,8 +25,12 @@ uint32_t mix_seed(uint64_t seed, uint64_t counter) {
 }
 }  // namespace
 
-float half_to_float(uint16_t bits) { return static_cast<float>(c10::Half(bits, c10::Half::from_bits())); }
-uint16_t float_to_half(float v) { return c10::Half(v).x; }
+float half_to_float(uint16_t bits) {
+  return static_cast<float>(c10::Half(bits, c10::Half::from_bits()));
+}
+uint16_t float_to_half(float v) {
+  return c10::Half(v).x;
+}
 
 uint16_t half_round_up(float v) {
   if (std::isnan(v)) return float_to_half(v);
@@ -34,10 +38,12 @@ uint16_t half_round_up(float v) {
   if (v < -65504.0F) return kHalfLowest;
   uint16_t h = float_to_half(v);
   if (half_to_float(h) >= v) return h;
-  if (h == 0x8000) return 0x0001;      // -0 -> smallest positive
+  if (h == 0x8000) return 0x0001;       // -0 -> smallest positive
   return (h & 0x8000) ? h - 1 : h + 1;  // toward +inf
 }
-uint16_t half_round_down(float v) { return half_round_up(-v) ^ 0x8000; }
+uint16_t half_round_down(float v) {
+  return half_round_up(-v) ^ 0x8000;
+}
 
 Quantizer::Quantizer(QuantizerConfig config, uint64_t seed) : config_(config), seed_(seed) {}
 
@@ -110,7 +116,8 @@ GroupGrid Quantizer::read_grid(const uint8_t* p, int64_t groups) const {
     float lo = config_.minmax ? a : -a;
     float hi = b;
     if (hi < lo)
-      throw DataError("q" + std::to_string(config_.bits) + " message: bad scale in group " + std::to_string(g));
+      throw DataError("q" + std::to_string(config_.bits) + " message: bad scale in group " +
+                      std::to_string(g));
     float step = (hi - lo) / intervals;
     grid.lo[g] = lo;
     grid.step[g] = step;
@@ -132,7 +139,8 @@ void Quantizer::encode_payload(const float* x, const Shape& shape, uint8_t* out)
   }
   for (int64_t g = 0; g < groups; ++g) {
     bool finite = std::isfinite(a[g]) && (b.empty() || std::isfinite(b[g]));
-    if (!finite) throw DataError("cannot quantize a tensor holding non-finite values (spec " + spec() + ")");
+    if (!finite)
+      throw DataError("cannot quantize a tensor holding non-finite values (spec " + spec() + ")");
   }
   // Scales as the decoder will read them.
   const int per_group = config_.minmax ? 2 : 1;
@@ -171,10 +179,18 @@ std::string Quantizer::spec() const {
   ScaleMode default_mode = config_.value_stage ? ScaleMode::kRow : ScaleMode::kChannel;
   if (config_.mode != default_mode) {
     switch (config_.mode) {
-      case ScaleMode::kTensor: s += ":tensor"; break;
-      case ScaleMode::kRow: s += ":row"; break;
-      case ScaleMode::kChannel: s += ":channel"; break;
-      case ScaleMode::kGroup: s += ":group=" + std::to_string(config_.group); break;
+      case ScaleMode::kTensor:
+        s += ":tensor";
+        break;
+      case ScaleMode::kRow:
+        s += ":row";
+        break;
+      case ScaleMode::kChannel:
+        s += ":channel";
+        break;
+      case ScaleMode::kGroup:
+        s += ":group=" + std::to_string(config_.group);
+        break;
     }
   }
   if (config_.minmax) s += ":minmax";
@@ -197,11 +213,13 @@ std::unique_ptr<Codec> make_quantizer(const SpecStage& stage, const CodecBuildCo
     if (arg.key == "group") {
       bool digits_only = v.find_first_not_of("0123456789") == std::string::npos && v.size() <= 12;
       int64_t g = digits_only ? std::stoll(v) : 0;
-      if (g < 1) stage_error(ctx, arg.pos, "expected group=G with G a positive integer, got '" + v + "'");
+      if (g < 1)
+        stage_error(ctx, arg.pos, "expected group=G with G a positive integer, got '" + v + "'");
       c.mode = ScaleMode::kGroup;
       c.group = g;
     } else if (!arg.key.empty()) {
-      stage_error(ctx, arg.pos, "unknown quantizer option '" + arg.key + "=' (only group=G takes a value)");
+      stage_error(ctx, arg.pos,
+                  "unknown quantizer option '" + arg.key + "=' (only group=G takes a value)");
     } else if (v == "stochastic" || v == "sr") {
       c.stochastic = true;
     } else if (v == "nearest" || v == "rtn") {
@@ -212,7 +230,9 @@ std::unique_ptr<Codec> make_quantizer(const SpecStage& stage, const CodecBuildCo
       c.mode = ScaleMode::kRow;
     } else if (v == "channel") {
       if (ctx.value_stage)
-        stage_error(ctx, arg.pos, "per-channel scales do not apply to sparsified values; use row, tensor or group=G");
+        stage_error(
+            ctx, arg.pos,
+            "per-channel scales do not apply to sparsified values; use row, tensor or group=G");
       c.mode = ScaleMode::kChannel;
     } else if (v == "maxabs") {
       c.minmax = false;
@@ -223,9 +243,11 @@ std::unique_ptr<Codec> make_quantizer(const SpecStage& stage, const CodecBuildCo
     } else if (v == "fp32") {
       c.fp32_scales = true;
     } else {
-      stage_error(ctx, arg.pos,
-                  "expected a quantizer option (stochastic, nearest, tensor, row, channel, group=G, "
-                  "maxabs, minmax, fp16, fp32), got '" + v + "'");
+      stage_error(
+          ctx, arg.pos,
+          "expected a quantizer option (stochastic, nearest, tensor, row, channel, group=G, "
+          "maxabs, minmax, fp16, fp32), got '" +
+              v + "'");
     }
   }
   return std::make_unique<Quantizer>(c, ctx.seed);

@@ -42,7 +42,6 @@ class Quantizer : public Codec {
   int levels() const;
   uint64_t scale_bytes(int64_t groups) const;
 
-
  private:
   // Reads scales from the payload into the decoder's grid; throws DataError for
   // non-finite or inconsistent scales.

@@ -34,14 +34,16 @@ void SampleBuffer::ensure(int64_t per_sample) {
   if (per_sample_ == per_sample) return;
   if (per_sample_ >= 0)
     throw UsageError("aq: per-sample size changed from " + std::to_string(per_sample_) + " to " +
-                     std::to_string(per_sample) + " elements (AQ-SGD needs fixed activation shapes)");
+                     std::to_string(per_sample) +
+                     " elements (AQ-SGD needs fixed activation shapes)");
   per_sample_ = per_sample;
   if (store_ == "disk") {
     std::error_code ec;
     std::filesystem::path p(path_);
     if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
     fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
-    if (fd_ < 0) throw UsageError("compress.aq_dir: cannot create '" + path_ + "': " + std::strerror(errno));
+    if (fd_ < 0)
+      throw UsageError("compress.aq_dir: cannot create '" + path_ + "': " + std::strerror(errno));
     map_bytes_ = static_cast<uint64_t>(num_samples_) * static_cast<uint64_t>(per_sample_) * 2;
     if (map_bytes_ > 0) {
       if (ftruncate(fd_, static_cast<off_t>(map_bytes_)) != 0)
@@ -67,7 +69,8 @@ void SampleBuffer::grow(int64_t samples) {
 
 uint16_t* SampleBuffer::row(int64_t id) {
   if (id < 0 || (num_samples_ > 0 && id >= num_samples_))
-    throw UsageError("aq: sample id " + std::to_string(id) + " outside [0, " + std::to_string(num_samples_) + ")");
+    throw UsageError("aq: sample id " + std::to_string(id) + " outside [0, " +
+                     std::to_string(num_samples_) + ")");
   if (id >= capacity_) grow(std::max<int64_t>(id + 1, capacity_ * 2));
   uint16_t* base = map_ ? static_cast<uint16_t*>(map_) : memory_.data();
   return base + id * per_sample_;

@@ -29,7 +29,9 @@ class SampleBuffer {
   // Row of sample `id` (fp16 bits); throws UsageError for an id out of range.
   uint16_t* row(int64_t id);
   const uint16_t* row(int64_t id) const;
-  bool seen(int64_t id) const { return id >= 0 && id < static_cast<int64_t>(seen_.size()) && seen_[id]; }
+  bool seen(int64_t id) const {
+    return id >= 0 && id < static_cast<int64_t>(seen_.size()) && seen_[id];
+  }
   void mark_seen(int64_t id);
   int64_t per_sample() const { return per_sample_; }
   // Bytes of fp16 rows reserved (file size on disk).

@@ -85,7 +85,8 @@ void Sparsifier::decode_payload(const uint8_t* p, const Shape& shape, float* out
   }
   std::vector<float> values(static_cast<size_t>(rows * k));
   values_->decode_payload(p + index_bytes, {rows, k}, values.data());
-  const float gain = config_.unbiased && k > 0 ? static_cast<float>(m) / static_cast<float>(k) : 1.0F;
+  const float gain =
+      config_.unbiased && k > 0 ? static_cast<float>(m) / static_cast<float>(k) : 1.0F;
   std::fill(out, out + rows * m, 0.0F);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < k; ++j) out[r * m + indices[r * k + j]] = gain * values[r * k + j];
@@ -116,19 +117,22 @@ std::unique_ptr<Codec> build(SparseKind kind, const SpecStage& stage, const Code
   const char* name = kind == SparseKind::kRandk ? "randk" : "topk";
   if (stage.args.empty())
     stage_error(ctx, stage.pos + stage.name.size(),
-                std::string("expected ':K' after '") + name + "' (K = fraction kept, e.g. " + name + ":0.1)");
+                std::string("expected ':K' after '") + name + "' (K = fraction kept, e.g. " + name +
+                    ":0.1)");
   const SpecArg& first = stage.args.front();
   if (first.key.empty() && first.value == "shared" && kind == SparseKind::kTopk) {
     c.kind = SparseKind::kShared;
     if (stage.args.size() > 1)
-      stage_error(ctx, stage.args[1].pos, "'topk:shared' takes the forward mask as is; no further options");
+      stage_error(ctx, stage.args[1].pos,
+                  "'topk:shared' takes the forward mask as is; no further options");
   } else {
     char* end = nullptr;
     double k = first.key.empty() ? std::strtod(first.value.c_str(), &end) : 0.0;
     if (!first.key.empty() || end == first.value.c_str() || *end != '\0' || !(k > 0.0 && k <= 1.0))
-      stage_error(ctx, first.pos, std::string("expected K, the fraction kept, in (0, 1]") +
-                                      (kind == SparseKind::kTopk ? " or 'shared'" : "") + ", got '" +
-                                      first.value + "'");
+      stage_error(ctx, first.pos,
+                  std::string("expected K, the fraction kept, in (0, 1]") +
+                      (kind == SparseKind::kTopk ? " or 'shared'" : "") + ", got '" + first.value +
+                      "'");
     c.fraction = k;
     for (size_t i = 1; i < stage.args.size(); ++i) {
       const SpecArg& a = stage.args[i];
@@ -139,9 +143,10 @@ std::unique_ptr<Codec> build(SparseKind kind, const SpecStage& stage, const Code
       } else if (a.key.empty() && a.value == "unbiased" && kind == SparseKind::kRandk) {
         c.unbiased = true;
       } else {
-        stage_error(ctx, a.pos, std::string("expected 'row' or 'tensor'") +
-                                    (kind == SparseKind::kRandk ? " or 'unbiased'" : "") + ", got '" +
-                                    a.value + "'");
+        stage_error(ctx, a.pos,
+                    std::string("expected 'row' or 'tensor'") +
+                        (kind == SparseKind::kRandk ? " or 'unbiased'" : "") + ", got '" + a.value +
+                        "'");
       }
     }
   }

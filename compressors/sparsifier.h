@@ -43,7 +43,6 @@ class Sparsifier : public Codec {
   // Rows, row length and k for a tensor of `shape`.
   void geometry(const Shape& shape, int64_t* rows, int64_t* m, int64_t* k) const;
 
-
  private:
   SparseConfig config_;
   std::unique_ptr<Codec> values_;

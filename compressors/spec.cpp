@@ -15,8 +15,8 @@ void spec_error(const std::string& text, size_t pos, const std::string& what) {
 namespace {
 
 bool is_name_char(char c) {
-  return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-         c == '_';
+  return std::islower(static_cast<unsigned char>(c)) ||
+         std::isdigit(static_cast<unsigned char>(c)) || c == '_';
 }
 bool is_word_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
@@ -39,7 +39,8 @@ class Parser {
       if (tree.scheme.empty()) fail("expected a scheme name before '('");
       i_ = name_end + 1;
       parse_codec(tree);
-      if (i_ >= text_.size() || text_[i_] != ')') fail("expected ')' closing '" + tree.scheme + "('");
+      if (i_ >= text_.size() || text_[i_] != ')')
+        fail("expected ')' closing '" + tree.scheme + "('");
       ++i_;
     } else {
       tree.scheme = "direct";
@@ -112,6 +113,8 @@ class Parser {
 
 }  // namespace
 
-SpecTree parse_spec(const std::string& text) { return Parser(text).parse(); }
+SpecTree parse_spec(const std::string& text) {
+  return Parser(text).parse();
+}
 
 }  // namespace slowpipe::compressors

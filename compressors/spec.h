@@ -31,11 +31,11 @@ struct SpecStage {
 };
 
 struct SpecTree {
-  std::string text;             // the spec as written
-  std::string scheme;           // "direct", "ef", "ef21" or "aq" ("direct" when absent)
-  size_t scheme_pos = 0;        // 1-based; 0 when the scheme was implicit
+  std::string text;               // the spec as written
+  std::string scheme;             // "direct", "ef", "ef21" or "aq" ("direct" when absent)
+  size_t scheme_pos = 0;          // 1-based; 0 when the scheme was implicit
   std::vector<SpecStage> stages;  // one or two stages
-  size_t plus_pos = 0;          // position of '+', 0 when absent
+  size_t plus_pos = 0;            // position of '+', 0 when absent
 };
 
 // Parses the shape of a spec. Throws UsageError:

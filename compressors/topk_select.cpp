@@ -48,7 +48,8 @@ int64_t count_and_collect_scalar(const float* x, int64_t begin, int64_t m, uint3
 }
 // Sweep 2: writes, in index order, the indices with magnitude > t and the first
 // `ties` indices with magnitude == t. Returns the count written.
-int64_t emit_scalar(const float* x, int64_t begin, int64_t m, uint32_t t, int64_t& ties, int32_t* out) {
+int64_t emit_scalar(const float* x, int64_t begin, int64_t m, uint32_t t, int64_t& ties,
+                    int32_t* out) {
   int64_t w = 0;
   for (int64_t i = begin; i < m; ++i) {
     uint32_t u = mag_bits(x[i]);
@@ -62,8 +63,8 @@ int64_t emit_scalar(const float* x, int64_t begin, int64_t m, uint32_t t, int64_
 
 #ifdef SLOWPIPE_HAVE_AVX512_SWEEP
 // The same two sweeps with AVX-512 compress-stores, 16 elements at a time.
-__attribute__((target("avx512f,popcnt"))) int64_t count_and_collect_avx512(const float* x, int64_t m, uint32_t lo,
-                                                                          uint32_t hi, uint32_t* cmag, int64_t& nc) {
+__attribute__((target("avx512f,popcnt"))) int64_t count_and_collect_avx512(
+    const float* x, int64_t m, uint32_t lo, uint32_t hi, uint32_t* cmag, int64_t& nc) {
   const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
   const __m512i vhi = _mm512_set1_epi32(static_cast<int>(hi));
   const __m512i vlo = _mm512_set1_epi32(static_cast<int>(lo));
@@ -79,8 +80,8 @@ __attribute__((target("avx512f,popcnt"))) int64_t count_and_collect_avx512(const
   }
   return above + count_and_collect_scalar(x, i, m, lo, hi, cmag, nc);
 }
-__attribute__((target("avx512f,popcnt"))) int64_t emit_avx512(const float* x, int64_t m, uint32_t t, int64_t& ties,
-                                                             int32_t* out) {
+__attribute__((target("avx512f,popcnt"))) int64_t emit_avx512(const float* x, int64_t m, uint32_t t,
+                                                              int64_t& ties, int32_t* out) {
   const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
   const __m512i vt = _mm512_set1_epi32(static_cast<int>(t));
   const __m512i step = _mm512_set1_epi32(16);
@@ -100,8 +101,56 @@ __attribute__((target("avx512f,popcnt"))) int64_t emit_avx512(const float* x, in
   }
   return w + emit_scalar(x, i, m, t, ties, out + w);
 }
-const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
+bool has_avx512() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
+  return has;
+}
 #endif
+
+// Radix-assisted selection: the value of rank r (0 = largest) of a[0..n) and how
+// many elements are strictly greater. One histogram pass over 2048 bins of the
+// value range narrows the search to one bin, then nth_element settles it.
+// Reorders (and overwrites part of) a.
+struct Ranked {
+  uint32_t value;
+  int64_t greater;
+};
+Ranked kth_largest(uint32_t* a, int64_t n, int64_t r) {
+  auto count_greater = [](const uint32_t* p, int64_t len, uint32_t v) {
+    int64_t c = 0;
+    for (int64_t i = 0; i < len; ++i) c += p[i] > v;
+    return c;
+  };
+  if (n <= 512) {
+    std::nth_element(a, a + r, a + n, std::greater<>());
+    return {a[r], count_greater(a, n, a[r])};
+  }
+  uint32_t lo = a[0], hi = a[0];
+  for (int64_t i = 1; i < n; ++i) {
+    lo = std::min(lo, a[i]);
+    hi = std::max(hi, a[i]);
+  }
+  if (lo == hi) return {lo, 0};
+  const int width = 32 - __builtin_clz(hi - lo);
+  const int shift = std::max(0, width - 11);
+  std::vector<int64_t> counts(size_t{1} << 11, 0);
+  for (int64_t i = 0; i < n; ++i) ++counts[(a[i] - lo) >> shift];
+  int64_t above = 0;
+  int64_t b = static_cast<int64_t>(((hi - lo) >> shift));
+  for (; b > 0; --b) {
+    if (above + counts[b] > r) break;
+    above += counts[b];
+  }
+  int64_t w = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (static_cast<int64_t>((a[i] - lo) >> shift) == b) a[w++] = a[i];
+  const int64_t rr = r - above;
+  std::nth_element(a, a + rr, a + w, std::greater<>());
+  return {a[rr], above + count_greater(a, w, a[rr])};
+}
 
 }  // namespace
 
@@ -120,7 +169,8 @@ void TopkSelector::select_exact(const float* x, int64_t m, int64_t k, int32_t* o
   mags_.resize(m);
   for (int64_t i = 0; i < m; ++i) mags_[i] = mag_bits(x[i]);
   cand_mags_.assign(mags_.begin(), mags_.end());
-  std::nth_element(cand_mags_.begin(), cand_mags_.begin() + (k - 1), cand_mags_.end(), std::greater<>());
+  std::nth_element(cand_mags_.begin(), cand_mags_.begin() + (k - 1), cand_mags_.end(),
+                   std::greater<>());
   uint32_t t = cand_mags_[k - 1];
   int64_t above = 0;
   for (int64_t i = 0; i < m; ++i) above += mags_[i] > t;
@@ -155,23 +205,18 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
   const auto r_hi = static_cast<int64_t>(std::floor(mean - margin));  // rank (0 = largest)
   const auto r_lo = static_cast<int64_t>(std::ceil(mean + margin));
   uint32_t hi = 0xFFFFFFFFU, lo = 0;
-  auto by_desc = std::greater<>();
-  if (r_hi >= 0) {
-    std::nth_element(sample_.begin(), sample_.begin() + r_hi, sample_.end(), by_desc);
-    hi = sample_[r_hi];
+  if (r_lo < s) {
+    mags_.assign(sample_.begin(), sample_.end());
+    lo = kth_largest(mags_.data(), s, r_lo).value;
   }
-  if (r_lo < s) {  // after the first nth_element, ranks > r_hi lie behind it
-    auto from = r_hi >= 0 ? sample_.begin() + r_hi + 1 : sample_.begin();
-    std::nth_element(from, sample_.begin() + r_lo, sample_.end(), by_desc);
-    lo = sample_[r_lo];
-  }
+  if (r_hi >= 0) hi = kth_largest(sample_.data(), s, r_hi).value;
   if (lo > hi) lo = hi;
   // 2. Sweep 1: count the sure ones (> hi), collect the candidates ([lo, hi]).
   cand_mags_.resize(m);
   uint32_t* cmag = cand_mags_.data();
   int64_t nc = 0, ns = 0;
 #ifdef SLOWPIPE_HAVE_AVX512_SWEEP
-  if (kHasAvx512)
+  if (simd_ && has_avx512())
     ns = count_and_collect_avx512(x, m, lo, hi, cmag, nc);
   else
 #endif
@@ -187,28 +232,29 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
   uint32_t t = hi;
   int64_t ties = 0;
   if (need > 0) {
-    std::nth_element(cmag, cmag + (need - 1), cmag + nc, by_desc);
-    t = cmag[need - 1];
-    int64_t above_t = 0;
-    for (int64_t i = 0; i < nc; ++i) above_t += cmag[i] > t;
-    ties = need - above_t;
+    Ranked ranked = kth_largest(cmag, nc, need - 1);
+    t = ranked.value;
+    ties = need - ranked.greater;
   }
   // 4. Sweep 2: emit in index order.
   int64_t written;
 #ifdef SLOWPIPE_HAVE_AVX512_SWEEP
-  if (kHasAvx512)
+  if (simd_ && has_avx512())
     written = emit_avx512(x, m, t, ties, out);
   else
 #endif
     written = emit_scalar(x, 0, m, t, ties, out);
-  if (written != k) throw std::logic_error("TopkSelector: selected " + std::to_string(written) + " of " + std::to_string(k));
+  if (written != k)
+    throw std::logic_error("TopkSelector: selected " + std::to_string(written) + " of " +
+                           std::to_string(k));
 }
 
 void select_randk(int64_t m, int64_t k, uint64_t& state, int32_t* out) {
   int64_t w = 0;
   for (int64_t i = 0; i < m && w < k; ++i) {
     double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
-    if (u * static_cast<double>(m - i) < static_cast<double>(k - w)) out[w++] = static_cast<int32_t>(i);
+    if (u * static_cast<double>(m - i) < static_cast<double>(k - w))
+      out[w++] = static_cast<int32_t>(i);
   }
 }
 
@@ -271,11 +317,14 @@ void decode_indices(const uint8_t* in, int64_t rows, int64_t m, int64_t k, int32
       for (int64_t i = 0; i < m; ++i) {
         uint64_t p = pos + static_cast<uint64_t>(i);
         if ((buf[p >> 3] >> (p & 7)) & 1U) {
-          if (w == k) throw DataError("sparse message: row " + std::to_string(r) + " holds more than k indices");
+          if (w == k)
+            throw DataError("sparse message: row " + std::to_string(r) +
+                            " holds more than k indices");
           row[w++] = static_cast<int32_t>(i);
         }
       }
-      if (w != k) throw DataError("sparse message: row " + std::to_string(r) + " holds fewer than k indices");
+      if (w != k)
+        throw DataError("sparse message: row " + std::to_string(r) + " holds fewer than k indices");
       pos += c.row_bits;
     } else {
       for (int64_t j = 0; j < k; ++j) {

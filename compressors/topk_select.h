@@ -29,10 +29,13 @@ class TopkSelector {
   // The same result by nth_element over the whole row (the fallback; tests).
   void select_exact(const float* x, int64_t m, int64_t k, int32_t* out);
   int64_t fallbacks() const { return fallbacks_; }
+  // Tests: false forces the portable scalar sweeps even where AVX-512 exists.
+  void set_simd(bool enabled) { simd_ = enabled; }
 
  private:
   std::vector<uint32_t> mags_, cand_mags_, sample_;
   int64_t fallbacks_ = 0;
+  bool simd_ = true;
 };
 
 // k distinct indices drawn uniformly from [0, m), ascending (selection sampling).

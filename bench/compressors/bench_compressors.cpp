@@ -8,7 +8,6 @@
 //     against torch::topk (values and indices).
 // Throughput is reported as fp32 input bytes per second (SetBytesProcessed).
 #include <benchmark/benchmark.h>
-
 #include <torch/torch.h>
 
 #include "compressors/quantizer.h"
@@ -19,14 +18,18 @@ namespace sc = slowpipe::compressors;
 namespace {
 
 constexpr int64_t kChannels = 1024;
-int64_t numel_of(int64_t mib) { return mib * 1024 * 1024 / 4; }
+int64_t numel_of(int64_t mib) {
+  return mib * 1024 * 1024 / 4;
+}
 
 at::Tensor input(int64_t mib) {
   at::manual_seed(0);
   return at::randn({numel_of(mib) / kChannels, kChannels});
 }
 
-std::unique_ptr<sc::Codec> quantizer(int bits) { return sc::make_codec("q" + std::to_string(bits)); }
+std::unique_ptr<sc::Codec> quantizer(int bits) {
+  return sc::make_codec("q" + std::to_string(bits));
+}
 
 // ---- libtorch compositions ----
 
@@ -34,9 +37,9 @@ std::unique_ptr<sc::Codec> quantizer(int bits) { return sc::make_codec("q" + std
 // 8/bits codes per byte with shifts and ors.
 std::pair<at::Tensor, at::Tensor> torch_quantize_pack(const at::Tensor& x, int bits) {
   const double qmax = bits == 1 ? 1 : (1 << (bits - 1)) - 1;
-  at::Tensor scale = x.abs().amax(0).to(at::kHalf);                   // [C] fp16 scales
+  at::Tensor scale = x.abs().amax(0).to(at::kHalf);  // [C] fp16 scales
   at::Tensor step = scale.to(at::kFloat) / qmax;
-  at::Tensor q = (x / step).round().clamp(-qmax, qmax) + qmax;         // [R, C] codes
+  at::Tensor q = (x / step).round().clamp(-qmax, qmax) + qmax;  // [R, C] codes
   at::Tensor codes = q.to(at::kByte).flatten();
   const int per_byte = 8 / bits;
   at::Tensor grouped = codes.view({-1, per_byte});
@@ -45,11 +48,13 @@ std::pair<at::Tensor, at::Tensor> torch_quantize_pack(const at::Tensor& x, int b
   return {packed, scale};
 }
 
-at::Tensor torch_unpack_dequantize(const at::Tensor& packed, const at::Tensor& scale, int bits, int64_t rows) {
+at::Tensor torch_unpack_dequantize(const at::Tensor& packed, const at::Tensor& scale, int bits,
+                                   int64_t rows) {
   const double qmax = bits == 1 ? 1 : (1 << (bits - 1)) - 1;
   const int per_byte = 8 / bits;
   std::vector<at::Tensor> parts;
-  for (int j = 0; j < per_byte; ++j) parts.push_back(packed.__rshift__(bits * j).bitwise_and((1 << bits) - 1));
+  for (int j = 0; j < per_byte; ++j)
+    parts.push_back(packed.__rshift__(bits * j).bitwise_and((1 << bits) - 1));
   at::Tensor codes = at::stack(parts, 1).view({rows, kChannels}).to(at::kFloat);
   return (codes - qmax) * (scale.to(at::kFloat) / qmax);
 }
@@ -117,7 +122,8 @@ void BM_TopkRow_Slowpipe(benchmark::State& st) {
   std::vector<int32_t> idx(rows * k);
   sc::TopkSelector selector;
   for (auto _ : st) {
-    for (int64_t r = 0; r < rows; ++r) selector.select(x.data_ptr<float>() + r * kRowLen, kRowLen, k, idx.data() + r * k);
+    for (int64_t r = 0; r < rows; ++r)
+      selector.select(x.data_ptr<float>() + r * kRowLen, kRowLen, k, idx.data() + r * k);
     benchmark::DoNotOptimize(idx.data());
   }
   st.counters["fallbacks"] = static_cast<double>(selector.fallbacks());

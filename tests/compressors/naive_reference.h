@@ -22,21 +22,26 @@ inline void put_bits(std::vector<uint8_t>& out, uint64_t bit_pos, uint64_t value
 }
 
 // Scale-group index of element i (mirrors the documented layout).
-inline int64_t group_of(const QuantizerConfig& c, const std::vector<int64_t>& shape, int64_t n, int64_t i) {
+inline int64_t group_of(const QuantizerConfig& c, const std::vector<int64_t>& shape, int64_t n,
+                        int64_t i) {
   switch (c.mode) {
-    case ScaleMode::kTensor: return 0;
+    case ScaleMode::kTensor:
+      return 0;
     case ScaleMode::kRow: {
       int64_t rows = shape.size() < 2 ? 1 : shape[0];
       return i / (n / rows);
     }
-    case ScaleMode::kChannel: return i % (shape.empty() ? 1 : shape.back());
-    case ScaleMode::kGroup: return i / c.group;
+    case ScaleMode::kChannel:
+      return i % (shape.empty() ? 1 : shape.back());
+    case ScaleMode::kGroup:
+      return i / c.group;
   }
   return 0;
 }
 
 // The whole quantizer payload (nearest rounding): scales then packed codes.
-inline std::vector<uint8_t> quantize_payload(const std::vector<float>& x, const std::vector<int64_t>& shape,
+inline std::vector<uint8_t> quantize_payload(const std::vector<float>& x,
+                                             const std::vector<int64_t>& shape,
                                              const QuantizerConfig& c) {
   const int64_t n = static_cast<int64_t>(x.size());
   int64_t groups = 0;
@@ -94,7 +99,8 @@ inline uint64_t get_bits(const std::vector<uint8_t>& in, uint64_t bit_pos, int b
 }
 
 // Decodes a quantizer payload: value = lo + code * step.
-inline std::vector<float> dequantize_payload(const std::vector<uint8_t>& p, const std::vector<int64_t>& shape,
+inline std::vector<float> dequantize_payload(const std::vector<uint8_t>& p,
+                                             const std::vector<int64_t>& shape,
                                              const QuantizerConfig& c) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -119,7 +125,9 @@ inline std::vector<float> dequantize_payload(const std::vector<uint8_t>& p, cons
     float lo = c.minmax ? scale(2 * g) : -scale(g);
     float hi = c.minmax ? scale(2 * g + 1) : scale(g);
     float step = (hi - lo) / static_cast<float>(levels - 1);
-    out[i] = lo + static_cast<float>(get_bits(p, base + static_cast<uint64_t>(i) * c.bits, c.bits)) * step;
+    out[i] =
+        lo +
+        static_cast<float>(get_bits(p, base + static_cast<uint64_t>(i) * c.bits, c.bits)) * step;
   }
   return out;
 }
@@ -128,14 +136,16 @@ inline std::vector<float> dequantize_payload(const std::vector<uint8_t>& p, cons
 inline std::vector<int32_t> topk_indices(const float* x, int64_t m, int64_t k) {
   std::vector<int32_t> idx(m);
   std::iota(idx.begin(), idx.end(), 0);
-  std::stable_sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) { return std::fabs(x[a]) > std::fabs(x[b]); });
+  std::stable_sort(idx.begin(), idx.end(),
+                   [&](int32_t a, int32_t b) { return std::fabs(x[a]) > std::fabs(x[b]); });
   idx.resize(k);
   std::sort(idx.begin(), idx.end());
   return idx;
 }
 
 // Index section: per row a bitmap of m bits or k indices of ceil(log2 m) bits.
-inline std::vector<uint8_t> index_section(const std::vector<std::vector<int32_t>>& rows, int64_t m, int64_t k) {
+inline std::vector<uint8_t> index_section(const std::vector<std::vector<int32_t>>& rows, int64_t m,
+                                          int64_t k) {
   int bits = 1;
   while ((int64_t{1} << bits) < m) ++bits;
   const bool bitmap = m <= k * bits;

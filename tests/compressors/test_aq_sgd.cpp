@@ -2,10 +2,9 @@
 // (checked against a reference written here with at:: ops and fp16 buffers),
 // warm-up sends uncompressed, sender and receiver buffers stay identical, the
 // disk store behaves like the memory store.
-#include <catch2/catch.hpp>
-
 #include <ATen/ATen.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <map>
 
@@ -71,7 +70,8 @@ TEST_CASE("AQ-SGD: follows the update rule step for step, warm-up included") {
     auto& aq = dynamic_cast<sc::AqChannel&>(*ch);
     REQUIRE(same_buffers(aq, num_samples));
     for (int64_t id = 0; id < num_samples; ++id) {
-      at::Tensor got = at::from_blob(const_cast<uint16_t*>(aq.sender_buffer().row(id)), {5, 6}, at::kShort);
+      at::Tensor got =
+          at::from_blob(const_cast<uint16_t*>(aq.sender_buffer().row(id)), {5, 6}, at::kShort);
       at::Tensor want = m[id].view(at::kShort);
       REQUIRE(at::equal(got, want));
     }
@@ -111,7 +111,8 @@ TEST_CASE("AQ-SGD: sender and receiver buffers identical after many steps, memor
     }
     // Compressing the change beats compressing the activation (AQ-SGD's point).
     REQUIRE(late_err < 0.5 * direct_err);
-    if (store == std::string("disk")) REQUIRE(aq.sender_buffer().path().find("test.aq") != std::string::npos);
+    if (store == std::string("disk"))
+      REQUIRE(aq.sender_buffer().path().find("test.aq") != std::string::npos);
   }
 }
 
@@ -120,7 +121,8 @@ TEST_CASE("AQ-SGD: needs sample ids and ids in range; infer changes no state") {
   ctx.num_samples = 4;
   auto ch = sc::make_channel("aq(q4)", ctx);
   REQUIRE_THROWS_AS(ch->transfer(at::randn({2, 8}), at::Tensor(), nullptr), slowpipe::UsageError);
-  REQUIRE_THROWS_AS(ch->transfer(at::randn({2, 8}), at::arange(3, 5, at::kLong), nullptr), slowpipe::UsageError);
+  REQUIRE_THROWS_AS(ch->transfer(at::randn({2, 8}), at::arange(3, 5, at::kLong), nullptr),
+                    slowpipe::UsageError);
   ch->set_epoch(1);
   at::Tensor x = at::randn({2, 8});
   auto codec = sc::make_codec("q4");

@@ -1,10 +1,9 @@
 // Channels without per-sample state: none is a pass-through, EF keeps
 // e = x + e - C(x + e), EF21's two copies of g stay identical, the shared-mask
 // backward applies the forward mask of the same micro-batch.
-#include <catch2/catch.hpp>
-
 #include <ATen/ATen.h>
 
+#include <catch2/catch.hpp>
 #include <set>
 
 #include "compressors/codec.h"
@@ -75,7 +74,8 @@ TEST_CASE("EF21: sender and receiver copies identical after many steps; g tracks
       sc::TransferStats stats;
       at::Tensor y = ch->transfer(x, at::Tensor(), &stats);
       REQUIRE(ef21->sender_state() == ef21->receiver_state());
-      REQUIRE(std::equal(ef21->receiver_state().begin(), ef21->receiver_state().end(), y.data_ptr<float>()));
+      REQUIRE(std::equal(ef21->receiver_state().begin(), ef21->receiver_state().end(),
+                         y.data_ptr<float>()));
       if (step == 0) first_err = stats.rel_error;
       last_err = stats.rel_error;
     }

@@ -1,10 +1,10 @@
 // Quantizer codecs against the naive reference (byte for byte), fp16 scale
 // rounding, stochastic rounding's unbiasedness, and the cast/sign codecs.
-#include <catch2/catch.hpp>
-
 #include <ATen/ATen.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "compressors/codec.h"
@@ -27,18 +27,22 @@ std::vector<float> random_values(int64_t n, uint32_t seed, bool laplace = false)
 }
 std::string mode_arg(sc::ScaleMode m, int64_t g) {
   switch (m) {
-    case sc::ScaleMode::kTensor: return ":tensor";
-    case sc::ScaleMode::kRow: return ":row";
-    case sc::ScaleMode::kChannel: return ":channel";
-    case sc::ScaleMode::kGroup: return ":group=" + std::to_string(g);
+    case sc::ScaleMode::kTensor:
+      return ":tensor";
+    case sc::ScaleMode::kRow:
+      return ":row";
+    case sc::ScaleMode::kChannel:
+      return ":channel";
+    case sc::ScaleMode::kGroup:
+      return ":group=" + std::to_string(g);
   }
   return "";
 }
 }  // namespace
 
 TEST_CASE("Quantizer: payload equals the naive reference byte for byte") {
-  const std::vector<std::vector<int64_t>> shapes = {{7}, {3, 5}, {4, 33}, {2, 3, 17}, {5, 8, 64}, {1, 3 * 4096 + 37},
-                                                    {3, 4100}};
+  const std::vector<std::vector<int64_t>> shapes = {
+      {7}, {3, 5}, {4, 33}, {2, 3, 17}, {5, 8, 64}, {1, 3 * 4096 + 37}, {3, 4100}};
   const std::vector<std::pair<sc::ScaleMode, int64_t>> modes = {{sc::ScaleMode::kTensor, 0},
                                                                 {sc::ScaleMode::kRow, 0},
                                                                 {sc::ScaleMode::kChannel, 0},
@@ -53,8 +57,8 @@ TEST_CASE("Quantizer: payload equals the naive reference byte for byte") {
       for (auto [mode, g] : modes)
         for (bool minmax : {false, true})
           for (bool fp32 : {false, true}) {
-            std::string spec = "q" + std::to_string(bits) + mode_arg(mode, g) + (minmax ? ":minmax" : "") +
-                               (fp32 ? ":fp32" : "");
+            std::string spec = "q" + std::to_string(bits) + mode_arg(mode, g) +
+                               (minmax ? ":minmax" : "") + (fp32 ? ":fp32" : "");
             INFO("spec " << spec << " shape size " << n);
             sc::QuantizerConfig c;
             c.bits = bits;
@@ -89,7 +93,8 @@ TEST_CASE("Quantizer: round to nearest stays within half a step, never clips") {
       float maxabs = 0;
       for (int64_t r = 0; r < 64; ++r) maxabs = std::max(maxabs, std::fabs(x[r * 96 + c]));
       float step = 2.0F * maxabs / static_cast<float>((1 << bits) - 2);
-      for (int64_t r = 0; r < 64; ++r) REQUIRE(std::fabs(y[r * 96 + c] - x[r * 96 + c]) <= 0.5F * step * 1.002F + 1e-6F);
+      for (int64_t r = 0; r < 64; ++r)
+        REQUIRE(std::fabs(y[r * 96 + c] - x[r * 96 + c]) <= 0.5F * step * 1.002F + 1e-6F);
     }
   }
 }
@@ -119,7 +124,8 @@ TEST_CASE("Quantizer: stochastic rounding is unbiased") {
   const int draws = 2000;
   std::vector<int64_t> shape = {n};
   std::vector<float> x = random_values(n, 9);
-  for (const char* spec : {"q2:stochastic:tensor", "q4:stochastic:tensor:minmax", "q1:stochastic:tensor"}) {
+  for (const char* spec :
+       {"q2:stochastic:tensor", "q4:stochastic:tensor:minmax", "q1:stochastic:tensor"}) {
     INFO(spec);
     auto codec = sc::make_codec(spec, 77);
     auto nearest = sc::make_codec(std::string(spec).replace(3, 11, ""), 77);
@@ -156,7 +162,8 @@ TEST_CASE("Quantizer: stochastic rounding is unbiased") {
     nearest->encode_raw(x.data(), shape, msg);
     nearest->decode_raw(msg.data(), msg.size(), shape, y.data());
     double worst = 0;
-    for (int64_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(static_cast<double>(y[i]) - x[i]));
+    for (int64_t i = 0; i < n; ++i)
+      worst = std::max(worst, std::fabs(static_cast<double>(y[i]) - x[i]));
     REQUIRE(worst > 6.0 * sd);
   }
 }
@@ -173,11 +180,13 @@ TEST_CASE("Quantizer: stochastic rounding picks a neighbouring level") {
     float maxabs = 0;
     for (int64_t j = 0; j < 4097; ++j) maxabs = std::max(maxabs, std::fabs(x[r * 4097 + j]));
     float step = 2.0F * maxabs / 6.0F;
-    for (int64_t j = 0; j < 4097; ++j) REQUIRE(std::fabs(y[r * 4097 + j] - x[r * 4097 + j]) <= step * 1.002F);
+    for (int64_t j = 0; j < 4097; ++j)
+      REQUIRE(std::fabs(y[r * 4097 + j] - x[r * 4097 + j]) <= step * 1.002F);
   }
 }
 
-TEST_CASE("Cast codecs: none is exact, fp16/bf16 match libtorch's casts, sign keeps sign and l1 mass") {
+TEST_CASE(
+    "Cast codecs: none is exact, fp16/bf16 match libtorch's casts, sign keeps sign and l1 mass") {
   at::manual_seed(0);
   at::Tensor x = at::randn({3, 5, 7});
   sc::Shape shape = {3, 5, 7};
@@ -200,5 +209,40 @@ TEST_CASE("Cast codecs: none is exact, fp16/bf16 match libtorch's casts, sign ke
     at::Tensor xr = x[r], yr = y[r];
     REQUIRE(at::equal(yr >= 0, xr >= 0));
     REQUIRE(std::fabs(yr.abs().sum().item<float>() - xr.abs().sum().item<float>()) < 1e-3F);
+  }
+}
+
+TEST_CASE(
+    "Sign codec: payload equals the naive reference (fp32 mean |x| per row, LSB-first bits)") {
+  for (const sc::Shape& shape : std::vector<sc::Shape>{{1, 1}, {3, 5}, {4, 3, 11}, {2, 4099}}) {
+    int64_t n = sc::shape_numel(shape), rows = shape[0], m = n / rows;
+    std::vector<float> x = random_values(n, static_cast<uint32_t>(n));
+    x[0] = 0.0F;  // zero counts as non-negative
+    for (bool per_row : {true, false}) {
+      auto codec = sc::make_codec(per_row ? "sign" : "sign:tensor");
+      sc::Message msg;
+      codec->encode_raw(x.data(), shape, msg);
+      const int64_t groups = per_row ? rows : 1, run = per_row ? m : n;
+      std::vector<uint8_t> ref(4 * groups + (n + 7) / 8, 0);
+      for (int64_t g = 0; g < groups; ++g) {
+        double sum = 0;
+        for (int64_t i = g * run; i < (g + 1) * run; ++i) sum += std::fabs(x[i]);
+        auto scale = static_cast<float>(sum / static_cast<double>(run));
+        std::memcpy(&ref[4 * g], &scale, 4);
+      }
+      for (int64_t i = 0; i < n; ++i)
+        sc::naive::put_bits(ref, 8 * 4 * groups + i, x[i] >= 0 ? 1 : 0, 1);
+      REQUIRE(msg == ref);
+    }
+  }
+}
+
+TEST_CASE(
+    "Codecs accept any layout and dtype: a strided double tensor encodes like its fp32 copy") {
+  at::Tensor x = at::randn({16, 24}, at::kDouble).t();  // [24, 16], not contiguous
+  REQUIRE_FALSE(x.is_contiguous());
+  for (const char* spec : {"q4", "topk:0.2+q8", "fp16", "sign"}) {
+    auto a = sc::make_codec(spec), b = sc::make_codec(spec);
+    REQUIRE(a->encode(x) == b->encode(x.to(at::kFloat).contiguous()));
   }
 }

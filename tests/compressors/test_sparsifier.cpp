@@ -1,7 +1,6 @@
 // TopK / RandK: selection against the naive reference, message bytes against
 // the naive index coding, composition with a value quantizer.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -32,7 +31,8 @@ std::vector<float> make_row(int64_t m, int kind, uint32_t seed) {
 }  // namespace
 
 TEST_CASE("TopK: keeps exactly the k largest magnitudes per row (fast path and exact path)") {
-  sc::TopkSelector sel;
+  sc::TopkSelector sel, scalar;
+  scalar.set_simd(false);
   for (int64_t m : {1, 2, 17, 1000, 4096, 4097, 20000, 100003}) {
     for (double frac : {0.001, 0.1, 0.3, 0.5, 1.0}) {
       for (int kind = 0; kind < 4; ++kind) {
@@ -44,13 +44,16 @@ TEST_CASE("TopK: keeps exactly the k largest magnitudes per row (fast path and e
         std::vector<int32_t> got(k);
         sel.select(x.data(), m, k, got.data());
         REQUIRE(got == sc::naive::topk_indices(x.data(), m, k));
+        std::vector<int32_t> got_scalar(k);
+        scalar.select(x.data(), m, k, got_scalar.data());
+        REQUIRE(got_scalar == got);
         // The property itself: no dropped magnitude exceeds a kept one.
         std::vector<char> kept(m, 0);
         float min_kept = INFINITY, max_dropped = 0;
         for (int32_t i : got) kept[i] = 1;
         for (int64_t i = 0; i < m; ++i)
-          (kept[i] ? min_kept : max_dropped) =
-              kept[i] ? std::min(min_kept, std::fabs(x[i])) : std::max(max_dropped, std::fabs(x[i]));
+          (kept[i] ? min_kept : max_dropped) = kept[i] ? std::min(min_kept, std::fabs(x[i]))
+                                                       : std::max(max_dropped, std::fabs(x[i]));
         REQUIRE(min_kept >= max_dropped);
       }
     }
@@ -101,7 +104,8 @@ TEST_CASE("Index coding: smaller of bitmap and list, matching the naive coder") 
         flat.insert(flat.end(), all.begin(), all.end());
       }
       INFO("m=" << m << " k=" << k);
-      REQUIRE(sc::index_section_bytes(rows, m, k) == (rows * std::min<uint64_t>(m, k * bits) + 7) / 8);
+      REQUIRE(sc::index_section_bytes(rows, m, k) ==
+              (rows * std::min<uint64_t>(m, k * bits) + 7) / 8);
       std::vector<uint8_t> out(sc::index_section_bytes(rows, m, k));
       sc::encode_indices(flat.data(), rows, m, k, out.data());
       REQUIRE(out == sc::naive::index_section(ref_rows, m, k));
@@ -128,7 +132,8 @@ TEST_CASE("TopK codec: message = naive indices + fp32 values; decode scatters th
       int64_t k = sc::kept_count(frac, m);
       std::vector<std::vector<int32_t>> ref_rows;
       std::vector<uint8_t> ref;
-      for (int64_t r = 0; r < rows; ++r) ref_rows.push_back(sc::naive::topk_indices(x.data() + r * m, m, k));
+      for (int64_t r = 0; r < rows; ++r)
+        ref_rows.push_back(sc::naive::topk_indices(x.data() + r * m, m, k));
       ref = sc::naive::index_section(ref_rows, m, k);
       for (int64_t r = 0; r < rows; ++r)
         for (int32_t i : ref_rows[r]) {
@@ -141,7 +146,8 @@ TEST_CASE("TopK codec: message = naive indices + fp32 values; decode scatters th
       codec->decode_raw(msg.data(), msg.size(), shape, y.data());
       for (int64_t r = 0; r < rows; ++r) {
         std::set<int32_t> kept(ref_rows[r].begin(), ref_rows[r].end());
-        for (int64_t i = 0; i < m; ++i) REQUIRE(y[r * m + i] == (kept.count(i) ? x[r * m + i] : 0.0F));
+        for (int64_t i = 0; i < m; ++i)
+          REQUIRE(y[r * m + i] == (kept.count(i) ? x[r * m + i] : 0.0F));
       }
     }
   }
@@ -201,4 +207,32 @@ TEST_CASE("RandK codec: keeps k entries per row; unbiased variant rescales by m/
     for (float v : y) sum += v;
   }
   REQUIRE(std::fabs(sum / (200.0 * 200.0) - 1.0) < 1e-9);  // exactly k*(m/k) per row
+}
+
+TEST_CASE("RandK codec: message = naive coding of its selection + fp32 values") {
+  sc::Shape shape = {3, 2000};
+  std::vector<float> x(6000);
+  std::mt19937 rng(4);
+  std::normal_distribution<float> normal;
+  for (float& v : x) v = normal(rng);
+  for (double frac : {0.01, 0.2, 0.5}) {
+    auto codec = sc::make_codec("randk:" + std::to_string(frac), 9);
+    sc::Message msg;
+    codec->encode_raw(x.data(), shape, msg);
+    const sc::SparseSelection* sel = codec->last_selection();
+    const int64_t k = sc::kept_count(frac, 2000);
+    REQUIRE(sel->k == k);
+    std::vector<std::vector<int32_t>> rows;
+    std::vector<uint8_t> ref;
+    for (int64_t r = 0; r < 3; ++r)
+      rows.emplace_back(sel->indices.begin() + r * k, sel->indices.begin() + (r + 1) * k);
+    ref = sc::naive::index_section(rows, 2000, k);
+    for (int64_t r = 0; r < 3; ++r)
+      for (int32_t i : rows[r]) {
+        uint8_t b[4];
+        std::memcpy(b, &x[r * 2000 + i], 4);
+        ref.insert(ref.end(), b, b + 4);
+      }
+    REQUIRE(msg == ref);
+  }
 }

@@ -2,7 +2,6 @@
 // form; errors name the 1-based position and what was expected; config keys
 // validate specs when set.
 #include <catch2/catch.hpp>
-
 #include <sstream>
 
 #include "common/errors.h"
@@ -27,12 +26,27 @@ std::string error_of(const std::function<void()>& f) {
 
 TEST_CASE("Spec: the issue's examples build channels with canonical names") {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"none", "none"}, {"fp16", "fp16"}, {"bf16", "bf16"}, {"q4", "q4"}, {"q2:stochastic", "q2:stochastic"},
-      {"q2:sr", "q2:stochastic"}, {"q4:group=64", "q4:group=64"}, {"q4:channel:fp16:maxabs", "q4"},
-      {"topk:0.1", "topk:0.1"}, {"topk:0.10:row", "topk:0.1"}, {"topk:0.1+q8", "topk:0.1+q8"},
-      {"topk:0.1+q8:row", "topk:0.1+q8"}, {"topk:0.1+none", "topk:0.1"}, {"randk:0.2", "randk:0.2"},
-      {"ef(topk:0.1)", "ef(topk:0.1)"}, {"ef21(q4)", "ef21(q4)"}, {"aq(q2)", "aq(q2)"},
-      {"aq(topk:0.3)", "aq(topk:0.3)"}, {"direct(q4)", "q4"}, {"sign", "sign"}, {"q8:tensor:minmax:fp32", "q8:tensor:minmax:fp32"}};
+      {"none", "none"},
+      {"fp16", "fp16"},
+      {"bf16", "bf16"},
+      {"q4", "q4"},
+      {"q2:stochastic", "q2:stochastic"},
+      {"q2:sr", "q2:stochastic"},
+      {"q4:group=64", "q4:group=64"},
+      {"q4:channel:fp16:maxabs", "q4"},
+      {"topk:0.1", "topk:0.1"},
+      {"topk:0.10:row", "topk:0.1"},
+      {"topk:0.1+q8", "topk:0.1+q8"},
+      {"topk:0.1+q8:row", "topk:0.1+q8"},
+      {"topk:0.1+none", "topk:0.1"},
+      {"randk:0.2", "randk:0.2"},
+      {"ef(topk:0.1)", "ef(topk:0.1)"},
+      {"ef21(q4)", "ef21(q4)"},
+      {"aq(q2)", "aq(q2)"},
+      {"aq(topk:0.3)", "aq(topk:0.3)"},
+      {"direct(q4)", "q4"},
+      {"sign", "sign"},
+      {"q8:tensor:minmax:fp32", "q8:tensor:minmax:fp32"}};
   for (const auto& [spec, canonical] : cases) {
     INFO(spec);
     REQUIRE(sc::canonical_spec(spec) == canonical);
@@ -81,9 +95,12 @@ TEST_CASE("Spec: errors name the position and what was expected") {
 TEST_CASE("Spec: topk:shared is a backward-only spec and needs a sparsifying forward") {
   REQUIRE_NOTHROW(sc::make_boundary("topk:0.1", "topk:shared", sc::ChannelContext{}));
   REQUIRE_NOTHROW(sc::make_boundary("ef(topk:0.1+q8)", "topk:shared+q8", sc::ChannelContext{}));
-  REQUIRE_THROWS_AS(sc::make_boundary("q4", "topk:shared", sc::ChannelContext{}), slowpipe::UsageError);
-  REQUIRE_THROWS_AS(sc::make_boundary("topk:0.1", "ef(topk:shared)", sc::ChannelContext{}), slowpipe::UsageError);
-  REQUIRE_THROWS_AS(sc::make_boundary("topk:shared", "q8", sc::ChannelContext{}), slowpipe::UsageError);
+  REQUIRE_THROWS_AS(sc::make_boundary("q4", "topk:shared", sc::ChannelContext{}),
+                    slowpipe::UsageError);
+  REQUIRE_THROWS_AS(sc::make_boundary("topk:0.1", "ef(topk:shared)", sc::ChannelContext{}),
+                    slowpipe::UsageError);
+  REQUIRE_THROWS_AS(sc::make_boundary("topk:shared", "q8", sc::ChannelContext{}),
+                    slowpipe::UsageError);
 }
 
 TEST_CASE("Config: compress.* keys validate specs and per-boundary overrides") {
@@ -116,12 +133,14 @@ TEST_CASE("Config: compress.* keys validate specs and per-boundary overrides") {
 TEST_CASE("Registry and inspection print what the CLI shows") {
   std::ostringstream reg;
   sc::print_registry(reg);
-  for (const char* name : {"none", "fp16", "bf16", "q<1..8>", "topk", "randk", "sign", "ef", "ef21", "aq", "direct"})
+  for (const char* name :
+       {"none", "fp16", "bf16", "q<1..8>", "topk", "randk", "sign", "ef", "ef21", "aq", "direct"})
     REQUIRE(reg.str().find(name) != std::string::npos);
   std::ostringstream out;
   sc::run_codec_inspection("q4", {8, 64, 256}, "normal", 1, out);
   // q4 per channel: 4 * n / (2 C + n / 2) = 7.99 for n = 131072, C = 256.
   REQUIRE(out.str().find("ratio         7.9") != std::string::npos);
   REQUIRE(out.str().find("rel. error") != std::string::npos);
-  REQUIRE_THROWS_AS(sc::run_codec_inspection("q4", {8, 64}, "from-run", 1, out), slowpipe::UsageError);
+  REQUIRE_THROWS_AS(sc::run_codec_inspection("q4", {8, 64}, "from-run", 1, out),
+                    slowpipe::UsageError);
 }

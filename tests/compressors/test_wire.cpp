@@ -1,10 +1,9 @@
 // Exact message sizes against the documented formulas (docs/codec-spec.md),
 // wire_bytes() against real encoded sizes, and robustness of decoding against
 // truncated and corrupted messages.
-#include <catch2/catch.hpp>
-
 #include <ATen/ATen.h>
 
+#include <catch2/catch.hpp>
 #include <random>
 
 #include "common/errors.h"
@@ -15,7 +14,9 @@
 namespace sc = slowpipe::compressors;
 
 namespace {
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+uint64_t ceil_div(uint64_t a, uint64_t b) {
+  return (a + b - 1) / b;
+}
 int ceil_log2(int64_t m) {
   int b = 1;
   while ((int64_t{1} << b) < m) ++b;
@@ -35,11 +36,13 @@ uint64_t formula(const std::string& spec, const sc::Shape& s) {
   if (spec == "q8:tensor:fp32") return 4 + n;
   if (spec == "q4:group=64") return 2 * ceil_div(n, 64) + ceil_div(4 * n, 8);
   if (spec == "q1:group=7:minmax:fp32") return 8 * ceil_div(n, 7) + ceil_div(n, 8);
-  auto sparse = [&](double frac, uint64_t value_bytes_per_row_k, uint64_t per_row_extra, bool tensor) {
+  auto sparse = [&](double frac, uint64_t value_bytes_per_row_k, uint64_t per_row_extra,
+                    bool tensor) {
     uint64_t rows = tensor ? 1 : B, m = n / rows;
     auto k = static_cast<uint64_t>(sc::kept_count(frac, static_cast<int64_t>(m)));
     uint64_t index_bits = std::min<uint64_t>(m, k * ceil_log2(static_cast<int64_t>(m)));
-    return ceil_div(rows * index_bits, 8) + rows * (k * value_bytes_per_row_k) + per_row_extra * rows;
+    return ceil_div(rows * index_bits, 8) + rows * (k * value_bytes_per_row_k) +
+           per_row_extra * rows;
   };
   if (spec == "topk:0.1") return sparse(0.1, 4, 0, false);
   if (spec == "topk:0.3:tensor") return sparse(0.3, 4, 0, true);
@@ -58,11 +61,24 @@ uint64_t formula(const std::string& spec, const sc::Shape& s) {
   FAIL("no formula for " << spec);
   return 0;
 }
-const std::vector<std::string> kSpecs = {"none", "fp16", "bf16", "sign", "q4", "q2:stochastic", "q3:row:minmax",
-                                         "q8:tensor:fp32", "q4:group=64", "q1:group=7:minmax:fp32", "topk:0.1",
-                                         "topk:0.3:tensor", "randk:0.2", "topk:0.1+fp16", "topk:0.1+q8",
+const std::vector<std::string> kSpecs = {"none",
+                                         "fp16",
+                                         "bf16",
+                                         "sign",
+                                         "q4",
+                                         "q2:stochastic",
+                                         "q3:row:minmax",
+                                         "q8:tensor:fp32",
+                                         "q4:group=64",
+                                         "q1:group=7:minmax:fp32",
+                                         "topk:0.1",
+                                         "topk:0.3:tensor",
+                                         "randk:0.2",
+                                         "topk:0.1+fp16",
+                                         "topk:0.1+q8",
                                          "topk:0.05+q4"};
-const std::vector<sc::Shape> kShapes = {{1, 1}, {3, 5}, {2, 7, 13}, {4, 16, 48}, {8, 1000}, {2, 3, 4, 5}};
+const std::vector<sc::Shape> kShapes = {{1, 1},      {3, 5},    {2, 7, 13},
+                                        {4, 16, 48}, {8, 1000}, {2, 3, 4, 5}};
 }  // namespace
 
 TEST_CASE("Wire size: every codec's message has exactly the documented size") {
@@ -135,7 +151,8 @@ TEST_CASE("Decoding: truncated or corrupted messages give DataError, never a cra
     for (int trial = 0; trial < 300; ++trial) {
       sc::Message bad = msg;
       int flips = 1 + static_cast<int>(rng() % 8);
-      for (int f = 0; f < flips; ++f) bad[rng() % bad.size()] ^= static_cast<uint8_t>(1U << (rng() % 8));
+      for (int f = 0; f < flips; ++f)
+        bad[rng() % bad.size()] ^= static_cast<uint8_t>(1U << (rng() % 8));
       try {
         at::Tensor y = codec->decode(bad, shape);
         REQUIRE(y.sizes() == x.sizes());
