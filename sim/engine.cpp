@@ -44,6 +44,33 @@ compressors::ChannelContext channel_context(const EngineSetup& setup, const std:
   return ctx;
 }
 
+netmodel::TraceOp compute_op(netmodel::OpKind kind, int stage, int microbatch, int replica,
+                             double compute_s, double flops) {
+  netmodel::TraceOp op;
+  op.kind = kind;
+  op.stage = stage;
+  op.microbatch = microbatch;
+  op.replica = replica;
+  op.compute_s = compute_s;
+  op.flops = flops;
+  return op;
+}
+
+// A message op (send or all-reduce) and its channel's accounting.
+netmodel::TraceOp message_op(netmodel::OpKind kind, int stage, int microbatch, int replica,
+                             const compressors::TransferStats& st, ChannelSummary& sum) {
+  add_transfer(sum, st);
+  netmodel::TraceOp op;
+  op.kind = kind;
+  op.stage = stage;
+  op.microbatch = microbatch;
+  op.replica = replica;
+  op.encode_s = st.encode_s;
+  op.decode_s = st.decode_s;
+  op.bytes = st.bytes;
+  return op;
+}
+
 void finish_means(std::vector<ChannelSummary>& v) {
   for (auto& s : v) {
     if (s.transfers > 0) {
@@ -249,29 +276,15 @@ StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
           y = models::loss(task(), y, targets) * (static_cast<double>(mb) / shard);
         }
         sync();
-        netmodel::TraceOp f;
-        f.kind = netmodel::OpKind::kForward;
-        f.stage = s;
-        f.microbatch = m;
-        f.replica = r;
-        f.compute_s = seconds_since(t0);
-        f.flops = rep.flops_per_sample[s] * mb;
-        result.trace.ops.push_back(f);
+        result.trace.ops.push_back(compute_op(netmodel::OpKind::kForward, s, m, r, seconds_since(t0),
+                                              rep.flops_per_sample[s] * mb));
         outputs[s][m] = y;
         if (s < S - 1) {
           compressors::TransferStats st;
           const at::Tensor received = rep.fw[s]->transfer(y.detach(), ids, &st);
           inputs[s + 1][m] = received.detach().requires_grad_(true);
-          add_transfer(result.fw[s], st);
-          netmodel::TraceOp send;
-          send.kind = netmodel::OpKind::kSendActivation;
-          send.stage = s;
-          send.microbatch = m;
-          send.replica = r;
-          send.encode_s = st.encode_s;
-          send.decode_s = st.decode_s;
-          send.bytes = st.bytes;
-          result.trace.ops.push_back(send);
+          result.trace.ops.push_back(
+              message_op(netmodel::OpKind::kSendActivation, s, m, r, st, result.fw[s]));
         }
       } else {
         sync();
@@ -283,27 +296,13 @@ StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
           outputs[s][m].backward(grads_in[s][m]);
         }
         sync();
-        netmodel::TraceOp bop;
-        bop.kind = netmodel::OpKind::kBackward;
-        bop.stage = s;
-        bop.microbatch = m;
-        bop.replica = r;
-        bop.compute_s = seconds_since(t0);
-        bop.flops = 2.0 * rep.flops_per_sample[s] * mb;
-        result.trace.ops.push_back(bop);
+        result.trace.ops.push_back(compute_op(netmodel::OpKind::kBackward, s, m, r,
+                                              seconds_since(t0), 2.0 * rep.flops_per_sample[s] * mb));
         if (s > 0) {
           compressors::TransferStats st;
           grads_in[s - 1][m] = rep.bw[s - 1]->transfer(inputs[s][m].grad(), ids, &st);
-          add_transfer(result.bw[s - 1], st);
-          netmodel::TraceOp send;
-          send.kind = netmodel::OpKind::kSendGradient;
-          send.stage = s;
-          send.microbatch = m;
-          send.replica = r;
-          send.encode_s = st.encode_s;
-          send.decode_s = st.decode_s;
-          send.bytes = st.bytes;
-          result.trace.ops.push_back(send);
+          result.trace.ops.push_back(
+              message_op(netmodel::OpKind::kSendGradient, s, m, r, st, result.bw[s - 1]));
         }
         outputs[s][m] = at::Tensor();
         inputs[s][m] = at::Tensor();
@@ -327,12 +326,8 @@ StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
       rep.optimizers[s].set_lr(result.lr);
       rep.optimizers[s].step();
       sync();
-      netmodel::TraceOp o;
-      o.kind = netmodel::OpKind::kOptimizer;
-      o.stage = s;
-      o.replica = r;
-      o.compute_s = seconds_since(t0);
-      result.trace.ops.push_back(o);
+      result.trace.ops.push_back(
+          compute_op(netmodel::OpKind::kOptimizer, s, -1, r, seconds_since(t0), 0.0));
     }
   }
   finish_means(result.fw);
@@ -358,15 +353,8 @@ void PipelineEngine::sync_gradients(StepResult& result) {
       compressors::TransferStats st;
       const at::Tensor received = rep.grad[s]->transfer(g, at::Tensor(), &st);
       sum = sum.defined() ? sum + received : received.clone();
-      add_transfer(result.grad[s], st);
-      netmodel::TraceOp op;
-      op.kind = netmodel::OpKind::kAllReduce;
-      op.stage = s;
-      op.replica = r;
-      op.encode_s = st.encode_s;
-      op.decode_s = st.decode_s;
-      op.bytes = st.bytes;
-      result.trace.ops.push_back(op);
+      result.trace.ops.push_back(
+          message_op(netmodel::OpKind::kAllReduce, s, -1, r, st, result.grad[s]));
     }
     const at::Tensor mean = (sum / D).reshape({-1});
     for (int r = 0; r < D; ++r) {

@@ -10,6 +10,7 @@
 #include "netmodel/netsim.h"
 #include "netmodel/what_if.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/config_args.h"
 
 namespace po = boost::program_options;
 
@@ -46,17 +47,11 @@ int cmd_timing(const Args& args) {
     std::cout << desc << "\nKeys:\n" << options.help_text();
     return 0;
   }
-  for (const auto& f : configs) options.load_ini(f);
-  for (const auto& s : sets) options.set_assignment(s);
-  const std::pair<const char*, const std::string*> shortcuts[] = {
-      {"timing.model", &model},         {"timing.fw", &fw},
-      {"timing.bw", &bw},               {"timing.grad", &grad},
-      {"timing.bandwidth", &bandwidth}, {"timing.schedule", &schedule},
-      {"timing.replicas", &replicas},   {"timing.device", &device},
-      {"net.preset", &net}};
-  for (const auto& [key, value] : shortcuts) {
-    if (!value->empty()) options.set(key, *value);
-  }
+  apply_config_args(options, configs, sets,
+                    {{"timing.model", &model}, {"timing.fw", &fw}, {"timing.bw", &bw},
+                     {"timing.grad", &grad}, {"timing.bandwidth", &bandwidth},
+                     {"timing.schedule", &schedule}, {"timing.replicas", &replicas},
+                     {"timing.device", &device}, {"net.preset", &net}});
   for (const auto* spec : {&what_if.specs.forward, &what_if.specs.backward, &what_if.specs.gradient}) {
     compressors::validate_spec(*spec, spec == &what_if.specs.backward);
   }

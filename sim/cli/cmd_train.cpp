@@ -5,6 +5,7 @@
 
 #include "common/errors.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/config_args.h"
 #include "sim/trainer.h"
 
 namespace po = boost::program_options;
@@ -39,15 +40,10 @@ int cmd_train(const Args& args) {
               << options.help_text();
     return 0;
   }
-  for (const auto& f : configs) options.load_ini(f);
-  for (const auto& s : sets) options.set_assignment(s);
-  const std::pair<const char*, const std::string*> shortcuts[] = {
-      {"compress.fw", &fw}, {"compress.bw", &bw},   {"compress.grad", &grad},
-      {"net.preset", &net}, {"run.out", &out},      {"run.steps", &steps},
-      {"run.seed", &seed},  {"pipeline.stages", &stages}};
-  for (const auto& [key, value] : shortcuts) {
-    if (!value->empty()) options.set(key, *value);
-  }
+  apply_config_args(options, configs, sets,
+                    {{"compress.fw", &fw}, {"compress.bw", &bw}, {"compress.grad", &grad},
+                     {"net.preset", &net}, {"run.out", &out}, {"run.steps", &steps},
+                     {"run.seed", &seed}, {"pipeline.stages", &stages}});
   const sim::TrainSummary s = sim::train(config, options.resolved());
   std::printf("%s: %lld steps, final loss %.4f, eval loss %.4f, simulated time %.2f s, wall %.1f s%s\n",
               s.out.c_str(), static_cast<long long>(s.steps), s.final_loss, s.final_eval_loss,
