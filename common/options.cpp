@@ -96,16 +96,25 @@ void OptionSet::add_option(Option opt) {
   options_.push_back(std::move(opt));
 }
 
+namespace {
+
+// Parses an integer in [min, max] for `key`.
+int64_t parse_int_in(const std::string& key, const std::string& v, int64_t min, int64_t max) {
+  const int64_t x = parse_int(key, v);
+  if (x < min || x > max) {
+    throw UsageError("bad value for '" + key + "': " + v + " is outside [" + std::to_string(min) +
+                     ", " + std::to_string(max) + "]");
+  }
+  return x;
+}
+
+}  // namespace
+
 void OptionSet::add(const std::string& key, int& field, const std::string& help, int64_t min,
                     int64_t max) {
   add_option({key, help, "int",
               [&field, key, min, max](const std::string& v) {
-                const int64_t x = parse_int(key, v);
-                if (x < min || x > max) {
-                  throw UsageError("bad value for '" + key + "': " + v + " is outside [" +
-                                   std::to_string(min) + ", " + std::to_string(max) + "]");
-                }
-                field = static_cast<int>(x);
+                field = static_cast<int>(parse_int_in(key, v, min, max));
               },
               [&field] { return std::to_string(field); }});
 }
@@ -113,14 +122,7 @@ void OptionSet::add(const std::string& key, int& field, const std::string& help,
 void OptionSet::add(const std::string& key, int64_t& field, const std::string& help, int64_t min,
                     int64_t max) {
   add_option({key, help, "int",
-              [&field, key, min, max](const std::string& v) {
-                const int64_t x = parse_int(key, v);
-                if (x < min || x > max) {
-                  throw UsageError("bad value for '" + key + "': " + v + " is outside [" +
-                                   std::to_string(min) + ", " + std::to_string(max) + "]");
-                }
-                field = x;
-              },
+              [&field, key, min, max](const std::string& v) { field = parse_int_in(key, v, min, max); },
               [&field] { return std::to_string(field); }});
 }
 

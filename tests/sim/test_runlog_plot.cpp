@@ -1,6 +1,6 @@
-// scripts/plot.sh end to end: run logs -> export (runlog_tool stands in for
-// `slowpipe export`) -> gnuplot -> PNG, with columns found by header name and
-// curves labelled from each run's config; and its errors for a missing column.
+// scripts/plot.sh end to end: run logs -> `slowpipe export` -> gnuplot -> PNG,
+// with columns found by header name and curves labelled from each run's config;
+// and its errors for a missing column.
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
