@@ -121,9 +121,10 @@ void OptionSet::add(const std::string& key, int& field, const std::string& help,
 
 void OptionSet::add(const std::string& key, int64_t& field, const std::string& help, int64_t min,
                     int64_t max) {
-  add_option({key, help, "int",
-              [&field, key, min, max](const std::string& v) { field = parse_int_in(key, v, min, max); },
-              [&field] { return std::to_string(field); }});
+  add_option(
+      {key, help, "int",
+       [&field, key, min, max](const std::string& v) { field = parse_int_in(key, v, min, max); },
+       [&field] { return std::to_string(field); }});
 }
 
 void OptionSet::add(const std::string& key, double& field, const std::string& help, double min,
@@ -141,7 +142,8 @@ void OptionSet::add(const std::string& key, double& field, const std::string& he
 }
 
 void OptionSet::add(const std::string& key, bool& field, const std::string& help) {
-  add_option({key, help, "bool", [&field, key](const std::string& v) { field = parse_bool(key, v); },
+  add_option({key, help, "bool",
+              [&field, key](const std::string& v) { field = parse_bool(key, v); },
               [&field] { return std::string(field ? "true" : "false"); }});
 }
 
@@ -179,7 +181,9 @@ const OptionSet::Option* OptionSet::find(const std::string& key) const {
   return nullptr;
 }
 
-bool OptionSet::has(const std::string& key) const { return find(key) != nullptr; }
+bool OptionSet::has(const std::string& key) const {
+  return find(key) != nullptr;
+}
 
 std::string OptionSet::get(const std::string& key) const {
   const Option* o = find(key);

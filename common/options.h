@@ -32,8 +32,8 @@ class OptionSet {
            int64_t max = INT32_MAX);
   void add(const std::string& key, int64_t& field, const std::string& help, int64_t min = INT64_MIN,
            int64_t max = INT64_MAX);
-  void add(const std::string& key, double& field, const std::string& help,
-           double min = -1e300, double max = 1e300);
+  void add(const std::string& key, double& field, const std::string& help, double min = -1e300,
+           double max = 1e300);
   void add(const std::string& key, bool& field, const std::string& help);
   void add(const std::string& key, std::string& field, const std::string& help);
   // A string restricted to `choices`.

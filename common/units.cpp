@@ -53,9 +53,9 @@ std::string fmt_num(double v, const char* unit) {
 double parse_bandwidth_bps(const std::string& key, const std::string& text) {
   const auto [v, unit] = split_number(key, text, "bandwidth");
   static const std::vector<std::pair<std::string, double>> table = {
-      {"", 1},          {"bps", 1},       {"bit/s", 1},  {"b/s", 1},      {"kbps", 1e3},
-      {"kbit/s", 1e3},  {"kbit", 1e3},    {"mbps", 1e6}, {"mbit/s", 1e6}, {"mbit", 1e6},
-      {"gbps", 1e9},    {"gbit/s", 1e9},  {"gbit", 1e9}, {"tbps", 1e12},  {"tbit/s", 1e12}};
+      {"", 1},         {"bps", 1},      {"bit/s", 1},  {"b/s", 1},      {"kbps", 1e3},
+      {"kbit/s", 1e3}, {"kbit", 1e3},   {"mbps", 1e6}, {"mbit/s", 1e6}, {"mbit", 1e6},
+      {"gbps", 1e9},   {"gbit/s", 1e9}, {"gbit", 1e9}, {"tbps", 1e12},  {"tbit/s", 1e12}};
   const double bps = v * lookup(key, text, unit, table, "bandwidth", "100Mbps, 1Gbps, 10Gbit/s");
   if (bps <= 0) throw UsageError("bad value for '" + key + "': bandwidth must be positive");
   return bps;
@@ -71,8 +71,8 @@ double parse_duration_s(const std::string& key, const std::string& text) {
 double parse_bytes(const std::string& key, const std::string& text) {
   const auto [v, unit] = split_number(key, text, "byte size");
   static const std::vector<std::pair<std::string, double>> table = {
-      {"", 1},         {"b", 1},           {"kb", 1e3},          {"mb", 1e6},
-      {"gb", 1e9},     {"kib", 1024.0},    {"mib", 1048576.0},   {"gib", 1073741824.0}};
+      {"", 1},     {"b", 1},        {"kb", 1e3},        {"mb", 1e6},
+      {"gb", 1e9}, {"kib", 1024.0}, {"mib", 1048576.0}, {"gib", 1073741824.0}};
   return v * lookup(key, text, unit, table, "byte size", "1000, 2MB, 64MiB");
 }
 

@@ -5,12 +5,18 @@ namespace slowpipe::netmodel {
 
 const char* to_string(OpKind kind) {
   switch (kind) {
-    case OpKind::kForward: return "forward";
-    case OpKind::kBackward: return "backward";
-    case OpKind::kSendActivation: return "send_activation";
-    case OpKind::kSendGradient: return "send_gradient";
-    case OpKind::kAllReduce: return "all_reduce";
-    case OpKind::kOptimizer: return "optimizer";
+    case OpKind::kForward:
+      return "forward";
+    case OpKind::kBackward:
+      return "backward";
+    case OpKind::kSendActivation:
+      return "send_activation";
+    case OpKind::kSendGradient:
+      return "send_gradient";
+    case OpKind::kAllReduce:
+      return "all_reduce";
+    case OpKind::kOptimizer:
+      return "optimizer";
   }
   return "unknown";
 }

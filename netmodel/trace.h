@@ -37,11 +37,11 @@ struct TraceOp {
   int32_t stage = 0;        // the stage that runs or sends it
   int32_t microbatch = -1;  // -1 for kAllReduce and kOptimizer
   int32_t replica = 0;
-  double compute_s = 0;     // measured seconds of compute (forward, backward, optimizer)
-  double encode_s = 0;      // sender-side codec seconds (sends, all-reduce)
-  double decode_s = 0;      // receiver-side codec seconds
-  uint64_t bytes = 0;       // bytes on the wire
-  double flops = 0;         // model FLOPs of a compute op, for analytic compute models
+  double compute_s = 0;  // measured seconds of compute (forward, backward, optimizer)
+  double encode_s = 0;   // sender-side codec seconds (sends, all-reduce)
+  double decode_s = 0;   // receiver-side codec seconds
+  uint64_t bytes = 0;    // bytes on the wire
+  double flops = 0;      // model FLOPs of a compute op, for analytic compute models
 };
 
 struct StepTrace {

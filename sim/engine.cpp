@@ -84,11 +84,11 @@ void finish_means(std::vector<ChannelSummary>& v) {
 
 struct PipelineEngine::Replica {
   models::Model model;
-  std::vector<StageOptimizer> optimizers;                       // per stage
-  std::vector<std::vector<at::Tensor>> stage_params;            // per stage
-  std::vector<std::unique_ptr<compressors::Channel>> fw, bw;    // per boundary
-  std::vector<std::unique_ptr<compressors::Channel>> grad;      // per stage (D > 1)
-  std::vector<double> flops_per_sample;                         // per stage, forward
+  std::vector<StageOptimizer> optimizers;                     // per stage
+  std::vector<std::vector<at::Tensor>> stage_params;          // per stage
+  std::vector<std::unique_ptr<compressors::Channel>> fw, bw;  // per boundary
+  std::vector<std::unique_ptr<compressors::Channel>> grad;    // per stage (D > 1)
+  std::vector<double> flops_per_sample;                       // per stage, forward
 };
 
 PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
@@ -112,8 +112,9 @@ PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
   const auto user_cuts = parse_int_list("pipeline.cuts", setup_.pipeline.cuts);
   cuts_ = models::resolve_cuts(replicas_[0]->model, S, user_cuts, setup_.pipeline.balance,
                                setup_.probe);
-  order_ = global_order(netmodel::make_schedule(setup_.pipeline.schedule, S, setup_.pipeline.microbatches),
-                        setup_.pipeline.microbatches);
+  order_ = global_order(
+      netmodel::make_schedule(setup_.pipeline.schedule, S, setup_.pipeline.microbatches),
+      setup_.pipeline.microbatches);
 
   for (int r = 0; r < D; ++r) {
     Replica& rep = *replicas_[r];
@@ -158,9 +159,15 @@ PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
 
 PipelineEngine::~PipelineEngine() = default;
 
-models::Task PipelineEngine::task() const { return replicas_[0]->model.task; }
-const models::Model& PipelineEngine::model(int replica) const { return replicas_.at(replica)->model; }
-models::Model& PipelineEngine::model(int replica) { return replicas_.at(replica)->model; }
+models::Task PipelineEngine::task() const {
+  return replicas_[0]->model.task;
+}
+const models::Model& PipelineEngine::model(int replica) const {
+  return replicas_.at(replica)->model;
+}
+models::Model& PipelineEngine::model(int replica) {
+  return replicas_.at(replica)->model;
+}
 
 std::vector<at::Tensor> PipelineEngine::optimizer_state(int replica) const {
   std::vector<at::Tensor> out;
@@ -202,7 +209,8 @@ void PipelineEngine::set_epoch(int epoch) {
 
 void PipelineEngine::warm_up(const models::Batch& batch, int passes) {
   const torch::Device device(setup_.device);
-  const int64_t mb = batch.inputs.size(0) / (static_cast<int64_t>(replicas()) * setup_.pipeline.microbatches);
+  const int64_t mb =
+      batch.inputs.size(0) / (static_cast<int64_t>(replicas()) * setup_.pipeline.microbatches);
   for (int pass = 0; pass < passes; ++pass) {
     for (auto& rep : replicas_) {
       at::Tensor h = batch.inputs.narrow(0, 0, mb).to(device);
@@ -276,8 +284,8 @@ StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
           y = models::loss(task(), y, targets) * (static_cast<double>(mb) / shard);
         }
         sync();
-        result.trace.ops.push_back(compute_op(netmodel::OpKind::kForward, s, m, r, seconds_since(t0),
-                                              rep.flops_per_sample[s] * mb));
+        result.trace.ops.push_back(compute_op(netmodel::OpKind::kForward, s, m, r,
+                                              seconds_since(t0), rep.flops_per_sample[s] * mb));
         outputs[s][m] = y;
         if (s < S - 1) {
           compressors::TransferStats st;
@@ -297,7 +305,8 @@ StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
         }
         sync();
         result.trace.ops.push_back(compute_op(netmodel::OpKind::kBackward, s, m, r,
-                                              seconds_since(t0), 2.0 * rep.flops_per_sample[s] * mb));
+                                              seconds_since(t0),
+                                              2.0 * rep.flops_per_sample[s] * mb));
         if (s > 0) {
           compressors::TransferStats st;
           grads_in[s - 1][m] = rep.bw[s - 1]->transfer(inputs[s][m].grad(), ids, &st);
@@ -347,7 +356,8 @@ void PipelineEngine::sync_gradients(StepResult& result) {
       Replica& rep = *replicas_[r];
       std::vector<at::Tensor> flat;
       for (const auto& p : rep.stage_params[s]) {
-        flat.push_back(p.grad().defined() ? p.grad().reshape({-1}) : torch::zeros({p.numel()}, p.options()));
+        flat.push_back(p.grad().defined() ? p.grad().reshape({-1})
+                                          : torch::zeros({p.numel()}, p.options()));
       }
       const at::Tensor g = torch::cat(flat).unsqueeze(0);  // [1, N]: one "sample"
       compressors::TransferStats st;

@@ -32,8 +32,8 @@ enum class ChannelRole { kForward, kBackward, kGradient };
 
 // Builds the channel of one (role, boundary or stage, replica); tests use it to
 // put recording channels on the boundaries. Null = built from the CompressConfig.
-using ChannelFactory = std::function<std::unique_ptr<compressors::Channel>(
-    ChannelRole role, int index, int replica)>;
+using ChannelFactory =
+    std::function<std::unique_ptr<compressors::Channel>(ChannelRole role, int index, int replica)>;
 
 struct EngineSetup {
   models::ModelConfig model;
@@ -43,9 +43,9 @@ struct EngineSetup {
   compressors::CompressConfig compress;
   uint64_t seed = 1;
   std::string device = "cpu";
-  int64_t train_samples = 0;              // size of the train split (AQ-SGD buffers)
-  const models::Batch* probe = nullptr;   // for pipeline.balance = time
-  ChannelFactory channel_factory;         // optional override
+  int64_t train_samples = 0;             // size of the train split (AQ-SGD buffers)
+  const models::Batch* probe = nullptr;  // for pipeline.balance = time
+  ChannelFactory channel_factory;        // optional override
 };
 
 // One channel's traffic summed over a step (all replicas and micro-batches).
@@ -59,20 +59,20 @@ struct ChannelSummary {
 };
 
 struct StepResult {
-  double loss = 0;        // mean training loss over the global batch
-  double grad_norm = 0;   // global norm before clipping
+  double loss = 0;       // mean training loss over the global batch
+  double grad_norm = 0;  // global norm before clipping
   double lr = 0;
   int64_t samples = 0;
-  double compute_s = 0;   // measured forward + backward + optimizer seconds
+  double compute_s = 0;                // measured forward + backward + optimizer seconds
   std::vector<ChannelSummary> fw, bw;  // per boundary
   std::vector<ChannelSummary> grad;    // per stage (D > 1)
   netmodel::StepTrace trace;
 };
 
 struct EvalResult {
-  double loss_sum = 0;    // sum of per-item losses (items = samples or tokens)
+  double loss_sum = 0;  // sum of per-item losses (items = samples or tokens)
   int64_t correct = 0;
-  int64_t items = 0;      // targets counted (samples for classification, tokens for LM)
+  int64_t items = 0;  // targets counted (samples for classification, tokens for LM)
 };
 
 class PipelineEngine {

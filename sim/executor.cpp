@@ -10,20 +10,24 @@ namespace slowpipe::sim {
 std::vector<PipelineOp> global_order(const std::vector<std::vector<PipelineOp>>& per_stage,
                                      int microbatches) {
   const int stages = static_cast<int>(per_stage.size());
-  const auto idx = [microbatches](int s, int m) { return static_cast<size_t>(s) * microbatches + m; };
+  const auto idx = [microbatches](int s, int m) {
+    return static_cast<size_t>(s) * microbatches + m;
+  };
   std::vector<char> fwd_done(static_cast<size_t>(stages) * microbatches, 0);
   std::vector<char> bwd_done(fwd_done.size(), 0);
   size_t total = 0;
   for (int s = 0; s < stages; ++s) {
     for (const auto& op : per_stage[s]) {
       if (op.stage != s || op.microbatch < 0 || op.microbatch >= microbatches) {
-        throw std::logic_error("schedule: op listed on the wrong stage or micro-batch out of range");
+        throw std::logic_error(
+            "schedule: op listed on the wrong stage or micro-batch out of range");
       }
     }
     total += per_stage[s].size();
   }
   if (total != 2 * fwd_done.size()) {
-    throw std::logic_error("schedule: expected one forward and one backward per stage and micro-batch");
+    throw std::logic_error(
+        "schedule: expected one forward and one backward per stage and micro-batch");
   }
   std::vector<size_t> next(stages, 0);
   std::vector<PipelineOp> order;

@@ -43,9 +43,8 @@ StageOptimizer::StageOptimizer(const OptimConfig& c, std::vector<at::Tensor> par
         params_, torch::optim::SGDOptions(c.lr).momentum(c.momentum).weight_decay(c.weight_decay));
   } else {
     opt_ = std::make_unique<torch::optim::AdamW>(
-        params_, torch::optim::AdamWOptions(c.lr)
-                     .betas({c.beta1, c.beta2})
-                     .weight_decay(c.weight_decay));
+        params_,
+        torch::optim::AdamWOptions(c.lr).betas({c.beta1, c.beta2}).weight_decay(c.weight_decay));
   }
 }
 
@@ -57,7 +56,9 @@ void StageOptimizer::set_lr(double lr) {
   for (auto& group : opt_->param_groups()) group.options().set_lr(lr);
 }
 
-void StageOptimizer::step() { opt_->step(); }
+void StageOptimizer::step() {
+  opt_->step();
+}
 
 void StageOptimizer::zero_grad() {
   for (auto& p : params_) {

@@ -28,7 +28,8 @@ void describe_options(RunConfig& c, OptionSet& o) {
       "run.device", "cpu|cuda|cuda:N", "libtorch device for every stage",
       [&c](const std::string& v) {
         if (v != "cpu" && v.rfind("cuda", 0) != 0) {
-          throw UsageError("bad value for 'run.device': '" + v + "' (expected cpu, cuda or cuda:N)");
+          throw UsageError("bad value for 'run.device': '" + v +
+                           "' (expected cpu, cuda or cuda:N)");
         }
         c.device = v;
       },

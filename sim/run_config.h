@@ -14,44 +14,44 @@ namespace slowpipe::sim {
 
 struct RunConfig {
   uint64_t seed = 1;
-  int64_t steps = 0;         // optimizer steps; 0 = run.epochs full epochs
-  int epochs = 1;            // used when steps = 0
+  int64_t steps = 0;  // optimizer steps; 0 = run.epochs full epochs
+  int epochs = 1;     // used when steps = 0
   std::string out = "results/run.h5";
-  std::string label;         // plot label; empty = derived from the config
+  std::string label;  // plot label; empty = derived from the config
   bool overwrite = false;
-  int threads = 1;           // libtorch intra-op threads (1 is fastest on 2 cores)
-  int flush_every = 10;      // run-log rows between flushes
+  int threads = 1;                // libtorch intra-op threads (1 is fastest on 2 cores)
+  int flush_every = 10;           // run-log rows between flushes
   std::string progress = "auto";  // auto|line|plain|none
-  std::string save = "";     // checkpoint written at the end of the run
+  std::string save = "";          // checkpoint written at the end of the run
   std::string device = "cpu";     // cpu|cuda|cuda:N
-  int warmup_passes = 1;     // untimed forward+backward passes before step 1
-  int64_t trace_every = 0;   // store a step's op trace every N steps (0 = never)
+  int warmup_passes = 1;          // untimed forward+backward passes before step 1
+  int64_t trace_every = 0;        // store a step's op trace every N steps (0 = never)
 };
 void describe_options(RunConfig& c, OptionSet& o);
 
 struct PipelineConfig {
   int stages = 4;
-  std::string cuts;               // "2,4,6": first block of stages 1..S-1; empty = balanced
-  std::string balance = "params"; // params|time
+  std::string cuts;                // "2,4,6": first block of stages 1..S-1; empty = balanced
+  std::string balance = "params";  // params|time
   int microbatches = 1;
-  std::string schedule = "gpipe"; // gpipe|1f1b
+  std::string schedule = "gpipe";  // gpipe|1f1b
   int replicas = 1;
-  int batch_size = 16;            // global batch (all replicas, all micro-batches)
+  int batch_size = 16;  // global batch (all replicas, all micro-batches)
 };
 void describe_options(PipelineConfig& c, OptionSet& o);
 // Throws UsageError when the batch does not split evenly.
 void validate(const PipelineConfig& c);
 
 struct OptimConfig {
-  std::string name = "adamw";     // sgd|adamw
+  std::string name = "adamw";  // sgd|adamw
   double lr = 1e-3;
-  double momentum = 0.9;          // SGD
+  double momentum = 0.9;              // SGD
   double beta1 = 0.9, beta2 = 0.999;  // AdamW
   double weight_decay = 0.0;
-  double clip = 1.0;              // max global gradient norm; 0 = off
+  double clip = 1.0;  // max global gradient norm; 0 = off
   int64_t warmup_steps = 0;
   std::string schedule = "cosine";  // constant|cosine|linear (after warm-up)
-  double min_lr_ratio = 0.1;      // final lr = lr * min_lr_ratio
+  double min_lr_ratio = 0.1;        // final lr = lr * min_lr_ratio
 };
 void describe_options(OptimConfig& c, OptionSet& o);
 

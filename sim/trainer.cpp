@@ -29,7 +29,9 @@ namespace slowpipe::sim {
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
-extern "C" void on_signal(int) { g_stop = 1; }
+extern "C" void on_signal(int) {
+  g_stop = 1;
+}
 
 // Restores the previous SIGINT/SIGTERM handlers when the run ends.
 class SignalScope {
@@ -91,8 +93,9 @@ EvalRow evaluate(PipelineEngine& engine, const models::Dataset& data, const Eval
       total.items += r.items;
     }
     const double loss = total.items > 0 ? total.loss_sum / total.items : NAN;
-    const double metric = lm ? loss / std::log(2.0)
-                             : static_cast<double>(total.correct) / std::max<int64_t>(1, total.items);
+    const double metric =
+        lm ? loss / std::log(2.0)
+           : static_cast<double>(total.correct) / std::max<int64_t>(1, total.items);
     (pass == 0 ? row.loss : row.loss_c) = loss;
     (pass == 0 ? row.metric : row.metric_c) = metric;
   }
@@ -105,7 +108,6 @@ EvalRow evaluate(PipelineEngine& engine, const models::Dataset& data, const Eval
 
 }  // namespace
 
-
 TrainSummary train(const TrainConfig& cfg,
                    const std::vector<std::pair<std::string, std::string>>& resolved) {
   const auto wall_start = std::chrono::steady_clock::now();
@@ -115,9 +117,9 @@ TrainSummary train(const TrainConfig& cfg,
   auto data = models::make_dataset(cfg.data, cfg.model.seq_len);
   const int64_t train_n = data->size(models::Split::kTrain);
   if (train_n < cfg.pipeline.batch_size) {
-    throw UsageError("the training split has " + std::to_string(train_n) +
-                     " samples, fewer than pipeline.batch_size = " +
-                     std::to_string(cfg.pipeline.batch_size));
+    throw UsageError(
+        "the training split has " + std::to_string(train_n) +
+        " samples, fewer than pipeline.batch_size = " + std::to_string(cfg.pipeline.batch_size));
   }
   models::EpochSampler sampler(train_n, cfg.pipeline.batch_size, cfg.run.seed, /*shuffle=*/true,
                                /*drop_last=*/true);
@@ -142,7 +144,8 @@ TrainSummary train(const TrainConfig& cfg,
   }
   PipelineEngine engine(setup);
   if (!cfg.model.init_from.empty()) {
-    for (int r = 0; r < engine.replicas(); ++r) models::load_checkpoint(engine.model(r), cfg.model.init_from);
+    for (int r = 0; r < engine.replicas(); ++r)
+      models::load_checkpoint(engine.model(r), cfg.model.init_from);
   }
   netmodel::Simulator network(cfg.net);
 
@@ -163,8 +166,8 @@ TrainSummary train(const TrainConfig& cfg,
   log.set_attribute("data.train_samples", static_cast<double>(train_n));
   log.set_attribute("data.validation_samples",
                     static_cast<double>(data->size(models::Split::kValidation)));
-  log.set_attribute("model.parameters",
-                    static_cast<double>(engine.model().parameter_count(0, engine.model().blocks.size())));
+  log.set_attribute("model.parameters", static_cast<double>(engine.model().parameter_count(
+                                            0, engine.model().blocks.size())));
 
   const int S = engine.stages();
   std::vector<ColumnInfo> train_cols = {
@@ -183,11 +186,14 @@ TrainSummary train(const TrainConfig& cfg,
   };
   for (int b = 0; b + 1 < S; ++b) {
     const std::string f = "fw" + std::to_string(b), g = "bw" + std::to_string(b);
-    train_cols.push_back({f + "_bytes", "bytes", "bytes sent forward across boundary " + std::to_string(b)});
+    train_cols.push_back(
+        {f + "_bytes", "bytes", "bytes sent forward across boundary " + std::to_string(b)});
     train_cols.push_back({f + "_rel_error", "1", "mean ||x - x_hat|| / ||x|| of activations"});
     train_cols.push_back({f + "_delta_norm", "1", "AQ-SGD: mean norm of the compressed delta"});
-    train_cols.push_back({g + "_bytes", "bytes", "bytes sent backward across boundary " + std::to_string(b)});
-    train_cols.push_back({g + "_rel_error", "1", "mean ||g - g_hat|| / ||g|| of activation-gradients"});
+    train_cols.push_back(
+        {g + "_bytes", "bytes", "bytes sent backward across boundary " + std::to_string(b)});
+    train_cols.push_back(
+        {g + "_rel_error", "1", "mean ||g - g_hat|| / ||g|| of activation-gradients"});
   }
   if (engine.replicas() > 1) {
     for (int s = 0; s < S; ++s) {
@@ -234,11 +240,13 @@ TrainSummary train(const TrainConfig& cfg,
   int64_t samples = 0;
   const auto log_eval = [&](int64_t step) {
     const EvalRow e = evaluate(engine, *data, cfg.eval, cfg.pipeline.batch_size);
-    std::map<std::string, double> row = {
-        {"step", double(step)},     {"epoch", double(std::max(epoch, 0))},
-        {"sim_time_s", sim_time_s}, {"loss", e.loss},
-        {metric, e.metric},         {"loss_compressed", e.loss_c},
-        {metric + "_compressed", e.metric_c}};
+    std::map<std::string, double> row = {{"step", double(step)},
+                                         {"epoch", double(std::max(epoch, 0))},
+                                         {"sim_time_s", sim_time_s},
+                                         {"loss", e.loss},
+                                         {metric, e.metric},
+                                         {"loss_compressed", e.loss_c},
+                                         {metric + "_compressed", e.metric_c}};
     if (lm) {
       row["perplexity"] = std::exp(e.loss);
       row["perplexity_compressed"] = std::exp(e.loss_c);
@@ -272,15 +280,17 @@ TrainSummary train(const TrainConfig& cfg,
     const netmodel::Timeline timeline = network.replay(r.trace);
     sim_time_s += timeline.step_s;
     samples += r.samples;
-    const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double step_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double wall_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     std::map<std::string, double> row = {
-        {"step", double(step + 1)},   {"epoch", double(epoch)},       {"loss", r.loss},
-        {"lr", r.lr},                 {"grad_norm", r.grad_norm},     {"samples", double(samples)},
-        {"step_time_s", step_s},      {"wall_time_s", wall_s},        {"compute_s", r.compute_s},
-        {"sim_step_time_s", timeline.step_s}, {"sim_time_s", sim_time_s},
-        {"channel_state_bytes", double(engine.channel_state_bytes())}};
+        {"step", double(step + 1)}, {"epoch", double(epoch)},
+        {"loss", r.loss},           {"lr", r.lr},
+        {"grad_norm", r.grad_norm}, {"samples", double(samples)},
+        {"step_time_s", step_s},    {"wall_time_s", wall_s},
+        {"compute_s", r.compute_s}, {"sim_step_time_s", timeline.step_s},
+        {"sim_time_s", sim_time_s}, {"channel_state_bytes", double(engine.channel_state_bytes())}};
     for (int b = 0; b + 1 < S; ++b) {
       const std::string f = "fw" + std::to_string(b), g = "bw" + std::to_string(b);
       row[f + "_bytes"] = double(r.fw[b].bytes);

@@ -47,11 +47,21 @@ void engine_step(benchmark::State& state, int stages, int microbatches, const ch
   state.SetItemsProcessed(state.iterations() * 32);
 }
 
-void BM_Step_Unsplit(benchmark::State& st) { engine_step(st, 1, 1, "gpipe"); }
-void BM_Step_S4(benchmark::State& st) { engine_step(st, 4, 1, "gpipe"); }
-void BM_Step_Unsplit_M8(benchmark::State& st) { engine_step(st, 1, 8, "gpipe"); }
-void BM_Step_S4_M8_GPipe(benchmark::State& st) { engine_step(st, 4, 8, "gpipe"); }
-void BM_Step_S4_M8_1F1B(benchmark::State& st) { engine_step(st, 4, 8, "1f1b"); }
+void BM_Step_Unsplit(benchmark::State& st) {
+  engine_step(st, 1, 1, "gpipe");
+}
+void BM_Step_S4(benchmark::State& st) {
+  engine_step(st, 4, 1, "gpipe");
+}
+void BM_Step_Unsplit_M8(benchmark::State& st) {
+  engine_step(st, 1, 8, "gpipe");
+}
+void BM_Step_S4_M8_GPipe(benchmark::State& st) {
+  engine_step(st, 4, 8, "gpipe");
+}
+void BM_Step_S4_M8_1F1B(benchmark::State& st) {
+  engine_step(st, 4, 8, "1f1b");
+}
 
 void BM_OpTimerPair(benchmark::State& state) {
   // What timing one op costs: two clock reads and a subtraction.

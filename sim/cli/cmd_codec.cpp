@@ -1,6 +1,5 @@
 // `slowpipe codecs` (the registry) and `slowpipe codec --spec SPEC` (inspect one).
 #include <boost/program_options.hpp>
-
 #include <iostream>
 
 #include "common/errors.h"
@@ -44,10 +43,12 @@ int cmd_codec(const Args& args) {
   const std::vector<int64_t> shape = parse_int_list("--shape", shape_text);
   if (shape.empty()) throw UsageError("--shape is empty");
   for (int64_t d : shape) {
-    if (d <= 0) throw UsageError("--shape: every dimension must be positive, got '" + shape_text + "'");
+    if (d <= 0)
+      throw UsageError("--shape: every dimension must be positive, got '" + shape_text + "'");
   }
   if (dist != "normal" && dist != "laplace") {
-    throw UsageError("--dist: '" + dist + "' (expected normal or laplace; from-run is not implemented)");
+    throw UsageError("--dist: '" + dist +
+                     "' (expected normal or laplace; from-run is not implemented)");
   }
   compressors::run_codec_inspection(spec, shape, dist, static_cast<uint64_t>(seed), std::cout);
   return 0;

@@ -1,7 +1,6 @@
 // `slowpipe export RUN.h5 --table train|eval`: TSV on stdout for gnuplot and
 // friends; `--label` prints the run's plot label; `--attrs` its root attributes.
 #include <boost/program_options.hpp>
-
 #include <iostream>
 
 #include "common/errors.h"
@@ -15,7 +14,8 @@ namespace slowpipe::cli {
 
 int cmd_export(const Args& args) {
   po::options_description desc(
-      "usage: slowpipe export RUN.h5 [--table train|eval|...] [--label] [--attrs] [--blob NAME]\n\nOptions");
+      "usage: slowpipe export RUN.h5 [--table train|eval|...] [--label] [--attrs] [--blob "
+      "NAME]\n\nOptions");
   std::string path, table = "train";
   desc.add_options()("help,h", "this help")("run", po::value(&path), "run log (HDF5)")(
       "table,t", po::value(&table), "table to write as TSV (default train)")(

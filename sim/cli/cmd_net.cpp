@@ -1,7 +1,6 @@
 // `slowpipe timing` (what-if step time without training) and `slowpipe netsim`
 // (a generic network scenario): thin CLI layers over netmodel/.
 #include <boost/program_options.hpp>
-
 #include <iostream>
 
 #include "common/errors.h"
@@ -24,15 +23,14 @@ int cmd_timing(const Args& args) {
       "of bandwidths, from analytic compute and exact message sizes. Options");
   std::vector<std::string> sets, configs;
   std::string model, fw, bw, grad, bandwidth, schedule, replicas, net, device;
-  desc.add_options()("help,h", "this help, with every key")(
-      "config,c", po::value(&configs), "INI config file (repeatable)")(
+  desc.add_options()("help,h", "this help, with every key")("config,c", po::value(&configs),
+                                                            "INI config file (repeatable)")(
       "set,s", po::value(&sets), "KEY=VALUE override (timing.* and net.* keys)")(
-      "model", po::value(&model), "timing.model: shape preset")(
-      "fw", po::value(&fw), "timing.fw")("bw", po::value(&bw), "timing.bw")(
-      "grad", po::value(&grad), "timing.grad")(
+      "model", po::value(&model), "timing.model: shape preset")("fw", po::value(&fw), "timing.fw")(
+      "bw", po::value(&bw), "timing.bw")("grad", po::value(&grad), "timing.grad")(
       "bandwidth", po::value(&bandwidth), "timing.bandwidth: comma list")(
-      "schedule", po::value(&schedule), "timing.schedule")(
-      "replicas", po::value(&replicas), "timing.replicas")(
+      "schedule", po::value(&schedule), "timing.schedule")("replicas", po::value(&replicas),
+                                                           "timing.replicas")(
       "device", po::value(&device), "timing.device")("net", po::value(&net), "net.preset");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -48,11 +46,17 @@ int cmd_timing(const Args& args) {
     return 0;
   }
   apply_config_args(options, configs, sets,
-                    {{"timing.model", &model}, {"timing.fw", &fw}, {"timing.bw", &bw},
-                     {"timing.grad", &grad}, {"timing.bandwidth", &bandwidth},
-                     {"timing.schedule", &schedule}, {"timing.replicas", &replicas},
-                     {"timing.device", &device}, {"net.preset", &net}});
-  for (const auto* spec : {&what_if.specs.forward, &what_if.specs.backward, &what_if.specs.gradient}) {
+                    {{"timing.model", &model},
+                     {"timing.fw", &fw},
+                     {"timing.bw", &bw},
+                     {"timing.grad", &grad},
+                     {"timing.bandwidth", &bandwidth},
+                     {"timing.schedule", &schedule},
+                     {"timing.replicas", &replicas},
+                     {"timing.device", &device},
+                     {"net.preset", &net}});
+  for (const auto* spec :
+       {&what_if.specs.forward, &what_if.specs.backward, &what_if.specs.gradient}) {
     compressors::validate_spec(*spec, spec == &what_if.specs.backward);
   }
   const auto wire = [](const std::string& spec, const std::vector<int64_t>& shape) {
@@ -75,8 +79,9 @@ int cmd_netsim(const Args& args) {
   po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
   po::notify(vm);
   if (vm.count("help")) {
-    std::cout << desc << "\nThe scenario format is described in docs/netmodel.md; examples are in "
-                         "experiments/netsim/.\n";
+    std::cout << desc
+              << "\nThe scenario format is described in docs/netmodel.md; examples are in "
+                 "experiments/netsim/.\n";
     return 0;
   }
   if (path.empty()) throw UsageError("no scenario given (slowpipe netsim SCENARIO.json)");

@@ -1,6 +1,5 @@
 // `slowpipe train`: config files, --set overrides and shortcuts -> one run.
 #include <boost/program_options.hpp>
-
 #include <iostream>
 
 #include "common/errors.h"
@@ -36,18 +35,25 @@ int cmd_train(const Args& args) {
   OptionSet options;
   sim::describe_options(config, options);
   if (vm.count("help")) {
-    std::cout << desc << "\nConfiguration keys (also valid in INI files as [section] key = value):\n"
+    std::cout << desc
+              << "\nConfiguration keys (also valid in INI files as [section] key = value):\n"
               << options.help_text();
     return 0;
   }
   apply_config_args(options, configs, sets,
-                    {{"compress.fw", &fw}, {"compress.bw", &bw}, {"compress.grad", &grad},
-                     {"net.preset", &net}, {"run.out", &out}, {"run.steps", &steps},
-                     {"run.seed", &seed}, {"pipeline.stages", &stages}});
+                    {{"compress.fw", &fw},
+                     {"compress.bw", &bw},
+                     {"compress.grad", &grad},
+                     {"net.preset", &net},
+                     {"run.out", &out},
+                     {"run.steps", &steps},
+                     {"run.seed", &seed},
+                     {"pipeline.stages", &stages}});
   const sim::TrainSummary s = sim::train(config, options.resolved());
-  std::printf("%s: %lld steps, final loss %.4f, eval loss %.4f, simulated time %.2f s, wall %.1f s%s\n",
-              s.out.c_str(), static_cast<long long>(s.steps), s.final_loss, s.final_eval_loss,
-              s.sim_time_s, s.wall_time_s, s.interrupted ? " (interrupted)" : "");
+  std::printf(
+      "%s: %lld steps, final loss %.4f, eval loss %.4f, simulated time %.2f s, wall %.1f s%s\n",
+      s.out.c_str(), static_cast<long long>(s.steps), s.final_loss, s.final_eval_loss, s.sim_time_s,
+      s.wall_time_s, s.interrupted ? " (interrupted)" : "");
   return s.interrupted ? 130 : 0;
 }
 

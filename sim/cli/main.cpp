@@ -1,11 +1,10 @@
 // `slowpipe`: the command-line entry point. Dispatches to a subcommand and maps
 // errors to exit codes: 2 usage (bad key, value, spec, missing file), 3 data
 // (corrupt input file), 1 anything else.
+#include <boost/program_options/errors.hpp>
 #include <cstdio>
 #include <exception>
 #include <string>
-
-#include <boost/program_options/errors.hpp>
 
 #include "common/errors.h"
 #include "common/version.h"
@@ -24,8 +23,10 @@ const Command kCommands[] = {
     {"export", "write a table of a run log as TSV", slowpipe::cli::cmd_export},
     {"codecs", "list codecs and feedback schemes", slowpipe::cli::cmd_codecs},
     {"codec", "inspect one channel spec: bytes, ratio, error, speed", slowpipe::cli::cmd_codec},
-    {"timing", "what-if step time of a model shape over a sweep of networks", slowpipe::cli::cmd_timing},
-    {"netsim", "run a generic network scenario (JSON) and print flow times", slowpipe::cli::cmd_netsim},
+    {"timing", "what-if step time of a model shape over a sweep of networks",
+     slowpipe::cli::cmd_timing},
+    {"netsim", "run a generic network scenario (JSON) and print flow times",
+     slowpipe::cli::cmd_netsim},
 };
 
 void usage(std::FILE* out) {

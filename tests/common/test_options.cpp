@@ -1,6 +1,5 @@
 // OptionSet: typed binding, validation, INI files and --set overrides.
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <fstream>
 
@@ -57,13 +56,27 @@ TEST_CASE("OptionSet: unknown keys and bad values are usage errors") {
       CHECK(std::string(e.what()).find("did you mean 'run.steps'") != std::string::npos);
     }
   }
-  SECTION("non-integer") { CHECK_THROWS_AS(o.set("run.steps", "ten"), slowpipe::UsageError); }
-  SECTION("trailing garbage") { CHECK_THROWS_AS(o.set("run.steps", "10x"), slowpipe::UsageError); }
-  SECTION("out of range") { CHECK_THROWS_AS(o.set("run.steps", "0"), slowpipe::UsageError); }
-  SECTION("nan") { CHECK_THROWS_AS(o.set("optim.lr", "nan"), slowpipe::UsageError); }
-  SECTION("bad choice") { CHECK_THROWS_AS(o.set("model.name", "rnn"), slowpipe::UsageError); }
-  SECTION("bad bool") { CHECK_THROWS_AS(o.set("run.flag", "maybe"), slowpipe::UsageError); }
-  SECTION("no equals sign") { CHECK_THROWS_AS(o.set_assignment("run.steps"), slowpipe::UsageError); }
+  SECTION("non-integer") {
+    CHECK_THROWS_AS(o.set("run.steps", "ten"), slowpipe::UsageError);
+  }
+  SECTION("trailing garbage") {
+    CHECK_THROWS_AS(o.set("run.steps", "10x"), slowpipe::UsageError);
+  }
+  SECTION("out of range") {
+    CHECK_THROWS_AS(o.set("run.steps", "0"), slowpipe::UsageError);
+  }
+  SECTION("nan") {
+    CHECK_THROWS_AS(o.set("optim.lr", "nan"), slowpipe::UsageError);
+  }
+  SECTION("bad choice") {
+    CHECK_THROWS_AS(o.set("model.name", "rnn"), slowpipe::UsageError);
+  }
+  SECTION("bad bool") {
+    CHECK_THROWS_AS(o.set("run.flag", "maybe"), slowpipe::UsageError);
+  }
+  SECTION("no equals sign") {
+    CHECK_THROWS_AS(o.set_assignment("run.steps"), slowpipe::UsageError);
+  }
   CHECK(c.steps == 10);  // nothing was changed by a failed set
 }
 

@@ -282,5 +282,6 @@ TEST_CASE("Topology: NICs are shared by all flows of a host, links are not") {
     if (op.kind == nm::OpKind::kAllReduce) op.bytes = static_cast<uint64_t>(bytes);
   });
   c.latency_s = 1e-3;
-  CHECK(nm::replay(t, c).step_s == Approx(2.0 * (D - 1) / D * bytes * 8 / 1e9 + 2 * (D - 1) * 1e-3));
+  CHECK(nm::replay(t, c).step_s ==
+        Approx(2.0 * (D - 1) / D * bytes * 8 / 1e9 + 2 * (D - 1) * 1e-3));
 }

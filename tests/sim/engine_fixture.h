@@ -22,9 +22,10 @@ inline std::string corpus_path() {
   static const std::string path = [] {
     const std::string p = "slowpipe_test_corpus.txt";
     std::ofstream f(p);
-    const char* words[] = {"the",   "pipeline", "stage",  "sends", "a",      "compressed",
-                           "activation", "over", "slow",  "links", "and",   "gradients",
-                           "flow",  "back",     "through", "every", "boundary", "of", "model"};
+    const char* words[] = {"the",        "pipeline",   "stage", "sends", "a",
+                           "compressed", "activation", "over",  "slow",  "links",
+                           "and",        "gradients",  "flow",  "back",  "through",
+                           "every",      "boundary",   "of",    "model"};
     uint32_t x = 12345;
     for (int i = 0; i < 4000; ++i) {
       x = x * 1103515245u + 12345u;

@@ -1,8 +1,7 @@
 // The pipeline engine: exact cuts, schedules, micro-batches, replicas, the trace.
-#include <catch2/catch.hpp>
-
 #include <ATen/ATen.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -37,12 +36,14 @@ struct Record {
 
 class RecordingChannel : public slowpipe::compressors::Channel {
  public:
-  RecordingChannel(std::shared_ptr<std::vector<Record>> log, ChannelRole role, int index, int replica)
+  RecordingChannel(std::shared_ptr<std::vector<Record>> log, ChannelRole role, int index,
+                   int replica)
       : log_(std::move(log)), role_(role), index_(index), replica_(replica) {
     slowpipe::compressors::ChannelContext ctx;
     ctx.num_samples = 4096;
     ctx.warmup_epochs = 0;
-    inner_ = slowpipe::compressors::make_channel(role == ChannelRole::kForward ? "aq(q4)" : "ef(q8)", ctx);
+    inner_ = slowpipe::compressors::make_channel(
+        role == ChannelRole::kForward ? "aq(q4)" : "ef(q8)", ctx);
   }
   at::Tensor transfer(const at::Tensor& x, const at::Tensor& ids,
                       slowpipe::compressors::TransferStats* stats) override {
@@ -69,7 +70,8 @@ TEST_CASE("Engine: cutting the model is exact (GPT and CNN, 1/2/4 stages)") {
     const auto whole = slowpipe::test::run_steps(slowpipe::test::gpt_setup(*data, 1), *data, 20);
     for (int stages : {2, 4}) {
       INFO("stages " << stages);
-      const auto split = slowpipe::test::run_steps(slowpipe::test::gpt_setup(*data, stages), *data, 20);
+      const auto split =
+          slowpipe::test::run_steps(slowpipe::test::gpt_setup(*data, stages), *data, 20);
       require_close(split.losses, whole.losses, 1e-5);
     }
     CHECK(whole.losses.back() < whole.losses.front());  // it does learn
@@ -79,7 +81,8 @@ TEST_CASE("Engine: cutting the model is exact (GPT and CNN, 1/2/4 stages)") {
     const auto whole = slowpipe::test::run_steps(slowpipe::test::cnn_setup(*data, 1), *data, 20);
     for (int stages : {2, 4}) {
       INFO("stages " << stages);
-      const auto split = slowpipe::test::run_steps(slowpipe::test::cnn_setup(*data, stages), *data, 20);
+      const auto split =
+          slowpipe::test::run_steps(slowpipe::test::cnn_setup(*data, stages), *data, 20);
       require_close(split.losses, whole.losses, 1e-5);
     }
   }
@@ -172,10 +175,11 @@ TEST_CASE("Engine: trace bookkeeping and identical replicas") {
   setup.compress.bw = "q4";
   setup.compress.aq_warmup_epochs = 0;
   PipelineEngine engine(setup);
-  slowpipe::models::EpochSampler sampler(data->size(slowpipe::models::Split::kTrain), 8, 3, true, true);
+  slowpipe::models::EpochSampler sampler(data->size(slowpipe::models::Split::kTrain), 8, 3, true,
+                                         true);
   for (int step = 0; step < 5; ++step) {
-    const auto r = engine.train_step(data->get(slowpipe::models::Split::kTrain, sampler.next().indices),
-                                     step, 5);
+    const auto r = engine.train_step(
+        data->get(slowpipe::models::Split::kTrain, sampler.next().indices), step, 5);
     int compute = 0;
     uint64_t trace_bytes = 0, channel_bytes = 0;
     for (const auto& op : r.trace.ops) {

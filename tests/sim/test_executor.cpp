@@ -1,10 +1,9 @@
 // The single-process executor's global order: stage orders kept, inputs exist.
 #include <catch2/catch.hpp>
-
 #include <stdexcept>
 
-#include "sim/executor.h"
 #include "netmodel/schedule.h"
+#include "sim/executor.h"
 
 namespace {
 
