@@ -40,9 +40,9 @@ scripts/plot.sh "$bin" "$out/eval_vs_step.png" --table eval --x step --y loss "$
 echo
 echo "demo: results in $out/"
 for r in "${runs[@]}"; do
-  printf '  %-28s final train loss %s, simulated time %s s\n' "$(basename "$r")" \
-    "$("$bin" export "$r" --table train | awk -F'\t' 'NR==1{for(i=1;i<=NF;i++)h[$i]=i} END{print $h["loss"]}')" \
-    "$("$bin" export "$r" --table train | awk -F'\t' 'NR==1{for(i=1;i<=NF;i++)h[$i]=i} END{print $h["sim_time_s"]}')"
+  "$bin" export "$r" --table train | awk -F'\t' -v name="$(basename "$r")" \
+    'NR==1{for(i=1;i<=NF;i++)h[$i]=i; next} {l=$h["loss"]; t=$h["sim_time_s"]}
+     END{printf "  %-24s final train loss %.3f, simulated time %.1f s\n", name, l, t}'
 done
 echo "  plots: $out/loss_vs_step.png $out/loss_vs_sim_time.png $out/eval_vs_step.png"
 echo "  timeline (chrome://tracing or ui.perfetto.dev): $out/timeline_aq_q2.json"
