@@ -26,7 +26,9 @@ int64_t shape_rows(const Shape& shape) {
 }
 
 void Codec::encode_raw(const float* x, const Shape& shape, Message& out) {
-  out.assign(payload_bytes(shape), 0);
+  // No zero-fill: every codec writes each payload byte (test_wire.cpp encodes
+  // into a buffer full of other bytes to check), so a reused message costs nothing.
+  out.resize(payload_bytes(shape));
   encode_payload(x, shape, out.data());
 }
 

@@ -1,15 +1,19 @@
 // Quantization kernels: plain loops over raw fp32 arrays, written so that GCC
-// vectorizes them; the hot loops are also compiled for AVX2 and picked at load
-// time (target_clones). Work goes in chunks of 4096 codes so the code buffer
-// stays in L1 and each chunk starts on a byte boundary of the bit stream.
+// vectorizes them; the hot loops are also compiled for AVX-512F and AVX2 and
+// picked at load time (target_clones). The channel-mode statistics and
+// round-to-nearest loop have hand-written AVX-512 versions (quant_simd.h).
+// Work goes in chunks of 4096 codes so the code buffer stays in L1 and each
+// chunk starts on a byte boundary of the bit stream.
 #include "compressors/quant_kernels.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "compressors/quant_simd.h"
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SLOWPIPE_CLONES __attribute__((target_clones("arch=skylake-avx512", "avx2", "default")))
+#define SLOWPIPE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define SLOWPIPE_CLONES
 #endif
@@ -162,10 +166,14 @@ float stochastic_uniform(uint32_t seed, uint64_t index) {
   return hash_uniform(static_cast<uint32_t>(index), run_key(seed, index));
 }
 
-void group_maxabs(const float* x, const GroupLayout& layout, float* maxabs) {
+void group_maxabs(const float* x, const GroupLayout& layout, float* maxabs, bool simd) {
   if (layout.mode == ScaleMode::kChannel) {
     std::fill(maxabs, maxabs + layout.channels, 0.0F);
-    column_maxabs(x, layout.numel / layout.channels, layout.channels, maxabs);
+    const int64_t rows = layout.numel / layout.channels;
+    if (simd && simd::available())
+      simd::column_maxabs(x, rows, layout.channels, maxabs);
+    else
+      column_maxabs(x, rows, layout.channels, maxabs);
     return;
   }
   for (int64_t g = 0; g < layout.groups; ++g) {
@@ -191,6 +199,7 @@ void quantize_pack(const float* x, const GroupLayout& layout, const GroupGrid& g
                    const QuantizeArgs& args, uint8_t* out) {
   uint8_t chunk_codes[kChunk];
   const float max_code = static_cast<float>(args.levels - 1);
+  const bool fast = args.simd && simd::available();
   for (int64_t start = 0; start < layout.numel; start += kChunk) {
     int64_t end = std::min(layout.numel, start + kChunk);
     // 8-bit codes are their own packing: write them in place.
@@ -202,6 +211,8 @@ void quantize_pack(const float* x, const GroupLayout& layout, const GroupGrid& g
         const float* inv = grid.inv_step.data() + g;
         if (args.stochastic)
           quant_vary_sr(x + b, e - b, lo, inv, max_code, args.seed, static_cast<uint64_t>(b), c);
+        else if (fast)
+          simd::quant_vary(x + b, e - b, lo, inv, max_code, c);
         else
           quant_vary(x + b, e - b, lo, inv, max_code, c);
       } else if (args.stochastic) {

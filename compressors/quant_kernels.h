@@ -35,8 +35,9 @@ struct GroupGrid {
   std::vector<float> lo, step, inv_step;  // [groups]
 };
 
-// Per-group max |x| (max-abs) or min and max (min-max).
-void group_maxabs(const float* x, const GroupLayout& layout, float* maxabs);
+// Per-group max |x| (max-abs) or min and max (min-max). `simd`: use the AVX-512
+// kernels where the CPU has them (bit-identical; false forces the portable loops).
+void group_maxabs(const float* x, const GroupLayout& layout, float* maxabs, bool simd = true);
 void group_minmax(const float* x, const GroupLayout& layout, float* mins, float* maxs);
 
 struct QuantizeArgs {
@@ -44,6 +45,7 @@ struct QuantizeArgs {
   int levels = 15;
   bool stochastic = false;
   uint32_t seed = 0;
+  bool simd = true;  // AVX-512 kernels where available (bit-identical results)
 };
 // codes -> packed bit stream `out` of ceil(numel*bits/8) bytes.
 void quantize_pack(const float* x, const GroupLayout& layout, const GroupGrid& grid,

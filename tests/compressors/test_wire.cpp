@@ -93,6 +93,20 @@ TEST_CASE("Wire size: every codec's message has exactly the documented size") {
     }
 }
 
+TEST_CASE("Encoding: a reused message buffer holding other bytes encodes like a fresh one") {
+  for (const std::string& spec : kSpecs)
+    for (const sc::Shape& shape : kShapes) {
+      INFO(spec << " shape dims " << shape.size() << " numel " << sc::shape_numel(shape));
+      at::Tensor x = at::randn(shape);
+      sc::Message fresh = sc::make_codec(spec, 1)->encode(x);
+      for (size_t prefill : {fresh.size(), fresh.size() + 17}) {
+        sc::Message reused(prefill, 0xA5);
+        sc::make_codec(spec, 1)->encode_raw(x.data_ptr<float>(), shape, reused);
+        REQUIRE(reused == fresh);
+      }
+    }
+}
+
 TEST_CASE("Wire size: wire_bytes equals the bytes a channel really sends, schemes included") {
   sc::ChannelContext ctx;
   ctx.num_samples = 64;

@@ -1,0 +1,91 @@
+// AVX-512 channel-mode quantization kernels; see quant_simd.h. Compiled with
+// function-level target attributes and picked at run time, so the binary still
+// runs on CPUs without AVX-512 (available() is then false).
+#include "compressors/quant_simd.h"
+
+#include <cmath>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+// GCC 12 warns about the deliberately undefined upper halves inside the
+// AVX-512 conversion intrinsics.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define SLOWPIPE_QUANT_AVX512 1
+#define SLOWPIPE_AVX512 __attribute__((target("avx512f")))
+#endif
+
+namespace slowpipe::compressors::simd {
+
+#ifdef SLOWPIPE_QUANT_AVX512
+
+bool available() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
+  return has;
+}
+
+SLOWPIPE_AVX512 void quant_vary(const float* x, int64_t n, const float* lo, const float* inv,
+                                float max_code, uint8_t* codes) {
+  const __m512 half = _mm512_set1_ps(0.5F);
+  const __m512 zero = _mm512_setzero_ps();
+  const __m512 top = _mm512_set1_ps(max_code);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 t = _mm512_sub_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(lo + i));
+    t = _mm512_add_ps(_mm512_mul_ps(t, _mm512_loadu_ps(inv + i)), half);
+    // max(t, 0) is (t > 0 ? t : 0), so NaN -> 0; min(t, top) is (t < top ? t : top).
+    t = _mm512_min_ps(_mm512_max_ps(t, zero), top);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + i),
+                     _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(t)));
+  }
+  for (; i < n; ++i) {
+    float t = (x[i] - lo[i]) * inv[i] + 0.5F;
+    t = t > 0.0F ? t : 0.0F;
+    t = t < max_code ? t : max_code;
+    codes[i] = static_cast<uint8_t>(static_cast<int>(t));
+  }
+}
+
+namespace {
+// Columns [c0, c0 + 16 * kVec) over all rows, accumulators kept in registers.
+template <int kVec>
+SLOWPIPE_AVX512 void column_block(const float* x, int64_t rows, int64_t cols, int64_t c0,
+                                  float* m) {
+  const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
+  __m512 acc[kVec];
+  for (int j = 0; j < kVec; ++j) acc[j] = _mm512_loadu_ps(m + c0 + 16 * j);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * cols + c0;
+    for (int j = 0; j < kVec; ++j) {  // max(a, m) is (a > m ? a : m): NaN keeps m
+      __m512 a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_loadu_si512(row + 16 * j), abs_mask));
+      acc[j] = _mm512_max_ps(a, acc[j]);
+    }
+  }
+  for (int j = 0; j < kVec; ++j) _mm512_storeu_ps(m + c0 + 16 * j, acc[j]);
+}
+}  // namespace
+
+SLOWPIPE_AVX512 void column_maxabs(const float* x, int64_t rows, int64_t cols, float* m) {
+  int64_t c = 0;
+  for (; c + 256 <= cols; c += 256) column_block<16>(x, rows, cols, c, m);
+  for (; c + 16 <= cols; c += 16) column_block<1>(x, rows, cols, c, m);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = c; k < cols; ++k) {
+      float a = std::fabs(x[r * cols + k]);
+      m[k] = a > m[k] ? a : m[k];
+    }
+}
+
+#else  // no AVX-512 paths in this build: available() is false, the rest is never called
+
+bool available() {
+  return false;
+}
+void quant_vary(const float*, int64_t, const float*, const float*, float, uint8_t*) {}
+void column_maxabs(const float*, int64_t, int64_t, float*) {}
+
+#endif
+
+}  // namespace slowpipe::compressors::simd

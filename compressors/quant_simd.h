@@ -1,0 +1,23 @@
+// AVX-512 versions of the channel-mode hot loops of quant_kernels.cpp (the
+// per-channel max-abs quantizer of AQ-SGD). They do the same arithmetic,
+// operation for operation (subtract, multiply, add, clamp, truncate; no fused
+// multiply-add), so their results are bit-identical to the portable loops;
+// tests/compressors/test_quant_kernels.cpp checks that.
+#pragma once
+
+#include <cstdint>
+
+namespace slowpipe::compressors::simd {
+
+// True when this build has the AVX-512 paths and the CPU runs AVX-512F.
+bool available();
+
+// codes[i] = clamp(floor((x[i] - lo[i]) * inv[i] + 0.5), 0, max_code), NaN -> 0.
+// x, lo, inv: [n]; codes: [n].
+void quant_vary(const float* x, int64_t n, const float* lo, const float* inv, float max_code,
+                uint8_t* codes);
+
+// m[c] = max(m[c], max_r |x[r, c]|) for x: [rows, cols] row-major; NaN ignored.
+void column_maxabs(const float* x, int64_t rows, int64_t cols, float* m);
+
+}  // namespace slowpipe::compressors::simd
