@@ -73,15 +73,17 @@ __attribute__((target("avx512f,popcnt"))) int64_t count_and_collect_avx512(
     __m512i u = _mm512_and_si512(_mm512_loadu_si512(x + i), abs_mask);
     above += __builtin_popcount(_mm512_cmpgt_epu32_mask(u, vhi));
     __mmask16 c = _mm512_cmpge_epu32_mask(u, vlo) & _mm512_cmple_epu32_mask(u, vhi);
-    if (c) {
-      _mm512_mask_compressstoreu_epi32(cmag + nc, c, u);
-      nc += __builtin_popcount(c);
-    }
+    // No branch (about half the vectors hold a candidate: a branch would be a
+    // coin toss); compress in a register and store whole (cmag has 16 spare
+    // slots): a compress-store straight to memory is microcoded on some CPUs.
+    _mm512_storeu_si512(cmag + nc, _mm512_maskz_compress_epi32(c, u));
+    nc += __builtin_popcount(c);
   }
   return above + count_and_collect_scalar(x, i, m, lo, hi, cmag, nc);
 }
 __attribute__((target("avx512f,popcnt"))) int64_t emit_avx512(const float* x, int64_t m, uint32_t t,
-                                                              int64_t& ties, int32_t* out) {
+                                                              int64_t& ties, int64_t k,
+                                                              int32_t* out) {
   const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
   const __m512i vt = _mm512_set1_epi32(static_cast<int>(t));
   const __m512i step = _mm512_set1_epi32(16);
@@ -93,6 +95,9 @@ __attribute__((target("avx512f,popcnt"))) int64_t emit_avx512(const float* x, in
     __mmask16 eq = _mm512_cmpeq_epu32_mask(u, vt);
     if (eq && ties > 0) {  // rare: settle this block in order
       w += emit_scalar(x, i, i + 16, t, ties, out + w);
+    } else if (w + 16 <= k) {  // full store stays inside out[0, k)
+      _mm512_storeu_si512(out + w, _mm512_maskz_compress_epi32(gt, idx));
+      w += __builtin_popcount(gt);
     } else {
       _mm512_mask_compressstoreu_epi32(out + w, gt, idx);
       w += __builtin_popcount(gt);
@@ -110,47 +115,61 @@ bool has_avx512() {
 }
 #endif
 
-// Radix-assisted selection: the value of rank r (0 = largest) of a[0..n) and how
-// many elements are strictly greater. One histogram pass over 2048 bins of the
-// value range narrows the search to one bin, then nth_element settles it.
-// Reorders (and overwrites part of) a.
+// Radix-assisted selection of ranks (0 = largest) in a[0..n): one pass builds a
+// histogram over 2048 bins of the value range; each rank then lies in one bin,
+// whose elements are copied to `scratch` and settled with nth_element. `a` is
+// not modified, so several ranks can come from one histogram.
 struct Ranked {
   uint32_t value;
-  int64_t greater;
+  int64_t greater;  // elements strictly greater than value
 };
-Ranked kth_largest(uint32_t* a, int64_t n, int64_t r) {
-  auto count_greater = [](const uint32_t* p, int64_t len, uint32_t v) {
-    int64_t c = 0;
-    for (int64_t i = 0; i < len; ++i) c += p[i] > v;
-    return c;
-  };
-  if (n <= 512) {
-    std::nth_element(a, a + r, a + n, std::greater<>());
-    return {a[r], count_greater(a, n, a[r])};
+class RankFinder {
+ public:
+  static constexpr int kBits = 11;
+  // a: [n]; scratch: room for n values.
+  RankFinder(const uint32_t* a, int64_t n, uint32_t* scratch, std::vector<uint32_t>& counts)
+      : a_(a), n_(n), scratch_(scratch), counts_(counts) {
+    lo_ = hi_ = n > 0 ? a[0] : 0;
+    for (int64_t i = 1; i < n; ++i) {
+      lo_ = std::min(lo_, a[i]);
+      hi_ = std::max(hi_, a[i]);
+    }
+    if (n <= 512 || lo_ == hi_) return;  // small or constant: no histogram
+    const int width = 32 - __builtin_clz(hi_ - lo_);
+    shift_ = std::max(0, width - kBits);
+    counts_.assign(size_t{1} << kBits, 0);
+    for (int64_t i = 0; i < n; ++i) ++counts_[(a[i] - lo_) >> shift_];
+    binned_ = true;
   }
-  uint32_t lo = a[0], hi = a[0];
-  for (int64_t i = 1; i < n; ++i) {
-    lo = std::min(lo, a[i]);
-    hi = std::max(hi, a[i]);
+  Ranked rank(int64_t r) {
+    if (lo_ == hi_) return {lo_, 0};
+    int64_t above = 0, w = 0;
+    if (!binned_) {
+      std::copy(a_, a_ + n_, scratch_);
+      w = n_;
+    } else {
+      auto b = static_cast<int64_t>((hi_ - lo_) >> shift_);
+      for (; b > 0 && above + counts_[b] <= r; --b) above += counts_[b];
+      for (int64_t i = 0; i < n_; ++i)
+        if (static_cast<int64_t>((a_[i] - lo_) >> shift_) == b) scratch_[w++] = a_[i];
+    }
+    const int64_t rr = r - above;
+    std::nth_element(scratch_, scratch_ + rr, scratch_ + w, std::greater<>());
+    const uint32_t v = scratch_[rr];
+    int64_t greater = above;
+    for (int64_t i = 0; i < w; ++i) greater += scratch_[i] > v;
+    return {v, greater};
   }
-  if (lo == hi) return {lo, 0};
-  const int width = 32 - __builtin_clz(hi - lo);
-  const int shift = std::max(0, width - 11);
-  std::vector<int64_t> counts(size_t{1} << 11, 0);
-  for (int64_t i = 0; i < n; ++i) ++counts[(a[i] - lo) >> shift];
-  int64_t above = 0;
-  int64_t b = static_cast<int64_t>(((hi - lo) >> shift));
-  for (; b > 0; --b) {
-    if (above + counts[b] > r) break;
-    above += counts[b];
-  }
-  int64_t w = 0;
-  for (int64_t i = 0; i < n; ++i)
-    if (static_cast<int64_t>((a[i] - lo) >> shift) == b) a[w++] = a[i];
-  const int64_t rr = r - above;
-  std::nth_element(a, a + rr, a + w, std::greater<>());
-  return {a[rr], above + count_greater(a, w, a[rr])};
-}
+
+ private:
+  const uint32_t* a_;
+  int64_t n_;
+  uint32_t* scratch_;
+  std::vector<uint32_t>& counts_;
+  uint32_t lo_ = 0, hi_ = 0;
+  int shift_ = 0;
+  bool binned_ = false;
+};
 
 }  // namespace
 
@@ -190,29 +209,36 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
     select_exact(x, m, k, out);
     return;
   }
-  // 1. Bracket the k-th largest magnitude from a sample (positions by a hash).
-  const int64_t s = std::clamp<int64_t>(m / 32, 512, 8192);
+  // 1. Bracket the k-th largest magnitude from a sample of about m / 32 values,
+  // stratified by blocks of 16 consecutive elements (a cache line when the row is
+  // aligned; fewer cache misses than scattered positions): one block at a
+  // hash-chosen offset in each of `blocks` equal strata, ascending.
+  constexpr int64_t kBlock = 16;
+  const int64_t blocks = std::clamp<int64_t>(m / (32 * kBlock), 32, 512);
+  const int64_t s = blocks * kBlock, stratum = m / blocks;  // stratum >= 128
   sample_.resize(s);
   uint64_t state = static_cast<uint64_t>(m) * 0x2545F4914F6CDD1DULL + static_cast<uint64_t>(k);
-  const int64_t stride = m / s;  // stratified: one random position per stride, ascending addresses
-  for (int64_t i = 0; i < s; ++i) {
-    uint64_t jitter = ((splitmix64(state) >> 32) * static_cast<uint64_t>(stride)) >> 32;
-    sample_[i] = mag_bits(x[i * stride + static_cast<int64_t>(jitter)]);
+  for (int64_t b = 0; b < blocks; ++b) {
+    uint64_t jitter =
+        ((splitmix64(state) >> 32) * static_cast<uint64_t>(stratum - kBlock + 1)) >> 32;
+    const float* p = x + b * stratum + static_cast<int64_t>(jitter);
+    for (int64_t j = 0; j < kBlock; ++j) sample_[b * kBlock + j] = mag_bits(p[j]);
   }
   const double p = static_cast<double>(k) / static_cast<double>(m);
   const double mean = p * static_cast<double>(s);
-  const double margin = 3.0 * std::sqrt(static_cast<double>(s) * p * (1 - p)) + 2;
+  const double margin = 3.5 * std::sqrt(static_cast<double>(s) * p * (1 - p)) + 2;
   const auto r_hi = static_cast<int64_t>(std::floor(mean - margin));  // rank (0 = largest)
   const auto r_lo = static_cast<int64_t>(std::ceil(mean + margin));
   uint32_t hi = 0xFFFFFFFFU, lo = 0;
-  if (r_lo < s) {
-    mags_.assign(sample_.begin(), sample_.end());
-    lo = kth_largest(mags_.data(), s, r_lo).value;
+  mags_.resize(std::max(s, m));  // scratch of the rank finders
+  {
+    RankFinder in_sample(sample_.data(), s, mags_.data(), counts_);
+    if (r_lo < s) lo = in_sample.rank(r_lo).value;
+    if (r_hi >= 0) hi = in_sample.rank(r_hi).value;
   }
-  if (r_hi >= 0) hi = kth_largest(sample_.data(), s, r_hi).value;
   if (lo > hi) lo = hi;
   // 2. Sweep 1: count the sure ones (> hi), collect the candidates ([lo, hi]).
-  cand_mags_.resize(m);
+  cand_mags_.resize(m + 16);  // + 16: the SIMD sweep stores whole vectors
   uint32_t* cmag = cand_mags_.data();
   int64_t nc = 0, ns = 0;
 #ifdef SLOWPIPE_HAVE_AVX512_SWEEP
@@ -232,7 +258,7 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
   uint32_t t = hi;
   int64_t ties = 0;
   if (need > 0) {
-    Ranked ranked = kth_largest(cmag, nc, need - 1);
+    Ranked ranked = RankFinder(cmag, nc, mags_.data(), counts_).rank(need - 1);
     t = ranked.value;
     ties = need - ranked.greater;
   }
@@ -240,7 +266,7 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
   int64_t written;
 #ifdef SLOWPIPE_HAVE_AVX512_SWEEP
   if (simd_ && has_avx512())
-    written = emit_avx512(x, m, t, ties, out);
+    written = emit_avx512(x, m, t, ties, k, out);
   else
 #endif
     written = emit_scalar(x, 0, m, t, ties, out);

@@ -2,14 +2,15 @@
 //
 // TopK keeps the k largest magnitudes of a row, ties at the threshold broken
 // toward lower indices, and returns ascending indices. The fast path (rows over
-// 4096 elements) samples the row to bracket the k-th magnitude between two
-// thresholds (3 standard deviations of the sample quantile either side), sweeps
-// the row counting magnitudes above the upper one and collecting those between
-// (the candidates), finds the exact k-th magnitude among the candidates with
-// nth_element, and sweeps again to emit the indices in order. Sweeps use AVX-512
-// compress-stores where the CPU has them. If the bracket missed (rare, checked
-// exactly), it falls back to nth_element over the whole row. Either way the
-// result is exact.
+// 4096 elements) samples about m / 32 magnitudes, in blocks of 16 consecutive
+// elements at hash-chosen offsets of equal strata, to bracket the k-th magnitude
+// between two thresholds (3.5 standard deviations of the sample quantile either
+// side); sweeps the row counting magnitudes above the upper one and collecting
+// those between (the candidates); finds the exact k-th magnitude among the
+// candidates (a 2048-bin histogram, then nth_element in one bin); and sweeps
+// again to emit the indices in order. Sweeps use AVX-512 compresses where the
+// CPU has them. If the bracket missed (rare, checked exactly), it falls back to
+// nth_element over the whole row. Either way the result is exact.
 //
 // Index coding per row of length m with k kept: a bitmap of m bits or a list of
 // k indices of ceil(log2 m) bits each, whichever is smaller (bitmap on a tie).
@@ -33,7 +34,7 @@ class TopkSelector {
   void set_simd(bool enabled) { simd_ = enabled; }
 
  private:
-  std::vector<uint32_t> mags_, cand_mags_, sample_;
+  std::vector<uint32_t> mags_, cand_mags_, sample_, counts_;
   int64_t fallbacks_ = 0;
   bool simd_ = true;
 };

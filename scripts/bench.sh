@@ -18,4 +18,12 @@ for b in bench_netmodel bench_compressors bench_models bench_engine; do
   "$exe" --benchmark_filter="$filter" --benchmark_out="$out/$b.json" --benchmark_out_format=json \
     | tee "$out/$b.txt"
 done
+# The codec comparison again with glibc keeping freed memory, so libtorch's
+# temporaries are not page-faulted in afresh on every call (see the comment at
+# the top of bench/compressors/bench_compressors.cpp).
+exe=$(find "$build/bench" -type f -name bench_compressors | head -1)
+echo "== bench_compressors, glibc keeping freed memory"
+MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184 \
+  "$exe" --benchmark_filter="$filter" --benchmark_out="$out/bench_compressors.keepheap.json" \
+  --benchmark_out_format=json | tee "$out/bench_compressors.keepheap.txt"
 echo "bench.sh: results in $out/"
