@@ -49,32 +49,35 @@ SLOWPIPE_AVX512 void quant_vary(const float* x, int64_t n, const float* lo, cons
 }
 
 namespace {
-// Columns [c0, c0 + 16 * kVec) over all rows, accumulators kept in registers.
-template <int kVec>
-SLOWPIPE_AVX512 void column_block(const float* x, int64_t rows, int64_t cols, int64_t c0,
-                                  float* m) {
-  const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
-  __m512 acc[kVec];
-  for (int j = 0; j < kVec; ++j) acc[j] = _mm512_loadu_ps(m + c0 + 16 * j);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = x + r * cols + c0;
-    for (int j = 0; j < kVec; ++j) {  // max(a, m) is (a > m ? a : m): NaN keeps m
-      __m512 a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_loadu_si512(row + 16 * j), abs_mask));
-      acc[j] = _mm512_max_ps(a, acc[j]);
-    }
-  }
-  for (int j = 0; j < kVec; ++j) _mm512_storeu_ps(m + c0 + 16 * j, acc[j]);
+SLOWPIPE_AVX512 inline __m512 magnitude(const float* p) {
+  return _mm512_castsi512_ps(
+      _mm512_and_si512(_mm512_loadu_si512(p), _mm512_set1_epi32(0x7FFFFFFF)));
 }
 }  // namespace
 
 SLOWPIPE_AVX512 void column_maxabs(const float* x, int64_t rows, int64_t cols, float* m) {
-  int64_t c = 0;
-  for (; c + 256 <= cols; c += 256) column_block<16>(x, rows, cols, c, m);
-  for (; c + 16 <= cols; c += 16) column_block<1>(x, rows, cols, c, m);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t k = c; k < cols; ++k) {
-      float a = std::fabs(x[r * cols + k]);
-      m[k] = a > m[k] ? a : m[k];
+  // Row-major order, four rows at a time: m (cols floats) stays in L1 and each
+  // of its vectors is loaded and stored once per four rows.
+  const int64_t vec_cols = cols / 16 * 16;
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const float* x0 = x + r * cols;
+    for (int64_t c = 0; c < vec_cols; c += 16) {
+      // max(a, m) is (a > m ? a : m): a NaN magnitude keeps m
+      __m512 acc = _mm512_max_ps(magnitude(x0 + c), _mm512_loadu_ps(m + c));
+      acc = _mm512_max_ps(magnitude(x0 + cols + c), acc);
+      acc = _mm512_max_ps(magnitude(x0 + 2 * cols + c), acc);
+      acc = _mm512_max_ps(magnitude(x0 + 3 * cols + c), acc);
+      _mm512_storeu_ps(m + c, acc);
+    }
+  }
+  for (; r < rows; ++r)
+    for (int64_t c = 0; c < vec_cols; c += 16)
+      _mm512_storeu_ps(m + c, _mm512_max_ps(magnitude(x + r * cols + c), _mm512_loadu_ps(m + c)));
+  for (r = 0; r < rows; ++r)
+    for (int64_t c = vec_cols; c < cols; ++c) {
+      float a = std::fabs(x[r * cols + c]);
+      m[c] = a > m[c] ? a : m[c];
     }
 }
 
