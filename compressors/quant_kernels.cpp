@@ -166,11 +166,11 @@ float stochastic_uniform(uint32_t seed, uint64_t index) {
   return hash_uniform(static_cast<uint32_t>(index), run_key(seed, index));
 }
 
-void group_maxabs(const float* x, const GroupLayout& layout, float* maxabs, bool simd) {
+void group_maxabs(const float* x, const GroupLayout& layout, float* maxabs, bool use_simd) {
   if (layout.mode == ScaleMode::kChannel) {
     std::fill(maxabs, maxabs + layout.channels, 0.0F);
     const int64_t rows = layout.numel / layout.channels;
-    if (simd && simd::available())
+    if (use_simd && simd::available())
       simd::column_maxabs(x, rows, layout.channels, maxabs);
     else
       column_maxabs(x, rows, layout.channels, maxabs);

@@ -35,9 +35,9 @@ struct GroupGrid {
   std::vector<float> lo, step, inv_step;  // [groups]
 };
 
-// Per-group max |x| (max-abs) or min and max (min-max). `simd`: use the AVX-512
+// Per-group max |x| (max-abs) or min and max (min-max). `use_simd`: use the AVX-512
 // kernels where the CPU has them (bit-identical; false forces the portable loops).
-void group_maxabs(const float* x, const GroupLayout& layout, float* maxabs, bool simd = true);
+void group_maxabs(const float* x, const GroupLayout& layout, float* maxabs, bool use_simd = true);
 void group_minmax(const float* x, const GroupLayout& layout, float* mins, float* maxs);
 
 struct QuantizeArgs {
