@@ -209,12 +209,12 @@ void quantize_pack(const float* x, const GroupLayout& layout, const GroupGrid& g
       if (layout.mode == ScaleMode::kChannel) {
         const float* lo = grid.lo.data() + g;
         const float* inv = grid.inv_step.data() + g;
-        if (args.stochastic)
+        if (args.stochastic) {
           quant_vary_sr(x + b, e - b, lo, inv, max_code, args.seed, static_cast<uint64_t>(b), c);
-        else if (fast)
-          simd::quant_vary(x + b, e - b, lo, inv, max_code, c);
-        else
-          quant_vary(x + b, e - b, lo, inv, max_code, c);
+        } else {
+          const int64_t done = fast ? simd::quant_vary(x + b, e - b, lo, inv, max_code, c) : 0;
+          quant_vary(x + b + done, e - b - done, lo + done, inv + done, max_code, c + done);
+        }
       } else if (args.stochastic) {
         quant_const_sr(x + b, e - b, grid.lo[g], grid.inv_step[g], max_code, args.seed,
                        static_cast<uint64_t>(b), c);

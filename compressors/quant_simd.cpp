@@ -26,8 +26,8 @@ bool available() {
   return has;
 }
 
-SLOWPIPE_AVX512 void quant_vary(const float* x, int64_t n, const float* lo, const float* inv,
-                                float max_code, uint8_t* codes) {
+SLOWPIPE_AVX512 int64_t quant_vary(const float* x, int64_t n, const float* lo, const float* inv,
+                                   float max_code, uint8_t* codes) {
   const __m512 half = _mm512_set1_ps(0.5F);
   const __m512 zero = _mm512_setzero_ps();
   const __m512 top = _mm512_set1_ps(max_code);
@@ -40,12 +40,7 @@ SLOWPIPE_AVX512 void quant_vary(const float* x, int64_t n, const float* lo, cons
     _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + i),
                      _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(t)));
   }
-  for (; i < n; ++i) {
-    float t = (x[i] - lo[i]) * inv[i] + 0.5F;
-    t = t > 0.0F ? t : 0.0F;
-    t = t < max_code ? t : max_code;
-    codes[i] = static_cast<uint8_t>(static_cast<int>(t));
-  }
+  return i;
 }
 
 namespace {
@@ -86,7 +81,9 @@ SLOWPIPE_AVX512 void column_maxabs(const float* x, int64_t rows, int64_t cols, f
 bool available() {
   return false;
 }
-void quant_vary(const float*, int64_t, const float*, const float*, float, uint8_t*) {}
+int64_t quant_vary(const float*, int64_t, const float*, const float*, float, uint8_t*) {
+  return 0;
+}
 void column_maxabs(const float*, int64_t, int64_t, float*) {}
 
 #endif

@@ -12,10 +12,11 @@ namespace slowpipe::compressors::simd {
 // True when this build has the AVX-512 paths and the CPU runs AVX-512F.
 bool available();
 
-// codes[i] = clamp(floor((x[i] - lo[i]) * inv[i] + 0.5), 0, max_code), NaN -> 0.
-// x, lo, inv: [n]; codes: [n].
-void quant_vary(const float* x, int64_t n, const float* lo, const float* inv, float max_code,
-                uint8_t* codes);
+// codes[i] = clamp(floor((x[i] - lo[i]) * inv[i] + 0.5), 0, max_code), NaN -> 0,
+// for the leading whole vectors of 16; returns how many elements it did (the
+// caller's portable loop does the rest). x, lo, inv: [n]; codes: [n].
+int64_t quant_vary(const float* x, int64_t n, const float* lo, const float* inv, float max_code,
+                   uint8_t* codes);
 
 // m[c] = max(m[c], max_r |x[r, c]|) for x: [rows, cols] row-major; NaN ignored.
 void column_maxabs(const float* x, int64_t rows, int64_t cols, float* m);
