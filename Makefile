@@ -1,12 +1,17 @@
 # The two commands of slowpipe's contract:
 #   make demo   install missing dependencies, build (Release), run the default experiment
 #   make test   the same set-up, then the whole test suite
-# Other targets: build, bench, format, clean.
+# Other targets: build, bench, format, clean, and the instrumented builds, each in
+# its own directory:
+#   make fuzz       libFuzzer targets (clang, ASan, UBSan) in build-fuzz/, each run
+#                   FUZZ_SECONDS seconds (default 60): make fuzz FUZZ_SECONDS=300
+#   make sanitize   the whole test suite built with ASan and UBSan in build-sanitize/
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+FUZZ_SECONDS ?= 60
 
-.PHONY: deps configure build demo test bench format clean
+.PHONY: deps configure build demo test bench format clean fuzz sanitize
 
 deps:
 	@./scripts/install-deps.sh
@@ -26,8 +31,15 @@ test: build
 bench: build
 	@./scripts/bench.sh $(BUILD_DIR)
 
+fuzz:
+	@./scripts/install-deps.sh --fuzz
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) ./scripts/fuzz.sh
+
+sanitize: deps
+	@JOBS=$(JOBS) ./scripts/sanitize.sh build-sanitize
+
 format:
 	@git ls-files '*.cpp' '*.h' | xargs clang-format -i
 
 clean:
-	@rm -rf $(BUILD_DIR)
+	@rm -rf $(BUILD_DIR) build-fuzz build-sanitize

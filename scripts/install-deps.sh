@@ -2,6 +2,10 @@
 # Installs the Debian packages slowpipe needs, and only those that are missing.
 # Idempotent and non-interactive (CI runs with no standard input). Runs as root,
 # or through sudo when it is available.
+#   scripts/install-deps.sh          what `make demo` and `make test` need
+#   scripts/install-deps.sh --fuzz   that, plus clang and its libFuzzer/sanitizer
+#                                    runtimes (`make fuzz`); `make sanitize` uses GCC
+#                                    and needs nothing extra
 set -euo pipefail
 
 packages=(
@@ -17,6 +21,16 @@ packages=(
   dataset-fashion-mnist   # /usr/share/datasets/fashion-mnist
   dict-gcide              # /usr/share/dictd/gcide.dict.dz
 )
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(
+    clang                 # the libFuzzer targets need clang (-fsanitize=fuzzer)
+    libclang-rt-14-dev    # libFuzzer, ASan and UBSan runtimes of clang 14
+    llvm-14               # llvm-symbolizer: file:line in sanitizer reports
+  )
+elif [ -n "${1:-}" ]; then
+  echo "install-deps: unknown argument '$1' (expected nothing or --fuzz)" >&2
+  exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do
