@@ -7,6 +7,7 @@
 #include "compressors/factory.h"
 #include "compressors/inspect.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/config_args.h"
 
 namespace po = boost::program_options;
 
@@ -32,9 +33,7 @@ int cmd_codec(const Args& args) {
       "shape", po::value(&shape_text)->default_value(shape_text), "tensor shape, comma separated")(
       "dist", po::value(&dist)->default_value(dist), "value distribution: normal|laplace")(
       "seed", po::value(&seed)->default_value(seed), "seed of the synthetic tensor");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
+  const po::variables_map vm = parse_command_line(args, desc);
   if (vm.count("help")) {
     std::cout << desc;
     return 0;

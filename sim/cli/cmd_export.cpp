@@ -5,6 +5,7 @@
 
 #include "common/errors.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/config_args.h"
 #include "sim/export.h"
 #include "sim/runlog.h"
 
@@ -23,9 +24,7 @@ int cmd_export(const Args& args) {
       "blob", po::value<std::string>(), "print a stored text blob (e.g. trace_step_100) instead");
   po::positional_options_description pos;
   pos.add("run", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  po::notify(vm);
+  const po::variables_map vm = parse_command_line(args, desc, pos);
   if (vm.count("help")) {
     std::cout << desc;
     return 0;

@@ -32,9 +32,7 @@ int cmd_timing(const Args& args) {
       "schedule", po::value(&schedule), "timing.schedule")("replicas", po::value(&replicas),
                                                            "timing.replicas")(
       "device", po::value(&device), "timing.device")("net", po::value(&net), "net.preset");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
+  const po::variables_map vm = parse_command_line(args, desc);
 
   netmodel::WhatIfConfig what_if;
   netmodel::NetConfig net_config;
@@ -75,9 +73,7 @@ int cmd_netsim(const Args& args) {
   desc.add_options()("help,h", "this help")("scenario", po::value(&path), "scenario JSON file");
   po::positional_options_description pos;
   pos.add("scenario", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  po::notify(vm);
+  const po::variables_map vm = parse_command_line(args, desc, pos);
   if (vm.count("help")) {
     std::cout << desc
               << "\nThe scenario format is described in docs/netmodel.md; examples are in "

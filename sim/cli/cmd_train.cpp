@@ -27,9 +27,7 @@ int cmd_train(const Args& args) {
       "net", po::value(&net), "net.preset: simulated network preset")(
       "steps", po::value(&steps), "run.steps")("seed", po::value(&seed), "run.seed")(
       "stages", po::value(&stages), "pipeline.stages")("out,o", po::value(&out), "run.out");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
+  const po::variables_map vm = parse_command_line(args, desc);
 
   sim::TrainConfig config;
   OptionSet options;

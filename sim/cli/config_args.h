@@ -1,18 +1,65 @@
-// Shared by the commands that take configuration (train, timing): INI files in
-// order, then --set KEY=VALUE overrides, then the command's shortcut flags
-// (each the --set form of one key; empty = not given).
+// Shared by the subcommands: command-line parsing with the checks every command
+// needs, and the configuration layering of the commands that take
+// configuration (train, timing): INI files in order, then --set KEY=VALUE
+// overrides, then the command's shortcut flags (each the --set form of one key).
 #pragma once
 
+#include <boost/program_options.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/errors.h"
 #include "common/options.h"
 
 namespace slowpipe::cli {
 
+// Parses `args` against `desc` (and `positional`, the command's positional
+// arguments, if it takes any) into a variables_map, then notifies. UsageError
+// (exit 2) for an argument no option or positional slot takes (`slowpipe train
+// foo`), and for a value-taking option given an empty value (`--fw ''`): a flag
+// that is given means something, so empty is never "not given".
+inline boost::program_options::variables_map parse_command_line(
+    const std::vector<std::string>& args, const boost::program_options::options_description& desc,
+    const boost::program_options::positional_options_description& positional = {}) {
+  namespace po = boost::program_options;
+  // First without positional slots, to find every free argument by itself.
+  const po::parsed_options bare = po::command_line_parser(args).options(desc).run();
+  const std::vector<std::string> free =
+      po::collect_unrecognized(bare.options, po::include_positional);
+  if (free.size() > positional.max_total_count()) {
+    const std::string& stray = free[positional.max_total_count()];
+    throw UsageError("unexpected argument '" + stray + "'" +
+                     (positional.max_total_count() == 0
+                          ? std::string(" (this command takes no positional arguments)")
+                          : " (this command takes at most " +
+                                std::to_string(positional.max_total_count()) + ")"));
+  }
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
+  po::notify(vm);
+  for (const auto& [name, value] : vm) {
+    if (value.defaulted()) continue;
+    const po::option_description* option = desc.find_nothrow(name, /*approx=*/false);
+    if (option == nullptr || option->semantic()->max_tokens() == 0) continue;  // a switch
+    const auto* one = boost::any_cast<std::string>(&value.value());
+    const auto* many = boost::any_cast<std::vector<std::string>>(&value.value());
+    bool empty = one != nullptr && one->empty();
+    if (many != nullptr) {
+      for (const auto& v : *many) empty = empty || v.empty();
+    }
+    if (empty) {
+      throw UsageError("empty value for --" + name +
+                       " (leave the option out to keep its default or config value)");
+    }
+  }
+  return vm;
+}
+
 using Shortcut = std::pair<const char*, const std::string*>;  // key, flag value
 
+// Shortcut values are only applied when non-empty: with parse_command_line an
+// empty value means the flag was not given.
 inline void apply_config_args(OptionSet& options, const std::vector<std::string>& configs,
                               const std::vector<std::string>& sets,
                               const std::vector<Shortcut>& shortcuts) {
