@@ -6,6 +6,13 @@
 //
 // Values are parsed and validated when set; a bad value or an unknown key throws
 // UsageError with a message that names the key (exit code 2 at the CLI).
+//
+// Paths: keys bound with add_path() name input files or folders. A relative
+// value read from an INI file is resolved against that file's folder (made
+// absolute), so a preset finds its inputs from any working directory; a value
+// given with --set (set(), set_assignment()) stays as given, relative to the
+// working directory. Output paths (run.out, run.save, ...) are plain strings:
+// they always stay relative to the working directory.
 #pragma once
 
 #include <cstdint>
@@ -22,10 +29,15 @@ class OptionSet {
   struct Option {
     std::string key;
     std::string help;
-    std::string type;  // "int", "float", "bool", "string", "choice", or a unit
+    std::string type;  // "int", "float", "bool", "string", "path", "choice", or a unit
     std::function<void(const std::string&)> set;
     std::function<std::string()> get;
+    bool is_path = false;     // relative INI values resolve against the INI's folder
+    bool allow_empty = true;  // false: an empty value is a UsageError naming the key
   };
+
+  // Largest INI file load_ini() reads; larger ones are refused.
+  static constexpr int64_t kMaxIniBytes = int64_t{16} << 20;
 
   // Binders. The field's current value is its default.
   void add(const std::string& key, int& field, const std::string& help, int64_t min = INT32_MIN,
@@ -35,7 +47,13 @@ class OptionSet {
   void add(const std::string& key, double& field, const std::string& help, double min = -1e300,
            double max = 1e300);
   void add(const std::string& key, bool& field, const std::string& help);
+  // A free string; empty is allowed.
   void add(const std::string& key, std::string& field, const std::string& help);
+  // A string that must not be empty (e.g. an output file name).
+  void add_nonempty(const std::string& key, std::string& field, const std::string& help);
+  // An input file or folder; empty = not given. Relative values from an INI file
+  // resolve against the file's folder (see the top of this header).
+  void add_path(const std::string& key, std::string& field, const std::string& help);
   // A string restricted to `choices`.
   void add_choice(const std::string& key, std::string& field, std::vector<std::string> choices,
                   const std::string& help);
@@ -48,8 +66,15 @@ class OptionSet {
   // Parses "key=value" (the --set form).
   void set_assignment(const std::string& assignment);
   // Reads an INI file: "[section]" prefixes keys with "section."; '#' and ';'
-  // start comments. Errors name the file and line.
+  // start comments. Errors name the file and line. Refused with UsageError: a
+  // file that cannot be opened or read, is not a regular file (a folder, a FIFO,
+  // a device), is larger than kMaxIniBytes, or holds a NUL byte; a key set twice
+  // in the same file (both lines named). Across files a later one overrides.
   void load_ini(const std::string& path);
+  // The INI parser on text already in memory (load_ini's second half): `name`
+  // names the source in messages, `base_dir` is the folder relative path values
+  // resolve against ("" = leave them as written).
+  void load_ini_text(const std::string& text, const std::string& name, const std::string& base_dir);
 
   bool has(const std::string& key) const;
   std::string get(const std::string& key) const;
@@ -62,6 +87,8 @@ class OptionSet {
  private:
   void add_option(Option opt);
   const Option* find(const std::string& key) const;
+  // set() with `base_dir` for path keys ("" = as given).
+  void set_value(const std::string& key, const std::string& value, const std::string& base_dir);
   std::vector<Option> options_;
 };
 

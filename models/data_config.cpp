@@ -9,8 +9,8 @@ namespace slowpipe::models {
 
 void describe_options(DataConfig& cfg, slowpipe::OptionSet& opts) {
   opts.add_choice("data.name", cfg.name, dataset_names(), "data set (see `docs/models.md`)");
-  opts.add("data.path", cfg.path,
-           "data file overriding the default (fashion-mnist: a directory); required for text");
+  opts.add_path("data.path", cfg.path,
+                "data file overriding the default (fashion-mnist: a directory); required for text");
   opts.add("data.val_fraction", cfg.val_fraction,
            "text: fraction of the windows held out for validation (the last ones)", 0.0, 0.9);
   opts.add("data.begin", cfg.begin, "first fraction of the corpus to use", 0.0, 1.0);

@@ -19,8 +19,8 @@ void describe_options(ModelConfig& cfg, slowpipe::OptionSet& opts) {
   opts.add("model.channels", cfg.channels,
            "cnn: channels of the first stage (doubled after the stride-2 block)", 1, 4096);
   opts.add("model.hidden", cfg.hidden, "mlp: hidden width", 1, 1 << 20);
-  opts.add("model.init_from", cfg.init_from,
-           "checkpoint to initialise from (fine-tuning); empty = fresh init from run.seed");
+  opts.add_path("model.init_from", cfg.init_from,
+                "checkpoint to initialise from (fine-tuning); empty = fresh init from run.seed");
   opts.add("model.dropout", cfg.dropout, "dropout probability", 0.0, 0.95);
 }
 

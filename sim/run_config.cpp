@@ -16,7 +16,7 @@ void describe_options(RunConfig& c, OptionSet& o) {
       [&c] { return std::to_string(c.seed); });
   o.add("run.steps", c.steps, "optimizer steps to run (0 = run.epochs whole epochs)", 0);
   o.add("run.epochs", c.epochs, "epochs to run when run.steps = 0", 1, 100000);
-  o.add("run.out", c.out, "HDF5 run log to write");
+  o.add_nonempty("run.out", c.out, "HDF5 run log to write (relative to the working directory)");
   o.add("run.label", c.label, "label of this run in plots (empty = derived from the config)");
   o.add("run.overwrite", c.overwrite, "replace run.out if it exists");
   o.add("run.threads", c.threads, "libtorch intra-op threads", 1, 256);

@@ -1,6 +1,10 @@
 // OptionSet: typed binding, validation, INI files and --set overrides.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "common/errors.h"
@@ -105,4 +109,188 @@ TEST_CASE("OptionSet: INI files with sections, comments and errors with line num
   }
   std::remove(path.c_str());
   CHECK_THROWS_AS(o.load_ini("does/not/exist.ini"), slowpipe::UsageError);
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh folder for one test, under the build tree's working directory.
+fs::path scratch_dir(const std::string& name) {
+  const fs::path dir = fs::absolute("test_options_tmp") / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+}
+
+// The UsageError message of `body`, or "" when it does not throw one.
+template <typename F>
+std::string usage_error_of(F&& body) {
+  try {
+    body();
+  } catch (const slowpipe::UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("OptionSet: a key set twice in one INI file names both lines") {
+  Cfg c;
+  auto o = make(c);
+  const fs::path path = scratch_dir("dup") / "dup.ini";
+  SECTION("same section twice") {
+    write_file(path, "[run]\nsteps = 7\nflag = yes\n\n[run]\nsteps = 8\n");
+    const std::string msg = usage_error_of([&] { o.load_ini(path.string()); });
+    INFO(msg);
+    CHECK(contains(msg, path.string() + ":6:"));
+    CHECK(contains(msg, "duplicate key 'run.steps'"));
+    CHECK(contains(msg, "line 2"));
+  }
+  SECTION("a dotted key repeating a section's key") {
+    write_file(path, "run.steps = 7\n[run]\nsteps = 8\n");
+    const std::string msg = usage_error_of([&] { o.load_ini(path.string()); });
+    CHECK(contains(msg, ":3: duplicate key 'run.steps' (already set on line 1)"));
+  }
+  SECTION("across files a later file overrides") {
+    const fs::path second = path.parent_path() / "second.ini";
+    write_file(path, "[run]\nsteps = 7\n");
+    write_file(second, "[run]\nsteps = 8\n");
+    o.load_ini(path.string());
+    o.load_ini(second.string());
+    CHECK(c.steps == 8);
+  }
+}
+
+TEST_CASE("OptionSet: --config that is not a small readable text file is refused") {
+  Cfg c;
+  auto o = make(c);
+  const fs::path dir = scratch_dir("files");
+  SECTION("a directory") {
+    const std::string msg = usage_error_of([&] { o.load_ini(dir.string()); });
+    CHECK(contains(msg, "'" + dir.string() + "' is a directory"));
+  }
+  SECTION("/dev/zero") {
+    const std::string msg = usage_error_of([&] { o.load_ini("/dev/zero"); });
+    CHECK(contains(msg, "'/dev/zero' is a character device"));
+  }
+  SECTION("a FIFO, without waiting for a writer") {
+    const fs::path fifo = dir / "fifo.ini";
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    const std::string msg = usage_error_of([&] { o.load_ini(fifo.string()); });
+    CHECK(contains(msg, "is a FIFO"));
+  }
+  SECTION("a file that cannot be opened") {
+    const std::string msg = usage_error_of([&] { o.load_ini((dir / "missing.ini").string()); });
+    CHECK(contains(msg, "cannot open config file"));
+    CHECK(contains(msg, "No such file or directory"));
+    if (geteuid() != 0) {  // root reads any file
+      const fs::path locked = dir / "locked.ini";
+      write_file(locked, "[run]\nsteps = 3\n");
+      fs::permissions(locked, fs::perms::none);
+      CHECK(contains(usage_error_of([&] { o.load_ini(locked.string()); }), "Permission denied"));
+    }
+  }
+  SECTION("a file larger than the cap") {
+    const fs::path big = dir / "big.ini";
+    write_file(big, "");
+    fs::resize_file(big, static_cast<uintmax_t>(slowpipe::OptionSet::kMaxIniBytes) + 1);
+    CHECK(contains(usage_error_of([&] { o.load_ini(big.string()); }), "larger than 16 MiB"));
+  }
+  SECTION("a NUL byte names the line") {
+    const fs::path nul = dir / "nul.ini";
+    const char text[] = "[run]\nsteps = 7\nfl\0ag = yes\n";
+    write_file(nul, std::string(text, sizeof text - 1));
+    const std::string msg = usage_error_of([&] { o.load_ini(nul.string()); });
+    CHECK(contains(msg, nul.string() + ":3: NUL byte"));
+    CHECK(c.steps == 10);  // nothing of the file was applied
+  }
+  SECTION("an empty file and a UTF-8 byte order mark are fine") {
+    const fs::path empty = dir / "empty.ini";
+    write_file(empty, "");
+    o.load_ini(empty.string());
+    write_file(empty, "\xEF\xBB\xBF[run]\nsteps = 5\n");
+    o.load_ini(empty.string());
+    CHECK(c.steps == 5);
+  }
+}
+
+TEST_CASE("OptionSet: empty values are refused where the type has no empty value") {
+  Cfg c;
+  auto o = make(c);
+  std::string out = "run.h5";
+  o.add_nonempty("run.out", out, "output");
+  for (const char* key : {"run.steps", "optim.lr", "run.flag", "model.name", "run.out"}) {
+    INFO(key);
+    const std::string msg = usage_error_of([&] { o.set_assignment(std::string(key) + "="); });
+    CHECK(contains(msg, std::string("empty value for '") + key + "'"));
+    CHECK(contains(usage_error_of([&] { o.set(key, "  "); }), "empty value"));
+  }
+  CHECK(out == "run.h5");
+  o.set_assignment("data.path=");  // a free string may be empty
+  CHECK(c.path.empty());
+  // An INI line with an empty value is refused the same way, with its line.
+  const fs::path path = scratch_dir("empty") / "e.ini";
+  write_file(path, "[run]\nsteps =\n");
+  CHECK(contains(usage_error_of([&] { o.load_ini(path.string()); }),
+                 ":2: empty value for 'run.steps'"));
+}
+
+TEST_CASE("OptionSet: relative paths in an INI file resolve against the file's folder") {
+  std::string init_from, data_path, out;
+  slowpipe::OptionSet o;
+  o.add_path("model.init_from", init_from, "checkpoint");
+  o.add_path("data.path", data_path, "data");
+  o.add("run.out", out, "output: stays relative to the working directory");
+  const fs::path dir = scratch_dir("paths") / "presets";
+  fs::create_directories(dir);
+  const fs::path ini = dir / "p.ini";
+  write_file(ini,
+             "[model]\ninit_from = ../ckpt/pre.pt\n[data]\npath = corpus.txt\n[run]\nout = "
+             "results/r.h5\n");
+  SECTION("from the file's own folder and from elsewhere alike") {
+    o.load_ini(ini.string());
+    CHECK(init_from == (dir.parent_path() / "ckpt" / "pre.pt").string());
+    CHECK(data_path == (dir / "corpus.txt").string());
+    CHECK(out == "results/r.h5");
+    // A relative --config name gives the same absolute paths.
+    init_from.clear();
+    data_path.clear();
+    const fs::path cwd = fs::current_path();
+    fs::current_path(dir.parent_path());
+    o.load_ini("presets/p.ini");
+    fs::current_path(cwd);
+    CHECK(init_from == (dir.parent_path() / "ckpt" / "pre.pt").string());
+    CHECK(data_path == (dir / "corpus.txt").string());
+  }
+  SECTION("absolute and empty values stay as written") {
+    write_file(ini, "[model]\ninit_from = /abs/pre.pt\n[data]\npath =\n");
+    o.load_ini(ini.string());
+    CHECK(init_from == "/abs/pre.pt");
+    CHECK(data_path.empty());
+  }
+  SECTION("--set values stay relative to the working directory") {
+    o.load_ini(ini.string());
+    o.set_assignment("data.path=corpus.txt");
+    o.set("model.init_from", "../x.pt");
+    CHECK(data_path == "corpus.txt");
+    CHECK(init_from == "../x.pt");
+  }
+  SECTION("text parsed in memory resolves against the folder it is given") {
+    o.load_ini_text("data.path = a/b.txt\n", "preset", "/base");
+    CHECK(data_path == "/base/a/b.txt");
+    o.load_ini_text("data.path = a/b.txt\n", "preset", "");
+    CHECK(data_path == "a/b.txt");
+  }
+  CHECK(o.options().front().type == "path");
 }
