@@ -11,8 +11,15 @@
 
 namespace slowpipe::sim {
 
-void export_table(const std::string& h5_path, const std::string& table, std::ostream& out) {
-  write_tsv(read_table(h5_path, table), out);
+void export_table(const std::string& h5_path, const std::string& table, std::ostream& out,
+                  std::ostream& warnings) {
+  const Table t = read_table(h5_path, table);
+  for (const auto& column : t.skipped) {
+    warnings << "warning: run log " << h5_path << ": column " << table << "/" << column
+             << " is unreadable and left out (the run did not finish; a kill cut its creation "
+                "short)\n";
+  }
+  write_tsv(t, out);
 }
 
 std::string run_label(const std::string& h5_path) {

@@ -12,8 +12,12 @@
 namespace slowpipe::sim {
 
 // Writes `table` of the run log at `h5_path` to `out` as TSV. UsageError for a
-// missing or non-HDF5 file, or an unknown table (naming the tables present).
-void export_table(const std::string& h5_path, const std::string& table, std::ostream& out);
+// missing or non-HDF5 file, or an unknown table (naming the tables present);
+// DataError (naming what is wrong) for a damaged one, before anything is
+// written. A column left out because a kill cut its creation short (a run that
+// did not finish) is named in a line on `warnings`.
+void export_table(const std::string& h5_path, const std::string& table, std::ostream& out,
+                  std::ostream& warnings);
 
 // `config.run.label` when set and non-empty; otherwise the parts that exist of
 // "MODEL fw=SPEC bw=SPEC net=PRESET" (from config.model.name,

@@ -16,19 +16,28 @@
 // A kill inside a structure change can lose that new column or blob, which
 // readers then skip; it does not cost flushed rows. Compression filters are
 // left out on purpose: a compressed chunk moves when it grows.
+//
+// Resume (RunLog::reopen): the file is opened read-write with the same access
+// settings, every table's layout is read back and checked (runlog_tables.h),
+// and a table is cut by lowering its "rows" attribute, flushed at once; the
+// cut rows' data stays in the datasets until appends overwrite it (readers
+// never look past "rows") or a clean close trims the extent.
 #include "sim/runlog.h"
 
 #include <H5Cpp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
 #include <iostream>
 #include <limits>
+#include <set>
 #include <stdexcept>
 #include <utility>
 
 #include "common/errors.h"
+#include "sim/runlog_tables.h"
 
 namespace slowpipe::sim {
 namespace {
@@ -67,6 +76,21 @@ void write_double_attribute(H5::H5Object& object, const std::string& key, double
   H5::Attribute attr =
       object.createAttribute(key, H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR));
   attr.write(H5::PredType::NATIVE_DOUBLE, &value);
+}
+
+// File access settings of every writer (create and reopen).
+H5::FileAccPropList writer_access() {
+  H5::FileAccPropList access;
+  // No HDF5 file lock: readers (slowpipe export, h5py, h5dump) may read a live
+  // run without HDF5_USE_FILE_LOCKING=FALSE; overwrite refusal guards the name.
+  H5Pset_file_locking(access.getId(), /*use_file_locking=*/false,
+                      /*ignore_when_disabled=*/true);
+  // Large allocation blocks: new metadata and chunks are carved out of space
+  // the superblock already covers, so a kill inside a flush rarely leaves an
+  // object pointing past the stored end of file.
+  H5Pset_meta_block_size(access.getId(), kAllocationBlockBytes);
+  H5Pset_small_data_block_size(access.getId(), kAllocationBlockBytes);
+  return access;
 }
 
 void write_int_attribute(H5::H5Object& object, const std::string& key, int64_t value) {
@@ -126,6 +150,7 @@ struct RunLog::Impl {
     int64_t flushed_rows = 0;             // complete rows on disk ("rows" attribute)
     int64_t pending_rows = 0;             // rows buffered in memory
     int64_t capacity_rows = 0;            // dataset extent, a multiple of kChunkRows
+    int64_t next_index = 0;               // "index" attribute of the next new column
   };
 
   std::string path;
@@ -135,6 +160,7 @@ struct RunLog::Impl {
   std::map<std::string, TableState> tables;
   H5::Group blobs;
   bool has_blobs = false;
+  bool ready = false;  // open and consistent: the destructor flushes and trims
 
   // Runs `body`, turning HDF5 exceptions into runtime_error naming the file.
   template <typename F>
@@ -177,7 +203,7 @@ struct RunLog::Impl {
     write_string_attribute(column.dataset, "description", info.description);
     // Column order lives with each column, never in the table group's header,
     // so declaring a column leaves the group header (and its "rows") untouched.
-    write_int_attribute(column.dataset, "index", static_cast<int64_t>(t.columns.size()));
+    write_int_attribute(column.dataset, "index", t.next_index++);
     column.pending.assign(static_cast<size_t>(t.pending_rows), kNaN);
     t.index[info.name] = t.columns.size();
     t.columns.push_back(std::move(column));
@@ -220,6 +246,83 @@ struct RunLog::Impl {
     rows_since_flush = 0;
   }
 
+  // Links whose object cannot be read ("table" or "table/column"): creations a
+  // kill cut short, found by reopen(). Neither HDF5's H5Ldelete nor H5Lmove can
+  // remove such a link (both need the object's header), so declaring that name
+  // again is refused; readers skip them while the run is unfinished.
+  std::set<std::string> broken;
+
+  void refuse_broken(const std::string& name) const {
+    if (broken.count(name) != 0) {
+      throw DataError("run log " + path + ": " + name +
+                      " is unreadable (a kill cut its creation short) and cannot be declared "
+                      "again; start the run anew");
+    }
+  }
+
+  // Reads back the tables and blobs of an existing file (reopen), checks
+  // `keep_rows` against them, then cuts the tables and flushes.
+  void load(const std::map<std::string, int64_t>& keep_rows) {
+    const hsize_t n = file.getNumObjs();
+    std::vector<std::string> names;
+    for (hsize_t i = 0; i < n; ++i) names.push_back(file.getObjnameByIdx(i));
+    for (const auto& name : names) {
+      H5O_type_t kind = H5O_TYPE_UNKNOWN;
+      try {
+        kind = file.childObjType(name);
+      } catch (const H5::Exception&) {
+        broken.insert(name);  // a table or blob group a kill cut short
+        continue;
+      }
+      if (kind != H5O_TYPE_GROUP) continue;
+      H5::Group group = file.openGroup(name);
+      if (name == kBlobGroup) {
+        blobs = group;
+        has_blobs = true;
+        continue;
+      }
+      if (!group.attrExists("rows")) {
+        // Created, but killed before its "rows" attribute: no table yet.
+        if (group.getNumObjs() == 0 && H5Ldelete(file.getId(), name.c_str(), H5P_DEFAULT) < 0) {
+          broken.insert(name);
+        }
+        continue;
+      }
+      detail::StoredTable stored = detail::inspect_table(path, group, name);
+      for (const auto& column : stored.unreadable) broken.insert(name + "/" + column);
+      TableState t;
+      t.group = group;
+      t.flushed_rows = stored.rows;
+      t.capacity_rows = std::numeric_limits<int64_t>::max();
+      for (auto& c : stored.columns) {
+        t.capacity_rows = std::min(t.capacity_rows, c.extent);
+        t.next_index = std::max(t.next_index, c.index + 1);
+        Column column;
+        column.info = c.info;
+        column.dataset = c.dataset;
+        t.index[c.info.name] = t.columns.size();
+        t.columns.push_back(std::move(column));
+      }
+      if (t.columns.empty()) t.capacity_rows = 0;
+      tables.emplace(name, std::move(t));
+    }
+    for (const auto& [name, keep] : keep_rows) {
+      auto it = tables.find(name);
+      const int64_t have = it == tables.end() ? 0 : it->second.flushed_rows;
+      if (keep > have) {
+        throw DataError("run log " + path + ": table '" + name + "' has " + std::to_string(have) +
+                        " rows, fewer than the " + std::to_string(keep) + " to keep");
+      }
+    }
+    for (const auto& [name, keep] : keep_rows) {
+      auto it = tables.find(name);
+      if (it == tables.end()) continue;  // keep == 0
+      it->second.flushed_rows = keep;
+      it->second.group.openAttribute("rows").write(H5::PredType::NATIVE_INT64, &keep);
+    }
+    file.flush(H5F_SCOPE_GLOBAL);
+  }
+
   // On a clean close the extent shrinks to the rows, so h5dump/h5py see no padding.
   void trim() {
     for (auto& [name, t] : tables) {
@@ -260,16 +363,7 @@ RunLog::RunLog(const std::string& path, bool overwrite, int flush_every)
     }
   }
   impl_->guard("create", [&] {
-    H5::FileAccPropList access;
-    // No HDF5 file lock: readers (slowpipe export, h5py, h5dump) may read a live
-    // run without HDF5_USE_FILE_LOCKING=FALSE; overwrite refusal guards the name.
-    H5Pset_file_locking(access.getId(), /*use_file_locking=*/false,
-                        /*ignore_when_disabled=*/true);
-    // Large allocation blocks: new metadata and chunks are carved out of space
-    // the superblock already covers, so a kill inside a flush rarely leaves an
-    // object pointing past the stored end of file.
-    H5Pset_meta_block_size(access.getId(), kAllocationBlockBytes);
-    H5Pset_small_data_block_size(access.getId(), kAllocationBlockBytes);
+    const H5::FileAccPropList access = writer_access();
     // Symbol-table nodes of 2 x 64 entries: a table of up to 128 columns never
     // splits its group's node when a column is declared.
     H5::FileCreatPropList create;
@@ -278,9 +372,49 @@ RunLog::RunLog(const std::string& path, bool overwrite, int flush_every)
     impl_->file.flush(H5F_SCOPE_GLOBAL);
     return 0;
   });
+  impl_->ready = true;
+}
+
+RunLog::RunLog() : impl_(std::make_unique<Impl>()) {}
+
+std::unique_ptr<RunLog> RunLog::reopen(const std::string& path,
+                                       const std::map<std::string, int64_t>& keep_rows,
+                                       int flush_every) {
+  silence_hdf5_errors();
+  hdf5_error_cause();  // drop any stale cause
+  if (flush_every < 1) {
+    throw UsageError("run log " + path + ": flush_every must be >= 1, got " +
+                     std::to_string(flush_every));
+  }
+  for (const auto& [table, keep] : keep_rows) {
+    if (keep < 0) {
+      throw UsageError("run log " + path + ": cannot keep " + std::to_string(keep) +
+                       " rows of table '" + table + "'");
+    }
+  }
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw UsageError("run log " + path + ": no such file to continue");
+  if (!fs::is_regular_file(path, ec)) throw UsageError("run log " + path + ": not a file");
+  if (H5Fis_hdf5(path.c_str()) <= 0) throw UsageError("run log " + path + " is not an HDF5 file");
+  std::unique_ptr<RunLog> log(new RunLog());
+  Impl& impl = *log->impl_;
+  impl.path = path;
+  impl.flush_every = flush_every;
+  try {
+    impl.file = H5::H5File(path, H5F_ACC_RDWR, H5::FileCreatPropList::DEFAULT, writer_access());
+    impl.load(keep_rows);
+  } catch (const H5::Exception& e) {
+    const std::string cause = hdf5_error_cause();
+    throw DataError("run log " + path + " cannot be continued: damaged or unreadable (" +
+                    e.getFuncName() + (cause.empty() ? "" : ": " + cause) + ")");
+  }
+  impl.ready = true;
+  return log;
 }
 
 RunLog::~RunLog() {
+  if (!impl_->ready) return;  // a reopen() that failed: leave the file as it was
   try {
     impl_->guard("close", [&] {
       impl_->flush();
@@ -324,6 +458,7 @@ void RunLog::declare(const std::string& table, const std::vector<ColumnInfo>& co
   impl_->guard("declare " + table, [&] {
     auto it = impl_->tables.find(table);
     if (it == impl_->tables.end()) {
+      impl_->refuse_broken(table);
       Impl::TableState t;
       // Room for the names of ~200 columns, so the group's name heap never moves.
       t.group = impl_->file.createGroup(table, kGroupNameHeapBytes);
@@ -344,6 +479,7 @@ void RunLog::declare(const std::string& table, const std::vector<ColumnInfo>& co
         }
         continue;
       }
+      impl_->refuse_broken(table + "/" + c.name);
       impl_->add_column(t, c);
       added = true;
     }

@@ -42,6 +42,18 @@ class RunLog {
   // Creates `path` (parent folders too). Refuses to overwrite an existing file
   // unless `overwrite`; throws UsageError with the path.
   RunLog(const std::string& path, bool overwrite, int flush_every = 10);
+  // Opens an existing run log to continue its run (resume). Root attributes,
+  // blobs and every table with its columns are kept; each table named in
+  // `keep_rows` is cut to that many rows (its "rows" attribute is lowered and
+  // flushed at once, so a kill right after reopening shows exactly those rows),
+  // tables not named keep all their rows. Appends then continue after the kept
+  // rows, overwriting what the cut rows held; set_attribute() replaces old
+  // values (e.g. "status"). UsageError: no such file, not HDF5, a negative
+  // count; DataError: a damaged file, a table with fewer rows than asked to keep,
+  // a table named in `keep_rows` with a row count > 0 that does not exist.
+  static std::unique_ptr<RunLog> reopen(const std::string& path,
+                                        const std::map<std::string, int64_t>& keep_rows,
+                                        int flush_every = 10);
   ~RunLog();  // flushes and closes
   RunLog(const RunLog&) = delete;
   RunLog& operator=(const RunLog&) = delete;
@@ -66,19 +78,26 @@ class RunLog {
   int64_t flushed_rows(const std::string& table) const;
 
  private:
+  RunLog();  // for reopen()
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
 // Reading back. Every reader throws UsageError for a missing file or a file
-// that is not HDF5 (naming the path) and DataError for a damaged one. Neither
-// writer nor readers take HDF5's file lock, so a live run's file can be read
-// (it shows the rows flushed so far).
+// that is not HDF5 (naming the path) and DataError for a damaged one, naming
+// what is wrong: a "rows" attribute that is negative, not an integer or beyond
+// a column's data, a column that is not a 1-D floating-point dataset, a table
+// member that is not a column, an unreadable column in a finished run (see
+// `skipped`), or a missing train/eval table in a file with config.* attributes.
+// Neither writer nor readers take HDF5's file lock, so a live run's file can be
+// read (it shows the rows flushed so far).
 struct Table {
   std::vector<ColumnInfo> columns;
   std::vector<std::vector<double>> values;  // values[c][row]
-  // Columns present but unreadable: only a column whose creation a kill cut
-  // short ends up here (it holds no flushed row). Empty for a closed file.
+  // Columns present but unreadable, with the reason ("name: cause"): a column
+  // whose creation a kill cut short (it holds no flushed row). Only a file whose
+  // run did not finish (root attribute "status" absent or "running") may have
+  // them; in any other file an unreadable column is a DataError.
   std::vector<std::string> skipped;
   size_t rows() const { return values.empty() ? 0 : values.front().size(); }
   // The column named `name`; UsageError naming the existing columns otherwise.
@@ -87,6 +106,9 @@ struct Table {
 };
 // Root attributes; numeric ones are printed in shortest round-trip form.
 std::map<std::string, std::string> read_attributes(const std::string& path);
+// Complete rows of every table (its "rows" attribute), e.g. to check a resume
+// point against the log; DataError for a negative or non-integer count.
+std::map<std::string, int64_t> read_row_counts(const std::string& path);
 std::vector<std::string> list_tables(const std::string& path);
 // UsageError naming the tables that exist when `table` is not one of them.
 Table read_table(const std::string& path, const std::string& table);

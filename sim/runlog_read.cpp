@@ -5,7 +5,9 @@
 // while a run is alive or after it was killed. Files are opened without HDF5's
 // file lock, so a live run can be exported; what it sees is the last flush.
 // Missing or non-HDF5 files are UsageErrors; HDF5 failures inside a file that
-// opened are DataErrors naming the file and HDF5's own cause.
+// opened are DataErrors naming the file and HDF5's own cause, and a layout that
+// breaks the schema (docs/hdf5-schema.md) is a DataError saying what is wrong:
+// nothing is cut or dropped without a word.
 #include <H5Cpp.h>
 #include <fmt/format.h>
 
@@ -16,6 +18,7 @@
 
 #include "common/errors.h"
 #include "sim/runlog.h"
+#include "sim/runlog_tables.h"
 
 namespace slowpipe::sim {
 namespace {
@@ -150,79 +153,223 @@ std::vector<std::string> list_tables(const std::string& path) {
   });
 }
 
+namespace detail {
+
+namespace {
+
+const char* class_name(H5T_class_t c) {
+  switch (c) {
+    case H5T_INTEGER:
+      return "integer";
+    case H5T_FLOAT:
+      return "floating-point";
+    case H5T_STRING:
+      return "string";
+    case H5T_COMPOUND:
+      return "compound";
+    case H5T_ARRAY:
+      return "array";
+    case H5T_ENUM:
+      return "enum";
+    default:
+      return "non-numeric";
+  }
+}
+
+const char* object_kind(H5O_type_t t) {
+  switch (t) {
+    case H5O_TYPE_GROUP:
+      return "a group";
+    case H5O_TYPE_NAMED_DATATYPE:
+      return "a named datatype";
+    default:
+      return "not a dataset";
+  }
+}
+
+}  // namespace
+
+StoredTable inspect_table(const std::string& path, const H5::Group& group,
+                          const std::string& name) {
+  const std::string where = "run log " + path + ": table '" + name + "'";
+  StoredTable out;
+  if (!group.attrExists("rows")) throw DataError(where + " has no 'rows' attribute");
+  {
+    H5::Attribute rows = group.openAttribute("rows");
+    const H5T_class_t type = rows.getTypeClass();
+    if (type != H5T_INTEGER || rows.getSpace().getSimpleExtentNpoints() != 1) {
+      throw DataError(where + ": its 'rows' attribute is " +
+                      (type != H5T_INTEGER ? std::string(class_name(type)) : "not a single value") +
+                      ", expected one integer");
+    }
+    rows.read(H5::PredType::NATIVE_INT64, &out.rows);
+  }
+  if (out.rows < 0) {
+    throw DataError(where + ": its 'rows' attribute is " + std::to_string(out.rows) +
+                    " (negative)");
+  }
+  // Columns are stored uncompressed, so every counted row is 8 bytes in the file
+  // (this also keeps a hostile count from allocating terabytes).
+  std::error_code ec;
+  const uintmax_t file_bytes = std::filesystem::file_size(path, ec);
+  if (!ec && static_cast<uintmax_t>(out.rows) > file_bytes / sizeof(double)) {
+    throw DataError(where + ": its 'rows' attribute is " + std::to_string(out.rows) +
+                    ", more than the whole file (" + std::to_string(file_bytes) +
+                    " bytes) can hold");
+  }
+  const hsize_t n = group.getNumObjs();
+  for (hsize_t i = 0; i < n; ++i) {
+    const std::string member = group.getObjnameByIdx(i);
+    H5::DataSet ds;
+    try {
+      const H5O_type_t kind = group.childObjType(member);
+      if (kind != H5O_TYPE_DATASET) {
+        throw DataError(where + ": member '" + member + "' is " + object_kind(kind) +
+                        ", not a column");
+      }
+      ds = group.openDataSet(member);
+    } catch (const H5::Exception&) {
+      // A column whose creation a kill cut short (its link reached the disk,
+      // its header did not); the caller decides whether that may happen.
+      hdf5_error_cause();
+      out.unreadable.push_back(member);
+      continue;
+    }
+    const std::string column = "run log " + path + ": column " + name + "/" + member;
+    H5::DataSpace space = ds.getSpace();
+    const int rank = space.getSimpleExtentNdims();
+    if (rank != 1) {
+      throw DataError(column + " has rank " + std::to_string(rank) + ", expected a 1-D column");
+    }
+    const H5T_class_t type = ds.getTypeClass();
+    if (type != H5T_FLOAT) {
+      throw DataError(column + " holds " + class_name(type) + " values, expected float64");
+    }
+    hsize_t dims[1] = {0};
+    space.getSimpleExtentDims(dims);
+    const int64_t extent = static_cast<int64_t>(dims[0]);
+    if (extent < out.rows) {
+      throw DataError(column + " holds " + std::to_string(extent) +
+                      " values but the table's 'rows' attribute says " + std::to_string(out.rows));
+    }
+    int64_t index = std::numeric_limits<int64_t>::max();
+    if (ds.attrExists("index")) {
+      H5::Attribute attr = ds.openAttribute("index");
+      if (attr.getTypeClass() != H5T_INTEGER || attr.getSpace().getSimpleExtentNpoints() != 1) {
+        throw DataError(column + ": its 'index' attribute is not one integer");
+      }
+      attr.read(H5::PredType::NATIVE_INT64, &index);
+    }
+    out.columns.push_back(StoredColumn{index,
+                                       ColumnInfo{member, read_string_attribute(ds, "unit"),
+                                                  read_string_attribute(ds, "description")},
+                                       ds, extent});
+  }
+  std::stable_sort(out.columns.begin(), out.columns.end(),
+                   [](const StoredColumn& a, const StoredColumn& b) { return a.index < b.index; });
+  return out;
+}
+
+std::string run_status(const H5::H5File& file) {
+  if (!file.attrExists("status")) return "";
+  H5::Attribute attr = file.openAttribute("status");
+  if (attr.getTypeClass() != H5T_STRING) return "";
+  std::string value;
+  attr.read(attr.getStrType(), value);
+  return value;
+}
+
+}  // namespace detail
+
+std::map<std::string, int64_t> read_row_counts(const std::string& path) {
+  const std::vector<std::string> tables = list_tables(path);
+  return with_file(path, [&](H5::H5File& file) {
+    std::map<std::string, int64_t> out;
+    for (const auto& t : tables) out[t] = detail::inspect_table(path, file.openGroup(t), t).rows;
+    return out;
+  });
+}
+
+namespace {
+
+// Why `table` is not a table of the run log: UsageError for a name the user got
+// wrong, DataError when the file should have it (a member of that name that is
+// not a table, or a run log whose train/eval table is missing).
+[[noreturn]] void throw_missing_table(const std::string& path, const std::string& table,
+                                      const std::vector<std::string>& tables) {
+  with_file(path, [&](H5::H5File& file) {
+    if (table != kBlobGroup && file.nameExists(table)) {
+      std::string why = "is not a table";
+      try {
+        if (file.childObjType(table) != H5O_TYPE_GROUP) {
+          why = "is not a group";
+        } else if (!file.openGroup(table).attrExists("rows")) {
+          why = "has no 'rows' attribute";
+        }
+      } catch (const H5::Exception&) {
+        why = "cannot be read (" + hdf5_error_cause() + ")";
+      }
+      throw DataError("run log " + path + ": table '" + table + "' " + why);
+    }
+    bool run_log = false;  // written by `slowpipe train`: it has config.* attributes
+    const int n = file.getNumAttrs();
+    for (int i = 0; i < n && !run_log; ++i) {
+      run_log = file.openAttribute(static_cast<unsigned>(i)).getName().rfind("config.", 0) == 0;
+    }
+    if (run_log && (table == "train" || table == "eval")) {
+      throw DataError("run log " + path + " has no '" + table + "' table (tables: " + join(tables) +
+                      "): the file is damaged, or its run was killed before it logged anything");
+    }
+    return 0;
+  });
+  throw UsageError("run log " + path + " has no table '" + table + "'; tables: " + join(tables));
+}
+
+}  // namespace
+
 Table read_table(const std::string& path, const std::string& table) {
   const std::vector<std::string> tables = list_tables(path);
   if (std::find(tables.begin(), tables.end(), table) == tables.end()) {
-    throw UsageError("run log " + path + " has no table '" + table + "'; tables: " + join(tables));
+    throw_missing_table(path, table, tables);
   }
   return with_file(path, [&](H5::H5File& file) {
-    H5::Group group = file.openGroup(table);
-    int64_t rows = 0;
-    group.openAttribute("rows").read(H5::PredType::NATIVE_INT64, &rows);
-    struct Found {
-      int64_t index;  // declaration order ("index" attribute)
-      ColumnInfo info;
-      H5::DataSet dataset;
-    };
-    std::vector<Found> found;
-    std::vector<std::string> skipped;
-    const hsize_t n = group.getNumObjs();
-    for (hsize_t i = 0; i < n; ++i) {
-      std::string name = "#" + std::to_string(i);
-      try {
-        name = group.getObjnameByIdx(i);
-        if (group.childObjType(name) != H5O_TYPE_DATASET) continue;
-        H5::DataSet ds = group.openDataSet(name);
-        H5::DataSpace space = ds.getSpace();
-        if (space.getSimpleExtentNdims() != 1) continue;
-        hsize_t dims[1] = {0};
-        space.getSimpleExtentDims(dims);
-        Found f{read_int_attribute(ds, "index", std::numeric_limits<int64_t>::max()),
-                ColumnInfo{name, read_string_attribute(ds, "unit"),
-                           read_string_attribute(ds, "description")},
-                ds};
-        rows = std::min<int64_t>(rows, static_cast<int64_t>(dims[0]));
-        found.push_back(std::move(f));
-      } catch (const H5::Exception&) {
-        // A column whose creation a kill cut short (its link reached the disk,
-        // its header did not). It holds no flushed row; leave it out.
-        hdf5_error_cause();
-        skipped.push_back(name);
+    const detail::StoredTable stored = detail::inspect_table(path, file.openGroup(table), table);
+    // Only a run that did not finish can hold a column a kill cut short.
+    const std::string status = detail::run_status(file);
+    const bool finished = !status.empty() && status != "running";
+    const auto unreadable = [&](const std::string& column, const std::string& cause) {
+      if (finished) {
+        throw DataError("run log " + path + ": column " + table + "/" + column +
+                        " is unreadable (" + (cause.empty() ? "damaged" : cause) +
+                        ") in a run whose status is '" + status + "'");
       }
-    }
-    std::stable_sort(found.begin(), found.end(),
-                     [](const Found& a, const Found& b) { return a.index < b.index; });
+    };
     Table out;
-    std::vector<H5::DataSet> datasets;
-    for (auto& f : found) {
-      out.columns.push_back(std::move(f.info));
-      datasets.push_back(f.dataset);
+    for (const auto& name : stored.unreadable) {
+      unreadable(name, "its header cannot be read");
+      out.skipped.push_back(name);
     }
-    rows = std::max<int64_t>(rows, 0);
     const hsize_t start[1] = {0};
-    const hsize_t count[1] = {static_cast<hsize_t>(rows)};
-    Table read;
-    read.skipped = std::move(skipped);
-    for (size_t c = 0; c < datasets.size(); ++c) {
-      std::vector<double> values(static_cast<size_t>(rows));  // [rows]
+    const hsize_t count[1] = {static_cast<hsize_t>(stored.rows)};
+    for (const auto& c : stored.columns) {
+      std::vector<double> values(static_cast<size_t>(stored.rows));  // [rows]
       try {
-        if (rows > 0) {
-          H5::DataSpace space = datasets[c].getSpace();
+        if (stored.rows > 0) {
+          H5::DataSpace space = c.dataset.getSpace();
           space.selectHyperslab(H5S_SELECT_SET, count, start);
-          datasets[c].read(values.data(), H5::PredType::NATIVE_DOUBLE, H5::DataSpace(1, count),
-                           space);
+          c.dataset.read(values.data(), H5::PredType::NATIVE_DOUBLE, H5::DataSpace(1, count),
+                         space);
         }
       } catch (const H5::Exception&) {
         // Chunks are allocated when a column is created; a column whose chunks
         // cannot be read was being created when the writer died.
-        hdf5_error_cause();
-        read.skipped.push_back(out.columns[c].name);
+        unreadable(c.info.name, hdf5_error_cause());
+        out.skipped.push_back(c.info.name);
         continue;
       }
-      read.columns.push_back(out.columns[c]);
-      read.values.push_back(std::move(values));
+      out.columns.push_back(c.info);
+      out.values.push_back(std::move(values));
     }
-    out = std::move(read);
     return out;
   });
 }

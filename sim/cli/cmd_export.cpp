@@ -37,7 +37,7 @@ int cmd_export(const Args& args) {
   } else if (vm.count("attrs")) {
     for (const auto& [k, v] : sim::read_attributes(path)) std::cout << k << "\t" << v << "\n";
   } else {
-    sim::export_table(path, table, std::cout);
+    sim::export_table(path, table, std::cout, std::cerr);
   }
   return 0;
 }

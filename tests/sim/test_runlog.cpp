@@ -282,7 +282,9 @@ TEST_CASE("export_table and run_label") {
     log.append("train", {{"step", 2}});
   }
   std::ostringstream out;
-  slowpipe::sim::export_table(dir + "/a.h5", "train", out);
+  std::ostringstream warnings;
+  slowpipe::sim::export_table(dir + "/a.h5", "train", out, warnings);
+  CHECK(warnings.str().empty());
   CHECK(out.str() == "step\tloss\n1\t0.5\n2\tnan\n");
   CHECK(slowpipe::sim::run_label(dir + "/a.h5") == "gpt fw=aq(q2) bw=q8 net=wan-500mbps");
   {
@@ -299,7 +301,9 @@ TEST_CASE("export_table and run_label") {
   CHECK(slowpipe::sim::run_label(dir + "/c.h5") == "baseline fp32");
   { RunLog log(dir + "/bare-run.h5", false); }
   CHECK(slowpipe::sim::run_label(dir + "/bare-run.h5") == "bare-run");
-  CHECK_THROWS_AS(slowpipe::sim::export_table(dir + "/a.h5", "eval", out), UsageError);
+  // A log with config.* attributes is a slowpipe run log: it must have an eval table.
+  CHECK_THROWS_AS(slowpipe::sim::export_table(dir + "/a.h5", "eval", out, warnings), DataError);
+  CHECK_THROWS_AS(slowpipe::sim::export_table(dir + "/a.h5", "evl", out, warnings), UsageError);
 }
 
 TEST_CASE("read_table: a column with a wrecked header is skipped, not fatal") {

@@ -1,0 +1,40 @@
+// Private to the run-log sources (runlog.cpp, runlog_read.cpp): the stored
+// layout of one table, read and checked once for the readers and for
+// RunLog::reopen(). Not part of the public API (sim/runlog.h).
+#pragma once
+
+#include <H5Cpp.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/runlog.h"
+
+namespace slowpipe::sim::detail {
+
+struct StoredColumn {
+  int64_t index = 0;  // declaration order ("index" attribute)
+  ColumnInfo info;
+  H5::DataSet dataset;
+  int64_t extent = 0;  // dataset length (>= the table's rows)
+};
+
+struct StoredTable {
+  int64_t rows = 0;                   // the "rows" attribute, checked against every column
+  std::vector<StoredColumn> columns;  // sorted by index
+  // Members whose object header cannot be read (a kill cut their creation short).
+  std::vector<std::string> unreadable;
+};
+
+// Reads table `name` (the group `group`) of the run log at `path` and checks it:
+// DataError naming the file, the table and what is wrong for a "rows"
+// attribute that is missing, not a scalar integer, negative or longer than a
+// column; a member that is not a dataset; a column that is not 1-D or not
+// floating point.
+StoredTable inspect_table(const std::string& path, const H5::Group& group, const std::string& name);
+
+// The root attribute "status", or "" when absent or not a string.
+std::string run_status(const H5::H5File& file);
+
+}  // namespace slowpipe::sim::detail

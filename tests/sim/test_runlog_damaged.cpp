@@ -1,0 +1,232 @@
+// Damaged run logs: each file is written by RunLog, then broken with the HDF5
+// API the way a bug, a foreign tool or a bad copy could break it. The readers
+// behind `slowpipe export` must say exactly what is wrong (DataError, exit 3)
+// instead of cutting rows or dropping columns without a word.
+#include <H5Cpp.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/errors.h"
+#include "sim/export.h"
+#include "sim/runlog.h"
+
+namespace fs = std::filesystem;
+using slowpipe::DataError;
+using slowpipe::UsageError;
+using slowpipe::sim::RunLog;
+
+namespace {
+
+// A closed run log with 10 rows of step and loss in "train" and 2 in "eval".
+std::string healthy_log(const std::string& name, const std::string& status = "complete") {
+  const fs::path dir = fs::path(SLOWPIPE_BINARY_DIR) / "test_runlog_tmp" / "damaged";
+  fs::create_directories(dir);
+  const std::string path = (dir / (name + ".h5")).string();
+  fs::remove(path);
+  RunLog log(path, /*overwrite=*/false, /*flush_every=*/3);
+  log.set_attribute("config.model.name", "gpt");
+  if (!status.empty()) log.set_attribute("status", status);
+  log.declare("train", {{"step", "1", ""}, {"loss", "nats", ""}});
+  log.declare("eval", {{"step", "1", ""}, {"loss", "nats", ""}});
+  for (int s = 0; s < 10; ++s) log.append("train", {{"step", s}, {"loss", 1.0 / (s + 1)}});
+  for (int s = 0; s < 2; ++s) log.append("eval", {{"step", s}, {"loss", 2.0}});
+  return path;
+}
+
+// Opens `path` read-write for breaking.
+H5::H5File open_rw(const std::string& path) {
+  return H5::H5File(path, H5F_ACC_RDWR);
+}
+
+void set_rows(const std::string& path, int64_t rows) {
+  H5::H5File file = open_rw(path);
+  file.openGroup("train").openAttribute("rows").write(H5::PredType::NATIVE_INT64, &rows);
+}
+
+// The DataError message of export_table (and that nothing reached stdout).
+std::string export_error(const std::string& path, const std::string& table = "train") {
+  std::ostringstream out, warnings;
+  try {
+    slowpipe::sim::export_table(path, table, out, warnings);
+  } catch (const DataError& e) {
+    CHECK(out.str().empty());
+    return e.what();
+  }
+  FAIL("no DataError; exported:\n" << out.str());
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("export: a damaged 'rows' attribute is a DataError naming it") {
+  SECTION("beyond the data") {
+    const std::string path = healthy_log("rows_beyond");
+    set_rows(path, 50);
+    const std::string msg = export_error(path);
+    CHECK_THAT(msg, Catch::Contains(path) && Catch::Contains("column train/") &&
+                        Catch::Contains(" holds 10 values") &&
+                        Catch::Contains("'rows' attribute says 50"));
+  }
+  SECTION("negative") {
+    const std::string path = healthy_log("rows_negative");
+    set_rows(path, -3);
+    CHECK_THAT(export_error(path), Catch::Contains("table 'train'") &&
+                                       Catch::Contains("'rows' attribute is -3 (negative)"));
+    CHECK_THROWS_AS(slowpipe::sim::read_row_counts(path), DataError);
+  }
+  SECTION("larger than the file could hold") {
+    const std::string path = healthy_log("rows_huge");
+    set_rows(path, int64_t{1} << 40);
+    CHECK_THAT(export_error(path), Catch::Contains("more than the whole file"));
+  }
+  SECTION("not an integer") {
+    const std::string path = healthy_log("rows_string");
+    {
+      H5::H5File file = open_rw(path);
+      H5::Group train = file.openGroup("train");
+      train.removeAttr("rows");
+      const H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+      train.createAttribute("rows", type, H5::DataSpace(H5S_SCALAR)).write(type, std::string("10"));
+    }
+    CHECK_THAT(export_error(path), Catch::Contains("'rows' attribute is string"));
+  }
+}
+
+TEST_CASE("export: a broken column is a DataError naming it") {
+  SECTION("shorter than the others") {
+    const std::string path = healthy_log("short_column");
+    {
+      H5::H5File file = open_rw(path);
+      const hsize_t dims[1] = {4};
+      REQUIRE(H5Dset_extent(file.openDataSet("/train/loss").getId(), dims) >= 0);
+    }
+    CHECK_THAT(export_error(path),
+               Catch::Contains("column train/loss holds 4 values") && Catch::Contains("says 10"));
+  }
+  SECTION("wrong type") {
+    const std::string path = healthy_log("int_column");
+    {
+      H5::H5File file = open_rw(path);
+      const hsize_t dims[1] = {10};
+      file.openGroup("train").createDataSet("bytes", H5::PredType::STD_I32LE,
+                                            H5::DataSpace(1, dims));
+    }
+    CHECK_THAT(export_error(path),
+               Catch::Contains("column train/bytes holds integer values, expected float64"));
+  }
+  SECTION("wrong rank") {
+    const std::string path = healthy_log("rank_column");
+    {
+      H5::H5File file = open_rw(path);
+      const hsize_t dims[2] = {10, 2};
+      file.openGroup("train").createDataSet("pairs", H5::PredType::IEEE_F64LE,
+                                            H5::DataSpace(2, dims));
+    }
+    CHECK_THAT(export_error(path), Catch::Contains("column train/pairs has rank 2"));
+  }
+  SECTION("a member that is not a column") {
+    const std::string path = healthy_log("group_member");
+    { open_rw(path).openGroup("train").createGroup("extra"); }
+    CHECK_THAT(export_error(path), Catch::Contains("member 'extra' is a group, not a column"));
+  }
+}
+
+TEST_CASE("export: missing or broken tables") {
+  SECTION("a run log without its train table") {
+    const std::string path = healthy_log("no_train");
+    { open_rw(path).unlink("train"); }
+    CHECK_THAT(export_error(path), Catch::Contains("has no 'train' table (tables: eval)"));
+    // A name the user got wrong stays a usage error.
+    std::ostringstream out, warnings;
+    CHECK_THROWS_AS(slowpipe::sim::export_table(path, "trian", out, warnings), UsageError);
+  }
+  SECTION("a table that is not a group") {
+    const std::string path = healthy_log("table_dataset");
+    {
+      H5::H5File file = open_rw(path);
+      file.unlink("eval");
+      const hsize_t dims[1] = {3};
+      file.createDataSet("eval", H5::PredType::IEEE_F64LE, H5::DataSpace(1, dims));
+    }
+    CHECK_THAT(export_error(path, "eval"), Catch::Contains("table 'eval' is not a group"));
+  }
+  SECTION("a table group without 'rows'") {
+    const std::string path = healthy_log("table_no_rows");
+    { open_rw(path).openGroup("eval").removeAttr("rows"); }
+    CHECK_THAT(export_error(path, "eval"), Catch::Contains("table 'eval' has no 'rows' attribute"));
+  }
+}
+
+namespace {
+
+// Zeroes the object header of /train/loss: what a kill inside the flush that
+// created the column can leave (or a damaged disk block).
+void wreck_loss_header(const std::string& path) {
+  haddr_t header = HADDR_UNDEF;
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    REQUIRE(file >= 0);
+    H5O_info_t info;
+    REQUIRE(H5Oget_info_by_name2(file, "/train/loss", &info, H5O_INFO_BASIC, H5P_DEFAULT) >= 0);
+    header = info.addr;
+    H5Fclose(file);
+  }
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(static_cast<std::streamoff>(header));
+  const std::string zeros(64, '\0');
+  f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+}
+
+}  // namespace
+
+TEST_CASE("export: an unreadable column") {
+  SECTION("in a finished run is damage") {
+    const std::string path = healthy_log("wrecked_complete", "complete");
+    wreck_loss_header(path);
+    CHECK_THAT(export_error(path), Catch::Contains("column train/loss is unreadable") &&
+                                       Catch::Contains("status is 'complete'"));
+  }
+  SECTION("in a run that did not finish is left out with a warning") {
+    const std::string path = healthy_log("wrecked_running", "running");
+    wreck_loss_header(path);
+    std::ostringstream out, warnings;
+    slowpipe::sim::export_table(path, "train", out, warnings);
+    CHECK(out.str().rfind("step\n0\n1\n", 0) == 0);
+    CHECK_THAT(warnings.str(), Catch::Contains("column train/loss is unreadable and left out"));
+    // A reopen for resume keeps the readable columns; the wrecked one cannot
+    // be declared again (HDF5 cannot unlink an object it cannot read).
+    {
+      auto log = RunLog::reopen(path, {{"train", 10}});
+      CHECK_THROWS_WITH(log->declare("train", {{"loss", "nats", ""}}),
+                        Catch::Contains("train/loss is unreadable"));
+      log->declare("train", {{"step", "1", ""}});
+      log->append("train", {{"step", 10}});
+    }
+    const auto table = slowpipe::sim::read_table(path, "train");
+    CHECK(table.skipped == std::vector<std::string>{"loss"});
+    CHECK(table.column("step").size() == 11);
+  }
+}
+
+TEST_CASE("slowpipe export exits 3 on a damaged log and 2 on a wrong table name") {
+  const std::string path = healthy_log("cli_damaged");
+  set_rows(path, -1);
+  const std::string log = path + ".out";
+  const std::string tool = SLOWPIPE_RUNLOG_TOOL;
+  int status = std::system((tool + " export " + path + " --table train >" + log + " 2>&1").c_str());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 3);
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Contains("data error") && Catch::Contains("(negative)"));
+  status = std::system((tool + " export " + path + " --table nope >" + log + " 2>&1").c_str());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  status = std::system((tool + " export " + path + " extra.h5 >" + log + " 2>&1").c_str());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+}
