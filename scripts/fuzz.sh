@@ -30,8 +30,9 @@ CC="$cc" CXX="$cxx" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   exit 1
 }
 rm -f "$build.configure.log"
-# Build only the fuzz binaries and what they link (not the simulator or tests).
-cmake --build "$build" -j "$jobs" --target slowpipe_fuzzers || exit 1
+# Build only the fuzz binaries asked for and what they link (not the simulator
+# or the tests).
+cmake --build "$build" -j "$jobs" --target "${@:-slowpipe_fuzzers}" || exit 1
 
 if [ $# -gt 0 ]; then
   targets=("$@")
