@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 
@@ -60,18 +61,71 @@ auto with_file(const std::string& path, F&& body) {
   }
 }
 
-std::string read_string_attribute(const H5::H5Object& object, const std::string& key) {
-  if (!object.attrExists(key)) return "";
-  H5::Attribute attr = object.openAttribute(key);
-  std::string value;
-  attr.read(attr.getStrType(), value);
-  return value;
+// Closes an HDF5 C handle at scope exit.
+struct Handle {
+  hid_t id;
+  herr_t (*close)(hid_t);
+  ~Handle() {
+    if (id >= 0) close(id);
+  }
+};
+
+// One string, from an attribute or a scalar dataset (`id`), read through the C
+// API with the checks HDF5's C++ wrappers leave out: they read any number of
+// elements into one pointer and call strlen on a null string, which a damaged
+// file can hold. `what` names the object in the DataError.
+std::string read_one_string(hid_t id, bool attribute, const std::string& what) {
+  const Handle type{attribute ? H5Aget_type(id) : H5Dget_type(id), H5Tclose};
+  const Handle space{attribute ? H5Aget_space(id) : H5Dget_space(id), H5Sclose};
+  if (type.id < 0 || space.id < 0) {
+    throw DataError(what + " is unreadable (" + hdf5_error_cause() + ")");
+  }
+  if (H5Tget_class(type.id) != H5T_STRING) throw DataError(what + " is not a string");
+  const hssize_t n = H5Sget_simple_extent_npoints(space.id);
+  if (n != 1) {
+    throw DataError(what + " holds " + std::to_string(n) + " values, expected one string");
+  }
+  const Handle memory{H5Tcopy(H5T_C_S1), H5Tclose};
+  H5Tset_cset(memory.id, H5Tget_cset(type.id));  // no conversion between character sets
+  herr_t status = -1;
+  std::string out;
+  if (H5Tis_variable_str(type.id) > 0) {
+    H5Tset_size(memory.id, H5T_VARIABLE);
+    char* text = nullptr;
+    status = attribute ? H5Aread(id, memory.id, &text)
+                       : H5Dread(id, memory.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text);
+    if (status >= 0 && text != nullptr) out = text;
+    if (text != nullptr) H5free_memory(text);
+  } else {
+    const size_t size = H5Tget_size(type.id);
+    if (size == 0 || size > (size_t{1} << 30)) {
+      throw DataError(what + " has a string size of " + std::to_string(size) + " bytes");
+    }
+    H5Tset_size(memory.id, size);
+    H5Tset_strpad(memory.id, H5T_STR_NULLPAD);
+    std::vector<char> buffer(size + 1, '\0');
+    status = attribute ? H5Aread(id, memory.id, buffer.data())
+                       : H5Dread(id, memory.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data());
+    out.assign(buffer.data(), strnlen(buffer.data(), size));
+  }
+  if (status < 0) throw DataError(what + " cannot be read (" + hdf5_error_cause() + ")");
+  return out;
 }
 
-int64_t read_int_attribute(const H5::H5Object& object, const std::string& key, int64_t fallback) {
-  if (!object.attrExists(key)) return fallback;
-  int64_t value = fallback;
-  object.openAttribute(key).read(H5::PredType::NATIVE_INT64, &value);
+std::string read_string_attribute(const H5::H5Object& object, const std::string& key,
+                                  const std::string& what) {
+  if (!object.attrExists(key)) return "";
+  const H5::Attribute attr = object.openAttribute(key);
+  return read_one_string(attr.getId(), /*attribute=*/true, what + ": attribute '" + key + "'");
+}
+
+// One number from attribute `attr`; DataError unless it holds exactly one.
+template <typename T>
+T read_one_number(const H5::Attribute& attr, const H5::PredType& type, const std::string& what) {
+  const hssize_t n = attr.getSpace().getSimpleExtentNpoints();
+  if (n != 1) throw DataError(what + " holds " + std::to_string(n) + " values, expected one");
+  T value{};
+  attr.read(type, &value);
   return value;
 }
 
@@ -102,31 +156,24 @@ bool Table::has_column(const std::string& name) const {
 }
 
 std::map<std::string, std::string> read_attributes(const std::string& path) {
-  return with_file(path, [](H5::H5File& file) {
+  return with_file(path, [&](H5::H5File& file) {
     std::map<std::string, std::string> out;
     const int n = file.getNumAttrs();
     for (int i = 0; i < n; ++i) {
       H5::Attribute attr = file.openAttribute(static_cast<unsigned>(i));
       const std::string name = attr.getName();
+      const std::string what = "run log " + path + ": attribute '" + name + "'";
       switch (attr.getTypeClass()) {
-        case H5T_STRING: {
-          std::string value;
-          attr.read(attr.getStrType(), value);
-          out[name] = value;
+        case H5T_STRING:
+          out[name] = read_one_string(attr.getId(), /*attribute=*/true, what);
           break;
-        }
-        case H5T_FLOAT: {
-          double value = 0;
-          attr.read(H5::PredType::NATIVE_DOUBLE, &value);
-          out[name] = shortest(value);
+        case H5T_FLOAT:
+          out[name] = shortest(read_one_number<double>(attr, H5::PredType::NATIVE_DOUBLE, what));
           break;
-        }
-        case H5T_INTEGER: {
-          int64_t value = 0;
-          attr.read(H5::PredType::NATIVE_INT64, &value);
-          out[name] = std::to_string(value);
+        case H5T_INTEGER:
+          out[name] =
+              std::to_string(read_one_number<int64_t>(attr, H5::PredType::NATIVE_INT64, what));
           break;
-        }
         default:
           break;  // not written by slowpipe
       }
@@ -261,8 +308,8 @@ StoredTable inspect_table(const std::string& path, const H5::Group& group,
       attr.read(H5::PredType::NATIVE_INT64, &index);
     }
     out.columns.push_back(StoredColumn{index,
-                                       ColumnInfo{member, read_string_attribute(ds, "unit"),
-                                                  read_string_attribute(ds, "description")},
+                                       ColumnInfo{member, read_string_attribute(ds, "unit", column),
+                                                  read_string_attribute(ds, "description", column)},
                                        ds, extent});
   }
   std::stable_sort(out.columns.begin(), out.columns.end(),
@@ -274,9 +321,7 @@ std::string run_status(const H5::H5File& file) {
   if (!file.attrExists("status")) return "";
   H5::Attribute attr = file.openAttribute("status");
   if (attr.getTypeClass() != H5T_STRING) return "";
-  std::string value;
-  attr.read(attr.getStrType(), value);
-  return value;
+  return read_one_string(attr.getId(), /*attribute=*/true, "attribute 'status'");
 }
 
 }  // namespace detail
@@ -391,10 +436,9 @@ std::string read_text(const std::string& path, const std::string& name) {
     throw UsageError("run log " + path + " has no blob '" + name + "'; blobs: " + join(names));
   }
   return with_file(path, [&](H5::H5File& file) {
-    H5::DataSet ds = file.openGroup(kBlobGroup).openDataSet(name);
-    std::string text;
-    ds.read(text, ds.getStrType());
-    return text;
+    const H5::DataSet ds = file.openGroup(kBlobGroup).openDataSet(name);
+    return read_one_string(ds.getId(), /*attribute=*/false,
+                           "run log " + path + ": blob '" + name + "'");
   });
 }
 

@@ -230,3 +230,48 @@ TEST_CASE("slowpipe export exits 3 on a damaged log and 2 on a wrong table name"
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 2);
 }
+
+// Regressions from fuzz/fuzz_runlog_read.cpp: strings HDF5's C++ wrappers read
+// unsafely (a null variable-length string crashed in strlen; a string or number
+// attribute holding several values overran the one-value buffer).
+TEST_CASE("readers: null strings and multi-valued attributes from a damaged file") {
+  const std::string path = healthy_log("odd_strings", "");
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    REQUIRE(file >= 0);
+    const hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, H5T_VARIABLE);
+    const hid_t scalar = H5Screate(H5S_SCALAR);
+    const char* null_text = nullptr;
+    const hid_t status = H5Acreate2(file, "status", type, scalar, H5P_DEFAULT, H5P_DEFAULT);
+    REQUIRE(H5Awrite(status, type, &null_text) >= 0);
+    H5Aclose(status);
+    const hid_t blobs = H5Gcreate2(file, "blobs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t blob =
+        H5Dcreate2(blobs, "trace_step_1", type, scalar, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    REQUIRE(H5Dwrite(blob, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, &null_text) >= 0);
+    H5Dclose(blob);
+    H5Gclose(blobs);
+    H5Sclose(scalar);
+    H5Tclose(type);
+    H5Fclose(file);
+  }
+  CHECK(slowpipe::sim::read_attributes(path).at("status").empty());
+  CHECK(slowpipe::sim::read_text(path, "trace_step_1").empty());
+  {
+    H5::H5File file = open_rw(path);
+    const hsize_t three[1] = {3};
+    const H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+    const char* units[3] = {"a", "b", "c"};
+    H5::DataSet loss = file.openDataSet("/train/loss");
+    loss.removeAttr("unit");
+    loss.createAttribute("unit", type, H5::DataSpace(1, three)).write(type, units);
+    const double xs[3] = {1, 2, 3};
+    file.createAttribute("sim_time_s", H5::PredType::IEEE_F64LE, H5::DataSpace(1, three))
+        .write(H5::PredType::NATIVE_DOUBLE, xs);
+  }
+  CHECK_THAT(export_error(path),
+             Catch::Contains("train/loss: attribute 'unit' holds 3 values, expected one string"));
+  CHECK_THROWS_WITH(slowpipe::sim::read_attributes(path),
+                    Catch::Contains("attribute 'sim_time_s' holds 3 values, expected one"));
+}
