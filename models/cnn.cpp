@@ -103,6 +103,32 @@ class Head : public Block {
 
 }  // namespace
 
+ModelFootprint footprint_cnn(const ModelConfig& cfg, const DatasetInfo& data) {
+  // Mirrors build_cnn's loop; inputs of another shape are left to build_cnn's check.
+  const bool square = data.sample_shape.size() == 3;
+  const double in = square ? static_cast<double>(data.sample_shape[0]) : 1.0;
+  int64_t hw = square ? data.sample_shape[1] : 28;
+  double width = cfg.channels;
+  const auto area = [](int64_t side) { return static_cast<double>(side * side); };
+  ModelFootprint f;
+  f.parameters = in * width * 9.0 + 2.0 * width;          // stem conv + GroupNorm
+  f.activation_floats_per_sample = 3.0 * width * area(hw);  // conv, norm, relu outputs
+  for (int i = 0; i < cfg.layers; ++i) {
+    const bool down = (i == cfg.layers / 2);
+    const double out = down ? 2.0 * width : width;
+    const int64_t hw_out = down ? (hw + 1) / 2 : hw;
+    f.parameters += width * out * 9.0 + out * out * 9.0 + 4.0 * out;
+    if (down || width != out) f.parameters += width * out + 2.0 * out;  // skip projection
+    f.activation_floats_per_sample += 4.0 * out * area(hw_out);
+    hw = hw_out;
+    width = out;
+  }
+  const auto classes = static_cast<double>(data.num_classes);
+  f.parameters += width * classes + classes;
+  f.activation_floats_per_sample += width + classes;
+  return f;
+}
+
 Model build_cnn(const ModelConfig& cfg, const DatasetInfo& data) {
   if (data.task != Task::kClassification || data.sample_shape.size() != 3 ||
       data.sample_shape[1] != data.sample_shape[2]) {

@@ -4,8 +4,10 @@
 #include <stdexcept>
 
 #include "common/errors.h"
+#include "common/units.h"
 #include "models/fashion_mnist.h"
 #include "models/file_bytes.h"
+#include "models/input_file.h"
 #include "models/text_dataset.h"
 
 namespace slowpipe::models {
@@ -17,12 +19,14 @@ constexpr const char* kGcidePackage = "dict-gcide";
 std::unique_ptr<Dataset> make_gcide(const DataConfig& cfg, const std::string& path,
                                     int64_t seq_len) {
   const std::string package = cfg.path.empty() ? kGcidePackage : "";
-  return std::make_unique<TextDataset>("gcide", path, read_file_bytes(path, package), cfg, seq_len);
+  return std::make_unique<TextDataset>(
+      "gcide", path, read_file_bytes(path, package, data_path_key(cfg)), cfg, seq_len);
 }
 
 std::unique_ptr<Dataset> make_text(const DataConfig& cfg, const std::string& path,
                                    int64_t seq_len) {
-  return std::make_unique<TextDataset>("text", path, read_file_bytes(path), cfg, seq_len);
+  return std::make_unique<TextDataset>("text", path, read_file_bytes(path, "", "data.path"), cfg,
+                                       seq_len);
 }
 
 std::unique_ptr<Dataset> make_fashion(const DataConfig& cfg, const std::string& path,
@@ -35,7 +39,7 @@ std::vector<DatasetEntry>& registry() {
       {"gcide", "GCIDE dictionary (Webster 1913 + WordNet) as raw bytes, ~40 MB of text",
        kGcidePath, kGcidePackage, &make_gcide},
       {"fashion-mnist", "Fashion-MNIST 28x28 clothing images, 10 classes (60k train, 10k val)",
-       kFashionMnistDir, kFashionMnistPackage, &make_fashion},
+       kFashionMnistDir, kFashionMnistPackage, &make_fashion, /*path_is_directory=*/true},
       {"text", "any text file (plain or gzip) as raw bytes; needs data.path", "", "", &make_text},
   };
   return entries;
@@ -69,7 +73,13 @@ const DatasetEntry& find_dataset(const std::string& name) {
   throw UsageError("unknown data set '" + name + "' (data.name: one of " + known + ")");
 }
 
-std::unique_ptr<Dataset> make_dataset(const DataConfig& cfg, int64_t seq_len) {
+std::string data_path_key(const DataConfig& cfg) {
+  if (!cfg.path.empty()) return "data.path";
+  return "data.name=" + cfg.name + " (default " +
+         (find_dataset(cfg.name).path_is_directory ? "directory" : "file") + ")";
+}
+
+void validate_data_config(const DataConfig& cfg) {
   const DatasetEntry& entry = find_dataset(cfg.name);
   const std::string path = cfg.path.empty() ? entry.default_path : cfg.path;
   if (path.empty()) {
@@ -79,7 +89,26 @@ std::unique_ptr<Dataset> make_dataset(const DataConfig& cfg, int64_t seq_len) {
     throw UsageError("data.begin=" + std::to_string(cfg.begin) + " and data.end=" +
                      std::to_string(cfg.end) + " must satisfy 0 <= begin < end <= 1");
   }
-  return entry.make(cfg, path, seq_len);
+  const std::string key = data_path_key(cfg);
+  if (entry.path_is_directory) {
+    check_input_dir(path, key);
+    return;
+  }
+  const std::string package = cfg.path.empty() ? entry.debian_package : "";
+  const uint64_t bytes = check_input_file(path, key, package);
+  const uint64_t limit = default_input_limit_bytes();
+  if (bytes > limit) {
+    throw UsageError(key + ": file '" + path + "' holds " +
+                     format_bytes(static_cast<double>(bytes)) + ", more than the " +
+                     format_bytes(static_cast<double>(limit)) +
+                     " slowpipe can hold from one input file on this machine");
+  }
+}
+
+std::unique_ptr<Dataset> make_dataset(const DataConfig& cfg, int64_t seq_len) {
+  validate_data_config(cfg);
+  const DatasetEntry& entry = find_dataset(cfg.name);
+  return entry.make(cfg, cfg.path.empty() ? entry.default_path : cfg.path, seq_len);
 }
 
 }  // namespace slowpipe::models

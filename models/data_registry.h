@@ -26,6 +26,7 @@ struct DatasetEntry {
   std::string default_path;    // empty: data.path is required
   std::string debian_package;  // provides default_path; empty when none
   DatasetFactory make;
+  bool path_is_directory = false;  // data.path names a directory (fashion-mnist)
 };
 
 // Built-ins first ("gcide", "fashion-mnist", "text"), then registered ones.
@@ -36,7 +37,18 @@ void register_dataset(DatasetEntry entry);
 // Throws UsageError for an unknown name, listing the known ones.
 const DatasetEntry& find_dataset(const std::string& name);
 
-// Validates cfg (begin < end, a path for `text`) and builds the data set.
+// The option a data set's path came from, for messages: "data.path", or
+// "data.name=gcide (default file)" when data.path is empty.
+std::string data_path_key(const DataConfig& cfg);
+
+// Everything about data.* that can be checked before any byte is read: a known
+// data.name, a path when one is needed, 0 <= begin < end <= 1, and a path that
+// is a regular readable file (a directory for fashion-mnist) no larger than
+// default_input_limit_bytes(). UsageError naming the key and the file. The
+// trainer calls it before anything is loaded; make_dataset calls it too.
+void validate_data_config(const DataConfig& cfg);
+
+// validate_data_config, then builds the data set.
 std::unique_ptr<Dataset> make_dataset(const DataConfig& cfg, int64_t seq_len);
 
 }  // namespace slowpipe::models

@@ -9,6 +9,7 @@
 
 #include "common/errors.h"
 #include "models/idx.h"
+#include "models/input_file.h"
 
 namespace slowpipe::models {
 namespace {
@@ -23,11 +24,11 @@ struct Split2 {
   at::Tensor labels;  // int64 [N]
 };
 
-Split2 load_pair(const std::string& dir, const std::string& prefix) {
+Split2 load_pair(const std::string& dir, const std::string& prefix, const std::string& key) {
   const std::string img_path = dir + "/" + prefix + "-images-idx3-ubyte.gz";
   const std::string lab_path = dir + "/" + prefix + "-labels-idx1-ubyte.gz";
-  IdxArray img = read_idx(img_path, 3, kFashionMnistPackage);
-  IdxArray lab = read_idx(lab_path, 1, kFashionMnistPackage);
+  IdxArray img = read_idx(img_path, 3, kFashionMnistPackage, key);
+  IdxArray lab = read_idx(lab_path, 1, kFashionMnistPackage, key);
   if (img.dims[1] != kSide || img.dims[2] != kSide) {
     throw DataError("IDX file '" + img_path + "' holds " + std::to_string(img.dims[1]) + "x" +
                     std::to_string(img.dims[2]) + " images, expected 28x28");
@@ -52,8 +53,11 @@ FashionMnist::FashionMnist(const std::string& dir, const DataConfig& cfg) {
   if (!(cfg.begin >= 0.0 && cfg.begin < cfg.end && cfg.end <= 1.0)) {
     throw UsageError("data.begin and data.end must satisfy 0 <= begin < end <= 1");
   }
-  Split2 train = load_pair(dir, "train");
-  Split2 val = load_pair(dir, "t10k");
+  const std::string key = cfg.path.empty() ? "data.name=fashion-mnist (default directory)"
+                                           : "data.path";
+  check_input_dir(dir, key);
+  Split2 train = load_pair(dir, "train", key);
+  Split2 val = load_pair(dir, "t10k", key);
   const int64_t n = train.images.size(0);
   const auto lo = static_cast<int64_t>(std::floor(cfg.begin * static_cast<double>(n)));
   int64_t hi = static_cast<int64_t>(std::floor(cfg.end * static_cast<double>(n)));

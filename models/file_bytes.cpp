@@ -1,17 +1,19 @@
-// Whole-file reads and in-memory gzip inflation (zlib's inflate with gzip
-// framing, so CRC-32 and length trailers are checked). Multi-member streams are
-// concatenated, as gzip(1) does.
+// Whole-file reads (checked first, see models/input_file.h) and in-memory gzip
+// inflation (zlib's inflate with gzip framing, so CRC-32 and length trailers are
+// checked) into a buffer that never grows past the limit. Multi-member streams
+// are concatenated, as gzip(1) does.
 #include "models/file_bytes.h"
 
 #include <zlib.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
-#include <iterator>
 #include <limits>
+#include <utility>
 
 #include "common/errors.h"
+#include "common/units.h"
+#include "models/input_file.h"
 
 namespace slowpipe::models {
 
@@ -20,22 +22,20 @@ bool is_gzip(const std::string& bytes) {
          static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
-std::string read_file_bytes(const std::string& path, const std::string& debian_package) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::string msg = "data file '" + path + "' not found or not readable";
-    if (!debian_package.empty()) {
-      msg += " (it is provided by the Debian package '" + debian_package +
-             "': run scripts/install-deps.sh or apt-get install " + debian_package + ")";
-    }
-    throw UsageError(msg);
-  }
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw DataError("error while reading data file '" + path + "'");
-  return is_gzip(bytes) ? gunzip(bytes, path) : bytes;
+std::string read_file_bytes(const std::string& path, const std::string& debian_package,
+                            const std::string& key, uint64_t max_bytes) {
+  const uint64_t limit = max_bytes > 0 ? max_bytes : default_input_limit_bytes();
+  std::string bytes = read_input_file(path, key, limit, debian_package);
+  return is_gzip(bytes) ? gunzip(bytes, path, limit, key) : bytes;
 }
 
-std::string gunzip(const std::string& compressed, const std::string& path) {
+namespace {
+
+// Inflates at most `cap` bytes. `prefix_only`: return what fits in `cap`;
+// otherwise reaching `cap` means the stream is larger than `cap - 1` bytes.
+// Returns {bytes, true when stopped at cap}.
+std::pair<std::string, bool> inflate_gzip(const std::string& compressed, const std::string& path,
+                                          uint64_t cap) {
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 16) != Z_OK) throw DataError("zlib: cannot start inflating " + path);
   // The last member's trailer holds its length mod 2^32: a good first guess.
@@ -47,14 +47,21 @@ std::string gunzip(const std::string& compressed, const std::string& path) {
     // Trust it only within a plausible ratio: a truncated file ends in arbitrary bytes.
     guess = std::max<size_t>(guess, std::min<size_t>(isize, compressed.size() * 16));
   }
-  std::string out(std::max<size_t>(guess, 1 << 16), '\0');
+  std::string out(static_cast<size_t>(std::min<uint64_t>(std::max<size_t>(guess, 1 << 16), cap)),
+                  '\0');
   size_t produced = 0, consumed = 0;
   int rc = Z_OK;
   while (true) {
+    if (produced == out.size()) {
+      if (out.size() >= cap) {  // stopped before inflating the rest
+        inflateEnd(&zs);
+        return {std::move(out), true};
+      }
+      out.resize(static_cast<size_t>(std::min<uint64_t>(uint64_t{out.size()} * 2, cap)));
+    }
     const size_t in_left = compressed.size() - consumed;
     zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data() + consumed));
     zs.avail_in = static_cast<uInt>(std::min<size_t>(in_left, std::numeric_limits<uInt>::max()));
-    if (produced == out.size()) out.resize(out.size() * 2);
     zs.next_out = reinterpret_cast<Bytef*>(&out[produced]);
     zs.avail_out = static_cast<uInt>(
         std::min<size_t>(out.size() - produced, std::numeric_limits<uInt>::max()));
@@ -82,7 +89,26 @@ std::string gunzip(const std::string& compressed, const std::string& path) {
   }
   inflateEnd(&zs);
   out.resize(produced);
-  return out;
+  return {std::move(out), false};
+}
+
+}  // namespace
+
+std::string gunzip(const std::string& compressed, const std::string& path, uint64_t max_bytes,
+                   const std::string& key) {
+  const uint64_t limit = max_bytes > 0 ? max_bytes : default_input_limit_bytes();
+  auto [out, stopped] = inflate_gzip(compressed, path, limit + 1);
+  if (stopped) {
+    throw UsageError((key.empty() ? "" : key + ": ") + "file '" + path +
+                     "' inflates to more than " + format_bytes(static_cast<double>(limit)) +
+                     ", more than slowpipe can hold from one input file on this machine");
+  }
+  return std::move(out);
+}
+
+std::string gunzip_prefix(const std::string& compressed, const std::string& path, size_t n) {
+  if (n == 0) return "";
+  return inflate_gzip(compressed, path, n).first;
 }
 
 }  // namespace slowpipe::models

@@ -134,6 +134,19 @@ class LMHead : public Block {
 
 }  // namespace
 
+ModelFootprint footprint_gpt(const ModelConfig& cfg, const DatasetInfo& /*data*/) {
+  const double l = cfg.layers, c = cfg.d_model, h = cfg.heads, t = cfg.seq_len;
+  const double v = kVocab;
+  ModelFootprint f;
+  // Embedding (V + T) C; per block 12 C^2 + 13 C (qkv, proj, fc1, fc2, two LayerNorms);
+  // head LayerNorm 2 C and V C.
+  f.parameters = (v + t) * c + l * (12.0 * c * c + 13.0 * c) + 2.0 * c + v * c;
+  // Kept for backward, at least: attention probabilities H T^2 and about 12 T C of
+  // block activations per layer, the embedding output, logits and log-softmax.
+  f.activation_floats_per_sample = t * c + l * (h * t * t + 12.0 * t * c) + 2.0 * t * v;
+  return f;
+}
+
 Model build_gpt(const ModelConfig& cfg, const DatasetInfo& data) {
   if (data.task != Task::kLanguageModel) {
     throw UsageError("model.name=gpt needs a text data set; data set '" + data.name +

@@ -19,7 +19,16 @@ struct IdxArray {
 // than unsigned bytes / `expected_dims`) or a size that does not match the header.
 IdxArray parse_idx(const std::string& bytes, int expected_dims, const std::string& path);
 
-// Reads a (gzipped) IDX file: read_file_bytes + parse_idx.
-IdxArray read_idx(const std::string& path, int expected_dims, const std::string& debian_package);
+// The number of data bytes announced by an IDX header (`bytes` holds at least
+// the header). Throws DataError as parse_idx does, and for sizes whose product
+// would overflow.
+uint64_t idx_data_bytes(const std::string& bytes, int expected_dims, const std::string& path);
+
+// Reads a (gzipped) IDX file: the header first, then no more data than it
+// announces (a plain file whose size disagrees is refused before its data is
+// read; a gzip stream is inflated no further than the announced size). `key`
+// names the option in the messages for a path that is not a readable file.
+IdxArray read_idx(const std::string& path, int expected_dims, const std::string& debian_package,
+                  const std::string& key = "data.path");
 
 }  // namespace slowpipe::models

@@ -34,6 +34,16 @@ class DenseBlock : public Block {
 
 }  // namespace
 
+ModelFootprint footprint_mlp(const ModelConfig& cfg, const DatasetInfo& data) {
+  double in = 1;
+  for (int64_t d : data.sample_shape) in *= static_cast<double>(d);
+  const double h = cfg.hidden, classes = static_cast<double>(data.num_classes);
+  ModelFootprint f;
+  f.parameters = in * h + h + (cfg.layers - 1) * (h * h + h) + h * classes + classes;
+  f.activation_floats_per_sample = in + 2.0 * h * cfg.layers + classes;  // linear + ReLU outputs
+  return f;
+}
+
 Model build_mlp(const ModelConfig& cfg, const DatasetInfo& data) {
   if (data.task != Task::kClassification || data.sample_shape.empty()) {
     throw UsageError("model.name=mlp needs a classification data set; data set '" + data.name +

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace slowpipe::models {
@@ -32,6 +33,10 @@ struct Model {
   std::string name;  // registry name: "gpt", "cnn", "mlp"
   Task task = Task::kClassification;
   std::vector<BlockPtr> blocks;
+  // The config keys that fix the parameters' shapes and meaning, with their
+  // values ({"model.d_model", "128"}, ...): set by build_model, written into
+  // checkpoints and compared when one is loaded. Empty for a hand-built model.
+  std::vector<std::pair<std::string, std::string>> shape_config;
   // Every parameter of every block, in block order.
   std::vector<at::Tensor> parameters() const;
   // Number of scalar parameters of blocks [begin, end).

@@ -8,6 +8,7 @@
 
 #include "common/errors.h"
 #include "models/checkpoint.h"
+#include "models/model_limits.h"
 
 namespace slowpipe::models {
 namespace {
@@ -15,11 +16,14 @@ namespace {
 std::vector<ModelEntry>& registry() {
   static std::vector<ModelEntry> entries = {
       {"gpt", "GPT-style byte-level decoder LM: embedding, pre-LN transformer blocks, LM head",
-       &build_gpt},
+       &build_gpt, {"model.layers", "model.d_model", "model.heads", "model.seq_len"},
+       &footprint_gpt},
       {"cnn",
        "residual CNN for 28x28 images: stem conv, residual blocks (one stride-2), pool+linear",
-       &build_cnn},
-      {"mlp", "multi-layer perceptron: flatten+linear+ReLU blocks, linear head", &build_mlp},
+       &build_cnn, {"model.layers", "model.channels", "data.classes", "data.sample_shape"},
+       &footprint_cnn},
+      {"mlp", "multi-layer perceptron: flatten+linear+ReLU blocks, linear head", &build_mlp,
+       {"model.layers", "model.hidden", "data.classes", "data.sample_shape"}, &footprint_mlp},
   };
   return entries;
 }
@@ -54,9 +58,13 @@ const ModelEntry& find_model(const std::string& name) {
 
 Model build_model(const ModelConfig& cfg, const DatasetInfo& data, uint64_t seed) {
   const ModelEntry& entry = find_model(cfg.name);
+  MemoryBudget budget;
+  budget.data = &data;
+  check_model_memory(cfg, budget);
   torch::manual_seed(seed);
   Model model = entry.build(cfg, data);
   model.name = entry.name;
+  model.shape_config = shape_config(cfg, data);
   if (!cfg.init_from.empty()) load_checkpoint(model, cfg.init_from);
   return model;
 }

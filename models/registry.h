@@ -22,10 +22,24 @@ namespace slowpipe::models {
 // reseed. Throws UsageError when the config or the data set does not fit.
 using ModelBuilder = std::function<Model(const ModelConfig&, const DatasetInfo&)>;
 
+// Parameter count and activation memory of a config, computed from the config
+// alone (nothing is allocated): see models/model_limits.h.
+struct ModelFootprint {
+  double parameters = 0;                    // scalars, exact for the built-in models
+  double activation_floats_per_sample = 0;  // lower bound of what backward keeps
+};
+using FootprintFn = std::function<ModelFootprint(const ModelConfig&, const DatasetInfo&)>;
+
 struct ModelEntry {
   std::string name;
   std::string description;  // one line
   ModelBuilder build;
+  // The keys that fix the parameters' shapes ("model.layers", "data.classes",
+  // ...), recorded in checkpoints and compared on load; empty = every model.*
+  // shape key and both data keys (see models/model_limits.h).
+  std::vector<std::string> shape_keys = {};
+  // Optional: lets validate_model_config refuse a config too large for memory.
+  FootprintFn footprint = nullptr;
 };
 
 // Every registered model, built-ins first ("gpt", "cnn", "mlp"), then those
@@ -38,13 +52,17 @@ void register_model(ModelEntry entry);
 // Throws UsageError for an unknown name, listing the known ones.
 const ModelEntry& find_model(const std::string& name);
 
-// Seeds libtorch with `seed`, builds `cfg.name` for `data`, and, when
-// cfg.init_from is set, loads that checkpoint over the fresh parameters.
+// Checks the config fits this machine (validate_model_config), seeds libtorch
+// with `seed`, builds `cfg.name` for `data`, records the model's shape config,
+// and, when cfg.init_from is set, loads that checkpoint over the fresh parameters.
 Model build_model(const ModelConfig& cfg, const DatasetInfo& data, uint64_t seed);
 
 // The built-in builders (models/gpt.cpp, cnn.cpp, mlp.cpp).
 Model build_gpt(const ModelConfig& cfg, const DatasetInfo& data);
 Model build_cnn(const ModelConfig& cfg, const DatasetInfo& data);
 Model build_mlp(const ModelConfig& cfg, const DatasetInfo& data);
+ModelFootprint footprint_gpt(const ModelConfig& cfg, const DatasetInfo& data);
+ModelFootprint footprint_cnn(const ModelConfig& cfg, const DatasetInfo& data);
+ModelFootprint footprint_mlp(const ModelConfig& cfg, const DatasetInfo& data);
 
 }  // namespace slowpipe::models

@@ -54,10 +54,23 @@ TEST_CASE("Checkpoint: mismatches name the file and the parameter") {
   sm::Model gpt = sm::build_model(st::tiny_gpt(), st::text_info(16), 1);
   sm::save_checkpoint(gpt, file.path());
 
-  SECTION("shape mismatch") {
+  SECTION("shape config mismatch: every differing key is named") {
+    auto cfg = st::tiny_gpt();
+    cfg.d_model = 48;
+    cfg.layers = 3;
+    sm::Model wide = sm::build_model(cfg, st::text_info(16), 5);
+    const auto before = wide.parameters()[0].clone();
+    CHECK_THROWS_MATCHES(sm::load_checkpoint(wide, file.path()), slowpipe::UsageError,
+                         WhatContains(file.path()) &&
+                             WhatContains("written for model.layers=2 and model.d_model=32") &&
+                             WhatContains("this run has model.layers=3 and model.d_model=48"));
+    CHECK(torch::equal(before, wide.parameters()[0]));  // untouched
+  }
+  SECTION("shape mismatch of a hand-built model (no shape config): the parameter is named") {
     auto cfg = st::tiny_gpt();
     cfg.d_model = 48;
     sm::Model wide = sm::build_model(cfg, st::text_info(16), 5);
+    wide.shape_config.clear();
     const auto before = wide.parameters()[0].clone();
     CHECK_THROWS_MATCHES(sm::load_checkpoint(wide, file.path()), slowpipe::UsageError,
                          WhatContains(file.path()) &&
@@ -65,10 +78,11 @@ TEST_CASE("Checkpoint: mismatches name the file and the parameter") {
                              WhatContains("[256, 32]"));
     CHECK(torch::equal(before, wide.parameters()[0]));  // untouched
   }
-  SECTION("block count mismatch") {
+  SECTION("block count mismatch of a hand-built model") {
     auto cfg = st::tiny_gpt();
     cfg.layers = 3;
     sm::Model deep = sm::build_model(cfg, st::text_info(16), 5);
+    deep.shape_config.clear();
     CHECK_THROWS_MATCHES(sm::load_checkpoint(deep, file.path()), slowpipe::UsageError,
                          WhatContains(file.path()) && WhatContains("blocks"));
   }
@@ -86,10 +100,14 @@ TEST_CASE("Checkpoint: mismatches name the file and the parameter") {
     cfg.channels = 6;  // groups change, shapes too: caught as a shape mismatch
     sm::Model other = sm::build_model(cfg, st::image_info(), 5);
     CHECK_THROWS_MATCHES(sm::load_checkpoint(other, cnn_file.path()), slowpipe::UsageError,
+                         WhatContains(cnn_file.path()) && WhatContains("model.channels=8"));
+    other.shape_config.clear();  // hand-built: the parameters are compared one by one
+    CHECK_THROWS_MATCHES(sm::load_checkpoint(other, cnn_file.path()), slowpipe::UsageError,
                          WhatContains(cnn_file.path()) && WhatContains("Stem"));
     // An MLP renamed as a CNN-shaped model would lack parameters: fake the name.
     sm::Model mlp = sm::build_model(st::tiny_mlp(), st::image_info(), 5);
     mlp.name = "cnn";
+    mlp.shape_config.clear();
     mlp.blocks.push_back(mlp.blocks.back());  // 4 blocks, as the saved CNN
     CHECK_THROWS_MATCHES(
         sm::load_checkpoint(mlp, cnn_file.path()), slowpipe::UsageError,
