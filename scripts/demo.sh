@@ -12,7 +12,7 @@ out=results/demo
 mkdir -p "$out"
 export OMP_NUM_THREADS=1
 
-if [ ! -f "$out/pretrain.pt" ]; then
+if [ "$(head -c 8 "$out/pretrain.pt" 2>/dev/null | tr -d '\0')" != SLOWPIPE ]; then  # missing or old format
   echo "== demo 1/4: pretraining on GCIDE [0, 0.8) (once; the checkpoint is reused)"
   "$bin" train --config experiments/presets/demo-pretrain.ini
 else
