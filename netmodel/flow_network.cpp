@@ -9,7 +9,9 @@
 #include "netmodel/flow_network.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
+#include <string>
 
 namespace slowpipe::netmodel {
 
@@ -23,7 +25,7 @@ uint32_t FlowNetwork::add_resource(const std::string& name, double capacity_bps)
 }
 
 uint32_t FlowNetwork::start_flow(double now_s, const uint32_t* path, size_t n, double bits) {
-  if (n > kMaxPath) throw std::invalid_argument("flow path longer than 16 resources");
+  if (n > (1u << 30)) throw std::length_error("flow path of " + std::to_string(n) + " resources");
   for (size_t i = 0; i < n; ++i) {
     if (path[i] >= resources_.size()) throw std::out_of_range("flow path: unknown resource");
   }
@@ -34,10 +36,15 @@ uint32_t FlowNetwork::start_flow(double now_s, const uint32_t* path, size_t n, d
   } else {
     id = static_cast<uint32_t>(flows_.size());
     flows_.emplace_back();
-    flows_.back().path_begin = static_cast<uint32_t>(path_storage_.size());
-    path_storage_.resize(path_storage_.size() + kMaxPath);
   }
   Flow& f = flows_[id];
+  if (f.path_cap < n) {
+    const size_t cap = std::max<size_t>({n, kPathSlots, 2 * size_t{f.path_cap}});
+    if (path_storage_.size() + cap > UINT32_MAX) throw std::length_error("flow paths: too many");
+    f.path_begin = static_cast<uint32_t>(path_storage_.size());
+    f.path_cap = static_cast<uint32_t>(cap);
+    path_storage_.resize(path_storage_.size() + cap);
+  }
   f.path_len = static_cast<uint32_t>(n);
   f.remaining_bits = std::max(0.0, bits);
   f.updated_s = now_s;

@@ -30,8 +30,9 @@ class FlowNetwork {
   double capacity_bps(uint32_t r) const { return resources_[r].capacity_bps; }
 
   // Starts a flow at `now_s` (>= the time of the previous call) sending `bits`
-  // over the resources `path[0..n)`; returns the flow id (ids are reused after
-  // a flow is collected). Rates of all flows are recomputed.
+  // over the resources `path[0..n)` (any length; each resource at most once);
+  // returns the flow id (ids are reused after a flow is collected). Rates of
+  // the flows connected to it are recomputed.
   uint32_t start_flow(double now_s, const uint32_t* path, size_t n, double bits);
   // The earliest time at which an active flow finishes (kInfinite if none).
   double next_finish_s() const { return next_finish_s_; }
@@ -66,8 +67,9 @@ class FlowNetwork {
     uint32_t unfixed = 0;
   };
   struct Flow {
-    uint32_t path_begin = 0;  // into path_storage_ (slot-owned, kMaxPath long)
+    uint32_t path_begin = 0;  // into path_storage_: path_cap slots owned by this id
     uint32_t path_len = 0;
+    uint32_t path_cap = 0;
     double remaining_bits = 0;  // as of updated_s
     double updated_s = 0;
     double rate_bps = 0;
@@ -76,7 +78,9 @@ class FlowNetwork {
     bool fixed = false;
     uint64_t stamp = 0;
   };
-  static constexpr uint32_t kMaxPath = 16;
+  // Slots a new flow id reserves; a longer path moves the id to a new,
+  // larger run of slots (the old run is left unused: amortised like a vector).
+  static constexpr uint32_t kPathSlots = 16;
 
   // Recomputes the rates of the flows connected (through shared resources) to
   // the seeds in component_seeds_ (resources) and seed_flow (or none).

@@ -46,17 +46,22 @@ void describe_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
   o.add_custom(
       "timing.bandwidth", "list", "bandwidths to sweep (10Gbps,1Gbps,500Mbps,300Mbps,100Mbps)",
       [&c](const std::string& v) {
+        // Every element must be a bandwidth: "1Gbps,,100Mbps" and "" are errors.
         std::vector<double> out;
         std::string cur;
         for (size_t i = 0; i <= v.size(); ++i) {
           if (i == v.size() || v[i] == ',') {
-            if (!cur.empty()) out.push_back(parse_bandwidth_bps("timing.bandwidth", cur));
+            if (cur.find_first_not_of(" \t") == std::string::npos) {
+              throw UsageError("bad value for 'timing.bandwidth': " +
+                               std::string(v.empty() ? "empty list" : "empty element") +
+                               " in '" + v + "' (a comma list of bandwidths, e.g. 10Gbps,1Gbps)");
+            }
+            out.push_back(parse_bandwidth_bps("timing.bandwidth", cur));
             cur.clear();
           } else {
             cur += v[i];
           }
         }
-        if (out.empty()) throw UsageError("bad value for 'timing.bandwidth': empty list");
         c.bandwidths_bps = out;
       },
       [&c] {

@@ -229,3 +229,27 @@ TEST_CASE("FlowNetwork: finish times match a naive full-recompute simulation") {
     for (int f = 0; f < F; ++f) REQUIRE(got[f] == Approx(ref_finish[f]).epsilon(1e-9));
   }
 }
+
+TEST_CASE("FlowNetwork: paths of any length, and a reused id whose path grows") {
+  // A chain of 40 resources: the lone flow gets the smallest capacity.
+  nm::FlowNetwork net;
+  std::vector<uint32_t> chain;
+  for (int i = 0; i < 40; ++i) chain.push_back(net.add_resource("r", i == 17 ? 1e6 : 1e9));
+  const uint32_t a = net.start_flow(0, chain.data(), 2, 1e6);  // id 0, 2 resources
+  std::vector<uint32_t> done;
+  net.collect_finished(net.next_finish_s(), done);
+  REQUIRE(done == std::vector<uint32_t>{a});
+  // The same id comes back with a 40-resource path, next to a short flow.
+  const uint32_t short_path[] = {chain[39]};
+  const uint32_t c = net.start_flow(1, chain.data(), chain.size(), 1e6);
+  const uint32_t b = net.start_flow(1, short_path, 1, 1e9);
+  CHECK(c == a);
+  CHECK(net.rate_bps(c) == Approx(1e6));
+  CHECK(net.rate_bps(b) == Approx(1e9 - 1e6));
+  done.clear();
+  net.collect_finished(2.0, done);
+  CHECK(done == std::vector<uint32_t>{c});  // 1 Mbit at 1 Mbit/s: t = 2
+  // The short flow's path was not overwritten by the long one.
+  CHECK(net.rate_bps(b) == Approx(1e9));
+  CHECK(net.active_flows() == 1);
+}

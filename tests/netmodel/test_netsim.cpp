@@ -1,8 +1,11 @@
 // Network scenarios: closed forms on small topologies, and parsing errors that
 // name the file and the field.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "common/errors.h"
 #include "netmodel/netsim.h"
@@ -111,4 +114,180 @@ TEST_CASE("Netsim: the example scenarios in experiments/netsim run") {
     REQUIRE_NOTHROW(nm::run_netsim(path, os));
     CHECK_THAT(os.str(), Catch::Contains("finish_s"));
   }
+}
+
+namespace {
+
+// Hosts a, b, c; links ab, bc; flows and extras spliced in.
+std::string two_links(const std::string& link_extra, const std::string& flows,
+                      const std::string& top_extra = "") {
+  return R"({"hosts": ["a", "b", "c"], "links": [
+    {"name": "ab", "between": ["a", "b"], "bandwidth": "1Gbps", "latency": "1ms")" +
+         link_extra + R"(},
+    {"name": "bc", "between": ["b", "c"], "bandwidth": "1Gbps", "latency": "1ms"}],
+    "flows": [)" + flows + "]" + top_extra + "}";
+}
+const char* kFlow = R"({"name": "f1", "from": "a", "to": "b", "bytes": "1MB"})";
+
+}  // namespace
+
+TEST_CASE("Netsim: unknown keys are errors that name the nearest valid key") {
+  CHECK(error_of(two_links("", kFlow)).empty());
+  CHECK_THAT(error_of(two_links("", R"({"from": "a", "to": "b", "bytes": 1, "strat": "0s"})")),
+             Catch::Contains("flows[0]") && Catch::Contains("unknown key 'strat'") &&
+                 Catch::Contains("did you mean 'start'?"));
+  CHECK_THAT(error_of(two_links(R"(, "duplx": "half")", kFlow)),
+             Catch::Contains("links[0]") && Catch::Contains("did you mean 'duplex'?"));
+  CHECK_THAT(error_of(two_links("", kFlow, R"(, "flws": [])")),
+             Catch::Contains("(top level)") && Catch::Contains("'flws'") &&
+                 Catch::Contains("did you mean 'flows'?"));
+  CHECK_THAT(error_of(two_links("", kFlow, R"(, "routes": [{"from": "a", "to": "c",
+             "links": ["ab", "bc"], "via": "b"}])")),
+             Catch::Contains("routes[0]") && Catch::Contains("'via'") &&
+                 Catch::Contains("valid keys: from, to, links"));
+  // Far from every valid key: no guess, but the list.
+  CHECK_THAT(error_of(two_links(R"(, "colour": "red")", kFlow)),
+             !Catch::Contains("did you mean") && Catch::Contains("valid keys: name, between"));
+  // A key given twice in one object would silently keep the last value.
+  CHECK_THAT(error_of(two_links(R"(, "latency": "2ms")", kFlow)),
+             Catch::Contains("duplicate key 'latency'"));
+}
+
+TEST_CASE("Netsim: duplicate names, a second link for one pair, routes that loop") {
+  CHECK_THAT(error_of(two_links("", std::string(kFlow) + ", " + kFlow)),
+             Catch::Contains("flows[1]") && Catch::Contains("duplicate flow name 'f1'"));
+  // Default names count too: flow 1 is "f1" by default.
+  CHECK_THAT(error_of(two_links("", R"({"name": "f1", "from": "a", "to": "b", "bytes": 1},
+             {"from": "b", "to": "c", "bytes": 1})")),
+             Catch::Contains("flows[1]") && Catch::Contains("'f1'"));
+  const std::string second_ab = R"({"hosts": ["a", "b"], "links": [
+    {"name": "ab", "between": ["a", "b"], "bandwidth": 1e9, "latency": 0},
+    {"name": "ba", "between": ["b", "a"], "bandwidth": 1e9, "latency": 0}], "flows": []})";
+  CHECK_THAT(error_of(second_ab), Catch::Contains("links[1].between") &&
+                                      Catch::Contains("already joined by links[0] 'ab'"));
+  CHECK_THAT(error_of(two_links("", kFlow, R"(, "routes": [
+             {"from": "a", "to": "c", "links": ["ab", "bc"]},
+             {"from": "a", "to": "c", "links": ["ab", "bc"]}])")),
+             Catch::Contains("routes[1]") && Catch::Contains("second route"));
+  // The reverse direction may be given explicitly.
+  CHECK(error_of(two_links("", kFlow, R"(, "routes": [
+             {"from": "a", "to": "c", "links": ["ab", "bc"]},
+             {"from": "c", "to": "a", "links": ["bc", "ab"]}])")).empty());
+  CHECK_THAT(error_of(two_links("", kFlow, R"(, "routes": [
+             {"from": "a", "to": "b", "links": ["ab", "bc", "bc"]}])")),
+             Catch::Contains("routes[0].links[2]") && Catch::Contains("comes back to host 'b'"));
+  CHECK_THAT(error_of(two_links("", R"({"name": "f\nx", "from": "a", "to": "b", "bytes": 1})")),
+             Catch::Contains("flows[0].name") && Catch::Contains("control character"));
+  CHECK_THAT(error_of(R"({"hosts": [""], "links": [], "flows": []})"),
+             Catch::Contains("hosts[0]") && Catch::Contains("empty"));
+}
+
+TEST_CASE("Netsim: units in scenarios (B bytes, b bits) and values out of range") {
+  // 1 GB/s = 8 Gbit/s; 8 Mb = 1 MB: the lone flow takes 1 ms + 1 ms latency.
+  const auto r = nm::simulate(nm::parse_scenario(R"({"hosts": ["a", "b"], "links": [
+    {"name": "ab", "between": ["a", "b"], "bandwidth": "1GBps", "latency": "1ms"}],
+    "flows": [{"from": "a", "to": "b", "bytes": "8Mb"}, {"from": "b", "to": "a", "bytes": "1MB"}]})",
+                                                 "u.json"));
+  CHECK(r[0].finish_s == Approx(2e-3));
+  CHECK(r[1].finish_s == Approx(2e-3));
+  auto link = [](const std::string& bw, const std::string& lat) {
+    return R"({"hosts": ["a", "b"], "links": [{"name": "ab", "between": ["a", "b"], "bandwidth": )" +
+           bw + R"(, "latency": )" + lat + R"(}], "flows": []})";
+  };
+  CHECK_THAT(error_of(link(R"("1e-320bps")", "0")),
+             Catch::Contains("links[0].bandwidth") && Catch::Contains("underflows"));
+  CHECK_THAT(error_of(link("1e-300", "0")), Catch::Contains("links[0].bandwidth"));
+  CHECK_THAT(error_of(link("0", "0")), Catch::Contains("links[0].bandwidth"));
+  CHECK_THAT(error_of(link(R"("10Gbsp")", "0")),
+             Catch::Contains("links[0].bandwidth") && Catch::Contains("accepted"));
+  CHECK_THAT(error_of(link("1e9", R"("1e999s")")),
+             Catch::Contains("links[0].latency") && Catch::Contains("overflows"));
+  CHECK_THAT(error_of(link("1e9", "1e999")), Catch::Contains("number overflow"));
+  CHECK_THAT(error_of(link("1e9", "1e300")), Catch::Contains("links[0].latency"));
+  CHECK_THAT(error_of(link("1e9", "-1")), Catch::Contains("links[0].latency"));
+  CHECK_THAT(error_of(two_links("", R"({"from": "a", "to": "b", "bytes": "1e300GB"})")),
+             Catch::Contains("flows[0].bytes") && Catch::Contains("overflows"));
+  CHECK_THAT(error_of(two_links("", R"({"from": "a", "to": "b", "bytes": -5})")),
+             Catch::Contains("flows[0].bytes"));
+  CHECK_THAT(error_of(two_links("", R"({"from": "a", "to": "b", "bytes": 1, "start": "1e308min"})")),
+             Catch::Contains("flows[0].start") && Catch::Contains("overflows"));
+  CHECK_THAT(error_of(two_links("", kFlow, R"(, "efficiency": 1e-300)")),
+             Catch::Contains("efficiency"));
+}
+
+TEST_CASE("Netsim: rows are never cut and always end in a newline") {
+  const std::string long_name(300, 'n');
+  std::vector<nm::FlowResult> results(2);
+  results[0].name = long_name;
+  results[0].from = "a";
+  results[0].to = std::string(250, 't');
+  results[0].bytes = 1e18;
+  results[0].start_s = 1e12;
+  results[0].finish_s = 8e18;
+  results[0].finished = true;
+  results[1].name = "short";
+  results[1].finished = true;
+  std::ostringstream os;
+  nm::print_flow_table(results, os);
+  const std::string out = os.str();
+  REQUIRE(!out.empty());
+  CHECK(out.back() == '\n');
+  std::istringstream lines(out);
+  std::string header, row0, row1;
+  std::getline(lines, header);
+  std::getline(lines, row0);
+  std::getline(lines, row1);
+  CHECK_THAT(row0, Catch::StartsWith(long_name) && Catch::Contains(std::string(250, 't')) &&
+                       Catch::Contains("1e+18") && Catch::Contains("8000000000000000000.000000"));
+  CHECK_THAT(row1, Catch::StartsWith("short"));
+  // Columns line up: every row is as wide as the header up to its last column.
+  CHECK(header.find("bytes") + 5 == row1.find(" 0 ") + 2);
+}
+
+TEST_CASE("Netsim: a flow that never finishes is reported and is an error") {
+  nm::Scenario sc = nm::parse_scenario(two_links("", R"({"name": "cut", "from": "a", "to": "c",
+      "bytes": "1MB"}, {"name": "ok", "from": "b", "to": "c", "bytes": "1MB"})",
+                                                 R"(, "routes": [{"from": "a", "to": "c", "links": ["ab", "bc"]}])"),
+                                       "never.json");
+  sc.links[0].bandwidth_bps = 0;  // link ab is down (only possible in code)
+  const auto r = nm::simulate(sc);
+  CHECK_FALSE(r[0].finished);
+  CHECK(std::isinf(r[0].finish_s));
+  CHECK(r[1].finished);
+  CHECK(r[1].finish_s == Approx(1e-3 + 8e6 / 1e9));
+  std::ostringstream os;
+  CHECK_THROWS_AS(nm::run_scenario(sc, os), slowpipe::DataError);
+  CHECK_THAT(os.str(), Catch::Contains("never") && Catch::EndsWith("\n"));
+  try {
+    nm::run_scenario(sc, os);
+  } catch (const slowpipe::DataError& e) {
+    CHECK_THAT(std::string(e.what()),
+               Catch::Contains("never.json") && Catch::Contains("'cut'") && !Catch::Contains("'ok'"));
+  }
+}
+
+TEST_CASE("Netsim: routes longer than 16 links work") {
+  // A chain h0 - h1 - ... - h40, one route over its 40 links.
+  const int n = 40;
+  std::ostringstream s;
+  s << R"({"hosts": [)";
+  for (int i = 0; i <= n; ++i) s << (i ? ", " : "") << "\"h" << i << "\"";
+  s << R"(], "links": [)";
+  for (int i = 0; i < n; ++i) {
+    s << (i ? ", " : "") << R"({"name": "l)" << i << R"(", "between": ["h)" << i << R"(", "h)"
+      << i + 1 << R"("], "bandwidth": ")" << (i == 30 ? "100Mbps" : "1Gbps")
+      << R"(", "latency": "1ms"})";
+  }
+  s << R"(], "routes": [{"from": "h0", "to": "h40", "links": [)";
+  for (int i = 0; i < n; ++i) s << (i ? ", " : "") << "\"l" << i << "\"";
+  s << R"(]}], "flows": [{"name": "far", "from": "h40", "to": "h0", "bytes": "1MB"}]})";
+  const auto r = nm::simulate(nm::parse_scenario(s.str(), "chain.json"));
+  REQUIRE(r.size() == 1);
+  CHECK(r[0].finished);
+  CHECK(r[0].finish_s == Approx(n * 1e-3 + 8e6 / 100e6));
+}
+
+TEST_CASE("Netsim: a directory or a device is not a scenario file") {
+  CHECK_THROWS_WITH(nm::load_scenario(SLOWPIPE_SOURCE_DIR), Catch::Contains("is a directory"));
+  CHECK_THROWS_WITH(nm::load_scenario("/dev/zero"), Catch::Contains("not a regular file"));
 }

@@ -99,6 +99,15 @@ TEST_CASE("What-if: options and a network-free check against the compute bound")
   CHECK(w.bandwidths_bps == std::vector<double>{1e9, 100e6});
   CHECK_THROWS_WITH(o.set("timing.model", "bert"), Catch::Contains("timing.model"));
   CHECK_THROWS_AS(o.set("timing.bandwidth", "fast"), slowpipe::UsageError);
+  // Empty lists and empty elements are errors, not skipped.
+  for (const char* bad : {"", ",", "1Gbps,,", "1Gbps,", ",1Gbps", "1Gbps, ,100Mbps"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH(o.set("timing.bandwidth", bad),
+                      Catch::Contains("timing.bandwidth") && Catch::Contains("empty"));
+  }
+  CHECK(w.bandwidths_bps == std::vector<double>{1e9, 100e6});
+  o.set("timing.bandwidth", "1GBps");  // bytes per second
+  CHECK(w.bandwidths_bps == std::vector<double>{8e9});
   // With an ideal network GPipe step time = (M+S-1)(tf+tb) of the slowest stage
   // is bounded below by the compute of one stage.
   nm::NetConfig none;
