@@ -50,7 +50,8 @@ class Reader {
   // Refuses keys of `obj` (an object) that are not in `valid`, naming the nearest.
   void only_keys(const Json& obj, const std::string& path,
                  std::initializer_list<const char*> valid) const {
-    for (const auto& [key, value] : obj.items()) {
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      const std::string& key = it.key();
       if (std::find_if(valid.begin(), valid.end(), [&](const char* v) { return key == v; }) !=
           valid.end())
         continue;
