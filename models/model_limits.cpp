@@ -51,7 +51,7 @@ std::string count_text(double n) {
   } else if (n >= 1e6) {
     std::snprintf(buf, sizeof buf, "%.1f M", n / 1e6);
   } else {
-    std::snprintf(buf, sizeof buf, "%.0f ", n);
+    std::snprintf(buf, sizeof buf, "%.0f", n);
   }
   return buf;
 }
@@ -117,7 +117,7 @@ void check_model_memory(const ModelConfig& cfg, const MemoryBudget& budget) {
                       : culprit + "=" + std::to_string(*int_field(copy, culprit));
   throw UsageError(
       what + " is too large for this machine: model.name=" + cfg.name + " with " + shape +
-      " has " + count_text(e.parameters) + "parameters and needs at least " +
+      " has " + count_text(e.parameters) + " parameters and needs at least " +
       format_bytes(e.total_bytes()) + " to train (weights and gradients " +
       format_bytes(e.weight_bytes) + ", activations of " +
       std::to_string(std::max<int64_t>(1, budget.batch_samples)) + " samples " +
