@@ -11,6 +11,12 @@
 // after warm-up starts from m = 0. The inner codec is any codec (q2, topk:0.3).
 // One message per transfer covers the whole micro-batch.
 //
+// With a `topk:shared` backward (aq(topk:K) forward), warm-up transfers publish
+// the mask of TopK(a - m(xi)), the indices the steady state would send: the
+// backward stays sparse, at its steady-state size, from the first step.
+// Values that do not fit the fp16 buffers (non-finite, beyond 65504) are a
+// DataError.
+//
 // Stats: delta_norm = ||a - m_s|| (the compressed difference; ||a|| in warm-up).
 // infer() applies the inner codec to a directly and changes no state.
 #pragma once
@@ -37,12 +43,21 @@ class AqChannel : public CodecChannel {
                       TransferStats* stats) override;
   void set_epoch(int epoch) override { epoch_ = epoch; }
   uint64_t state_bytes() const override { return sender_.bytes() + receiver_.bytes(); }
+  // The epoch, both buffers (prefix + "sender." / "receiver.") and the codec.
+  void save_state(const std::string& prefix, StateDict& out) const override;
+  void load_state(const std::string& prefix, const StateDict& in) override;
 
   const SampleBuffer& sender_buffer() const { return sender_; }
   const SampleBuffer& receiver_buffer() const { return receiver_; }
   bool in_warmup() const { return epoch_ < config_.warmup_epochs; }
 
  private:
+  // Warm-up with a `topk:shared` backward: publishes the mask of the delta the
+  // steady state would send, a - m(xi) (both sides hold a and m: no bytes).
+  void publish_warmup_mask(const float* a, const int64_t* id, int64_t rows, int64_t per,
+                           const Shape& shape, const at::Tensor& sample_ids);
+  [[noreturn]] void refuse_buffer_overflow(const float* a, int64_t n) const;
+
   AqConfig config_;
   int epoch_ = 0;
   SampleBuffer sender_, receiver_;

@@ -4,7 +4,11 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
+#include <limits>
+#include <type_traits>
 #include <cstring>
 
 #include "common/errors.h"
@@ -42,11 +46,25 @@ class Cast16Codec : public Codec {
   uint64_t payload_bytes(const Shape& shape) const override {
     return 2 * static_cast<uint64_t>(shape_numel(shape));
   }
+  // Refuses NaN and inf, and finite values that round to inf in 16 bits (above
+  // 65519 for fp16): a silent inf would be a non-finite value crossing.
   void encode_payload(const float* x, const Shape& shape, uint8_t* out) override {
     int64_t n = shape_numel(shape);
+    uint16_t all_exponent = 0;  // any result with an all-ones exponent: inf or NaN
     for (int64_t i = 0; i < n; ++i) {
       T h(x[i]);
       std::memcpy(out + 2 * i, &h.x, 2);
+      all_exponent |= static_cast<uint16_t>((h.x & kExponent) == kExponent);
+    }
+    if (all_exponent) {
+      int64_t i = first_non_finite(x, n);
+      if (i >= 0) refuse_non_finite(name_, x, n, i);
+      for (i = 0; i < n; ++i)
+        if ((T(x[i]).x & kExponent) == kExponent) break;
+      throw DataError(fmt::format(
+          "cannot encode with '{}': the value {} at index {} overflows {} (largest finite {}); "
+          "use a wider codec or q<b> scales",
+          name_, x[i], i, name_, static_cast<float>(T(std::numeric_limits<T>::max()))));
     }
   }
   void decode_payload(const uint8_t* p, const Shape& shape, float* out) const override {
@@ -60,6 +78,7 @@ class Cast16Codec : public Codec {
   std::string spec() const override { return name_; }
 
  private:
+  static constexpr uint16_t kExponent = std::is_same_v<T, c10::Half> ? 0x7C00 : 0x7F80;
   std::string name_;
 };
 
@@ -75,11 +94,10 @@ class SignCodec : public Codec {
     if (n == 0) return;
     int64_t s = groups(shape), run = n / s;
     for (int64_t g = 0; g < s; ++g) {
-      double sum = 0;
+      double sum = 0;  // a NaN or inf makes it non-finite; finite sums cannot overflow
       for (int64_t i = g * run; i < (g + 1) * run; ++i) sum += std::fabs(x[i]);
       auto scale = static_cast<float>(sum / static_cast<double>(run));
-      if (!std::isfinite(scale))
-        throw DataError("cannot sign-compress a tensor holding non-finite values");
+      if (!std::isfinite(scale)) refuse_non_finite(spec(), x, n);
       std::memcpy(out + 4 * g, &scale, 4);
     }
     std::vector<uint8_t> codes(static_cast<size_t>(n));

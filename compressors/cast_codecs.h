@@ -5,6 +5,8 @@
 //
 // Payloads: none 4n bytes; fp16 and bf16 2n bytes; sign 4*S + ceil(n/8) bytes
 // (S = rows or 1), bits LSB-first, 1 = non-negative.
+// `none` passes NaN and inf through; fp16, bf16 and sign refuse them (DataError),
+// and fp16/bf16 refuse finite values that would round to inf.
 #pragma once
 
 #include <memory>

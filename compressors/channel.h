@@ -13,6 +13,8 @@
 #include <memory>
 #include <string>
 
+#include "compressors/state_dict.h"
+
 namespace slowpipe::compressors {
 
 // What one transfer cost and how faithful it was.
@@ -41,6 +43,16 @@ class Channel {
   virtual uint64_t state_bytes() const { return 0; }
   // The spec string this channel was built from, canonical form.
   virtual std::string spec() const = 0;
+
+  // Checkpoints (bitwise resume): save_state puts everything that shapes this
+  // channel's future transfers into `out` under names starting with `prefix`
+  // (EF residuals, EF21 copies, AQ-SGD buffers and seen flags, the epoch, codec
+  // counters and generators, pending TopK masks); load_state restores it into a
+  // channel built from the same spec and context, after which it transfers bit
+  // for bit like the saved one. load_state throws DataError for a missing key
+  // or a dtype/shape mismatch. Stateless channels save nothing.
+  virtual void save_state(const std::string& /*prefix*/, StateDict& /*out*/) const {}
+  virtual void load_state(const std::string& /*prefix*/, const StateDict& /*in*/) {}
 };
 
 }  // namespace slowpipe::compressors

@@ -3,10 +3,14 @@
 
 #include <ATen/ATen.h>
 
+#include <fmt/format.h>
+
+#include <cmath>
 #include <cstring>
 
 #include "common/errors.h"
 #include "compressors/cast_codecs.h"
+#include "compressors/quant_kernels.h"
 #include "compressors/quantizer.h"
 #include "compressors/sparsifier.h"
 
@@ -52,6 +56,18 @@ at::Tensor Codec::decode(const Message& msg, const Shape& shape) const {
   at::Tensor out = at::empty(shape, at::TensorOptions().dtype(at::kFloat));
   decode_raw(msg.data(), msg.size(), shape, out.data_ptr<float>());
   return out;
+}
+
+int64_t first_non_finite(const float* x, int64_t n) {
+  return first_non_finite_index(x, n);
+}
+
+void refuse_non_finite(const std::string& spec, const float* x, int64_t n, int64_t index) {
+  if (index < 0) index = first_non_finite(x, n);
+  std::string value = index < 0 ? "non-finite" : fmt::format("{}", x[index]);
+  throw DataError("cannot encode with '" + spec + "': the tensor holds a non-finite value (" +
+                  value + ") at index " + std::to_string(index) +
+                  " (codecs other than 'none' refuse NaN and inf)");
 }
 
 void stage_error(const CodecBuildContext& ctx, size_t pos, const std::string& what) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "compressors/spec.h"
+#include "compressors/state_dict.h"
 
 namespace slowpipe::compressors {
 
@@ -58,6 +59,10 @@ class Codec {
 
   // Canonical spec ("q4", "topk:0.1+q8"): defaults omitted, aliases resolved.
   virtual std::string spec() const = 0;
+  // Mutable state that shapes future messages (stochastic rounding counters,
+  // RandK generators), for checkpoints; see Channel::save_state.
+  virtual void save_state(const std::string& /*prefix*/, StateDict& /*out*/) const {}
+  virtual void load_state(const std::string& /*prefix*/, const StateDict& /*in*/) {}
   // Sparsifiers: the selection of the last encode; others: null.
   virtual const SparseSelection* last_selection() const { return nullptr; }
 };
@@ -83,6 +88,14 @@ const std::vector<CodecInfo>& codec_registry();
 std::unique_ptr<Codec> make_codec(const SpecTree& tree, uint64_t seed);
 // Parses and builds a codec spec with no scheme ("q4", "topk:0.1+q8").
 std::unique_ptr<Codec> make_codec(const std::string& spec, uint64_t seed = 0);
+
+// The non-finite policy (docs/codec-spec.md): every codec but `none` refuses a
+// tensor holding NaN or +-inf. first_non_finite: index of the first such value
+// of x[0..n), or -1. refuse_non_finite throws the DataError naming `spec`, the
+// value and its index (the first non-finite value of x, or `index` when >= 0).
+int64_t first_non_finite(const float* x, int64_t n);
+[[noreturn]] void refuse_non_finite(const std::string& spec, const float* x, int64_t n,
+                                    int64_t index = -1);
 
 // For factories: consume arguments with positions in error messages.
 [[noreturn]] void stage_error(const CodecBuildContext& ctx, size_t pos, const std::string& what);

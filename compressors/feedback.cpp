@@ -6,6 +6,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "common/errors.h"
+
 namespace slowpipe::compressors {
 
 namespace {
@@ -67,10 +69,67 @@ size_t MaskStore::pending() const {
   return n;
 }
 
+void MaskStore::save_state(const std::string& prefix, StateDict& out) const {
+  // order_ lists keys in publication order; the i-th occurrence of a key is the
+  // i-th mask of its queue, so replaying order_ rebuilds the same store.
+  put_int(out, prefix + "count", static_cast<int64_t>(order_.size()));
+  std::map<std::vector<int64_t>, size_t> used;
+  for (size_t j = 0; j < order_.size(); ++j) {
+    const std::vector<int64_t>& key = order_[j];
+    const SparseSelection& sel = masks_.at(key).at(used[key]++);
+    const std::string p = prefix + std::to_string(j) + ".";
+    at::Tensor ids = at::empty({static_cast<int64_t>(key.size())}, at::kLong);
+    std::copy(key.begin(), key.end(), ids.data_ptr<int64_t>());
+    out[p + "ids"] = ids;
+    at::Tensor geom = at::empty({3}, at::kLong);
+    geom.data_ptr<int64_t>()[0] = sel.rows;
+    geom.data_ptr<int64_t>()[1] = sel.k;
+    geom.data_ptr<int64_t>()[2] = sel.row_len;
+    out[p + "geometry"] = geom;
+    at::Tensor idx = at::empty({static_cast<int64_t>(sel.indices.size())}, at::kInt);
+    std::copy(sel.indices.begin(), sel.indices.end(), idx.data_ptr<int32_t>());
+    out[p + "indices"] = idx;
+  }
+}
+
+void MaskStore::load_state(const std::string& prefix, const StateDict& in) {
+  masks_.clear();
+  order_.clear();
+  const int64_t count = get_int(in, prefix + "count");
+  if (count < 0) throw DataError("channel state: '" + prefix + "count' is negative");
+  for (int64_t j = 0; j < count; ++j) {
+    const std::string p = prefix + std::to_string(j) + ".";
+    at::Tensor ids = get_tensor(in, p + "ids", at::kLong);
+    at::Tensor geom = get_tensor(in, p + "geometry", at::kLong, 3);
+    SparseSelection sel;
+    sel.rows = geom.data_ptr<int64_t>()[0];
+    sel.k = geom.data_ptr<int64_t>()[1];
+    sel.row_len = geom.data_ptr<int64_t>()[2];
+    if (sel.rows < 0 || sel.k < 0 || sel.k > sel.row_len)
+      throw DataError("channel state: '" + p + "geometry' is not a mask geometry");
+    at::Tensor idx = get_tensor(in, p + "indices", at::kInt, sel.rows * sel.k);
+    const int32_t* ip = idx.data_ptr<int32_t>();
+    for (int64_t i = 0; i < idx.numel(); ++i)
+      if (ip[i] < 0 || ip[i] >= sel.row_len)
+        throw DataError("channel state: '" + p + "indices' holds an index out of range");
+    sel.indices.assign(ip, ip + idx.numel());
+    std::vector<int64_t> key(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+    masks_[key].push_back(std::move(sel));
+    order_.push_back(std::move(key));
+  }
+}
+
 // ---- CodecChannel ----
 
 CodecChannel::CodecChannel(std::unique_ptr<Codec> codec, std::string spec)
     : codec_(std::move(codec)), spec_(std::move(spec)) {}
+
+void CodecChannel::save_state(const std::string& prefix, StateDict& out) const {
+  codec_->save_state(prefix + "codec.", out);
+}
+void CodecChannel::load_state(const std::string& prefix, const StateDict& in) {
+  codec_->load_state(prefix + "codec.", in);
+}
 
 double CodecChannel::seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -136,7 +195,8 @@ at::Tensor EfChannel::transfer(const at::Tensor& x, const at::Tensor& sample_ids
   at::Tensor xc = to_cpu_float(x);
   Shape shape = shape_of(xc);
   const int64_t n = xc.numel();
-  if (shape != shape_) {
+  if (!active_ || shape != shape_) {
+    active_ = true;
     shape_ = shape;
     error_.assign(static_cast<size_t>(n), 0.0F);
   }
@@ -152,6 +212,39 @@ at::Tensor EfChannel::transfer(const at::Tensor& x, const at::Tensor& sample_ids
   return like_input(out, x);
 }
 
+namespace {
+// The shape of a feedback state tensor: "active" (0/1) and, when active, "shape".
+void save_shape(const std::string& prefix, bool active, const Shape& shape, StateDict& out) {
+  put_int(out, prefix + "active", active ? 1 : 0);
+  if (!active) return;
+  at::Tensor t = at::empty({static_cast<int64_t>(shape.size())}, at::kLong);
+  std::copy(shape.begin(), shape.end(), t.data_ptr<int64_t>());
+  out[prefix + "shape"] = t;
+}
+bool load_shape(const std::string& prefix, const StateDict& in, Shape& shape) {
+  if (get_int(in, prefix + "active") == 0) return false;
+  at::Tensor t = get_tensor(in, prefix + "shape", at::kLong);
+  shape.assign(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+  for (int64_t d : shape)
+    if (d < 0) throw DataError("channel state: '" + prefix + "shape' has a negative dimension");
+  return true;
+}
+}  // namespace
+
+void EfChannel::save_state(const std::string& prefix, StateDict& out) const {
+  CodecChannel::save_state(prefix, out);
+  save_shape(prefix, active_, shape_, out);
+  if (active_) put_floats(out, prefix + "error", error_);
+}
+
+void EfChannel::load_state(const std::string& prefix, const StateDict& in) {
+  CodecChannel::load_state(prefix, in);
+  Shape shape;
+  active_ = load_shape(prefix, in, shape);
+  shape_ = active_ ? shape : Shape{};
+  error_ = active_ ? get_floats(in, prefix + "error", shape_numel(shape_)) : std::vector<float>{};
+}
+
 // ---- EF21 ----
 
 at::Tensor Ef21Channel::transfer(const at::Tensor& x, const at::Tensor& sample_ids,
@@ -159,7 +252,8 @@ at::Tensor Ef21Channel::transfer(const at::Tensor& x, const at::Tensor& sample_i
   at::Tensor xc = to_cpu_float(x);
   Shape shape = shape_of(xc);
   const int64_t n = xc.numel();
-  if (shape != shape_) {
+  if (!active_ || shape != shape_) {
+    active_ = true;
     shape_ = shape;
     sender_.assign(static_cast<size_t>(n), 0.0F);
     receiver_.assign(static_cast<size_t>(n), 0.0F);
@@ -195,6 +289,24 @@ at::Tensor Ef21Channel::transfer(const at::Tensor& x, const at::Tensor& sample_i
   return like_input(out, x);
 }
 
+void Ef21Channel::save_state(const std::string& prefix, StateDict& out) const {
+  CodecChannel::save_state(prefix, out);
+  save_shape(prefix, active_, shape_, out);
+  if (!active_) return;
+  put_floats(out, prefix + "sender", sender_);
+  put_floats(out, prefix + "receiver", receiver_);
+}
+
+void Ef21Channel::load_state(const std::string& prefix, const StateDict& in) {
+  CodecChannel::load_state(prefix, in);
+  Shape shape;
+  active_ = load_shape(prefix, in, shape);
+  shape_ = active_ ? shape : Shape{};
+  const int64_t n = shape_numel(shape_);
+  sender_ = active_ ? get_floats(in, prefix + "sender", n) : std::vector<float>{};
+  receiver_ = active_ ? get_floats(in, prefix + "receiver", n) : std::vector<float>{};
+}
+
 // ---- shared mask ----
 
 SharedMaskChannel::SharedMaskChannel(std::unique_ptr<Codec> codec, std::string spec,
@@ -213,6 +325,16 @@ at::Tensor SharedMaskChannel::transfer(const at::Tensor& x, const at::Tensor& sa
   round_trip(xc.data_ptr<float>(), shape_of(xc), out.data_ptr<float>(), stats);
   finish_stats(xc.data_ptr<float>(), out.data_ptr<float>(), xc.numel(), stats);
   return like_input(out, x);
+}
+
+void SharedMaskChannel::save_state(const std::string& prefix, StateDict& out) const {
+  CodecChannel::save_state(prefix, out);
+  masks_->save_state(prefix + "masks.", out);
+}
+
+void SharedMaskChannel::load_state(const std::string& prefix, const StateDict& in) {
+  CodecChannel::load_state(prefix, in);
+  masks_->load_state(prefix + "masks.", in);
 }
 
 at::Tensor SharedMaskChannel::infer(const at::Tensor& x, TransferStats* stats) {

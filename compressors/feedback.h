@@ -37,6 +37,9 @@ class MaskStore {
   // std::logic_error when there is none.
   SparseSelection take(const at::Tensor& sample_ids);
   size_t pending() const;
+  // Pending masks in publication order (normally none between steps).
+  void save_state(const std::string& prefix, StateDict& out) const;
+  void load_state(const std::string& prefix, const StateDict& in);
 
  private:
   static constexpr size_t kMaxPending = 4096;  // forwards never followed by a backward
@@ -50,6 +53,9 @@ class CodecChannel : public Channel {
   CodecChannel(std::unique_ptr<Codec> codec, std::string spec);
   at::Tensor infer(const at::Tensor& x, TransferStats* stats) override;
   std::string spec() const override { return spec_; }
+  // The codec's state under prefix + "codec.".
+  void save_state(const std::string& prefix, StateDict& out) const override;
+  void load_state(const std::string& prefix, const StateDict& in) override;
   // The forward channel of a boundary whose backward is `topk:shared`.
   void publish_masks_to(std::shared_ptr<MaskStore> store) { masks_ = std::move(store); }
   Codec& codec() { return *codec_; }
@@ -82,8 +88,11 @@ class EfChannel : public CodecChannel {
                       TransferStats* stats) override;
   uint64_t state_bytes() const override { return 4 * error_.size(); }
   const std::vector<float>& error() const { return error_; }  // e, sender side
+  void save_state(const std::string& prefix, StateDict& out) const override;
+  void load_state(const std::string& prefix, const StateDict& in) override;
 
  private:
+  bool active_ = false;  // a first transfer fixed shape_
   Shape shape_;
   std::vector<float> error_;
 };
@@ -96,8 +105,11 @@ class Ef21Channel : public CodecChannel {
   uint64_t state_bytes() const override { return 4 * (sender_.size() + receiver_.size()); }
   const std::vector<float>& sender_state() const { return sender_; }
   const std::vector<float>& receiver_state() const { return receiver_; }
+  void save_state(const std::string& prefix, StateDict& out) const override;
+  void load_state(const std::string& prefix, const StateDict& in) override;
 
  private:
+  bool active_ = false;
   Shape shape_;
   std::vector<float> sender_, receiver_;
 };
@@ -112,6 +124,9 @@ class SharedMaskChannel : public CodecChannel {
                       TransferStats* stats) override;
   // Evaluation has no backward pass: passes x through, charging fp32 bytes.
   at::Tensor infer(const at::Tensor& x, TransferStats* stats) override;
+  // Also saves the boundary's MaskStore (shared with the forward channel).
+  void save_state(const std::string& prefix, StateDict& out) const override;
+  void load_state(const std::string& prefix, const StateDict& in) override;
 };
 
 // Contiguous CPU fp32 view of any tensor (no copy when it already is one), and

@@ -83,41 +83,46 @@ SLOWPIPE_CLONES void dequant_vary(const uint8_t* codes, int64_t n, const float* 
   for (int64_t i = 0; i < n; ++i) out[i] = lo[i] + static_cast<float>(codes[i]) * step[i];
 }
 
-SLOWPIPE_CLONES void column_maxabs(const float* x, int64_t rows, int64_t cols, float* m) {
+// Max-abs statistics compare magnitudes as integers: for |x| (sign bit
+// cleared) the bit patterns order like the values, and every NaN pattern sorts
+// above +inf above every finite value, so a NaN or inf in a group always shows
+// up in its statistic (a float max would drop NaN: a > m is false for NaN).
+inline uint32_t magnitude_bits(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return b & 0x7FFFFFFFU;
+}
+inline float bits_to_float(uint32_t b) {
+  float v;
+  std::memcpy(&v, &b, 4);
+  return v;
+}
+
+SLOWPIPE_CLONES void column_maxabs(const float* x, int64_t rows, int64_t cols, uint32_t* m) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = x + r * cols;
     for (int64_t c = 0; c < cols; ++c) {
-      float a = std::fabs(row[c]);
+      uint32_t a = magnitude_bits(row[c]);
       m[c] = a > m[c] ? a : m[c];
     }
   }
 }
+// Min-max statistics: an inf becomes the min or the max; a NaN would be skipped
+// by the comparisons, so `bad` accumulates v - v (0 for finite v, NaN otherwise).
 SLOWPIPE_CLONES void column_minmax(const float* x, int64_t rows, int64_t cols, float* lo,
-                                   float* hi) {
+                                   float* hi, float* bad) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = x + r * cols;
     for (int64_t c = 0; c < cols; ++c) {
       float v = row[c];
       lo[c] = v < lo[c] ? v : lo[c];
       hi[c] = v > hi[c] ? v : hi[c];
+      bad[c] += v - v;
     }
   }
 }
-SLOWPIPE_CLONES float span_maxabs(const float* x, int64_t n) {
-  float acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) {
-      float a = std::fabs(x[i + j]);
-      acc[j] = a > acc[j] ? a : acc[j];
-    }
-  float m = 0;
-  for (float a : acc) m = a > m ? a : m;
-  for (; i < n; ++i) m = std::max(m, std::fabs(x[i]));
-  return m;
-}
 SLOWPIPE_CLONES void span_minmax(const float* x, int64_t n, float* out_lo, float* out_hi) {
-  float lo[kLanes], hi[kLanes];
+  float lo[kLanes], hi[kLanes], bad[kLanes] = {};
   float first = n > 0 ? x[0] : 0.0F;
   for (int j = 0; j < kLanes; ++j) lo[j] = hi[j] = first;
   int64_t i = 0;
@@ -126,18 +131,35 @@ SLOWPIPE_CLONES void span_minmax(const float* x, int64_t n, float* out_lo, float
       float v = x[i + j];
       lo[j] = v < lo[j] ? v : lo[j];
       hi[j] = v > hi[j] ? v : hi[j];
+      bad[j] += v - v;
     }
-  float l = first, h = first;
+  float l = first, h = first, b = first - first;
   for (int j = 0; j < kLanes; ++j) {
     l = std::min(l, lo[j]);
     h = std::max(h, hi[j]);
+    b += bad[j];
   }
   for (; i < n; ++i) {
     l = std::min(l, x[i]);
     h = std::max(h, x[i]);
+    b += x[i] - x[i];
   }
-  *out_lo = l;
+  *out_lo = b == 0.0F ? l : b;  // NaN marks a group holding NaN
   *out_hi = h;
+}
+
+SLOWPIPE_CLONES uint32_t span_max_magnitude(const float* x, int64_t n) {
+  uint32_t acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) {
+      uint32_t a = magnitude_bits(x[i + j]);
+      acc[j] = a > acc[j] ? a : acc[j];
+    }
+  uint32_t m = 0;
+  for (uint32_t a : acc) m = a > m ? a : m;
+  for (; i < n; ++i) m = std::max(m, magnitude_bits(x[i]));
+  return m;
 }
 
 // Calls fn(begin, end, group_or_column_offset) over [begin, end) split where the
@@ -162,31 +184,46 @@ void for_each_run(const GroupLayout& layout, int64_t begin, int64_t end, Fn&& fn
 
 }  // namespace
 
+int64_t first_non_finite_index(const float* x, int64_t n) {
+  constexpr uint32_t kInfBits = 0x7F800000U;
+  for (int64_t start = 0; start < n; start += kChunk) {
+    int64_t len = std::min(kChunk, n - start);
+    if (span_max_magnitude(x + start, len) < kInfBits) continue;
+    for (int64_t i = start; i < start + len; ++i)
+      if (magnitude_bits(x[i]) >= kInfBits) return i;
+  }
+  return -1;
+}
+
 float stochastic_uniform(uint32_t seed, uint64_t index) {
   return hash_uniform(static_cast<uint32_t>(index), run_key(seed, index));
 }
 
 void group_maxabs(const float* x, const GroupLayout& layout, float* maxabs, bool use_simd) {
   if (layout.mode == ScaleMode::kChannel) {
-    std::fill(maxabs, maxabs + layout.channels, 0.0F);
+    std::vector<uint32_t> m(static_cast<size_t>(layout.channels), 0);
     const int64_t rows = layout.numel / layout.channels;
     if (use_simd && simd::available())
-      simd::column_maxabs(x, rows, layout.channels, maxabs);
+      simd::column_maxabs(x, rows, layout.channels, m.data());
     else
-      column_maxabs(x, rows, layout.channels, maxabs);
+      column_maxabs(x, rows, layout.channels, m.data());
+    for (int64_t c = 0; c < layout.channels; ++c) maxabs[c] = bits_to_float(m[c]);
     return;
   }
   for (int64_t g = 0; g < layout.groups; ++g) {
     int64_t begin = g * layout.run, end = std::min(layout.numel, begin + layout.run);
-    maxabs[g] = span_maxabs(x + begin, end - begin);
+    maxabs[g] = bits_to_float(span_max_magnitude(x + begin, end - begin));
   }
 }
 
 void group_minmax(const float* x, const GroupLayout& layout, float* mins, float* maxs) {
   if (layout.mode == ScaleMode::kChannel) {
     int64_t rows = layout.numel / layout.channels;
+    std::vector<float> bad(static_cast<size_t>(layout.channels), 0.0F);
     for (int64_t c = 0; c < layout.channels; ++c) mins[c] = maxs[c] = rows > 0 ? x[c] : 0.0F;
-    column_minmax(x, rows, layout.channels, mins, maxs);
+    column_minmax(x, rows, layout.channels, mins, maxs, bad.data());
+    for (int64_t c = 0; c < layout.channels; ++c)
+      if (bad[c] != 0.0F) mins[c] = bad[c];  // NaN marks a channel holding NaN
     return;
   }
   for (int64_t g = 0; g < layout.groups; ++g) {

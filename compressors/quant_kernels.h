@@ -37,6 +37,8 @@ struct GroupGrid {
 
 // Per-group max |x| (max-abs) or min and max (min-max). `use_simd`: use the AVX-512
 // kernels where the CPU has them (bit-identical; false forces the portable loops).
+// Non-finite values are never lost: a group holding NaN or inf gets a non-finite
+// max-abs (NaN when it holds a NaN) or, for min-max, a NaN min.
 void group_maxabs(const float* x, const GroupLayout& layout, float* maxabs, bool use_simd = true);
 void group_minmax(const float* x, const GroupLayout& layout, float* mins, float* maxs);
 
@@ -61,6 +63,9 @@ void unpack_codes(const uint8_t* in, int64_t n, int bits, uint8_t* codes);
 inline uint64_t packed_bytes(int64_t n, int bits) {
   return (static_cast<uint64_t>(n) * bits + 7) / 8;
 }
+
+// Index of the first NaN or inf of x[0..n), or -1 (vectorized sweep).
+int64_t first_non_finite_index(const float* x, int64_t n);
 
 // The uniform in [0,1) used for stochastic rounding of element `index`.
 float stochastic_uniform(uint32_t seed, uint64_t index);

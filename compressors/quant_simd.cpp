@@ -3,7 +3,7 @@
 // runs on CPUs without AVX-512 (available() is then false).
 #include "compressors/quant_simd.h"
 
-#include <cmath>
+#include <cstring>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -44,34 +44,36 @@ SLOWPIPE_AVX512 int64_t quant_vary(const float* x, int64_t n, const float* lo, c
 }
 
 namespace {
-SLOWPIPE_AVX512 inline __m512 magnitude(const float* p) {
-  return _mm512_castsi512_ps(
-      _mm512_and_si512(_mm512_loadu_si512(p), _mm512_set1_epi32(0x7FFFFFFF)));
+SLOWPIPE_AVX512 inline __m512i magnitude(const float* p) {
+  return _mm512_and_si512(_mm512_loadu_si512(p), _mm512_set1_epi32(0x7FFFFFFF));
 }
 }  // namespace
 
-SLOWPIPE_AVX512 void column_maxabs(const float* x, int64_t rows, int64_t cols, float* m) {
-  // Row-major order, four rows at a time: m (cols floats) stays in L1 and each
-  // of its vectors is loaded and stored once per four rows.
+SLOWPIPE_AVX512 void column_maxabs(const float* x, int64_t rows, int64_t cols, uint32_t* m) {
+  // Row-major order, four rows at a time: m (cols words) stays in L1 and each
+  // of its vectors is loaded and stored once per four rows. Magnitudes compare
+  // as unsigned integers (quant_simd.h), so NaN and inf are kept.
   const int64_t vec_cols = cols / 16 * 16;
   int64_t r = 0;
   for (; r + 4 <= rows; r += 4) {
     const float* x0 = x + r * cols;
     for (int64_t c = 0; c < vec_cols; c += 16) {
-      // max(a, m) is (a > m ? a : m): a NaN magnitude keeps m
-      __m512 acc = _mm512_max_ps(magnitude(x0 + c), _mm512_loadu_ps(m + c));
-      acc = _mm512_max_ps(magnitude(x0 + cols + c), acc);
-      acc = _mm512_max_ps(magnitude(x0 + 2 * cols + c), acc);
-      acc = _mm512_max_ps(magnitude(x0 + 3 * cols + c), acc);
-      _mm512_storeu_ps(m + c, acc);
+      __m512i acc = _mm512_max_epu32(magnitude(x0 + c), _mm512_loadu_si512(m + c));
+      acc = _mm512_max_epu32(magnitude(x0 + cols + c), acc);
+      acc = _mm512_max_epu32(magnitude(x0 + 2 * cols + c), acc);
+      acc = _mm512_max_epu32(magnitude(x0 + 3 * cols + c), acc);
+      _mm512_storeu_si512(m + c, acc);
     }
   }
   for (; r < rows; ++r)
     for (int64_t c = 0; c < vec_cols; c += 16)
-      _mm512_storeu_ps(m + c, _mm512_max_ps(magnitude(x + r * cols + c), _mm512_loadu_ps(m + c)));
+      _mm512_storeu_si512(
+          m + c, _mm512_max_epu32(magnitude(x + r * cols + c), _mm512_loadu_si512(m + c)));
   for (r = 0; r < rows; ++r)
     for (int64_t c = vec_cols; c < cols; ++c) {
-      float a = std::fabs(x[r * cols + c]);
+      uint32_t a;
+      std::memcpy(&a, x + r * cols + c, 4);
+      a &= 0x7FFFFFFFU;
       m[c] = a > m[c] ? a : m[c];
     }
 }
@@ -84,7 +86,7 @@ bool available() {
 int64_t quant_vary(const float*, int64_t, const float*, const float*, float, uint8_t*) {
   return 0;
 }
-void column_maxabs(const float*, int64_t, int64_t, float*) {}
+void column_maxabs(const float*, int64_t, int64_t, uint32_t*) {}
 
 #endif
 

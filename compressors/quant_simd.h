@@ -18,7 +18,9 @@ bool available();
 int64_t quant_vary(const float* x, int64_t n, const float* lo, const float* inv, float max_code,
                    uint8_t* codes);
 
-// m[c] = max(m[c], max_r |x[r, c]|) for x: [rows, cols] row-major; NaN ignored.
-void column_maxabs(const float* x, int64_t rows, int64_t cols, float* m);
+// m[c] = max(m[c], max_r bits(|x[r, c]|)) for x: [rows, cols] row-major, on the
+// bit patterns of the magnitudes as unsigned integers: they order like the
+// values, with every NaN above +inf, so a NaN or inf is never lost.
+void column_maxabs(const float* x, int64_t rows, int64_t cols, uint32_t* m);
 
 }  // namespace slowpipe::compressors::simd

@@ -5,6 +5,7 @@
 
 #include <c10/util/Half.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -16,6 +17,9 @@ namespace slowpipe::compressors {
 namespace {
 constexpr uint16_t kHalfMax = 0x7BFF;
 constexpr uint16_t kHalfLowest = 0xFBFF;
+// fp32 scales saturate here: max - min and 2 * max-abs stay at most FLT_MAX/2, so
+// every step, code * step and grid value lo + code * step is finite.
+constexpr float kMaxFp32Scale = std::numeric_limits<float>::max() / 4;
 
 uint32_t mix_seed(uint64_t seed, uint64_t counter) {
   uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (counter + 1);
@@ -113,6 +117,9 @@ GroupGrid Quantizer::read_grid(const uint8_t* p, int64_t groups) const {
     if (!std::isfinite(a) || !std::isfinite(b))
       throw DataError("q" + std::to_string(config_.bits) + " message: non-finite scale in group " +
                       std::to_string(g));
+    if (std::fabs(a) > kMaxFp32Scale || std::fabs(b) > kMaxFp32Scale)
+      throw DataError("q" + std::to_string(config_.bits) + " message: scale beyond FLT_MAX/4 in group " +
+                      std::to_string(g));
     float lo = config_.minmax ? a : -a;
     float hi = b;
     if (hi < lo)
@@ -137,10 +144,15 @@ void Quantizer::encode_payload(const float* x, const Shape& shape, uint8_t* out)
   } else {
     group_maxabs(x, l, a.data());
   }
+  // The statistics carry any NaN or inf of their group (quant_kernels.h), so
+  // checking them checks every element.
   for (int64_t g = 0; g < groups; ++g) {
     bool finite = std::isfinite(a[g]) && (b.empty() || std::isfinite(b[g]));
-    if (!finite)
-      throw DataError("cannot quantize a tensor holding non-finite values (spec " + spec() + ")");
+    if (!finite) refuse_non_finite(spec(), x, l.numel);
+    if (config_.fp32_scales) {  // saturate so that the grid arithmetic stays finite
+      a[g] = std::clamp(a[g], -kMaxFp32Scale, kMaxFp32Scale);
+      if (!b.empty()) b[g] = std::clamp(b[g], -kMaxFp32Scale, kMaxFp32Scale);
+    }
   }
   // Scales as the decoder will read them.
   const int per_group = config_.minmax ? 2 : 1;
@@ -171,6 +183,13 @@ void Quantizer::decode_payload(const uint8_t* p, const Shape& shape, float* out)
   if (l.numel == 0) return;
   GroupGrid grid = read_grid(p, l.groups);
   unpack_dequantize(p + scale_bytes(l.groups), l, grid, config_.bits, out);
+}
+
+void Quantizer::save_state(const std::string& prefix, StateDict& out) const {
+  put_u64(out, prefix + "encodes", encodes_);
+}
+void Quantizer::load_state(const std::string& prefix, const StateDict& in) {
+  encodes_ = get_u64(in, prefix + "encodes");
 }
 
 std::string Quantizer::spec() const {

@@ -8,7 +8,9 @@
 // LSB-first packed b-bit codes, in the tensor's row-major order.
 // fp16 scales are rounded outward (max-abs up, min down, max up) so that no value
 // is clipped and stochastic rounding stays unbiased; beyond 65504 they saturate
-// (values clip). Grids and kernels: quant_kernels.h.
+// (values clip). fp32 scales saturate at FLT_MAX/4 (about 8.5e37) so that the
+// grid arithmetic never overflows; decoders refuse larger ones. A tensor
+// holding NaN or inf is refused (DataError). Grids and kernels: quant_kernels.h.
 #pragma once
 
 #include <memory>
@@ -36,6 +38,8 @@ class Quantizer : public Codec {
   void encode_payload(const float* x, const Shape& shape, uint8_t* out) override;
   void decode_payload(const uint8_t* p, const Shape& shape, float* out) const override;
   std::string spec() const override;
+  void save_state(const std::string& prefix, StateDict& out) const override;
+  void load_state(const std::string& prefix, const StateDict& in) override;
   const QuantizerConfig& config() const { return config_; }
 
   GroupLayout layout(const Shape& shape) const;

@@ -1,6 +1,7 @@
 // fp16 per-sample rows in a std::vector or a MAP_SHARED file mapping.
 #include "compressors/sample_buffer.h"
 
+#include <ATen/ATen.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -86,6 +87,54 @@ const uint16_t* SampleBuffer::row(int64_t id) const {
 void SampleBuffer::mark_seen(int64_t id) {
   row(id);  // range check and growth
   seen_[static_cast<size_t>(id)] = 1;
+}
+
+void SampleBuffer::save_state(const std::string& prefix, StateDict& out) const {
+  put_int(out, prefix + "per_sample", per_sample_);
+  put_int(out, prefix + "capacity", capacity_);
+  std::vector<int64_t> ids;
+  for (int64_t id = 0; id < static_cast<int64_t>(seen_.size()); ++id)
+    if (seen_[static_cast<size_t>(id)]) ids.push_back(id);
+  const auto count = static_cast<int64_t>(ids.size());
+  at::Tensor id_t = at::empty({count}, at::kLong);
+  std::copy(ids.begin(), ids.end(), id_t.data_ptr<int64_t>());
+  const int64_t per = std::max<int64_t>(per_sample_, 0);
+  at::Tensor rows = at::empty({count, per}, at::kHalf);
+  auto* dst = reinterpret_cast<uint16_t*>(rows.data_ptr<at::Half>());
+  for (int64_t i = 0; i < count; ++i)
+    std::memcpy(dst + i * per, row(ids[static_cast<size_t>(i)]), 2 * static_cast<size_t>(per));
+  out[prefix + "seen_ids"] = id_t;
+  out[prefix + "rows"] = rows;
+}
+
+void SampleBuffer::load_state(const std::string& prefix, const StateDict& in) {
+  const int64_t per = get_int(in, prefix + "per_sample");
+  const int64_t capacity = get_int(in, prefix + "capacity");
+  at::Tensor ids = get_tensor(in, prefix + "seen_ids", at::kLong);
+  if (per < 0) {
+    if (ids.numel() != 0 || per_sample_ >= 0)
+      throw DataError("channel state: '" + prefix + "' does not match this AQ-SGD buffer");
+    return;  // never used
+  }
+  if (per_sample_ >= 0 && per_sample_ != per)
+    throw DataError("channel state: '" + prefix + "per_sample' is " + std::to_string(per) +
+                    ", this buffer holds " + std::to_string(per_sample_));
+  ensure(per);
+  if (store_ == "memory" && capacity > capacity_) grow(capacity);
+  if (capacity != capacity_)
+    throw DataError("channel state: '" + prefix + "capacity' is " + std::to_string(capacity) +
+                    " samples, this buffer holds " + std::to_string(capacity_));
+  at::Tensor rows = get_tensor(in, prefix + "rows", at::kHalf, ids.numel() * per);
+  std::fill(seen_.begin(), seen_.end(), 0);
+  const int64_t* idp = ids.data_ptr<int64_t>();
+  const auto* src = reinterpret_cast<const uint16_t*>(rows.data_ptr<at::Half>());
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    if (idp[i] < 0 || idp[i] >= capacity_)
+      throw DataError("channel state: '" + prefix + "seen_ids' holds " + std::to_string(idp[i]) +
+                      ", outside [0, " + std::to_string(capacity_) + ")");
+    std::memcpy(row(idp[i]), src + i * per, 2 * static_cast<size_t>(per));
+    seen_[static_cast<size_t>(idp[i])] = 1;
+  }
 }
 
 uint64_t SampleBuffer::bytes() const {

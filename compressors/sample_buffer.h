@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "compressors/state_dict.h"
+
 namespace slowpipe::compressors {
 
 class SampleBuffer {
@@ -37,6 +39,12 @@ class SampleBuffer {
   // Bytes of fp16 rows reserved (file size on disk).
   uint64_t bytes() const;
   const std::string& path() const { return path_; }
+
+  // Checkpoints: the per-sample size, the capacity and the rows of the samples
+  // seen (fp16, [seen, per_sample]) with their ids; unseen rows are never read.
+  // load_state writes the rows back into this buffer (into the file on disk).
+  void save_state(const std::string& prefix, StateDict& out) const;
+  void load_state(const std::string& prefix, const StateDict& in);
 
  private:
   void grow(int64_t samples);

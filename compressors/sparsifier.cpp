@@ -2,6 +2,7 @@
 #include "compressors/sparsifier.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -40,29 +41,46 @@ uint64_t Sparsifier::payload_bytes(const Shape& shape) const {
   return index_bytes + values_->payload_bytes({rows, k});
 }
 
+void Sparsifier::select(const float* x, const Shape& shape) {
+  if (config_.kind == SparseKind::kShared) return;
+  int64_t rows, m, k;
+  geometry(shape, &rows, &m, &k);
+  selection_.rows = rows;
+  selection_.k = k;
+  selection_.row_len = m;
+  selection_.indices.resize(static_cast<size_t>(rows * k));
+  for (int64_t r = 0; r < rows; ++r) {
+    int32_t* idx = selection_.indices.data() + r * k;
+    if (config_.kind == SparseKind::kTopk)
+      selector_.select(x + r * m, m, k, idx);
+    else
+      select_randk(m, k, rng_state_, idx);
+  }
+}
+
 void Sparsifier::encode_payload(const float* x, const Shape& shape, uint8_t* out) {
   int64_t rows, m, k;
   geometry(shape, &rows, &m, &k);
-  if (config_.kind != SparseKind::kShared) {
-    selection_.rows = rows;
-    selection_.k = k;
-    selection_.row_len = m;
-    selection_.indices.resize(static_cast<size_t>(rows * k));
-    for (int64_t r = 0; r < rows; ++r) {
-      int32_t* idx = selection_.indices.data() + r * k;
-      if (config_.kind == SparseKind::kTopk)
-        selector_.select(x + r * m, m, k, idx);
-      else
-        select_randk(m, k, rng_state_, idx);
-    }
+  select(x, shape);
+  // Non-finite input is refused. TopK orders magnitudes as integers with NaN
+  // above inf above every finite value, so a row holding one keeps it: checking
+  // the kept values suffices. RandK and shared masks may drop it: check all.
+  if (config_.kind != SparseKind::kTopk) {
+    int64_t bad = first_non_finite(x, rows * m);
+    if (bad >= 0) refuse_non_finite(spec(), x, rows * m, bad);
   }
   gathered_.resize(static_cast<size_t>(rows * k));
+  bool finite = true;
   for (int64_t r = 0; r < rows; ++r) {
     const int32_t* idx = selection_.indices.data() + r * k;
     const float* row = x + r * m;
     float* dst = gathered_.data() + r * k;
-    for (int64_t j = 0; j < k; ++j) dst[j] = row[idx[j]];
+    for (int64_t j = 0; j < k; ++j) {
+      dst[j] = row[idx[j]];
+      finite = finite && std::isfinite(dst[j]);
+    }
   }
+  if (!finite) refuse_non_finite(spec(), x, rows * m);
   uint64_t index_bytes = 0;
   if (config_.kind != SparseKind::kShared) {
     encode_indices(selection_.indices.data(), rows, m, k, out);
@@ -90,6 +108,20 @@ void Sparsifier::decode_payload(const uint8_t* p, const Shape& shape, float* out
   std::fill(out, out + rows * m, 0.0F);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < k; ++j) out[r * m + indices[r * k + j]] = gain * values[r * k + j];
+  if (gain != 1.0F)
+    for (int64_t i = 0; i < rows * k; ++i)
+      if (!std::isfinite(gain * values[i]))
+        throw DataError(spec() + " message: value " + std::to_string(values[i]) +
+                        " overflows when rescaled by m/k");
+}
+
+void Sparsifier::save_state(const std::string& prefix, StateDict& out) const {
+  put_u64(out, prefix + "rng", rng_state_);
+  values_->save_state(prefix + "values.", out);
+}
+void Sparsifier::load_state(const std::string& prefix, const StateDict& in) {
+  rng_state_ = get_u64(in, prefix + "rng");
+  values_->load_state(prefix + "values.", in);
 }
 
 std::string Sparsifier::spec() const {

@@ -35,8 +35,13 @@ class Sparsifier : public Codec {
   void encode_payload(const float* x, const Shape& shape, uint8_t* out) override;
   void decode_payload(const uint8_t* p, const Shape& shape, float* out) const override;
   std::string spec() const override;
+  void save_state(const std::string& prefix, StateDict& out) const override;
+  void load_state(const std::string& prefix, const StateDict& in) override;
   const SparseSelection* last_selection() const override { return &selection_; }
 
+  // Chooses the kept indices of x (what encode would keep; RandK advances its
+  // generator) without encoding: last_selection() then returns them.
+  void select(const float* x, const Shape& shape);
   // kShared: the mask the next encode/decode applies (copied).
   void use_selection(const SparseSelection& selection) { selection_ = selection; }
   const SparseConfig& config() const { return config_; }
