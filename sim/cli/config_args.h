@@ -33,7 +33,8 @@ inline boost::program_options::variables_map parse_command_line(
                      (positional.max_total_count() == 0
                           ? std::string(" (this command takes no positional arguments)")
                           : " (this command takes at most " +
-                                std::to_string(positional.max_total_count()) + ")"));
+                                std::to_string(positional.max_total_count()) +
+                                " positional argument(s))"));
   }
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);

@@ -275,3 +275,32 @@ TEST_CASE("readers: null strings and multi-valued attributes from a damaged file
   CHECK_THROWS_WITH(slowpipe::sim::read_attributes(path),
                     Catch::Contains("attribute 'sim_time_s' holds 3 values, expected one"));
 }
+
+// The argument checks every command shares (sim/cli/config_args.h), through the
+// real binary: nothing given on the command line is ignored.
+TEST_CASE("slowpipe commands refuse stray arguments and explicitly empty values") {
+  const std::string tool = SLOWPIPE_RUNLOG_TOOL;
+  const fs::path dir = fs::path(SLOWPIPE_BINARY_DIR) / "test_runlog_tmp" / "cli_args";
+  fs::create_directories(dir);
+  const std::string log = (dir / "out.txt").string();
+  const std::pair<const char*, const char*> cases[] = {
+      {"train foo", "unexpected argument 'foo'"},
+      {"train --steps 3 -- bar", "unexpected argument 'bar'"},
+      {"train --fw ''", "empty value for --fw"},
+      {"train --config ''", "empty value for --config"},
+      {"timing --bandwidth ''", "empty value for --bandwidth"},
+      {"timing q4", "unexpected argument 'q4'"},
+      {"codec --spec q4 extra", "unexpected argument 'extra'"},
+      {"netsim a.json b.json", "unexpected argument 'b.json'"},
+      {"export a.h5 b.h5", "unexpected argument 'b.h5'"},
+  };
+  for (const auto& [args, message] : cases) {
+    INFO(args);
+    const int status = std::system((tool + " " + args + " >" + log + " 2>&1").c_str());
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 2);
+    std::ifstream in(log);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK_THAT(text, Catch::Contains(message));
+  }
+}
