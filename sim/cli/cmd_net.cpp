@@ -5,6 +5,7 @@
 
 #include "common/errors.h"
 #include "compressors/factory.h"
+#include "compressors/spec.h"
 #include "netmodel/net_config.h"
 #include "netmodel/netsim.h"
 #include "netmodel/what_if.h"
@@ -53,12 +54,27 @@ int cmd_timing(const Args& args) {
                      {"timing.replicas", &replicas},
                      {"timing.device", &device},
                      {"net.preset", &net}});
-  for (const auto* spec :
-       {&what_if.specs.forward, &what_if.specs.backward, &what_if.specs.gradient}) {
-    compressors::validate_spec(*spec, spec == &what_if.specs.backward);
+  const netmodel::CodecSpecs& specs = what_if.specs;
+  for (const auto* spec : {&specs.forward, &specs.backward, &specs.gradient}) {
+    compressors::validate_spec(*spec, spec == &specs.backward);
   }
-  const auto wire = [](const std::string& spec, const std::vector<int64_t>& shape) {
-    return compressors::wire_bytes(spec, shape);
+  // Roles, as training checks them: building the boundary checks the pairing
+  // (topk:shared needs a sparsifying forward); AQ-SGD cannot carry gradients.
+  compressors::ChannelContext ctx;
+  ctx.num_samples = 1;
+  ctx.aq_store = "memory";
+  try {
+    (void)compressors::make_boundary(specs.forward, specs.backward, ctx);
+  } catch (const UsageError& e) {
+    throw UsageError("timing.fw = " + specs.forward + ", timing.bw = " + specs.backward + ": " +
+                     e.what());
+  }
+  if (compressors::parse_spec(specs.gradient).scheme == "aq")
+    throw UsageError("timing.grad = " + specs.gradient + ": AQ-SGD cannot carry parameter gradients");
+  // The size of a topk:shared message depends on the forward spec.
+  const auto wire = [&specs](const std::string& spec, const std::vector<int64_t>& shape) {
+    return spec == specs.backward ? compressors::wire_bytes(specs.forward, spec, shape)
+                                  : compressors::wire_bytes(spec, shape);
   };
   netmodel::run_timing(what_if, net_config, wire, std::cout);
   return 0;
