@@ -38,11 +38,17 @@ struct Prefix {
   double factor;
 };
 const std::vector<Prefix>& prefixes() {
-  static const std::vector<Prefix> table = {
-      {"", 1},          {"k", 1e3},           {"K", 1e3},
-      {"M", 1e6},       {"G", 1e9},           {"T", 1e12},
-      {"P", 1e15},      {"Ki", 1024.0},       {"Mi", 1048576.0},
-      {"Gi", 1073741824.0}, {"Ti", 1099511627776.0}};
+  static const std::vector<Prefix> table = {{"", 1},
+                                            {"k", 1e3},
+                                            {"K", 1e3},
+                                            {"M", 1e6},
+                                            {"G", 1e9},
+                                            {"T", 1e12},
+                                            {"P", 1e15},
+                                            {"Ki", 1024.0},
+                                            {"Mi", 1048576.0},
+                                            {"Gi", 1073741824.0},
+                                            {"Ti", 1099511627776.0}};
   return table;
 }
 
@@ -86,14 +92,16 @@ struct Parsed {
 };
 
 // Splits " 100 Mbps" into 100 and "Mbps".
-Parsed split(const std::string& key, const std::string& text, const char* what,
-             const char* forms) {
+Parsed split(const std::string& key, const std::string& text, const char* what, const char* forms) {
   size_t b = 0, e = text.size();
   while (b < e && std::isspace(static_cast<unsigned char>(text[b]))) ++b;
   while (e > b && std::isspace(static_cast<unsigned char>(text[e - 1]))) --e;
   const std::string t = text.substr(b, e - b);
-  if (t.empty()) throw UsageError("bad value for '" + key + "': empty " + what + " (" + forms + ")");
-  auto digit = [&](size_t i) { return i < t.size() && std::isdigit(static_cast<unsigned char>(t[i])); };
+  if (t.empty())
+    throw UsageError("bad value for '" + key + "': empty " + what + " (" + forms + ")");
+  auto digit = [&](size_t i) {
+    return i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]));
+  };
   size_t i = 0;
   const bool negative = t[0] == '-';
   if (t[0] == '+' || t[0] == '-') ++i;
@@ -114,7 +122,8 @@ Parsed split(const std::string& key, const std::string& text, const char* what,
       i = j;
     }
   }
-  if (negative && p.nonzero) throw UsageError(quote(key, text) + ": a " + what + " cannot be negative");
+  if (negative && p.nonzero)
+    throw UsageError(quote(key, text) + ": a " + what + " cannot be negative");
   const std::string number = t.substr(0, i);
   errno = 0;
   p.number = std::strtod(number.c_str(), nullptr);
@@ -133,7 +142,8 @@ Parsed split(const std::string& key, const std::string& text, const char* what,
 double scaled(const std::string& key, const std::string& text, const Parsed& p, Scale s,
               const char* what) {
   const double v = s.apply(p.number);
-  if (!std::isfinite(v)) throw UsageError(quote(key, text) + ": the " + what + " overflows to infinity");
+  if (!std::isfinite(v))
+    throw UsageError(quote(key, text) + ": the " + what + " overflows to infinity");
   if (p.nonzero && !(v >= DBL_MIN)) {
     throw UsageError(quote(key, text) + ": the " + what + " underflows to zero");
   }
@@ -212,9 +222,9 @@ double parse_duration_s(const std::string& key, const std::string& text) {
     const char* name;
     Scale scale;
   };
-  static const std::vector<Entry> table = {
-      {"", {1, 1}},    {"s", {1, 1}},     {"ms", {1, 1e3}},   {"us", {1, 1e6}},
-      {"ns", {1, 1e9}}, {"min", {60, 1}}, {"h", {3600, 1}}};
+  static const std::vector<Entry> table = {{"", {1, 1}},     {"s", {1, 1}},    {"ms", {1, 1e3}},
+                                           {"us", {1, 1e6}}, {"ns", {1, 1e9}}, {"min", {60, 1}},
+                                           {"h", {3600, 1}}};
   for (const Entry& e : table) {
     if (p.unit == e.name) return check_duration_s(key, scaled(key, text, p, e.scale, "duration"));
   }

@@ -26,7 +26,7 @@ namespace slowpipe {
 constexpr double kMinBandwidthBps = 1.0;  // 1 bit/s
 constexpr double kMaxBandwidthBps = 1e18;
 constexpr double kMaxDurationS = 1e12;  // about 31,700 years
-constexpr double kMaxBytes = 1e18;      // 1 EB; fits int64 exactly enough
+constexpr double kMaxBytes = 1e18;      // 1 EB, below 2^63
 
 // Bits per second: [prefix](bps | bit/s | b/s) or [prefix](Bps | B/s) (bytes
 // per second, x8). A bare number is bit/s. Must be in [1 bit/s, 1e18 bit/s].

@@ -54,7 +54,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (out.empty() || out.back() != '\n' || lines != scenario.flows.size() + 2)
     invariant_failed("table rows cut or missing");
   for (const nm::FlowResult& r : nm::simulate(scenario)) {
-    if (!r.finished || !(r.finish_s >= r.start_s)) invariant_failed("flow '" + r.name + "' never finishes or finishes before it starts");
+    if (!r.finished || !(r.finish_s >= r.start_s))
+      invariant_failed("flow '" + r.name + "' never finishes or finishes before it starts");
   }
   return 0;
 }

@@ -1,5 +1,7 @@
 // The flow simulation of a netsim scenario on FlowNetwork + EventEngine, and
 // its table. Reading scenarios: netsim_scenario.cpp.
+#include "netmodel/netsim.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -9,7 +11,6 @@
 #include "common/errors.h"
 #include "netmodel/event_engine.h"
 #include "netmodel/flow_network.h"
-#include "netmodel/netsim.h"
 
 namespace slowpipe::netmodel {
 namespace {
@@ -171,6 +172,8 @@ void run_scenario(const Scenario& sc, std::ostream& os) {
   }
 }
 
-void run_netsim(const std::string& path, std::ostream& os) { run_scenario(load_scenario(path), os); }
+void run_netsim(const std::string& path, std::ostream& os) {
+  run_scenario(load_scenario(path), os);
+}
 
 }  // namespace slowpipe::netmodel

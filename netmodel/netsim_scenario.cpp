@@ -74,7 +74,8 @@ class Reader {
   }
   const Json& member(const Json& obj, const std::string& path, const char* key) const {
     auto it = object(obj, path).find(key);
-    if (it == obj.end()) fail(path.empty() ? "(top level)" : path, std::string("missing field '") + key + "'");
+    if (it == obj.end())
+      fail(path.empty() ? "(top level)" : path, std::string("missing field '") + key + "'");
     return *it;
   }
   const Json& array(const Json& obj, const std::string& path, const char* key) const {
@@ -166,7 +167,8 @@ void read_links(const Reader& rd, const Json& doc, const std::set<std::string>& 
     l.name = rd.string(links[i], p, "name", "a link name");
     if (!by_name.emplace(l.name, i).second) rd.fail(p + ".name", "duplicate link '" + l.name + "'");
     const Json& between = rd.member(links[i], p, "between");
-    if (!between.is_array() || between.size() != 2) rd.fail(p + ".between", "expected two host names");
+    if (!between.is_array() || between.size() != 2)
+      rd.fail(p + ".between", "expected two host names");
     l.host_a = rd.name(between[0], p + ".between", "a host name");
     l.host_b = rd.name(between[1], p + ".between", "a host name");
     for (const std::string& h : {l.host_a, l.host_b}) {
@@ -180,11 +182,13 @@ void read_links(const Reader& rd, const Json& doc, const std::set<std::string>& 
                                   sc.links[pair.first->second].name +
                                   "' (one link per pair of hosts)");
     }
-    l.bandwidth_bps = rd.quantity(links[i], p, "bandwidth", check_bandwidth_bps, parse_bandwidth_bps);
+    l.bandwidth_bps =
+        rd.quantity(links[i], p, "bandwidth", check_bandwidth_bps, parse_bandwidth_bps);
     l.latency_s = rd.quantity(links[i], p, "latency", check_duration_s, parse_duration_s);
     if (links[i].contains("duplex")) {
       const std::string d = rd.string(links[i], p, "duplex", "\"full\" or \"half\"");
-      if (d != "full" && d != "half") rd.fail(p + ".duplex", "expected \"full\" or \"half\", got '" + d + "'");
+      if (d != "full" && d != "half")
+        rd.fail(p + ".duplex", "expected \"full\" or \"half\", got '" + d + "'");
       l.full_duplex = d == "full";
     }
     sc.links.push_back(l);
@@ -251,8 +255,8 @@ void read_flows(const Reader& rd, const Json& doc, const std::set<std::string>& 
                                        : "f" + std::to_string(i);
     const auto named = by_name.emplace(f.name, i);
     if (!named.second) {
-      rd.fail(p, "duplicate flow name '" + f.name + "' (" + Reader::item("flows", named.first->second) +
-                     " has it)");
+      rd.fail(p, "duplicate flow name '" + f.name + "' (" +
+                     Reader::item("flows", named.first->second) + " has it)");
     }
     f.from = rd.string(flows[i], p, "from", "a host name");
     f.to = rd.string(flows[i], p, "to", "a host name");

@@ -53,8 +53,8 @@ void describe_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
           if (i == v.size() || v[i] == ',') {
             if (cur.find_first_not_of(" \t") == std::string::npos) {
               throw UsageError("bad value for 'timing.bandwidth': " +
-                               std::string(v.empty() ? "empty list" : "empty element") +
-                               " in '" + v + "' (a comma list of bandwidths, e.g. 10Gbps,1Gbps)");
+                               std::string(v.empty() ? "empty list" : "empty element") + " in '" +
+                               v + "' (a comma list of bandwidths, e.g. 10Gbps,1Gbps)");
             }
             out.push_back(parse_bandwidth_bps("timing.bandwidth", cur));
             cur.clear();

@@ -70,7 +70,8 @@ int cmd_timing(const Args& args) {
                      e.what());
   }
   if (compressors::parse_spec(specs.gradient).scheme == "aq")
-    throw UsageError("timing.grad = " + specs.gradient + ": AQ-SGD cannot carry parameter gradients");
+    throw UsageError("timing.grad = " + specs.gradient +
+                     ": AQ-SGD cannot carry parameter gradients");
   // The size of a topk:shared message depends on the forward spec.
   const auto wire = [&specs](const std::string& spec, const std::vector<int64_t>& shape) {
     return spec == specs.backward ? compressors::wire_bytes(specs.forward, spec, shape)

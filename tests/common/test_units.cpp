@@ -67,8 +67,7 @@ TEST_CASE("Units: B is a byte and b a bit, case-sensitively") {
   SECTION("an unknown unit names the key and lists the accepted forms") {
     const std::string e = error_of(parse_bandwidth_bps, "10Gbsp");
     CHECK_THAT(e, Catch::Contains("net.x") && Catch::Contains("'Gbsp'") &&
-                      Catch::Contains("bit/s") && Catch::Contains("Bps") &&
-                      Catch::Contains("Ki"));
+                      Catch::Contains("bit/s") && Catch::Contains("Bps") && Catch::Contains("Ki"));
     CHECK_THAT(error_of(parse_bytes, "1GBs"), Catch::Contains("[PREFIX]bit"));
     CHECK_THAT(error_of(parse_duration_s, "10 parsecs"), Catch::Contains("ms, us, ns"));
   }
@@ -111,8 +110,8 @@ TEST_CASE("Units: overflow, underflow, NaN and negative values are refused at pa
     CHECK(parse_duration_s("k", "0e-400s") == 0);  // a zero is a zero
   }
   SECTION("NaN, infinity, hex, negative and empty values") {
-    for (const char* bad : {"nan", "NaN", "inf", "-inf", "infinity", "0x10", "", "  ", "-1s",
-                            "1e", "e3", ".", "1..2", "1 0s", "+"}) {
+    for (const char* bad : {"nan", "NaN", "inf", "-inf", "infinity", "0x10", "", "  ", "-1s", "1e",
+                            "e3", ".", "1..2", "1 0s", "+"}) {
       CAPTURE(bad);
       CHECK_THROWS_AS(parse_duration_s("k", bad), slowpipe::UsageError);
     }

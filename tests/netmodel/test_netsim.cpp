@@ -125,7 +125,8 @@ std::string two_links(const std::string& link_extra, const std::string& flows,
     {"name": "ab", "between": ["a", "b"], "bandwidth": "1Gbps", "latency": "1ms")" +
          link_extra + R"(},
     {"name": "bc", "between": ["b", "c"], "bandwidth": "1Gbps", "latency": "1ms"}],
-    "flows": [)" + flows + "]" + top_extra + "}";
+    "flows": [)" +
+         flows + "]" + top_extra + "}";
 }
 const char* kFlow = R"({"name": "f1", "from": "a", "to": "b", "bytes": "1MB"})";
 
@@ -172,7 +173,8 @@ TEST_CASE("Netsim: duplicate names, a second link for one pair, routes that loop
   // The reverse direction may be given explicitly.
   CHECK(error_of(two_links("", kFlow, R"(, "routes": [
              {"from": "a", "to": "c", "links": ["ab", "bc"]},
-             {"from": "c", "to": "a", "links": ["bc", "ab"]}])")).empty());
+             {"from": "c", "to": "a", "links": ["bc", "ab"]}])"))
+            .empty());
   CHECK_THAT(error_of(two_links("", kFlow, R"(, "routes": [
              {"from": "a", "to": "b", "links": ["ab", "bc", "bc"]}])")),
              Catch::Contains("routes[0].links[2]") && Catch::Contains("comes back to host 'b'"));
@@ -209,8 +211,9 @@ TEST_CASE("Netsim: units in scenarios (B bytes, b bits) and values out of range"
              Catch::Contains("flows[0].bytes") && Catch::Contains("overflows"));
   CHECK_THAT(error_of(two_links("", R"({"from": "a", "to": "b", "bytes": -5})")),
              Catch::Contains("flows[0].bytes"));
-  CHECK_THAT(error_of(two_links("", R"({"from": "a", "to": "b", "bytes": 1, "start": "1e308min"})")),
-             Catch::Contains("flows[0].start") && Catch::Contains("overflows"));
+  CHECK_THAT(
+      error_of(two_links("", R"({"from": "a", "to": "b", "bytes": 1, "start": "1e308min"})")),
+      Catch::Contains("flows[0].start") && Catch::Contains("overflows"));
   CHECK_THAT(error_of(two_links("", kFlow, R"(, "efficiency": 1e-300)")),
              Catch::Contains("efficiency"));
 }
@@ -245,10 +248,11 @@ TEST_CASE("Netsim: rows are never cut and always end in a newline") {
 }
 
 TEST_CASE("Netsim: a flow that never finishes is reported and is an error") {
-  nm::Scenario sc = nm::parse_scenario(two_links("", R"({"name": "cut", "from": "a", "to": "c",
+  nm::Scenario sc = nm::parse_scenario(
+      two_links("", R"({"name": "cut", "from": "a", "to": "c",
       "bytes": "1MB"}, {"name": "ok", "from": "b", "to": "c", "bytes": "1MB"})",
-                                                 R"(, "routes": [{"from": "a", "to": "c", "links": ["ab", "bc"]}])"),
-                                       "never.json");
+                R"(, "routes": [{"from": "a", "to": "c", "links": ["ab", "bc"]}])"),
+      "never.json");
   sc.links[0].bandwidth_bps = 0;  // link ab is down (only possible in code)
   const auto r = nm::simulate(sc);
   CHECK_FALSE(r[0].finished);
@@ -261,8 +265,8 @@ TEST_CASE("Netsim: a flow that never finishes is reported and is an error") {
   try {
     nm::run_scenario(sc, os);
   } catch (const slowpipe::DataError& e) {
-    CHECK_THAT(std::string(e.what()),
-               Catch::Contains("never.json") && Catch::Contains("'cut'") && !Catch::Contains("'ok'"));
+    CHECK_THAT(std::string(e.what()), Catch::Contains("never.json") && Catch::Contains("'cut'") &&
+                                          !Catch::Contains("'ok'"));
   }
 }
 
