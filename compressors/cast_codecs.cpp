@@ -141,10 +141,13 @@ std::unique_ptr<Codec> make_bf16_codec(const SpecStage& stage, const CodecBuildC
 }
 std::unique_ptr<Codec> make_sign_codec(const SpecStage& stage, const CodecBuildContext& ctx) {
   bool per_row = true;
+  StageOptions options(ctx);
   for (const SpecArg& arg : stage.args) {
     if (arg.key.empty() && arg.value == "row") {
+      options.claim("scale scope", arg);
       per_row = true;
     } else if (arg.key.empty() && arg.value == "tensor") {
+      options.claim("scale scope", arg);
       per_row = false;
     } else {
       stage_error(ctx, arg.pos,

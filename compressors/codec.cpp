@@ -74,6 +74,21 @@ void stage_error(const CodecBuildContext& ctx, size_t pos, const std::string& wh
   spec_error(ctx.text ? *ctx.text : std::string(), pos, what);
 }
 
+void StageOptions::claim(const std::string& family, const SpecArg& arg) {
+  auto word = [](const SpecArg& a) { return a.key.empty() ? a.value : a.key + "=" + a.value; };
+  for (const auto& [f, prev] : claimed_) {
+    if (f != family) continue;
+    if (word(*prev) == word(arg))
+      stage_error(ctx_, arg.pos,
+                  "'" + word(arg) + "' is given twice (also at position " +
+                      std::to_string(prev->pos) + ")");
+    stage_error(ctx_, arg.pos,
+                "'" + word(arg) + "' conflicts with '" + word(*prev) + "' at position " +
+                    std::to_string(prev->pos) + " (both set the " + family + ")");
+  }
+  claimed_.emplace_back(family, &arg);
+}
+
 const std::vector<CodecInfo>& codec_registry() {
   static const std::vector<CodecInfo> registry = {
       {"none", "none", "fp32 as is, 4 bytes per element (a true pass-through)", make_fp32_codec},

@@ -100,4 +100,17 @@ int64_t first_non_finite(const float* x, int64_t n);
 // For factories: consume arguments with positions in error messages.
 [[noreturn]] void stage_error(const CodecBuildContext& ctx, size_t pos, const std::string& what);
 
+// Options of one stage grouped in families ("rounding", "scale granularity"):
+// at most one option per family, so `q4:row:tensor`, `q4:stochastic:nearest`,
+// `group=8:group=16` and `q4:row:row` are UsageErrors naming both positions.
+class StageOptions {
+ public:
+  explicit StageOptions(const CodecBuildContext& ctx) : ctx_(ctx) {}
+  void claim(const std::string& family, const SpecArg& arg);
+
+ private:
+  const CodecBuildContext& ctx_;
+  std::vector<std::pair<std::string, const SpecArg*>> claimed_;
+};
+
 }  // namespace slowpipe::compressors

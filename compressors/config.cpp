@@ -26,6 +26,31 @@ std::string CompressConfig::bw_for(int boundary) const {
   return it == bw_at.end() ? bw : it->second;
 }
 
+void validate_boundary_overrides(const CompressConfig& c, int num_boundaries) {
+  for (const auto* m : {&c.fw_at, &c.bw_at}) {
+    const std::string key = m == &c.fw_at ? "compress.fw_at" : "compress.bw_at";
+    for (const auto& [b, spec] : *m)
+      if (b < 0 || b >= num_boundaries)
+        throw UsageError(key + " names boundary " + std::to_string(b) + ", but the pipeline has " +
+                         (num_boundaries > 0
+                              ? "boundaries 0.." + std::to_string(num_boundaries - 1)
+                              : std::string("no boundary (one stage)")));
+  }
+}
+
+void validate_compress_config(const CompressConfig& c, int num_boundaries, bool data_parallel) {
+  validate_boundary_overrides(c, num_boundaries);
+  for (int b = 0; b < num_boundaries; ++b) {
+    const std::string at = " (boundary " + std::to_string(b) + ")";
+    const std::string fw = c.fw_for(b), bw = c.bw_for(b);
+    validate_role((c.fw_at.count(b) ? "compress.fw_at" : "compress.fw") + at, fw,
+                  ChannelRole::kForward);
+    validate_role((c.bw_at.count(b) ? "compress.bw_at" : "compress.bw") + at, bw,
+                  ChannelRole::kBackward, fw);
+  }
+  if (data_parallel) validate_role("compress.grad", c.grad, ChannelRole::kGradient);
+}
+
 std::map<int, std::string> parse_boundary_specs(const std::string& key, const std::string& text,
                                                 bool backward) {
   std::map<int, std::string> out;

@@ -33,6 +33,18 @@ struct CompressConfig {
 // validated when set (UsageError naming the key and the spec position).
 void describe_options(CompressConfig& config, slowpipe::OptionSet& options);
 
+// Everything about compression that can be checked before data is loaded, for
+// a pipeline with `num_boundaries` boundaries (stages - 1): compress.fw_at and
+// compress.bw_at name existing boundaries (0 .. num_boundaries-1); every
+// boundary's forward and backward specs suit their roles (validate_role in
+// factory.h: topk:shared needs a sparsifying forward at that boundary); and,
+// when `data_parallel` (replicas > 1), compress.grad can carry gradients (no
+// aq(...), no topk:shared). Throws UsageError naming the key and the boundary.
+void validate_compress_config(const CompressConfig& config, int num_boundaries,
+                              bool data_parallel);
+// The boundary-index part alone.
+void validate_boundary_overrides(const CompressConfig& config, int num_boundaries);
+
 // "0:q4,2:q8" -> {0:"q4", 2:"q8"}; validates each spec. `key` names errors.
 std::map<int, std::string> parse_boundary_specs(const std::string& key, const std::string& text,
                                                 bool backward);

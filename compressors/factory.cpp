@@ -145,6 +145,38 @@ void validate_spec(const std::string& spec, bool backward) {
   parse_codec(tree, 0, backward);
 }
 
+void validate_role(const std::string& key, const std::string& spec, ChannelRole role,
+                   const std::string& forward_spec) {
+  auto fail = [&](const std::string& why) { throw UsageError(key + " = " + spec + ": " + why); };
+  SpecTree tree;
+  try {
+    tree = parse_spec(spec);
+    parse_codec(tree, 0, /*backward=*/true);
+  } catch (const UsageError& e) {
+    throw UsageError(key + ": " + e.what());
+  }
+  const bool shared = is_shared(tree);
+  if (role == ChannelRole::kGradient && tree.scheme == "aq")
+    fail("AQ-SGD keys its buffers by sample id and cannot carry data-parallel gradients (use a "
+         "codec, ef(...) or ef21(...))");
+  if (shared && role != ChannelRole::kBackward)
+    fail("'topk:shared' reuses the forward mask of a boundary; it is only valid as a backward "
+         "spec (compress.bw, compress.bw_at)");
+  if (shared) {
+    SpecTree fw_tree;
+    try {
+      fw_tree = parse_spec(forward_spec);
+      parse_codec(fw_tree, 0, /*backward=*/false);
+    } catch (const UsageError& e) {
+      fail(std::string("its forward spec is not valid: ") + e.what());
+    }
+    if (!sparsifies(fw_tree))
+      fail("'topk:shared' reuses the forward mask, but the forward spec '" + forward_spec +
+           "' does not sparsify (use topk:K or randk:K forward, e.g. topk:0.1, ef(topk:0.1), "
+           "aq(topk:0.3))");
+  }
+}
+
 std::string canonical_spec(const std::string& spec) {
   SpecTree tree = parse_spec(spec);
   return canonical(tree, *parse_codec(tree, 0, /*backward=*/true));

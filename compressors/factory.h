@@ -50,6 +50,22 @@ Boundary make_boundary(const std::string& fw_spec, const std::string& bw_spec,
 
 // Validates a spec (UsageError); `backward` allows topk:shared.
 void validate_spec(const std::string& spec, bool backward);
+
+// What a channel carries. Checked before any data is loaded (CLI, trainer):
+//   every role: the spec parses and names existing codecs and options;
+//   kForward:   not `topk:shared` (it only exists as a backward);
+//   kBackward:  `topk:shared[+V]` only when `forward_spec`, the forward spec of
+//               the same boundary, sparsifies (topk:K or randk:K, under any
+//               scheme and with any value codec: ef(topk:0.1), aq(topk:0.3),
+//               topk:0.1+q8); `aq(...)` is allowed (backward transfers carry
+//               sample ids);
+//   kGradient:  not `topk:shared`, not `aq(...)` (AQ-SGD keys its buffers by
+//               sample id; data-parallel gradients have none).
+// Throws UsageError "KEY = SPEC: why" (KEY names the option, e.g.
+// "compress.grad" or "compress.bw (boundary 2)").
+enum class ChannelRole { kForward, kBackward, kGradient };
+void validate_role(const std::string& key, const std::string& spec, ChannelRole role,
+                   const std::string& forward_spec = "");
 // The canonical form of a spec (defaults omitted, aliases resolved).
 std::string canonical_spec(const std::string& spec);
 

@@ -227,8 +227,17 @@ std::unique_ptr<Codec> make_quantizer(const SpecStage& stage, const CodecBuildCo
   c.bits = ok ? std::stoi(digits) : 0;
   if (c.bits < 1 || c.bits > 8)
     stage_error(ctx, stage.pos, "expected a bit width q1..q8, got '" + stage.name + "'");
+  StageOptions options(ctx);
   for (const SpecArg& arg : stage.args) {
     const std::string& v = arg.value;
+    if (arg.key == "group" || (arg.key.empty() && (v == "tensor" || v == "row" || v == "channel")))
+      options.claim("scale granularity", arg);
+    else if (arg.key.empty() && (v == "stochastic" || v == "sr" || v == "nearest" || v == "rtn"))
+      options.claim("rounding", arg);
+    else if (arg.key.empty() && (v == "maxabs" || v == "minmax"))
+      options.claim("scale statistic", arg);
+    else if (arg.key.empty() && (v == "fp16" || v == "fp32"))
+      options.claim("scale precision", arg);
     if (arg.key == "group") {
       bool digits_only = v.find_first_not_of("0123456789") == std::string::npos && v.size() <= 12;
       int64_t g = digits_only ? std::stoll(v) : 0;

@@ -129,8 +129,13 @@ std::string Sparsifier::spec() const {
   if (config_.kind == SparseKind::kShared) {
     s = "topk:shared";
   } else {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", config_.fraction);
+    // The shortest form that reads back as the same double ("0.1", not
+    // "0.10000000000000001"), so the canonical spec names exactly this K.
+    char buf[40];
+    for (int digits = 1; digits <= 17; ++digits) {
+      std::snprintf(buf, sizeof buf, "%.*g", digits, config_.fraction);
+      if (std::strtod(buf, nullptr) == config_.fraction) break;
+    }
     s = std::string(config_.kind == SparseKind::kTopk ? "topk:" : "randk:") + buf;
     if (!config_.per_row) s += ":tensor";
     if (config_.unbiased) s += ":unbiased";
@@ -166,13 +171,17 @@ std::unique_ptr<Codec> build(SparseKind kind, const SpecStage& stage, const Code
                       (kind == SparseKind::kTopk ? " or 'shared'" : "") + ", got '" + first.value +
                       "'");
     c.fraction = k;
+    StageOptions options(ctx);
     for (size_t i = 1; i < stage.args.size(); ++i) {
       const SpecArg& a = stage.args[i];
       if (a.key.empty() && a.value == "row") {
+        options.claim("selection scope", a);
         c.per_row = true;
       } else if (a.key.empty() && a.value == "tensor") {
+        options.claim("selection scope", a);
         c.per_row = false;
       } else if (a.key.empty() && a.value == "unbiased" && kind == SparseKind::kRandk) {
+        options.claim("rescaling", a);
         c.unbiased = true;
       } else {
         stage_error(ctx, a.pos,

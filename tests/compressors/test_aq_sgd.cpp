@@ -130,3 +130,38 @@ TEST_CASE("AQ-SGD: needs sample ids and ids in range; infer changes no state") {
   auto& aq = dynamic_cast<sc::AqChannel&>(*ch);
   REQUIRE_FALSE(aq.sender_buffer().seen(0));
 }
+
+TEST_CASE("AQ-SGD: aq(topk) forward with a topk:shared backward across the warm-up boundary") {
+  // During warm-up the forward sends `none`; the backward must still find a mask:
+  // TopK(a - m(xi)) of what the steady state would send (m = 0 when unseen).
+  const int64_t num_samples = 6, batch = 2;
+  const sc::Shape shape = {batch, 4, 10};
+  for (const std::string& fw : {"aq(topk:0.3)", "aq(topk:0.2+q8)"}) {
+    INFO(fw);
+    sc::ChannelContext ctx;
+    ctx.num_samples = num_samples;
+    ctx.warmup_epochs = 1;
+    sc::Boundary b = sc::make_boundary(fw, "topk:shared", ctx);
+    at::Tensor base = at::randn({num_samples, 4, 10});
+    const uint64_t bw_bytes = sc::wire_bytes(fw.substr(3, fw.size() - 4), "topk:shared", shape);
+    for (int epoch = 0; epoch < 3; ++epoch) {
+      b.fw->set_epoch(epoch);
+      b.bw->set_epoch(epoch);
+      for (int64_t start = 0; start < num_samples; start += batch) {
+        at::Tensor ids = at::arange(start, start + batch, at::kLong);
+        at::Tensor a = base.index_select(0, ids) * (1.0 + 0.3 * epoch);
+        b.fw->transfer(a, ids, nullptr);
+        at::Tensor g = at::randn(shape) + 5.0;  // no zeros: the kept positions show
+        sc::TransferStats stats;
+        at::Tensor gx = b.bw->transfer(g, ids, &stats);
+        REQUIRE(stats.bytes == bw_bytes);
+        if (epoch == 0) {
+          // First sight: the mask is TopK of a itself, per sample.
+          auto topk = sc::make_codec(fw.substr(3, fw.find_first_of("+)") - 3));  // fp32 values
+          at::Tensor kept = topk->decode(topk->encode(a), shape) != 0;
+          REQUIRE(at::equal(gx != 0, kept));
+        }
+      }
+    }
+  }
+}

@@ -144,3 +144,87 @@ TEST_CASE("Registry and inspection print what the CLI shows") {
   REQUIRE_THROWS_AS(sc::run_codec_inspection("q4", {8, 64}, "from-run", 1, out),
                     slowpipe::UsageError);
 }
+
+TEST_CASE("Spec: conflicting or repeated options are usage errors naming both positions") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"q4:row:tensor", "at position 8: 'tensor' conflicts with 'row' at position 4 (both set the scale granularity)"},
+      {"q4:stochastic:nearest", "at position 15: 'nearest' conflicts with 'stochastic' at position 4 (both set the rounding)"},
+      {"q4:group=8:group=16", "at position 12: 'group=16' conflicts with 'group=8' at position 4"},
+      {"q4:row:row", "at position 8: 'row' is given twice (also at position 4)"},
+      {"q4:channel:group=4", "'group=4' conflicts with 'channel'"},
+      {"q2:sr:rtn", "'rtn' conflicts with 'sr'"},
+      {"q4:minmax:maxabs", "'maxabs' conflicts with 'minmax' at position 4 (both set the scale statistic)"},
+      {"q4:fp32:fp16", "'fp16' conflicts with 'fp32' at position 4 (both set the scale precision)"},
+      {"topk:0.1:row:tensor", "'tensor' conflicts with 'row' at position 10"},
+      {"randk:0.1:unbiased:unbiased", "'unbiased' is given twice"},
+      {"sign:row:tensor", "'tensor' conflicts with 'row'"},
+      {"topk:0.1+q8:row:tensor", "at position 17: 'tensor' conflicts with 'row' at position 13"},
+      {"ef(q4:tensor:tensor)", "at position 14: 'tensor' is given twice (also at position 7)"},
+  };
+  for (const auto& [spec, message] : cases) {
+    INFO(spec);
+    const std::string e = error_of([&] { sc::validate_spec(spec, false); });
+    REQUIRE(e.find("bad spec '" + spec + "'") != std::string::npos);
+    REQUIRE(e.find(message) != std::string::npos);
+  }
+}
+
+TEST_CASE("Spec: canonical K reads back as the same fraction") {
+  REQUIRE(sc::canonical_spec("topk:0.1234567") == "topk:0.1234567");
+  REQUIRE(sc::canonical_spec("topk:0.1234571") == "topk:0.1234571");
+  REQUIRE(sc::canonical_spec("randk:0.10") == "randk:0.1");
+  REQUIRE(sc::canonical_spec("topk:1e-3") == "topk:0.001");
+}
+
+TEST_CASE("Spec roles: what each channel may carry, checked before any data") {
+  using sc::ChannelRole;
+  auto err = [](const std::string& spec, ChannelRole role, const std::string& fw = "") {
+    return error_of([&] { sc::validate_role("compress.x", spec, role, fw); });
+  };
+  // Valid.
+  for (const std::string& fw : {"topk:0.1", "ef(topk:0.1)", "aq(topk:0.3)", "topk:0.1+q8",
+                                "ef21(randk:0.2)", "randk:0.1+q4"})
+    for (const std::string& bw : {"topk:shared", "topk:shared+q8"}) {
+      INFO(fw << " / " << bw);
+      REQUIRE(err(bw, ChannelRole::kBackward, fw).empty());
+    }
+  REQUIRE(err("aq(q2)", ChannelRole::kForward).empty());
+  REQUIRE(err("aq(q2)", ChannelRole::kBackward, "q4").empty());
+  REQUIRE(err("ef(topk:0.01)", ChannelRole::kGradient).empty());
+  // Invalid.
+  REQUIRE(err("aq(q2)", ChannelRole::kGradient).find("compress.x = aq(q2): AQ-SGD") == 0);
+  REQUIRE(err("topk:shared", ChannelRole::kGradient).find("only valid as a backward") !=
+          std::string::npos);
+  REQUIRE(err("topk:shared", ChannelRole::kForward).find("only valid as a backward") !=
+          std::string::npos);
+  for (const std::string& fw : {"none", "q4", "aq(q2)", "ef(sign)", "fp16"})
+    REQUIRE(err("topk:shared", ChannelRole::kBackward, fw).find("does not sparsify") !=
+            std::string::npos);
+  REQUIRE(err("topk:shared", ChannelRole::kBackward, "q9").find("forward spec is not valid") !=
+          std::string::npos);
+  REQUIRE(err("q4:row:tensor", ChannelRole::kForward).find("compress.x: bad spec") == 0);
+}
+
+TEST_CASE("Spec roles: a whole compress config against a boundary count") {
+  sc::CompressConfig c;
+  c.fw = "aq(topk:0.3)";
+  c.bw = "topk:shared";
+  c.grad = "ef(topk:0.01)";
+  REQUIRE_NOTHROW(sc::validate_compress_config(c, 3, true));
+  c.fw_at[1] = "q4";  // boundary 1 no longer sparsifies forward
+  std::string e = error_of([&] { sc::validate_compress_config(c, 3, true); });
+  REQUIRE(e.find("compress.bw (boundary 1) = topk:shared") == 0);
+  c.bw_at[1] = "q8";
+  REQUIRE_NOTHROW(sc::validate_compress_config(c, 3, true));
+  c.fw_at[3] = "q2";
+  e = error_of([&] { sc::validate_compress_config(c, 3, true); });
+  REQUIRE(e == "compress.fw_at names boundary 3, but the pipeline has boundaries 0..2");
+  c.fw_at.erase(3);
+  c.bw_at[0] = "topk:shared";
+  REQUIRE_NOTHROW(sc::validate_compress_config(c, 3, true));
+  e = error_of([&] { sc::validate_compress_config(c, 0, true); });
+  REQUIRE(e.find("but the pipeline has no boundary") != std::string::npos);
+  c.grad = "aq(q4)";
+  REQUIRE_NOTHROW(sc::validate_compress_config(c, 3, false));  // no replicas: grad unused
+  REQUIRE(error_of([&] { sc::validate_compress_config(c, 3, true); }).find("compress.grad") == 0);
+}
