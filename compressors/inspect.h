@@ -13,6 +13,12 @@
 
 namespace slowpipe::compressors {
 
+// Refuses (UsageError naming --shape) an empty shape, a dimension <= 0, and a
+// tensor over kMaxInspectionElements elements or whose buffers (about 16 bytes
+// per element) exceed half the physical memory, before anything is allocated.
+constexpr int64_t kMaxInspectionElements = int64_t{1} << 31;
+void check_inspection_shape(const std::vector<int64_t>& shape);
+
 void run_codec_inspection(const std::string& spec, std::vector<int64_t> shape,
                           const std::string& dist, uint64_t seed, std::ostream& os);
 

@@ -40,11 +40,7 @@ int cmd_codec(const Args& args) {
   }
   if (spec.empty()) throw UsageError("--spec is required (e.g. slowpipe codec --spec q4)");
   const std::vector<int64_t> shape = parse_int_list("--shape", shape_text);
-  if (shape.empty()) throw UsageError("--shape is empty");
-  for (int64_t d : shape) {
-    if (d <= 0)
-      throw UsageError("--shape: every dimension must be positive, got '" + shape_text + "'");
-  }
+  compressors::check_inspection_shape(shape);  // before anything is allocated
   if (dist != "normal" && dist != "laplace") {
     throw UsageError("--dist: '" + dist +
                      "' (expected normal or laplace; from-run is not implemented)");

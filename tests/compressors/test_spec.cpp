@@ -228,3 +228,22 @@ TEST_CASE("Spec roles: a whole compress config against a boundary count") {
   REQUIRE_NOTHROW(sc::validate_compress_config(c, 3, false));  // no replicas: grad unused
   REQUIRE(error_of([&] { sc::validate_compress_config(c, 3, true); }).find("compress.grad") == 0);
 }
+
+TEST_CASE("Codec inspection: shapes that cannot be allocated are usage errors up front") {
+  std::ostringstream os;
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{100000, 100000, 100},
+                                         {int64_t{1} << 40, int64_t{1} << 40, 4},
+                                         {1 << 16, 1 << 16},
+                                         {0, 3},
+                                         {4, -2},
+                                         {}}) {
+    const std::string e =
+        error_of([&] { sc::run_codec_inspection("q4", shape, "normal", 1, os); });
+    INFO(e);
+    REQUIRE(e.find("--shape") == 0);
+  }
+  REQUIRE(error_of([&] { sc::check_inspection_shape({100000, 100000, 100}); })
+              .find("too large to inspect (over 2147483648 elements") != std::string::npos);
+  REQUIRE_NOTHROW(sc::check_inspection_shape({16, 64, 128}));
+}
