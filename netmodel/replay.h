@@ -81,6 +81,19 @@ class Simulator {
   // the run (the `sim_time_s` column).
   double elapsed_s() const { return elapsed_s_; }
   uint64_t steps() const { return steps_; }
+  // All that carries from one replayed step to the next (the jitter stream
+  // and the clock), so a resumed run continues the same simulated timeline.
+  struct Carry {
+    uint64_t rng_state = 0;
+    double elapsed_s = 0;
+    uint64_t steps = 0;
+  };
+  Carry carry() const { return {rng_state_, elapsed_s_, steps_}; }
+  void restore(const Carry& c) {
+    rng_state_ = c.rng_state;
+    elapsed_s_ = c.elapsed_s;
+    steps_ = c.steps;
+  }
 
  private:
   struct State;

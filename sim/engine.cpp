@@ -13,6 +13,7 @@
 #include "models/cuts.h"
 #include "models/registry.h"
 #include "netmodel/schedule.h"
+#include "sim/engine_replica.h"
 
 namespace slowpipe::sim {
 namespace {
@@ -36,7 +37,7 @@ compressors::ChannelContext channel_context(const EngineSetup& setup, const std:
                                             uint64_t salt) {
   compressors::ChannelContext ctx;
   ctx.name = name;
-  ctx.num_samples = setup.train_samples;
+  ctx.num_samples = setup.shard_samples > 0 ? setup.shard_samples : setup.train_samples;
   ctx.warmup_epochs = setup.compress.aq_warmup_epochs;
   ctx.aq_store = setup.compress.aq_store;
   ctx.aq_dir = setup.compress.aq_dir;
@@ -71,6 +72,15 @@ netmodel::TraceOp message_op(netmodel::OpKind kind, int stage, int microbatch, i
   return op;
 }
 
+bool all_finite(const at::Tensor& t) {
+  return t.isfinite().all().item<bool>();
+}
+
+std::string where(int64_t step, int replica, int microbatch) {
+  return "step " + std::to_string(step + 1) + " (replica " + std::to_string(replica) +
+         ", micro-batch " + std::to_string(microbatch) + ")";
+}
+
 void finish_means(std::vector<ChannelSummary>& v) {
   for (auto& s : v) {
     if (s.transfers > 0) {
@@ -81,15 +91,6 @@ void finish_means(std::vector<ChannelSummary>& v) {
 }
 
 }  // namespace
-
-struct PipelineEngine::Replica {
-  models::Model model;
-  std::vector<StageOptimizer> optimizers;                     // per stage
-  std::vector<std::vector<at::Tensor>> stage_params;          // per stage
-  std::vector<std::unique_ptr<compressors::Channel>> fw, bw;  // per boundary
-  std::vector<std::unique_ptr<compressors::Channel>> grad;    // per stage (D > 1)
-  std::vector<double> flops_per_sample;                       // per stage, forward
-};
 
 PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
   validate(setup_.pipeline);
@@ -273,7 +274,10 @@ StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
       const int s = op.stage;
       const int m = op.microbatch;
       const int64_t begin = r * shard + m * mb;
-      const at::Tensor ids = batch.ids.narrow(0, begin, mb);
+      // Channels key per-sample state by the id within the replica's shard.
+      const at::Tensor ids = setup_.shard_samples > 0
+                                 ? batch.ids.narrow(0, begin, mb) - r * setup_.shard_samples
+                                 : batch.ids.narrow(0, begin, mb);
       if (!op.backward) {
         at::Tensor x = s == 0 ? batch.inputs.narrow(0, begin, mb).to(device) : inputs[s][m];
         sync();
@@ -287,6 +291,11 @@ StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
         result.trace.ops.push_back(compute_op(netmodel::OpKind::kForward, s, m, r,
                                               seconds_since(t0), rep.flops_per_sample[s] * mb));
         outputs[s][m] = y;
+        if (s < S - 1 && !all_finite(y)) {
+          throw NonFiniteError("non-finite activation at " + where(step, r, m) + ": stage " +
+                               std::to_string(s) + " output, forward across boundary " +
+                               std::to_string(s));
+        }
         if (s < S - 1) {
           compressors::TransferStats st;
           const at::Tensor received = rep.fw[s]->transfer(y.detach(), ids, &st);
@@ -298,7 +307,12 @@ StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
         sync();
         const auto t0 = Clock::now();
         if (s == S - 1) {
-          loss_sum += outputs[s][m].item<double>();
+          const double loss = outputs[s][m].item<double>();
+          if (!std::isfinite(loss)) {
+            throw NonFiniteError("non-finite loss at " + where(step, r, m) + " (last stage " +
+                                 std::to_string(s) + ")");
+          }
+          loss_sum += loss;
           outputs[s][m].backward();
         } else {
           outputs[s][m].backward(grads_in[s][m]);
@@ -307,6 +321,11 @@ StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
         result.trace.ops.push_back(compute_op(netmodel::OpKind::kBackward, s, m, r,
                                               seconds_since(t0),
                                               2.0 * rep.flops_per_sample[s] * mb));
+        if (s > 0 && !all_finite(inputs[s][m].grad())) {
+          throw NonFiniteError("non-finite activation-gradient at " + where(step, r, m) +
+                               ": stage " + std::to_string(s) +
+                               " input, backward across boundary " + std::to_string(s - 1));
+        }
         if (s > 0) {
           compressors::TransferStats st;
           grads_in[s - 1][m] = rep.bw[s - 1]->transfer(inputs[s][m].grad(), ids, &st);
@@ -328,6 +347,17 @@ StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
     std::vector<at::Tensor> all;
     for (const auto& p : rep.stage_params) all.insert(all.end(), p.begin(), p.end());
     const double norm = clip_global_norm(all, setup_.optim.clip);
+    if (!std::isfinite(norm)) {
+      int bad = 0;
+      for (int s = 0; s < S && bad == 0; ++s) {
+        for (const auto& p : rep.stage_params[s]) {
+          if (p.grad().defined() && !all_finite(p.grad())) bad = s + 1;
+        }
+      }
+      throw NonFiniteError("non-finite parameter gradient at step " + std::to_string(step + 1) +
+                           " (replica " + std::to_string(r) + ", stage " +
+                           std::to_string(std::max(bad - 1, 0)) + ")");
+    }
     if (r == 0) result.grad_norm = norm;
     for (int s = 0; s < S; ++s) {
       sync();
@@ -360,6 +390,11 @@ void PipelineEngine::sync_gradients(StepResult& result) {
                                           : torch::zeros({p.numel()}, p.options()));
       }
       const at::Tensor g = torch::cat(flat).unsqueeze(0);  // [1, N]: one "sample"
+      if (!all_finite(g)) {
+        throw NonFiniteError("non-finite parameter gradient of stage " + std::to_string(s) +
+                             " on replica " + std::to_string(r) +
+                             ", before the data-parallel gradient exchange");
+      }
       compressors::TransferStats st;
       const at::Tensor received = rep.grad[s]->transfer(g, at::Tensor(), &st);
       sum = sum.defined() ? sum + received : received.clone();
@@ -385,6 +420,12 @@ void PipelineEngine::sync_gradients(StepResult& result) {
 EvalResult PipelineEngine::evaluate(const models::Batch& batch, bool compressed) {
   torch::NoGradGuard no_grad;
   Replica& rep = *replicas_[0];
+  // Dropout off while evaluating (and no draw from the random stream).
+  rep.model.train(false);
+  struct TrainAgain {
+    const models::Model& m;
+    ~TrainAgain() { m.train(true); }
+  } train_again{rep.model};
   const torch::Device device(setup_.device);
   at::Tensor h = batch.inputs.to(device);
   for (int s = 0; s < stages(); ++s) {

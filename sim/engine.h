@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,20 @@
 #include "sim/optimizer.h"
 #include "sim/run_config.h"
 
+namespace torch::serialize {
+class OutputArchive;
+class InputArchive;
+}  // namespace torch::serialize
+
 namespace slowpipe::sim {
+
+// A NaN or infinity where training needs finite numbers: the loss, an
+// activation leaving a stage, an activation-gradient, or a parameter gradient.
+// The message names the step, the stage or boundary and the direction.
+class NonFiniteError : public std::runtime_error {
+ public:
+  explicit NonFiniteError(const std::string& what) : std::runtime_error(what) {}
+};
 
 enum class ChannelRole { kForward, kBackward, kGradient };
 
@@ -44,6 +58,11 @@ struct EngineSetup {
   uint64_t seed = 1;
   std::string device = "cpu";
   int64_t train_samples = 0;             // size of the train split (AQ-SGD buffers)
+  // Samples per replica shard when batches come from a ShardSampler: replica r
+  // then sees only ids in [r * shard_samples, (r + 1) * shard_samples), and its
+  // AQ-SGD buffers hold that shard alone (keyed by the id within the shard).
+  // 0 = no fixed shards (every replica may see every id).
+  int64_t shard_samples = 0;
   const models::Batch* probe = nullptr;  // for pipeline.balance = time
   ChannelFactory channel_factory;        // optional override
 };
@@ -83,6 +102,8 @@ class PipelineEngine {
   PipelineEngine& operator=(const PipelineEngine&) = delete;
 
   // One optimizer step on `batch` (the global batch: all replicas' shards).
+  // Throws NonFiniteError when a loss, activation or gradient is not finite
+  // (before any parameter changes when the loss or an activation is).
   StepResult train_step(const models::Batch& batch, int64_t step, int64_t total_steps);
   // Forward only on replica 0; `compressed` sends activations through the
   // forward channels' inference path.
@@ -106,6 +127,12 @@ class PipelineEngine {
   // Canonical channel specs, per boundary: fw and bw; and the gradient spec.
   std::vector<std::string> fw_specs() const;
   std::vector<std::string> bw_specs() const;
+  // Everything that shapes the next steps (parameters, buffers, optimizer
+  // state, channel state), for bitwise resume (engine_state.cpp). load_state()
+  // checks every model tensor before it changes anything and throws DataError
+  // when the archive was written for another configuration.
+  void save_state(torch::serialize::OutputArchive& archive) const;
+  void load_state(torch::serialize::InputArchive& archive);
 
  private:
   struct Replica;

@@ -4,6 +4,9 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <string>
+
+#include "common/errors.h"
 
 namespace slowpipe::sim {
 
@@ -80,6 +83,19 @@ std::vector<at::Tensor> StageOptimizer::state_tensors() const {
     }
   }
   return out;
+}
+
+void StageOptimizer::save(torch::serialize::OutputArchive& archive) const {
+  opt_->save(archive);
+}
+
+void StageOptimizer::load(torch::serialize::InputArchive& archive) {
+  try {
+    opt_->load(archive);
+  } catch (const c10::Error& e) {
+    throw DataError(std::string("optimizer state does not match this run: ") +
+                    e.what_without_backtrace());
+  }
 }
 
 }  // namespace slowpipe::sim

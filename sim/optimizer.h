@@ -15,6 +15,10 @@
 namespace torch::optim {
 class Optimizer;
 }
+namespace torch::serialize {
+class OutputArchive;
+class InputArchive;
+}
 
 namespace slowpipe::sim {
 
@@ -38,6 +42,10 @@ class StageOptimizer {
   const std::vector<at::Tensor>& params() const { return params_; }
   // Every optimizer state tensor (momentum buffers, Adam moments), in a stable order.
   std::vector<at::Tensor> state_tensors() const;
+  // Every piece of optimizer state (moments, step counts, the current lr), for
+  // bitwise resume. load() throws DataError when the archive does not fit.
+  void save(torch::serialize::OutputArchive& archive) const;
+  void load(torch::serialize::InputArchive& archive);
 
  private:
   std::vector<at::Tensor> params_;

@@ -26,6 +26,12 @@ struct RunConfig {
   std::string device = "cpu";     // cpu|cuda|cuda:N
   int warmup_passes = 1;          // untimed forward+backward passes before step 1
   int64_t trace_every = 0;        // store a step's op trace every N steps (0 = never)
+  // Resume checkpoints: every N steps (> 0), kCheckpointAuto (time-budgeted: at
+  // most ~2% of the run's wall time) or kCheckpointOff.
+  int64_t checkpoint_every = kCheckpointAuto;
+  int checkpoint_keep = 2;  // newest checkpoints kept
+  static constexpr int64_t kCheckpointAuto = 0;
+  static constexpr int64_t kCheckpointOff = -1;
 };
 void describe_options(RunConfig& c, OptionSet& o);
 

@@ -1,5 +1,6 @@
-// train(): the run loop. Builds data and engine, steps the optimizer, replays
-// every step's trace on the simulated network, evaluates, and logs to HDF5.
+// train(): set-up (checks, data, engine, network, run log, resume), the step
+// loop, and the end of a run (final evaluation, status). The log's columns are
+// declared in train_log.cpp; resume checkpoints live in run_state.cpp.
 #include "sim/trainer.h"
 
 #include <torch/torch.h>
@@ -10,6 +11,10 @@
 #include <cmath>
 #include <csignal>
 #include <ctime>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <optional>
 #include <sstream>
 
 #include "common/errors.h"
@@ -18,15 +23,20 @@
 #include "models/checkpoint.h"
 #include "models/data_registry.h"
 #include "models/registry.h"
-#include "models/sampler.h"
 #include "netmodel/chrome_trace.h"
 #include "netmodel/replay.h"
 #include "sim/engine.h"
+#include "sim/preflight.h"
 #include "sim/progress.h"
+#include "sim/run_state.h"
 #include "sim/runlog.h"
+#include "sim/shard_sampler.h"
+#include "sim/train_log.h"
 
 namespace slowpipe::sim {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 volatile std::sig_atomic_t g_stop = 0;
 extern "C" void on_signal(int) {
@@ -70,17 +80,35 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
   return out;
 }
 
-struct EvalRow {
-  double loss = 0, metric = 0;  // metric: accuracy or bits/byte
-  double loss_c = 0, metric_c = 0;
-};
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
-EvalRow evaluate(PipelineEngine& engine, const models::Dataset& data, const EvalConfig& cfg,
-                 int batch_size) {
+void warn(const std::string& text) {
+  std::cerr << "slowpipe train: warning: " << text << "\n";
+}
+
+// FNV-1a over the resolved keys that shape the computation: ties resume
+// checkpoints to the configuration they were written for.
+std::string fingerprint(const ResolvedConfig& resolved) {
+  uint64_t h = 1469598103934665603ULL;
+  for (const auto& [k, v] : resolved) {
+    if (resume_may_differ(k) || k == "run.overwrite") continue;
+    for (const char ch : k + "=" + v + "\n") {
+      h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
+    }
+  }
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+EvalRecord evaluate(PipelineEngine& engine, const models::Dataset& data, const EvalConfig& cfg,
+                    int batch_size) {
   const int64_t n = data.size(models::Split::kValidation);
   const int64_t limit = cfg.batches > 0 ? std::min<int64_t>(n, cfg.batches * batch_size) : n;
   const bool lm = engine.task() == models::Task::kLanguageModel;
-  EvalRow row;
+  EvalRecord row;
   for (int pass = 0; pass < (cfg.compressed ? 2 : 1); ++pass) {
     EvalResult total;
     for (int64_t i = 0; i < limit; i += batch_size) {
@@ -106,50 +134,9 @@ EvalRow evaluate(PipelineEngine& engine, const models::Dataset& data, const Eval
   return row;
 }
 
-}  // namespace
-
-TrainSummary train(const TrainConfig& cfg,
-                   const std::vector<std::pair<std::string, std::string>>& resolved) {
-  const auto wall_start = std::chrono::steady_clock::now();
-  at::set_num_threads(cfg.run.threads);
-  validate(cfg.pipeline);
-
-  auto data = models::make_dataset(cfg.data, cfg.model.seq_len);
-  const int64_t train_n = data->size(models::Split::kTrain);
-  if (train_n < cfg.pipeline.batch_size) {
-    throw UsageError(
-        "the training split has " + std::to_string(train_n) +
-        " samples, fewer than pipeline.batch_size = " + std::to_string(cfg.pipeline.batch_size));
-  }
-  models::EpochSampler sampler(train_n, cfg.pipeline.batch_size, cfg.run.seed, /*shuffle=*/true,
-                               /*drop_last=*/true);
-  const int64_t per_epoch = sampler.batches_per_epoch();
-  const int64_t total_steps = cfg.run.steps > 0 ? cfg.run.steps : cfg.run.epochs * per_epoch;
-
-  EngineSetup setup;
-  setup.model = cfg.model;
-  setup.data = data->info();
-  setup.pipeline = cfg.pipeline;
-  setup.optim = cfg.optim;
-  setup.compress = cfg.compress;
-  setup.seed = cfg.run.seed;
-  setup.device = cfg.run.device;
-  setup.train_samples = train_n;
-  models::Batch probe;
-  if (cfg.pipeline.balance == "time") {
-    std::vector<int64_t> idx;
-    for (int64_t i = 0; i < cfg.pipeline.batch_size; ++i) idx.push_back(i);
-    probe = data->get(models::Split::kTrain, idx);
-    setup.probe = &probe;
-  }
-  PipelineEngine engine(setup);
-  if (!cfg.model.init_from.empty()) {
-    for (int r = 0; r < engine.replicas(); ++r)
-      models::load_checkpoint(engine.model(r), cfg.model.init_from);
-  }
-  netmodel::Simulator network(cfg.net);
-
-  RunLog log(cfg.run.out, cfg.run.overwrite, cfg.run.flush_every);
+// Root attributes of a new log: the resolved config and provenance.
+void write_attributes(RunLog& log, const TrainConfig& cfg, const ResolvedConfig& resolved,
+                      const PipelineEngine& engine, const models::Dataset& data) {
   for (const auto& [k, v] : resolved) log.set_attribute("config." + k, v);
   log.set_attribute("slowpipe.version", kVersion);
   log.set_attribute("slowpipe.git_commit", kGitCommit);
@@ -157,180 +144,281 @@ TrainSummary train(const TrainConfig& cfg,
   log.set_attribute("host", host_name());
   log.set_attribute("start_time", iso_utc_now());
   log.set_attribute("seed", std::to_string(cfg.run.seed));
-  log.set_attribute("status", "running");
   std::vector<std::string> cut_text;
   for (size_t c : engine.cuts()) cut_text.push_back(std::to_string(c));
   log.set_attribute("pipeline.resolved_cuts", join(cut_text, ","));
   log.set_attribute("compress.fw_specs", join(engine.fw_specs(), ","));
   log.set_attribute("compress.bw_specs", join(engine.bw_specs(), ","));
-  log.set_attribute("data.train_samples", static_cast<double>(train_n));
+  log.set_attribute("data.train_samples",
+                    static_cast<double>(data.size(models::Split::kTrain)));
   log.set_attribute("data.validation_samples",
-                    static_cast<double>(data->size(models::Split::kValidation)));
+                    static_cast<double>(data.size(models::Split::kValidation)));
   log.set_attribute("model.parameters", static_cast<double>(engine.model().parameter_count(
                                             0, engine.model().blocks.size())));
+}
 
-  const int S = engine.stages();
-  std::vector<ColumnInfo> train_cols = {
-      {"step", "1", "optimizer step (1-based)"},
-      {"epoch", "1", "epoch the step's batch came from (0-based)"},
-      {"loss", "1", "mean training loss of the batch (nats per item)"},
-      {"lr", "1", "learning rate used by the step"},
-      {"grad_norm", "1", "global gradient norm before clipping"},
-      {"samples", "1", "samples seen so far"},
-      {"step_time_s", "s", "measured wall time of the step on this machine"},
-      {"wall_time_s", "s", "measured wall time since the run started"},
-      {"compute_s", "s", "measured compute (forward, backward, optimizer) of the step"},
-      {"sim_step_time_s", "s", "simulated time of the step on the configured network"},
-      {"sim_time_s", "s", "cumulative simulated time"},
-      {"channel_state_bytes", "bytes", "feedback state held by all channels (EF, AQ-SGD buffers)"},
-  };
-  for (int b = 0; b + 1 < S; ++b) {
-    const std::string f = "fw" + std::to_string(b), g = "bw" + std::to_string(b);
-    train_cols.push_back(
-        {f + "_bytes", "bytes", "bytes sent forward across boundary " + std::to_string(b)});
-    train_cols.push_back({f + "_rel_error", "1", "mean ||x - x_hat|| / ||x|| of activations"});
-    train_cols.push_back({f + "_delta_norm", "1", "AQ-SGD: mean norm of the compressed delta"});
-    train_cols.push_back(
-        {g + "_bytes", "bytes", "bytes sent backward across boundary " + std::to_string(b)});
-    train_cols.push_back(
-        {g + "_rel_error", "1", "mean ||g - g_hat|| / ||g|| of activation-gradients"});
-  }
-  if (engine.replicas() > 1) {
-    for (int s = 0; s < S; ++s) {
-      train_cols.push_back({"grad" + std::to_string(s) + "_bytes", "bytes",
-                            "gradient bytes sent by all replicas for stage " + std::to_string(s)});
-      train_cols.push_back({"grad" + std::to_string(s) + "_rel_error", "1",
-                            "mean relative error of stage gradients"});
-    }
-  }
-  log.declare("train", train_cols);
-  const bool lm = engine.task() == models::Task::kLanguageModel;
-  const std::string metric = lm ? "bits_per_byte" : "accuracy";
-  log.declare("eval", {{"step", "1", "optimizer steps done"},
-                       {"epoch", "1", "epoch"},
-                       {"sim_time_s", "s", "cumulative simulated time"},
-                       {"loss", "1", "validation loss without compression"},
-                       {metric, lm ? "bits/byte" : "1", "validation metric without compression"},
-                       {"loss_compressed", "1", "validation loss with the forward codecs active"},
-                       {metric + "_compressed", lm ? "bits/byte" : "1",
-                        "validation metric with the forward codecs active"}});
-  if (lm) {
-    log.declare("eval", {{"perplexity", "1", "exp(loss) without compression"},
-                         {"perplexity_compressed", "1", "exp(loss_compressed)"}});
-  }
-  if (lm) {
-    log.declare("eval", {{"perplexity", "1", "exp(loss) without compression"},
-                         {"perplexity_compressed", "1", "exp(loss_compressed)"}});
-  }
+// Everything a run is made of, built before the first step.
+struct Run {
+  std::unique_ptr<models::Dataset> data;
+  std::unique_ptr<ShardSampler> sampler;
+  std::unique_ptr<PipelineEngine> engine;
+  std::unique_ptr<netmodel::Simulator> network;
+  std::unique_ptr<RunLog> log;
+  std::vector<Column<StepRecord>> train_cols;
+  std::vector<Column<EvalRecord>> eval_cols;
+  int64_t total_steps = 0;
+  TrainerCursor cursor;
+};
 
-  SignalScope signals;
-  Progress progress(cfg.run.progress, total_steps);
-  const std::string channels =
-      S > 1 ? ", fw " + join(engine.fw_specs(), ",") + ", bw " + join(engine.bw_specs(), ",")
-            : ", no boundaries";
-  progress.message("slowpipe train: " + std::to_string(total_steps) + " steps, " +
-                   std::to_string(S) + " stage(s) (block cuts " + join(cut_text, ",") + "), " +
-                   std::to_string(engine.replicas()) + " replica(s)" + channels + ", network " +
-                   netmodel::describe(cfg.net) + " -> " + cfg.run.out);
+void build_run(Run& run, const TrainConfig& cfg) {
+  run.data = models::make_dataset(cfg.data, cfg.model.seq_len);
+  const int64_t train_n = run.data->size(models::Split::kTrain);
+  run.sampler = std::make_unique<ShardSampler>(train_n, cfg.pipeline.batch_size,
+                                               cfg.pipeline.replicas, cfg.run.seed);
+  const int64_t per_epoch = run.sampler->batches_per_epoch();
+  run.total_steps = cfg.run.steps > 0 ? cfg.run.steps : cfg.run.epochs * per_epoch;
 
-  TrainSummary summary;
-  summary.out = cfg.run.out;
-  double sim_time_s = 0;
-  int epoch = -1;
-  int64_t samples = 0;
-  const auto log_eval = [&](int64_t step) {
-    const EvalRow e = evaluate(engine, *data, cfg.eval, cfg.pipeline.batch_size);
-    std::map<std::string, double> row = {{"step", double(step)},
-                                         {"epoch", double(std::max(epoch, 0))},
-                                         {"sim_time_s", sim_time_s},
-                                         {"loss", e.loss},
-                                         {metric, e.metric},
-                                         {"loss_compressed", e.loss_c},
-                                         {metric + "_compressed", e.metric_c}};
-    if (lm) {
-      row["perplexity"] = std::exp(e.loss);
-      row["perplexity_compressed"] = std::exp(e.loss_c);
-    }
-    log.append("eval", row);
-    summary.final_eval_loss = e.loss;
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "eval @ step %lld: loss %.4f  %s %.4f  (compressed: %.4f, %.4f)",
-                  static_cast<long long>(step), e.loss, metric.c_str(), e.metric, e.loss_c,
-                  e.metric_c);
-    progress.message(buf);
-  };
-
+  EngineSetup setup;
+  setup.model = cfg.model;
+  setup.data = run.data->info();
+  setup.pipeline = cfg.pipeline;
+  setup.optim = cfg.optim;
+  setup.compress = cfg.compress;
+  setup.seed = cfg.run.seed;
+  setup.device = cfg.run.device;
+  setup.train_samples = train_n;
+  setup.shard_samples = cfg.pipeline.replicas > 1 ? run.sampler->shard_size() : 0;
+  models::Batch probe;
+  if (cfg.pipeline.balance == "time") {
+    std::vector<int64_t> idx;
+    for (int64_t i = 0; i < cfg.pipeline.batch_size; ++i) idx.push_back(i);
+    probe = run.data->get(models::Split::kTrain, idx);
+    setup.probe = &probe;
+  }
+  run.engine = std::make_unique<PipelineEngine>(setup);  // loads model.init_from (build_model)
+  run.network = std::make_unique<netmodel::Simulator>(cfg.net);
+  const int S = run.engine->stages();
+  run.train_cols = train_columns(S, run.engine->replicas());
+  run.eval_cols = eval_columns(run.engine->task() == models::Task::kLanguageModel);
   if (cfg.run.warmup_passes > 0) {
     std::vector<int64_t> idx;
     for (int64_t i = 0; i < cfg.pipeline.batch_size; ++i) idx.push_back(i);
-    engine.warm_up(data->get(models::Split::kTrain, idx), cfg.run.warmup_passes);
+    run.engine->warm_up(run.data->get(models::Split::kTrain, idx), cfg.run.warmup_passes);
   }
-  for (int64_t step = 0; step < total_steps && !g_stop; ++step) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const models::SampledBatch sampled = sampler.next();
-    if (sampled.epoch != epoch) {
-      epoch = static_cast<int>(sampled.epoch);
-      engine.set_epoch(epoch);
+}
+
+// Opens the run log: a new one, or the resumed one cut back to the checkpoint.
+void open_log(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved, bool resume,
+              const std::string& fp, TrainSummary& summary) {
+  if (!resume) {
+    remove_checkpoints(cfg.run.out);  // stale ones of a replaced run
+    run.log = std::make_unique<RunLog>(cfg.run.out, /*overwrite=*/true, cfg.run.flush_every);
+    write_attributes(*run.log, cfg, resolved, *run.engine, *run.data);
+  } else {
+    const std::optional<TrainerCursor> c =
+        load_resume_checkpoint(cfg.run.out, *run.engine, fp, warn);
+    if (c) {
+      run.cursor = *c;
+      run.network->restore(c->net);
+      if (c->epoch >= 0) run.engine->set_epoch(c->epoch);
+      if (c->steps_done > 0) {
+        const int64_t per_epoch = run.sampler->batches_per_epoch();
+        run.sampler->seek(c->steps_done / per_epoch, c->steps_done % per_epoch);
+      }
+      summary.resumed_from = c->steps_done;
+    } else {
+      summary.resumed_from = 0;  // killed before its first checkpoint: start over
     }
-    const models::Batch batch = data->get(models::Split::kTrain, sampled.indices);
-    const StepResult r = engine.train_step(batch, step, total_steps);
-    if (!std::isfinite(r.loss)) {
-      progress.message("warning: non-finite loss at step " + std::to_string(step + 1));
-    }
-    const netmodel::Timeline timeline = network.replay(r.trace);
-    sim_time_s += timeline.step_s;
-    samples += r.samples;
-    const double step_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double wall_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-    std::map<std::string, double> row = {
-        {"step", double(step + 1)}, {"epoch", double(epoch)},
-        {"loss", r.loss},           {"lr", r.lr},
-        {"grad_norm", r.grad_norm}, {"samples", double(samples)},
-        {"step_time_s", step_s},    {"wall_time_s", wall_s},
-        {"compute_s", r.compute_s}, {"sim_step_time_s", timeline.step_s},
-        {"sim_time_s", sim_time_s}, {"channel_state_bytes", double(engine.channel_state_bytes())}};
-    for (int b = 0; b + 1 < S; ++b) {
-      const std::string f = "fw" + std::to_string(b), g = "bw" + std::to_string(b);
-      row[f + "_bytes"] = double(r.fw[b].bytes);
-      row[f + "_rel_error"] = r.fw[b].rel_error;
-      row[f + "_delta_norm"] = r.fw[b].delta_norm;
-      row[g + "_bytes"] = double(r.bw[b].bytes);
-      row[g + "_rel_error"] = r.bw[b].rel_error;
-    }
-    for (size_t s = 0; s < r.grad.size(); ++s) {
-      row["grad" + std::to_string(s) + "_bytes"] = double(r.grad[s].bytes);
-      row["grad" + std::to_string(s) + "_rel_error"] = r.grad[s].rel_error;
-    }
-    log.append("train", row);
-    if (cfg.run.trace_every > 0 && (step + 1) % cfg.run.trace_every == 0) {
-      std::ostringstream os;
-      netmodel::write_chrome_trace(timeline, os);
-      log.put_text("trace_step_" + std::to_string(step + 1), os.str());
-    }
-    summary.steps = step + 1;
-    summary.final_loss = r.loss;
-    progress.update(step + 1, epoch, r.loss, "sim " + format_duration(sim_time_s));
-    if (cfg.eval.every > 0 && (step + 1) % cfg.eval.every == 0 && step + 1 < total_steps) {
-      log_eval(step + 1);
-    }
+    run.log = RunLog::reopen(cfg.run.out,
+                             {{"train", run.cursor.train_rows}, {"eval", run.cursor.eval_rows}},
+                             cfg.run.flush_every);
+    run.log->set_attribute("resumed_at_steps",
+                           [&] {
+                             const auto attrs = read_attributes(cfg.run.out);
+                             const auto it = attrs.find("resumed_at_steps");
+                             const std::string prev = it == attrs.end() ? "" : it->second + ",";
+                             return prev + std::to_string(run.cursor.steps_done);
+                           }());
+    run.log->set_attribute("error", "");
   }
-  progress.finish();
-  summary.interrupted = g_stop != 0;
-  if (summary.steps > 0) log_eval(summary.steps);
-  if (!cfg.run.save.empty()) {
+  run.log->set_attribute("status", "running");
+  declare_table(*run.log, "train", run.train_cols);
+  declare_table(*run.log, "eval", run.eval_cols);
+  run.log->flush();
+}
+
+// When the next resume checkpoint is due.
+class CheckpointClock {
+ public:
+  explicit CheckpointClock(const RunConfig& cfg) : cfg_(cfg), last_(Clock::now()) {}
+  bool due(int64_t steps_done) const {
+    if (cfg_.checkpoint_every == RunConfig::kCheckpointOff) return false;
+    if (cfg_.checkpoint_every > 0) return steps_done % cfg_.checkpoint_every == 0;
+    // auto: the time since the last checkpoint is at least 50x what writing
+    // one costs (<= 2% overhead), and at least 30 s.
+    return seconds_since(last_) >= std::max(30.0, 50.0 * last_write_s_);
+  }
+  void written(double seconds) {
+    last_write_s_ = seconds;
+    last_ = Clock::now();
+  }
+
+ private:
+  const RunConfig& cfg_;
+  Clock::time_point last_;
+  double last_write_s_ = 0;
+};
+
+}  // namespace
+
+const char* status_name(RunStatus s) {
+  switch (s) {
+    case RunStatus::kComplete:
+      return "complete";
+    case RunStatus::kInterrupted:
+      return "interrupted";
+    case RunStatus::kDiverged:
+      return "diverged";
+  }
+  return "unknown";
+}
+
+bool resume_may_differ(const std::string& key) {
+  return key == "run.progress" || key == "run.flush_every" ||
+         key.rfind("run.checkpoint_", 0) == 0;
+}
+
+TrainSummary train(const TrainConfig& cfg, const ResolvedConfig& resolved, bool resume) {
+  const auto wall_start = Clock::now();
+  at::set_num_threads(cfg.run.threads);
+  preflight(cfg, resume);
+  const std::string fp = fingerprint(resolved);
+
+  TrainSummary summary;
+  summary.out = cfg.run.out;
+  Run run;
+  build_run(run, cfg);
+  open_log(run, cfg, resolved, resume, fp, summary);
+  RunLog& log = *run.log;
+  PipelineEngine& engine = *run.engine;
+  TrainerCursor& cur = run.cursor;
+  const double wall_before = cur.wall_time_s;
+  const auto wall_now = [&] { return wall_before + seconds_since(wall_start); };
+
+  const int S = engine.stages();
+  SignalScope signals;
+  Progress progress(cfg.run.progress, run.total_steps);
+  std::vector<std::string> cut_text;
+  for (size_t c : engine.cuts()) cut_text.push_back(std::to_string(c));
+  const std::string channels =
+      S > 1 ? ", fw " + join(engine.fw_specs(), ",") + ", bw " + join(engine.bw_specs(), ",")
+            : ", no boundaries";
+  progress.message(
+      "slowpipe train: " + std::to_string(run.total_steps) + " steps, " + std::to_string(S) +
+      " stage(s) (block cuts " + join(cut_text, ",") + "), " +
+      std::to_string(engine.replicas()) + " replica(s)" + channels + ", network " +
+      netmodel::describe(cfg.net) + " -> " + cfg.run.out +
+      (resume ? " (resumed after step " + std::to_string(cur.steps_done) + ")" : ""));
+
+  const auto log_eval = [&](int64_t step) {
+    fault_point("eval");
+    EvalRecord e = evaluate(engine, *run.data, cfg.eval, cfg.pipeline.batch_size);
+    e.step = step;
+    e.epoch = std::max(cur.epoch, 0);
+    e.sim_time_s = cur.sim_time_s;
+    log.append("eval", make_row(run.eval_cols, e));
+    ++cur.eval_rows;
+    summary.final_eval_loss = e.loss;
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "eval @ step %lld: loss %.4f  %s %.4f  (compressed: %.4f, %.4f)",
+                  static_cast<long long>(step), e.loss, run.eval_cols[4].info.name.c_str(),
+                  e.metric, e.loss_c, e.metric_c);
+    progress.message(buf);
+  };
+  CheckpointClock checkpoints(cfg.run);
+  const auto checkpoint = [&] {
+    log.flush();  // rows up to the checkpoint are on disk before it exists
+    cur.net = run.network->carry();
+    cur.wall_time_s = wall_now();
+    checkpoints.written(
+        write_resume_checkpoint(cfg.run.out, engine, cur, fp, cfg.run.checkpoint_keep));
+  };
+
+  try {
+    while (cur.steps_done < run.total_steps && !g_stop) {
+      const int64_t step = cur.steps_done;
+      const auto t0 = Clock::now();
+      const models::SampledBatch sampled = run.sampler->next();
+      if (sampled.epoch != cur.epoch) {
+        cur.epoch = static_cast<int>(sampled.epoch);
+        engine.set_epoch(cur.epoch);
+      }
+      const models::Batch batch = run.data->get(models::Split::kTrain, sampled.indices);
+      const StepResult r = engine.train_step(batch, step, run.total_steps);
+      const netmodel::Timeline timeline = run.network->replay(r.trace);
+      cur.sim_time_s += timeline.step_s;
+      cur.samples += r.samples;
+      cur.steps_done = step + 1;
+      StepRecord rec;
+      rec.step = step + 1;
+      rec.epoch = cur.epoch;
+      rec.result = &r;
+      rec.samples = cur.samples;
+      rec.step_s = seconds_since(t0);
+      rec.wall_s = wall_now();
+      rec.sim_step_s = timeline.step_s;
+      rec.sim_time_s = cur.sim_time_s;
+      rec.channel_state_bytes = engine.channel_state_bytes();
+      log.append("train", make_row(run.train_cols, rec));
+      ++cur.train_rows;
+      fault_point("step");
+      if (cfg.run.trace_every > 0 && (step + 1) % cfg.run.trace_every == 0) {
+        std::ostringstream os;
+        netmodel::write_chrome_trace(timeline, os);
+        log.put_text("trace_step_" + std::to_string(step + 1), os.str());
+      }
+      summary.final_loss = r.loss;
+      progress.update(step + 1, cur.epoch, r.loss, "sim " + format_duration(cur.sim_time_s));
+      if (cfg.eval.every > 0 && (step + 1) % cfg.eval.every == 0 && step + 1 < run.total_steps) {
+        log_eval(step + 1);
+      }
+      if (step + 1 < run.total_steps && checkpoints.due(step + 1)) checkpoint();
+    }
+    progress.finish();
+    summary.status = g_stop ? RunStatus::kInterrupted : RunStatus::kComplete;
+    // An interrupted run is checkpointed first: its final evaluation row lies
+    // beyond the checkpoint and is rewritten by the resumed run.
+    if (summary.status == RunStatus::kInterrupted &&
+        cfg.run.checkpoint_every != RunConfig::kCheckpointOff) {
+      checkpoint();
+    }
+    if (cur.steps_done > 0) log_eval(cur.steps_done);
+  } catch (const NonFiniteError& e) {
+    progress.finish();
+    summary.status = RunStatus::kDiverged;
+    summary.message = e.what();
+    log.set_attribute("error", summary.message);
+    progress.message("slowpipe train: diverged: " + summary.message);
+  } catch (const std::exception& e) {
+    progress.finish();
+    log.set_attribute("status", "failed");
+    log.set_attribute("error", e.what());
+    log.flush();
+    throw;
+  }
+  if (summary.status == RunStatus::kComplete && !cfg.run.save.empty()) {
     models::save_checkpoint(engine.model(), cfg.run.save);
     progress.message("checkpoint written to " + cfg.run.save);
   }
-  summary.sim_time_s = sim_time_s;
-  summary.wall_time_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  log.set_attribute("status", summary.interrupted ? "interrupted" : "complete");
+  summary.steps = cur.steps_done;
+  summary.sim_time_s = cur.sim_time_s;
+  summary.wall_time_s = wall_now();
+  log.set_attribute("status", status_name(summary.status));
   log.set_attribute("steps_done", static_cast<double>(summary.steps));
   log.set_attribute("wall_time_s", summary.wall_time_s);
   log.set_attribute("sim_time_s", summary.sim_time_s);
   log.flush();
+  if (summary.status == RunStatus::kComplete) remove_checkpoints(cfg.run.out);
   return summary;
 }
 

@@ -1,6 +1,7 @@
 // The training run: data, the pipeline engine, evaluation (with and without
-// compression), simulated time from the network model, the HDF5 run log and the
-// progress display. One call of train() is one run and one HDF5 file.
+// compression), simulated time from the network model, the HDF5 run log, resume
+// checkpoints and the progress display. One call of train() is one run and one
+// HDF5 file (continued, not replaced, when resuming).
 #pragma once
 
 #include <cstdint>
@@ -12,19 +13,34 @@
 
 namespace slowpipe::sim {
 
+// How a run ended; also the log's `status` attribute.
+enum class RunStatus { kComplete, kInterrupted, kDiverged };
+const char* status_name(RunStatus s);
+
 struct TrainSummary {
   int64_t steps = 0;
   double final_loss = 0;
   double final_eval_loss = 0;
   double sim_time_s = 0;
   double wall_time_s = 0;
-  bool interrupted = false;
+  RunStatus status = RunStatus::kComplete;
+  std::string message;  // why it diverged
+  int64_t resumed_from = -1;  // steps done at the checkpoint resumed from; -1: fresh run
   std::string out;
 };
 
+using ResolvedConfig = std::vector<std::pair<std::string, std::string>>;
+
 // `resolved` is the full resolved configuration (OptionSet::resolved()), stored
-// as root attributes of the run log.
-TrainSummary train(const TrainConfig& config,
-                   const std::vector<std::pair<std::string, std::string>>& resolved);
+// as root attributes of the run log. With `resume`, run.out is a run log
+// written by an earlier train() with the same configuration: the run continues
+// from its newest resume checkpoint (or from the start when it has none),
+// rewriting the rows logged after it. Any exception leaves the log marked
+// `status = failed` with an `error` attribute, every row written so far kept.
+TrainSummary train(const TrainConfig& config, const ResolvedConfig& resolved, bool resume = false);
+
+// The keys that may differ between a run and its resumption (they do not
+// change what is computed): run.progress, run.flush_every, run.checkpoint_*.
+bool resume_may_differ(const std::string& key);
 
 }  // namespace slowpipe::sim

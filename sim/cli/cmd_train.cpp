@@ -1,15 +1,41 @@
 // `slowpipe train`: config files, --set overrides and shortcuts -> one run.
 #include <boost/program_options.hpp>
+#include <algorithm>
+#include <cstdio>
 #include <iostream>
+#include <map>
 
 #include "common/errors.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/config_args.h"
+#include "sim/runlog.h"
 #include "sim/trainer.h"
 
 namespace po = boost::program_options;
 
 namespace slowpipe::cli {
+namespace {
+
+// The configuration of the run logged in `path`: its config.* attributes
+// applied to a fresh set of options.
+void load_logged_config(const std::string& path, OptionSet& options,
+                        std::map<std::string, std::string>& attrs) {
+  attrs = sim::read_attributes(path);
+  int keys = 0;
+  for (const auto& [k, v] : attrs) {
+    if (k.rfind("config.", 0) != 0) continue;
+    try {
+      options.set(k.substr(7), v);
+    } catch (const UsageError& e) {
+      throw UsageError("--resume " + path + ": the logged configuration does not load (" +
+                       e.what() + "); was it written by another slowpipe version?");
+    }
+    ++keys;
+  }
+  if (keys == 0) throw UsageError("--resume " + path + " holds no configuration: not a slowpipe run log");
+}
+
+}  // namespace
 
 int cmd_train(const Args& args) {
   po::options_description desc(
@@ -17,7 +43,7 @@ int cmd_train(const Args& args) {
       "Config files (INI) are read in order, then --set overrides; shortcuts are\n"
       "--set forms of the most used keys. Options");
   std::vector<std::string> configs, sets;
-  std::string fw, bw, grad, net, out, steps, seed, stages;
+  std::string fw, bw, grad, net, out, steps, seed, stages, resume;
   desc.add_options()("help,h", "this help, with every configuration key")(
       "config,c", po::value(&configs), "INI config file (repeatable)")(
       "set,s", po::value(&sets), "KEY=VALUE override (repeatable)")(
@@ -26,7 +52,10 @@ int cmd_train(const Args& args) {
       "grad", po::value(&grad), "compress.grad: data-parallel gradient channel spec")(
       "net", po::value(&net), "net.preset: simulated network preset")(
       "steps", po::value(&steps), "run.steps")("seed", po::value(&seed), "run.seed")(
-      "stages", po::value(&stages), "pipeline.stages")("out,o", po::value(&out), "run.out");
+      "stages", po::value(&stages), "pipeline.stages")("out,o", po::value(&out), "run.out")(
+      "resume", po::value(&resume),
+      "continue the run logged in RUN.h5 from its newest resume checkpoint (options given "
+      "beside it must match the logged ones)");
   const po::variables_map vm = parse_command_line(args, desc);
 
   sim::TrainConfig config;
@@ -38,21 +67,50 @@ int cmd_train(const Args& args) {
               << options.help_text();
     return 0;
   }
-  apply_config_args(options, configs, sets,
-                    {{"compress.fw", &fw},
-                     {"compress.bw", &bw},
-                     {"compress.grad", &grad},
-                     {"net.preset", &net},
-                     {"run.out", &out},
-                     {"run.steps", &steps},
-                     {"run.seed", &seed},
-                     {"pipeline.stages", &stages}});
-  const sim::TrainSummary s = sim::train(config, options.resolved());
+  const std::vector<Shortcut> shortcuts = {{"compress.fw", &fw},     {"compress.bw", &bw},
+                                            {"compress.grad", &grad}, {"net.preset", &net},
+                                            {"run.out", &out},        {"run.steps", &steps},
+                                            {"run.seed", &seed},      {"pipeline.stages", &stages}};
+  if (!resume.empty()) {
+    std::map<std::string, std::string> attrs;
+    load_logged_config(resume, options, attrs);
+    const auto status = attrs.find("status");
+    if (status != attrs.end() && status->second == "complete") {
+      std::printf("%s: the run is already complete; nothing to resume\n", resume.c_str());
+      return 0;
+    }
+    // Options given beside --resume apply on top of the logged ones; any that
+    // changes what is computed must be what the log holds already.
+    const auto logged = options.resolved();
+    apply_config_args(options, configs, sets, shortcuts);
+    std::string differ;
+    for (const auto& [k, v] : options.resolved()) {
+      const auto it = std::find_if(logged.begin(), logged.end(),
+                                   [&k = k](const auto& kv) { return kv.first == k; });
+      const std::string was = it == logged.end() ? "(unset)" : it->second;
+      if (v != was && !sim::resume_may_differ(k) && k != "run.out" && k != "run.overwrite") {
+        differ += (differ.empty() ? "" : ", ") + k + " = " + v + " (logged: " + was + ")";
+      }
+    }
+    if (!differ.empty()) {
+      throw UsageError("--resume " + resume +
+                       ": the configuration differs from the logged run in " + differ);
+    }
+    options.set("run.out", resume);
+  } else {
+    apply_config_args(options, configs, sets, shortcuts);
+  }
+  const sim::TrainSummary s = sim::train(config, options.resolved(), !resume.empty());
+  if (s.status == sim::RunStatus::kDiverged) {
+    std::fprintf(stderr, "slowpipe train: error: the run diverged: %s; %lld steps logged in %s\n",
+                 s.message.c_str(), static_cast<long long>(s.steps), s.out.c_str());
+    return kExitDiverged;
+  }
   std::printf(
       "%s: %lld steps, final loss %.4f, eval loss %.4f, simulated time %.2f s, wall %.1f s%s\n",
       s.out.c_str(), static_cast<long long>(s.steps), s.final_loss, s.final_eval_loss, s.sim_time_s,
-      s.wall_time_s, s.interrupted ? " (interrupted)" : "");
-  return s.interrupted ? 130 : 0;
+      s.wall_time_s, s.status == sim::RunStatus::kInterrupted ? " (interrupted)" : "");
+  return s.status == sim::RunStatus::kInterrupted ? kExitInterrupted : 0;
 }
 
 }  // namespace slowpipe::cli

@@ -10,6 +10,13 @@ namespace slowpipe::cli {
 
 using Args = std::vector<std::string>;
 
+// Exit codes beside 0 (success), 1 (internal failure), 2 (usage error) and 3
+// (unusable input data): a training run that met a NaN or infinity in its
+// loss, activations or gradients stops cleanly with status "diverged".
+constexpr int kExitDiverged = 4;
+// A run stopped by SIGINT/SIGTERM (after its current step): 128 + SIGINT.
+constexpr int kExitInterrupted = 130;
+
 int cmd_train(const Args& args);
 int cmd_export(const Args& args);
 int cmd_codecs(const Args& args);

@@ -1,0 +1,26 @@
+// PipelineEngine's per-replica state, shared by engine.cpp (the step loop) and
+// engine_state.cpp (saving and restoring it for resume). Internal to sim/.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <memory>
+#include <vector>
+
+#include "compressors/channel.h"
+#include "models/model.h"
+#include "sim/engine.h"
+#include "sim/optimizer.h"
+
+namespace slowpipe::sim {
+
+struct PipelineEngine::Replica {
+  models::Model model;
+  std::vector<StageOptimizer> optimizers;                     // per stage
+  std::vector<std::vector<at::Tensor>> stage_params;          // per stage
+  std::vector<std::unique_ptr<compressors::Channel>> fw, bw;  // per boundary
+  std::vector<std::unique_ptr<compressors::Channel>> grad;    // per stage (D > 1)
+  std::vector<double> flops_per_sample;                       // per stage, forward
+};
+
+}  // namespace slowpipe::sim

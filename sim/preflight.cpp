@@ -1,0 +1,175 @@
+// Up-front validation of a training run (see preflight.h).
+#include "sim/preflight.h"
+
+#include <c10/core/Device.h>
+#include <c10/util/Exception.h>
+#include <sys/stat.h>
+#include <torch/cuda.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "common/errors.h"
+#include "compressors/factory.h"
+#include "compressors/spec.h"
+#include "models/model_limits.h"
+#include "netmodel/replay.h"
+#include "netmodel/synthetic_trace.h"
+#include "sim/runlog.h"
+
+namespace slowpipe::sim {
+namespace {
+
+namespace fs = std::filesystem;
+
+void check_device(const std::string& device) {
+  try {
+    const c10::Device d(device);
+    if (d.is_cuda() && !torch::cuda::is_available()) {
+      throw UsageError("run.device = " + device +
+                       ": this libtorch build has no CUDA device available (use cpu)");
+    }
+    if (d.is_cuda() && d.has_index() && d.index() >= static_cast<int>(torch::cuda::device_count())) {
+      throw UsageError("run.device = " + device + ": there are only " +
+                       std::to_string(torch::cuda::device_count()) + " CUDA devices");
+    }
+  } catch (const c10::Error&) {
+    throw UsageError("bad value for 'run.device': '" + device + "' (expected cpu, cuda or cuda:N)");
+  }
+}
+
+// The folder that will hold `path` must exist (or be creatable) and be writable.
+void check_writable_folder(const std::string& key, const std::string& path) {
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  // The nearest existing ancestor decides: RunLog creates the missing folders.
+  fs::path probe = dir;
+  std::error_code ec;
+  while (!probe.empty() && !fs::exists(probe, ec)) probe = probe.parent_path();
+  if (probe.empty()) probe = ".";
+  if (!fs::is_directory(probe, ec)) {
+    throw UsageError(key + " = " + path + ": " + probe.string() + " is not a folder");
+  }
+  if (access(probe.c_str(), W_OK | X_OK) != 0) {
+    throw UsageError(key + " = " + path + ": folder " + probe.string() + " is not writable");
+  }
+}
+
+// A log that a failed run left without a single row can be replaced: nothing
+// in it would be lost.
+bool replaceable_log(const std::string& path) {
+  try {
+    const auto attrs = read_attributes(path);
+    const auto it = attrs.find("status");
+    if (it == attrs.end() || it->second != "failed") return false;
+    for (const auto& t : list_tables(path)) {
+      if (read_table(path, t).rows() > 0) return false;
+    }
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+void check_out(const RunConfig& run, bool resuming) {
+  if (run.out.empty()) throw UsageError("run.out is empty: name the HDF5 run log to write");
+  check_writable_folder("run.out", run.out);
+  std::error_code ec;
+  const bool exists = fs::exists(run.out, ec);
+  if (exists && fs::is_directory(run.out, ec)) {
+    throw UsageError("run.out = " + run.out + " is a folder; name a file, e.g. " + run.out +
+                     "/run.h5");
+  }
+  if (resuming) {
+    if (!exists) throw UsageError("--resume " + run.out + ": no such run log");
+    return;
+  }
+  if (exists && !run.overwrite && !replaceable_log(run.out)) {
+    throw UsageError(run.out +
+                     " exists (pass --resume " + run.out +
+                     " to continue it, or --set run.overwrite=true to replace it)");
+  }
+  if (!run.save.empty()) check_writable_folder("run.save", run.save);
+}
+
+void check_compression(const TrainConfig& c) {
+  const int boundaries = c.pipeline.stages - 1;
+  for (const auto* m : {&c.compress.fw_at, &c.compress.bw_at}) {
+    const char* key = m == &c.compress.fw_at ? "compress.fw_at" : "compress.bw_at";
+    for (const auto& [b, spec] : *m) {
+      if (b < 0 || b >= boundaries) {
+        throw UsageError(std::string(key) + " names boundary " + std::to_string(b) + ", but " +
+                         std::to_string(c.pipeline.stages) + " stage(s) have " +
+                         (boundaries > 0 ? "boundaries 0.." + std::to_string(boundaries - 1)
+                                         : std::string("no boundary")));
+      }
+    }
+  }
+  // Building the channels checks every spec and the pairing of forward and
+  // backward (topk:shared needs a sparsifying forward); memory-only context.
+  compressors::ChannelContext ctx;
+  ctx.num_samples = 1;
+  ctx.aq_store = "memory";
+  for (int b = 0; b < boundaries; ++b) {
+    try {
+      (void)compressors::make_boundary(c.compress.fw_for(b), c.compress.bw_for(b), ctx);
+    } catch (const UsageError& e) {
+      throw UsageError("boundary " + std::to_string(b) + " (compress.fw = " + c.compress.fw_for(b) +
+                       ", compress.bw = " + c.compress.bw_for(b) + "): " + e.what());
+    }
+  }
+  if (compressors::parse_spec(c.compress.grad).scheme == "aq") {
+    throw UsageError("compress.grad = " + c.compress.grad +
+                     ": AQ-SGD keys its buffers by sample id and cannot carry parameter "
+                     "gradients (use a codec, ef(...) or ef21(...))");
+  }
+  if (c.pipeline.replicas > 1) (void)compressors::make_channel(c.compress.grad, ctx);
+  bool aq = false;
+  for (int b = 0; b < boundaries; ++b) aq = aq || c.compress.fw_for(b).rfind("aq(", 0) == 0;
+  if (aq && c.compress.aq_store == "disk") {
+    const std::string dir = c.compress.aq_dir.empty() ? fs::temp_directory_path().string()
+                                                      : c.compress.aq_dir;
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) {
+      throw UsageError("compress.aq_dir = " + dir + " is not an existing folder");
+    }
+    if (access(dir.c_str(), W_OK | X_OK) != 0) {
+      throw UsageError("compress.aq_dir = " + dir + " is not writable");
+    }
+  }
+}
+
+// Replays a synthetic step of this pipeline layout on the configured network, so
+// a network that cannot carry it (a bad net.links pair, a zero-rate link) is
+// reported now rather than after the data is loaded.
+void check_network(const TrainConfig& c) {
+  const netmodel::StepTrace trace = netmodel::build_trace(
+      c.pipeline.schedule, c.pipeline.stages, c.pipeline.microbatches, c.pipeline.replicas,
+      [](netmodel::TraceOp& op) {
+        op.compute_s = 1e-3;
+        op.bytes = 1000;
+      });
+  try {
+    netmodel::Simulator probe(c.net);
+    (void)probe.replay(trace);
+  } catch (const DataError& e) {
+    throw UsageError(std::string("the network (net.*) cannot carry this pipeline: ") + e.what());
+  }
+}
+
+}  // namespace
+
+void preflight(const TrainConfig& c, bool resuming) {
+  validate(c.pipeline);
+  check_device(c.run.device);
+  check_out(c.run, resuming);
+  check_compression(c);
+  check_network(c);
+  models::MemoryBudget budget;
+  budget.batch_samples = c.pipeline.batch_size / c.pipeline.replicas;
+  budget.replicas = c.pipeline.replicas;
+  models::validate_model_config(c.model, budget);
+}
+
+}  // namespace slowpipe::sim

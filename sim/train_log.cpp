@@ -1,0 +1,86 @@
+// The train and eval table schemas (see train_log.h).
+#include "sim/train_log.h"
+
+#include <cmath>
+
+namespace slowpipe::sim {
+
+std::vector<Column<StepRecord>> train_columns(int S, int D) {
+  using R = StepRecord;
+  std::vector<Column<StepRecord>> cols = {
+      {{"step", "1", "optimizer step (1-based)"}, [](const R& r) { return double(r.step); }},
+      {{"epoch", "1", "epoch the step's batch came from (0-based)"},
+       [](const R& r) { return double(r.epoch); }},
+      {{"loss", "1", "mean training loss of the batch (nats per item)"},
+       [](const R& r) { return r.result->loss; }},
+      {{"lr", "1", "learning rate used by the step"}, [](const R& r) { return r.result->lr; }},
+      {{"grad_norm", "1", "global gradient norm before clipping"},
+       [](const R& r) { return r.result->grad_norm; }},
+      {{"samples", "1", "samples seen so far"}, [](const R& r) { return double(r.samples); }},
+      {{"step_time_s", "s", "measured wall time of the step on this machine"},
+       [](const R& r) { return r.step_s; }},
+      {{"wall_time_s", "s", "measured wall time since the run started"},
+       [](const R& r) { return r.wall_s; }},
+      {{"compute_s", "s", "measured compute (forward, backward, optimizer) of the step"},
+       [](const R& r) { return r.result->compute_s; }},
+      {{"sim_step_time_s", "s", "simulated time of the step on the configured network"},
+       [](const R& r) { return r.sim_step_s; }},
+      {{"sim_time_s", "s", "cumulative simulated time"}, [](const R& r) { return r.sim_time_s; }},
+      {{"channel_state_bytes", "bytes", "feedback state held by all channels (EF, AQ-SGD buffers)"},
+       [](const R& r) { return double(r.channel_state_bytes); }},
+  };
+  for (int b = 0; b + 1 < S; ++b) {
+    const std::string f = "fw" + std::to_string(b), g = "bw" + std::to_string(b);
+    const size_t i = static_cast<size_t>(b);
+    cols.push_back({{f + "_bytes", "bytes", "bytes sent forward across boundary " + std::to_string(b)},
+                    [i](const R& r) { return double(r.result->fw[i].bytes); }});
+    cols.push_back({{f + "_rel_error", "1", "mean ||x - x_hat|| / ||x|| of activations"},
+                    [i](const R& r) { return r.result->fw[i].rel_error; }});
+    cols.push_back({{f + "_delta_norm", "1", "AQ-SGD: mean norm of the compressed delta"},
+                    [i](const R& r) { return r.result->fw[i].delta_norm; }});
+    cols.push_back(
+        {{g + "_bytes", "bytes", "bytes sent backward across boundary " + std::to_string(b)},
+         [i](const R& r) { return double(r.result->bw[i].bytes); }});
+    cols.push_back({{g + "_rel_error", "1", "mean ||g - g_hat|| / ||g|| of activation-gradients"},
+                    [i](const R& r) { return r.result->bw[i].rel_error; }});
+  }
+  if (D > 1) {
+    for (int s = 0; s < S; ++s) {
+      const size_t i = static_cast<size_t>(s);
+      cols.push_back({{"grad" + std::to_string(s) + "_bytes", "bytes",
+                       "gradient bytes sent by all replicas for stage " + std::to_string(s)},
+                      [i](const R& r) { return double(r.result->grad[i].bytes); }});
+      cols.push_back({{"grad" + std::to_string(s) + "_rel_error", "1",
+                       "mean relative error of stage gradients"},
+                      [i](const R& r) { return r.result->grad[i].rel_error; }});
+    }
+  }
+  return cols;
+}
+
+std::vector<Column<EvalRecord>> eval_columns(bool lm) {
+  using R = EvalRecord;
+  const std::string metric = lm ? "bits_per_byte" : "accuracy";
+  const std::string unit = lm ? "bits/byte" : "1";
+  std::vector<Column<EvalRecord>> cols = {
+      {{"step", "1", "optimizer steps done"}, [](const R& r) { return double(r.step); }},
+      {{"epoch", "1", "epoch"}, [](const R& r) { return double(r.epoch); }},
+      {{"sim_time_s", "s", "cumulative simulated time"}, [](const R& r) { return r.sim_time_s; }},
+      {{"loss", "1", "validation loss without compression"}, [](const R& r) { return r.loss; }},
+      {{metric, unit, "validation metric without compression"},
+       [](const R& r) { return r.metric; }},
+      {{"loss_compressed", "1", "validation loss with the forward codecs active"},
+       [](const R& r) { return r.loss_c; }},
+      {{metric + "_compressed", unit, "validation metric with the forward codecs active"},
+       [](const R& r) { return r.metric_c; }},
+  };
+  if (lm) {
+    cols.push_back({{"perplexity", "1", "exp(loss) without compression"},
+                    [](const R& r) { return std::exp(r.loss); }});
+    cols.push_back({{"perplexity_compressed", "1", "exp(loss_compressed)"},
+                    [](const R& r) { return std::exp(r.loss_c); }});
+  }
+  return cols;
+}
+
+}  // namespace slowpipe::sim

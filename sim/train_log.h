@@ -1,0 +1,62 @@
+// The run log's two tables, each declared once: every column with its unit, its
+// description and how its value is filled (docs/hdf5-schema.md lists them).
+// train(): one row per optimizer step. eval: one row per evaluation.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/engine.h"
+#include "sim/runlog.h"
+
+namespace slowpipe::sim {
+
+// What one train row is made of.
+struct StepRecord {
+  int64_t step = 0;  // 1-based
+  int epoch = 0;
+  const StepResult* result = nullptr;
+  int64_t samples = 0;  // seen so far
+  double step_s = 0, wall_s = 0;
+  double sim_step_s = 0, sim_time_s = 0;
+  uint64_t channel_state_bytes = 0;
+};
+
+// What one eval row is made of.
+struct EvalRecord {
+  int64_t step = 0;
+  int epoch = 0;
+  double sim_time_s = 0;
+  double loss = 0, metric = 0;      // metric: accuracy or bits/byte
+  double loss_c = 0, metric_c = 0;  // with the forward codecs active (NaN: not evaluated)
+};
+
+template <class Record>
+struct Column {
+  ColumnInfo info;
+  std::function<double(const Record&)> fill;
+};
+
+// Train columns for S stages and D replicas (per-boundary and per-stage ones included).
+std::vector<Column<StepRecord>> train_columns(int stages, int replicas);
+// Eval columns; language models log bits/byte and perplexity, classifiers accuracy.
+std::vector<Column<EvalRecord>> eval_columns(bool language_model);
+
+template <class Record>
+void declare_table(RunLog& log, const std::string& table, const std::vector<Column<Record>>& cols) {
+  std::vector<ColumnInfo> infos;
+  for (const auto& c : cols) infos.push_back(c.info);
+  log.declare(table, infos);
+}
+
+template <class Record>
+std::map<std::string, double> make_row(const std::vector<Column<Record>>& cols, const Record& r) {
+  std::map<std::string, double> row;
+  for (const auto& c : cols) row[c.info.name] = c.fill(r);
+  return row;
+}
+
+}  // namespace slowpipe::sim
