@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <stdexcept>
 #include <sstream>
 #include <vector>
 
@@ -186,7 +187,11 @@ void fault_point(const char* point) {
     return;
   }
   static long count = 0;
-  if (++count == std::atol(colon + 1)) std::raise(SIGKILL);
+  if (++count != std::atol(colon + 1)) return;
+  if (std::strncmp(point, "error-", 6) == 0) {
+    throw std::runtime_error(std::string("injected failure (SLOWPIPE_FAULT=") + spec + ")");
+  }
+  std::raise(SIGKILL);
 }
 
 }  // namespace slowpipe::sim

@@ -55,7 +55,8 @@ void remove_checkpoints(const std::string& run_out);
 
 // Fault injection for the kill/resume tests: SLOWPIPE_FAULT=<point>:<n> makes
 // the process SIGKILL itself the n-th time it reaches <point> (step, eval,
-// checkpoint-write). A no-op when the variable is unset.
+// checkpoint-write), or throw std::runtime_error for an `error-` point
+// (error-step). A no-op when the variable is unset.
 void fault_point(const char* point);
 
 }  // namespace slowpipe::sim

@@ -372,6 +372,7 @@ TrainSummary train(const TrainConfig& cfg, const ResolvedConfig& resolved, bool 
       log.append("train", make_row(run.train_cols, rec));
       ++cur.train_rows;
       fault_point("step");
+      fault_point("error-step");
       if (cfg.run.trace_every > 0 && (step + 1) % cfg.run.trace_every == 0) {
         std::ostringstream os;
         netmodel::write_chrome_trace(timeline, os);

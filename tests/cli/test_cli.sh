@@ -103,6 +103,42 @@ wait $pid 2>/dev/null
 after=$("$bin" export killed.h5 --table train 2>/dev/null | tail -n +2 | wc -l)
 [ "$rows" -ge 5 ] && [ "$after" -ge "$rows" ] && ok || bad "killed run: $rows rows before, $after after"
 
+# attr FILE KEY: a root attribute of a run log
+attr() { "$bin" export "$1" --attrs 2>/dev/null | awk -F'\t' -v k="$2" '$1==k{print $2}'; }
+
+# Mistakes found before anything is loaded leave no log behind, and the
+# corrected rerun with the same --out runs.
+expect 2 "cannot carry parameter gradients" -- "$bin" train "${small[@]}" --set pipeline.replicas=2 \
+  --set pipeline.stages=2 --grad 'aq(q2)' --out early.h5
+expect 2 "topk:shared" -- "$bin" train "${small[@]}" --set pipeline.stages=2 --fw q4 --bw topk:shared --out early.h5
+expect 2 "boundary 5" -- "$bin" train "${small[@]}" --set pipeline.stages=2 --set compress.fw_at=5:q4 --out early.h5
+expect 2 "run.device" -- "$bin" train "${small[@]}" --set run.device=cudagarbage --out early.h5
+expect 2 "is a folder" -- "$bin" train "${small[@]}" --out .
+[ ! -e early.h5 ] && ok || bad "a usage error left a run log behind"
+
+# A failure after the log exists: status failed, the error kept, rows kept;
+# the same --out is then refused (rows would be lost) unless resumed.
+SLOWPIPE_FAULT=error-step:3 "$bin" train "${small[@]}" --set pipeline.stages=2 --steps 6 \
+  --set run.flush_every=1 --out failed.h5 >/dev/null 2>&1
+[ $? -eq 1 ] && ok || bad "an injected failure should exit 1"
+[ "$(attr failed.h5 status)" = "failed" ] && ok || bad "failed run not marked failed"
+attr failed.h5 error | grep -q "injected failure" && ok || bad "failed run lacks its error"
+[ "$("$bin" export failed.h5 --table train | tail -n +2 | wc -l)" -eq 3 ] && ok || bad "failed run lost rows"
+expect 2 "resume" -- "$bin" train "${small[@]}" --set pipeline.stages=2 --steps 6 --out failed.h5
+expect 0 "6 steps" -- "$bin" train --resume failed.h5
+[ "$(attr failed.h5 status)" = "complete" ] && ok || bad "resumed failed run not complete"
+
+# Divergence: a clean stop with exit 4, status diverged, the place named.
+expect 4 "non-finite" -- "$bin" train "${small[@]}" --set pipeline.stages=2 --steps 30 --set optim.name=sgd \
+  --set optim.lr=100 --set optim.clip=0 --set optim.momentum=0.99 --out div.h5
+[ "$(attr div.h5 status)" = "diverged" ] && ok || bad "diverged run not marked diverged"
+attr div.h5 error | grep -q "step" && ok || bad "diverged run's error does not name the step"
+[ "$("$bin" export div.h5 --table train | tail -n +2 | wc -l)" -ge 1 ] && ok || bad "diverged run lost its rows"
+
+# Resume refuses a changed configuration and names the key.
+expect 2 "optim.lr" -- "$bin" train --resume div.h5 --set optim.lr=0.1
+expect 2 "nothing.h5" -- "$bin" train --resume nothing.h5
+
 # Codec inspection, what-if timing, network scenarios.
 ratio=$("$bin" codec --spec q4 | awk '$1=="ratio"{print $2}' | tr -d x)
 awk -v x="$ratio" 'BEGIN{exit !(x > 7.5 && x <= 8.0)}' && ok || bad "codec q4 ratio $ratio not ~8"
