@@ -52,6 +52,18 @@ StepTrace make_synthetic_trace(const ModelShape& shape, const std::string& sched
                      "': need 1 <= stages <= layers and batch a multiple of the micro-batch size");
   }
   const int M = shape.batch / shape.microbatch_size;
+  // Each micro-batch of each stage and replica is a handful of trace ops of
+  // ~100 bytes: refuse a step too large to hold before building it.
+  const double ops = static_cast<double>(replicas) * shape.stages * (4.0 * M + 2.0);
+  if (ops > kMaxSyntheticOps) {
+    throw UsageError("model shape '" + shape.name + "': " + std::to_string(shape.stages) +
+                     " stages x " + std::to_string(M) + " micro-batches x " +
+                     std::to_string(replicas) + " replicas make " +
+                     std::to_string(static_cast<int64_t>(ops)) + " ops per step, more than the " +
+                     std::to_string(static_cast<int64_t>(kMaxSyntheticOps)) +
+                     " one replay holds; use fewer, larger micro-batches (timing.microbatch) or a "
+                     "smaller timing.batch");
+  }
   const std::vector<int64_t> boundary = {shape.microbatch_size, shape.seq,
                                          shape.hidden};  // [b, T, d]
   const uint64_t act_bytes = wire_bytes(specs.forward, boundary);

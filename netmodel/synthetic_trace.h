@@ -38,6 +38,9 @@ struct CodecSpecs {
 // FLOPs and compute seconds on `device`, message bytes from `wire_bytes`
 // (activations and their gradients: [microbatch_size, seq, hidden]; weight
 // gradients: [parameters of the stage]); codec seconds are 0.
+// Largest synthetic step (trace ops) make_synthetic_trace builds: ~0.5 GB.
+constexpr double kMaxSyntheticOps = 4e6;
+
 StepTrace make_synthetic_trace(const ModelShape& shape, const std::string& schedule, int replicas,
                                const CodecSpecs& specs, const WireBytesFn& wire_bytes,
                                const DevicePreset& device);

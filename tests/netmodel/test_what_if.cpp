@@ -63,6 +63,17 @@ TEST_CASE("Synthetic trace: byte sizes from the callback, FLOPs per op") {
   CHECK(reduces == 2 * 8);
 }
 
+TEST_CASE("Synthetic trace: a step too large to hold is refused before it is built") {
+  auto g = nm::find_model_shape("timing.model", "gpt2-xl");
+  g.batch = 16777216;  // 16 Mi micro-batches of 1 sample: ~500 M ops
+  nm::CodecSpecs specs;
+  const auto device = nm::find_device("timing.device", "A100");
+  CHECK_THROWS_WITH(nm::make_synthetic_trace(g, "gpipe", 1, specs, wire_bytes, device),
+                    Catch::Contains("timing.microbatch"));
+  g.microbatch_size = 65536;  // 256 micro-batches: fine
+  CHECK(nm::make_synthetic_trace(g, "gpipe", 1, specs, wire_bytes, device).microbatches == 256);
+}
+
 TEST_CASE("What-if: compression pays off more as bandwidth drops") {
   nm::WhatIfConfig w;
   w.specs.forward = "q2";
