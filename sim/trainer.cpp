@@ -260,13 +260,19 @@ class CheckpointClock {
   }
   void written(double seconds) {
     last_write_s_ = seconds;
+    total_s_ += seconds;
+    ++count_;
     last_ = Clock::now();
   }
+  double total_s() const { return total_s_; }
+  int count() const { return count_; }
 
  private:
   const RunConfig& cfg_;
   Clock::time_point last_;
   double last_write_s_ = 0;
+  double total_s_ = 0;
+  int count_ = 0;
 };
 
 }  // namespace
@@ -418,6 +424,9 @@ TrainSummary train(const TrainConfig& cfg, const ResolvedConfig& resolved, bool 
   log.set_attribute("steps_done", static_cast<double>(summary.steps));
   log.set_attribute("wall_time_s", summary.wall_time_s);
   log.set_attribute("sim_time_s", summary.sim_time_s);
+  // What resume checkpoints cost this attempt (after a resume: since then).
+  log.set_attribute("checkpoints_written", static_cast<double>(checkpoints.count()));
+  log.set_attribute("checkpoint_time_s", checkpoints.total_s());
   log.flush();
   if (summary.status == RunStatus::kComplete) remove_checkpoints(cfg.run.out);
   return summary;
