@@ -11,8 +11,7 @@
 #include <string>
 
 #include "common/errors.h"
-#include "compressors/factory.h"
-#include "compressors/spec.h"
+#include "compressors/config.h"
 #include "models/model_limits.h"
 #include "netmodel/replay.h"
 #include "netmodel/synthetic_trace.h"
@@ -95,36 +94,7 @@ void check_out(const RunConfig& run, bool resuming) {
 
 void check_compression(const TrainConfig& c) {
   const int boundaries = c.pipeline.stages - 1;
-  for (const auto* m : {&c.compress.fw_at, &c.compress.bw_at}) {
-    const char* key = m == &c.compress.fw_at ? "compress.fw_at" : "compress.bw_at";
-    for (const auto& [b, spec] : *m) {
-      if (b < 0 || b >= boundaries) {
-        throw UsageError(std::string(key) + " names boundary " + std::to_string(b) + ", but " +
-                         std::to_string(c.pipeline.stages) + " stage(s) have " +
-                         (boundaries > 0 ? "boundaries 0.." + std::to_string(boundaries - 1)
-                                         : std::string("no boundary")));
-      }
-    }
-  }
-  // Building the channels checks every spec and the pairing of forward and
-  // backward (topk:shared needs a sparsifying forward); memory-only context.
-  compressors::ChannelContext ctx;
-  ctx.num_samples = 1;
-  ctx.aq_store = "memory";
-  for (int b = 0; b < boundaries; ++b) {
-    try {
-      (void)compressors::make_boundary(c.compress.fw_for(b), c.compress.bw_for(b), ctx);
-    } catch (const UsageError& e) {
-      throw UsageError("boundary " + std::to_string(b) + " (compress.fw = " + c.compress.fw_for(b) +
-                       ", compress.bw = " + c.compress.bw_for(b) + "): " + e.what());
-    }
-  }
-  if (compressors::parse_spec(c.compress.grad).scheme == "aq") {
-    throw UsageError("compress.grad = " + c.compress.grad +
-                     ": AQ-SGD keys its buffers by sample id and cannot carry parameter "
-                     "gradients (use a codec, ef(...) or ef21(...))");
-  }
-  if (c.pipeline.replicas > 1) (void)compressors::make_channel(c.compress.grad, ctx);
+  compressors::validate_compress_config(c.compress, boundaries, c.pipeline.replicas > 1);
   bool aq = false;
   for (int b = 0; b < boundaries; ++b) aq = aq || c.compress.fw_for(b).rfind("aq(", 0) == 0;
   if (aq && c.compress.aq_store == "disk") {

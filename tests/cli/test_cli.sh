@@ -108,7 +108,7 @@ attr() { "$bin" export "$1" --attrs 2>/dev/null | awk -F'\t' -v k="$2" '$1==k{pr
 
 # Mistakes found before anything is loaded leave no log behind, and the
 # corrected rerun with the same --out runs.
-expect 2 "cannot carry parameter gradients" -- "$bin" train "${small[@]}" --set pipeline.replicas=2 \
+expect 2 "cannot carry data-parallel gradients" -- "$bin" train "${small[@]}" --set pipeline.replicas=2 \
   --set pipeline.stages=2 --grad 'aq(q2)' --out early.h5
 expect 2 "topk:shared" -- "$bin" train "${small[@]}" --set pipeline.stages=2 --fw q4 --bw topk:shared --out early.h5
 expect 2 "boundary 5" -- "$bin" train "${small[@]}" --set pipeline.stages=2 --set compress.fw_at=5:q4 --out early.h5
