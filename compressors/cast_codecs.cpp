@@ -29,11 +29,12 @@ class Fp32Codec : public Codec {
   uint64_t payload_bytes(const Shape& shape) const override {
     return 4 * static_cast<uint64_t>(shape_numel(shape));
   }
+  // No memcpy for an empty tensor: its buffers may be null (undefined behaviour).
   void encode_payload(const float* x, const Shape& shape, uint8_t* out) override {
-    std::memcpy(out, x, payload_bytes(shape));
+    if (uint64_t bytes = payload_bytes(shape)) std::memcpy(out, x, bytes);
   }
   void decode_payload(const uint8_t* p, const Shape& shape, float* out) const override {
-    std::memcpy(out, p, payload_bytes(shape));
+    if (uint64_t bytes = payload_bytes(shape)) std::memcpy(out, p, bytes);
   }
   std::string spec() const override { return "none"; }
 };

@@ -195,3 +195,19 @@ TEST_CASE("Decoding: truncated or corrupted messages give DataError, never a cra
   extra_bit[0] ^= 0x01;  // one index more or one fewer in row 0
   REQUIRE_THROWS_AS(bitmap->decode(extra_bit, shape), slowpipe::DataError);
 }
+
+TEST_CASE("Empty tensors: every codec encodes and decodes zero elements (fuzz regression)") {
+  // fuzz_codec_decode found `none` passing null buffers to memcpy (undefined
+  // behaviour under UBSan) for a zero-element tensor.
+  for (const std::string& spec :
+       {"none", "fp16", "bf16", "q4", "q2:minmax:row", "q8:group=3:fp32", "sign", "topk:0.1",
+        "randk:0.5+q4", "topk:0.3+fp16"})
+    for (const sc::Shape& shape : {sc::Shape{0}, sc::Shape{0, 4}, sc::Shape{3, 0}}) {
+      INFO(spec);
+      auto codec = sc::make_codec(spec);
+      sc::Message msg;
+      codec->encode_raw(nullptr, shape, msg);
+      REQUIRE(msg.size() == codec->message_bytes(shape));
+      codec->decode_raw(msg.data(), msg.size(), shape, nullptr);
+    }
+}
