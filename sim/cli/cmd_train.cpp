@@ -74,11 +74,6 @@ int cmd_train(const Args& args) {
   if (!resume.empty()) {
     std::map<std::string, std::string> attrs;
     load_logged_config(resume, options, attrs);
-    const auto status = attrs.find("status");
-    if (status != attrs.end() && status->second == "complete") {
-      std::printf("%s: the run is already complete; nothing to resume\n", resume.c_str());
-      return 0;
-    }
     // Options given beside --resume apply on top of the logged ones; any that
     // changes what is computed must be what the log holds already.
     const auto logged = options.resolved();
@@ -97,6 +92,11 @@ int cmd_train(const Args& args) {
                        ": the configuration differs from the logged run in " + differ);
     }
     options.set("run.out", resume);
+    const auto status = attrs.find("status");
+    if (status != attrs.end() && status->second == "complete") {
+      std::printf("%s: the run is already complete; nothing to resume\n", resume.c_str());
+      return 0;
+    }
   } else {
     apply_config_args(options, configs, sets, shortcuts);
   }
