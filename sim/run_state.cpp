@@ -3,6 +3,7 @@
 
 #include <torch/serialize.h>
 #include <torch/torch.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -120,6 +121,7 @@ double write_resume_checkpoint(const std::string& run_out, const PipelineEngine&
 std::optional<TrainerCursor> load_resume_checkpoint(const std::string& run_out,
                                                     PipelineEngine& engine,
                                                     const std::string& fingerprint,
+                                                    const LogRows& log_rows,
                                                     void (*warn)(const std::string&)) {
   for (const fs::path& p : list_checkpoints(run_out)) {
     models::CheckedFile file;
@@ -145,6 +147,10 @@ std::optional<TrainerCursor> load_resume_checkpoint(const std::string& run_out,
     at::Tensor cur, rng;
     if (!archive.try_read("cursor", cur) || cur.numel() != 10 || !archive.try_read("torch_rng", rng)) {
       throw DataError("checkpoint " + p.string() + " lacks the trainer's cursor");
+    }
+    if (cur[5].item<int64_t>() > log_rows.train || cur[6].item<int64_t>() > log_rows.eval) {
+      warn("skipping checkpoint " + p.string() + ": the run log holds fewer rows than it counts on");
+      continue;
     }
     try {
       engine.load_state(archive);
@@ -173,20 +179,32 @@ std::optional<TrainerCursor> load_resume_checkpoint(const std::string& run_out,
   return std::nullopt;
 }
 
+void sync_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
 void remove_checkpoints(const std::string& run_out) {
   std::error_code ec;
   fs::remove_all(checkpoint_dir(run_out), ec);
 }
 
 void fault_point(const char* point) {
-  static const char* spec = std::getenv("SLOWPIPE_FAULT");
+  const char* spec = std::getenv("SLOWPIPE_FAULT");
   if (!spec) return;
   const char* colon = std::strchr(spec, ':');
   if (!colon || std::strncmp(spec, point, static_cast<size_t>(colon - spec)) != 0 ||
       std::strlen(point) != static_cast<size_t>(colon - spec)) {
     return;
   }
+  static std::string counted;  // the setting being counted (a new one starts over)
   static long count = 0;
+  if (counted != spec) {
+    counted = spec;
+    count = 0;
+  }
   if (++count != std::atol(colon + 1)) return;
   if (std::strncmp(point, "error-", 6) == 0) {
     throw std::runtime_error(std::string("injected failure (SLOWPIPE_FAULT=") + spec + ")");

@@ -42,13 +42,23 @@ double write_resume_checkpoint(const std::string& run_out, const PipelineEngine&
                                const TrainerCursor& cursor, const std::string& fingerprint,
                                int keep);
 
-// Loads the newest checkpoint that reads back whole and matches `fingerprint`
-// into `engine` and returns its cursor; a damaged newest checkpoint is skipped
-// (with a warning through `warn`) in favour of an older one. nullopt: none.
+// Loads the newest checkpoint that reads back whole, matches `fingerprint` and
+// whose rows the log still holds (at most `log_rows` train and eval rows: after
+// a power loss the log may lag its checkpoint) into `engine` and returns its
+// cursor; a checkpoint that fails is skipped (with a warning through `warn`) in
+// favour of an older one. nullopt: none.
+struct LogRows {
+  int64_t train = 0, eval = 0;
+};
 std::optional<TrainerCursor> load_resume_checkpoint(const std::string& run_out,
                                                     PipelineEngine& engine,
                                                     const std::string& fingerprint,
+                                                    const LogRows& log_rows,
                                                     void (*warn)(const std::string&));
+
+// fsync(2) of a file written through another handle (the run log), so that the
+// rows a checkpoint counts on survive a power loss. Errors are ignored.
+void sync_file(const std::string& path);
 
 // Removes the checkpoint folder (a completed run, or a run started afresh).
 void remove_checkpoints(const std::string& run_out);

@@ -215,8 +215,13 @@ void open_log(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved, 
     run.log = std::make_unique<RunLog>(cfg.run.out, /*overwrite=*/true, cfg.run.flush_every);
     write_attributes(*run.log, cfg, resolved, *run.engine, *run.data);
   } else {
-    const std::optional<TrainerCursor> c =
-        load_resume_checkpoint(cfg.run.out, *run.engine, fp, warn);
+    const auto counts = read_row_counts(cfg.run.out);
+    const auto rows = [&counts](const char* t) {
+      const auto it = counts.find(t);
+      return it == counts.end() ? int64_t{0} : it->second;
+    };
+    const std::optional<TrainerCursor> c = load_resume_checkpoint(
+        cfg.run.out, *run.engine, fp, LogRows{rows("train"), rows("eval")}, warn);
     if (c) {
       run.cursor = *c;
       run.network->restore(c->net);
@@ -344,6 +349,7 @@ TrainSummary train(const TrainConfig& cfg, const ResolvedConfig& resolved, bool 
   CheckpointClock checkpoints(cfg.run);
   const auto checkpoint = [&] {
     log.flush();  // rows up to the checkpoint are on disk before it exists
+    sync_file(cfg.run.out);
     cur.net = run.network->carry();
     cur.wall_time_s = wall_now();
     checkpoints.written(

@@ -284,3 +284,76 @@ TEST_CASE("Engine: a non-finite activation or loss stops the step and names wher
     CHECK_THROWS_AS(engine.train_step(batch, 0, 10), slowpipe::sim::NonFiniteError);
   }
 }
+
+namespace {
+
+// A tiny GPT run on the test corpus, logging to `out`.
+std::pair<slowpipe::sim::TrainConfig, slowpipe::sim::ResolvedConfig> tiny_run(
+    const std::string& out, const std::map<std::string, std::string>& extra) {
+  slowpipe::sim::TrainConfig cfg;
+  slowpipe::OptionSet opts;
+  slowpipe::sim::describe_options(cfg, opts);
+  std::map<std::string, std::string> keys = {
+      {"data.name", "text"},
+      {"data.path", std::filesystem::absolute(slowpipe::test::corpus_path()).string()},
+      {"data.limit", "64"},
+      {"model.layers", "2"},
+      {"model.d_model", "32"},
+      {"model.heads", "2"},
+      {"model.seq_len", "16"},
+      {"model.dropout", "0.1"},
+      {"pipeline.stages", "2"},
+      {"pipeline.batch_size", "8"},
+      {"run.steps", "12"},
+      {"run.progress", "none"},
+      {"run.flush_every", "1"},
+      {"eval.every", "4"},
+      {"eval.batches", "1"},
+      {"net.compute", "fixed:0.01"},
+      {"run.out", out}};
+  for (const auto& [k, v] : extra) keys[k] = v;
+  for (const auto& [k, v] : keys) opts.set(k, v);
+  return {cfg, opts.resolved()};
+}
+
+}  // namespace
+
+TEST_CASE("Trainer: resume falls back to a checkpoint the log holds the rows for") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("slowpipe_resume_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string ref = (dir / "ref.h5").string(), run = (dir / "run.h5").string();
+  {
+    auto [cfg, resolved] = tiny_run(ref, {});
+    slowpipe::sim::train(cfg, resolved);
+  }
+  {
+    // Fails after step 11 (status failed), with checkpoints after steps 5 and 10.
+    auto [cfg, resolved] = tiny_run(run, {{"run.checkpoint_every", "5"}});
+    setenv("SLOWPIPE_FAULT", "error-step:11", 1);
+    CHECK_THROWS_WITH(slowpipe::sim::train(cfg, resolved), Catch::Contains("injected failure"));
+    unsetenv("SLOWPIPE_FAULT");
+    CHECK(slowpipe::sim::read_attributes(run).at("status") == "failed");
+    CHECK(slowpipe::sim::read_table(run, "train").rows() == 11);
+  }
+  // As after a power loss: the log lost rows the newest checkpoint counts on.
+  slowpipe::sim::RunLog::reopen(run, {{"train", 7}, {"eval", 1}});
+  {
+    auto [cfg, resolved] = tiny_run(run, {{"run.checkpoint_every", "5"}});
+    const auto summary = slowpipe::sim::train(cfg, resolved, /*resume=*/true);
+    CHECK(summary.resumed_from == 5);
+    CHECK(summary.status == slowpipe::sim::RunStatus::kComplete);
+  }
+  CHECK(slowpipe::sim::read_attributes(run).at("resumed_at_steps") == "5");
+  for (const char* table : {"train", "eval"}) {
+    const auto a = slowpipe::sim::read_table(ref, table), b = slowpipe::sim::read_table(run, table);
+    REQUIRE(a.rows() == b.rows());
+    for (const char* col : {"step", "loss", "lr", "grad_norm", "sim_time_s"}) {
+      if (!a.has_column(col)) continue;
+      INFO(table << "." << col);
+      CHECK(a.column(col) == b.column(col));  // bit for bit
+    }
+  }
+  CHECK_FALSE(fs::exists(run + ".ckpt"));  // removed once complete
+  fs::remove_all(dir);
+}
