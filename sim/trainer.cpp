@@ -415,7 +415,8 @@ TrainSummary train(const TrainConfig& cfg, const ResolvedConfig& resolved, bool 
   } catch (const std::exception& e) {
     progress.finish();
     log.set_attribute("status", "failed");
-    log.set_attribute("error", e.what());
+    const auto* c10 = dynamic_cast<const c10::Error*>(&e);
+    log.set_attribute("error", c10 ? c10->what_without_backtrace() : e.what());
     log.flush();
     throw;
   }

@@ -1,7 +1,11 @@
 // `slowpipe`: the command-line entry point. Dispatches to a subcommand and maps
 // errors to exit codes: 2 usage (bad key, value, spec, missing file), 3 data
-// (corrupt input file), 1 anything else.
+// (corrupt input file), 4 a diverged training run (cmd_train), 1 anything else.
+// No libtorch backtrace reaches the user: c10 errors print their message alone.
 #include <boost/program_options/errors.hpp>
+#include <c10/util/Exception.h>
+
+#include <new>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -69,6 +73,14 @@ int main(int argc, char** argv) {
     } catch (const slowpipe::DataError& e) {
       std::fprintf(stderr, "slowpipe %s: data error: %s\n", c.name, e.what());
       return 3;
+    } catch (const c10::Error& e) {
+      std::fprintf(stderr, "slowpipe %s: failed: %s\n", c.name, e.what_without_backtrace());
+      return 1;
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr,
+                   "slowpipe %s: failed: out of memory (reduce the batch, the model or the data)\n",
+                   c.name);
+      return 1;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "slowpipe %s: failed: %s\n", c.name, e.what());
       return 1;
