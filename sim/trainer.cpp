@@ -93,7 +93,8 @@ void warn(const std::string& text) {
 std::string fingerprint(const ResolvedConfig& resolved) {
   uint64_t h = 1469598103934665603ULL;
   for (const auto& [k, v] : resolved) {
-    if (resume_may_differ(k) || k == "run.overwrite") continue;
+    // run.out: the same log may be named by another path when resuming.
+    if (resume_may_differ(k) || k == "run.overwrite" || k == "run.out") continue;
     for (const char ch : k + "=" + v + "\n") {
       h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
     }
