@@ -292,6 +292,16 @@ StoredTable inspect_table(const std::string& path, const H5::Group& group,
     if (type != H5T_FLOAT) {
       throw DataError(column + " holds " + class_name(type) + " values, expected float64");
     }
+    // slowpipe writes every column as float64 in chunks of kChunkRows. Anything
+    // else is refused before data is read: HDF5 1.10 copies past its buffers
+    // when reading some damaged layouts (found by fuzz_runlog_read).
+    const H5::DSetCreatPropList layout = ds.getCreatePlist();
+    hsize_t chunk[1] = {0};
+    if (layout.getLayout() != H5D_CHUNKED || layout.getChunk(1, chunk) != 1 ||
+        chunk[0] != static_cast<hsize_t>(kChunkRows) || ds.getFloatType().getSize() != 8) {
+      throw DataError(column + " is not stored as slowpipe writes its columns (float64 in chunks of " +
+                      std::to_string(kChunkRows) + " rows)");
+    }
     hsize_t dims[1] = {0};
     space.getSimpleExtentDims(dims);
     const int64_t extent = static_cast<int64_t>(dims[0]);

@@ -128,6 +128,20 @@ TEST_CASE("export: a broken column is a DataError naming it") {
     }
     CHECK_THAT(export_error(path), Catch::Contains("column train/pairs has rank 2"));
   }
+  SECTION("not stored as slowpipe stores columns (contiguous, float32)") {
+    for (const bool single : {false, true}) {
+      const std::string path = healthy_log(single ? "f32_column" : "contiguous_column");
+      {
+        H5::H5File file = open_rw(path);
+        const hsize_t dims[1] = {10};
+        file.openGroup("train").createDataSet(
+            "odd", single ? H5::PredType::IEEE_F32LE : H5::PredType::IEEE_F64LE,
+            H5::DataSpace(1, dims));
+      }
+      CHECK_THAT(export_error(path),
+                 Catch::Contains("column train/odd is not stored as slowpipe writes its columns"));
+    }
+  }
   SECTION("a member that is not a column") {
     const std::string path = healthy_log("group_member");
     { open_rw(path).openGroup("train").createGroup("extra"); }
