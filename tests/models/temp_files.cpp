@@ -52,4 +52,14 @@ std::string slurp(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+std::string idx_header(uint32_t magic, const std::vector<uint32_t>& dims) {
+  std::string h;
+  auto put = [&](uint32_t v) {
+    for (int s = 24; s >= 0; s -= 8) h.push_back(static_cast<char>((v >> s) & 0xff));
+  };
+  put(magic);
+  for (auto d : dims) put(d);
+  return h;
+}
+
 }  // namespace slowpipe::models::testing

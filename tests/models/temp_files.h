@@ -2,7 +2,9 @@
 // bytes in memory (to write gzip inputs, valid or deliberately broken).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace slowpipe::models::testing {
 
@@ -25,5 +27,7 @@ class TempFile {
 std::string gzip_bytes(const std::string& bytes);
 // The raw bytes of a file.
 std::string slurp(const std::string& path);
+// An IDX header: the magic number, then each dimension (big-endian uint32).
+std::string idx_header(uint32_t magic, const std::vector<uint32_t>& dims);
 
 }  // namespace slowpipe::models::testing

@@ -34,15 +34,6 @@ std::string gzread_all(const std::string& path) {
   return out;
 }
 
-std::string idx_header(uint32_t magic, std::vector<uint32_t> dims) {
-  std::string h;
-  auto put = [&](uint32_t v) {
-    for (int s = 24; s >= 0; s -= 8) h.push_back(static_cast<char>((v >> s) & 0xff));
-  };
-  put(magic);
-  for (auto d : dims) put(d);
-  return h;
-}
 
 }  // namespace
 
@@ -144,7 +135,7 @@ TEST_CASE("Errors: missing, truncated and corrupt files name the file") {
                          WhatContains(f.path()));
   }
   SECTION("wrong magic number, gzipped and plain") {
-    const std::string body = idx_header(0x00000804, {2, 2, 2}) + std::string(8, '\1');
+    const std::string body = slowpipe::models::testing::idx_header(0x00000804, {2, 2, 2}) + std::string(8, '\1');
     TempFile gz(".gz"), plain(".idx");
     gz.write(sm::testing::gzip_bytes(body));
     plain.write(body);
@@ -153,12 +144,12 @@ TEST_CASE("Errors: missing, truncated and corrupt files name the file") {
     CHECK_THROWS_MATCHES(sm::read_idx(plain.path(), 3, ""), slowpipe::DataError,
                          WhatContains("0x00000804"));
     // The same bytes with the right magic parse.
-    const std::string good = idx_header(0x00000803, {2, 2, 2}) + std::string(8, '\1');
+    const std::string good = slowpipe::models::testing::idx_header(0x00000803, {2, 2, 2}) + std::string(8, '\1');
     CHECK(sm::parse_idx(good, 3, "mem").dims == std::vector<int64_t>{2, 2, 2});
   }
   SECTION("size mismatch") {
     TempFile f(".gz");
-    f.write(sm::testing::gzip_bytes(idx_header(0x00000801, {5}) + std::string(4, '\0')));
+    f.write(sm::testing::gzip_bytes(slowpipe::models::testing::idx_header(0x00000801, {5}) + std::string(4, '\0')));
     CHECK_THROWS_MATCHES(sm::read_idx(f.path(), 1, ""), slowpipe::DataError,
                          WhatContains(f.path()) && WhatContains("size mismatch"));
   }

@@ -31,15 +31,6 @@ sm::DataConfig text_at(const std::string& path) {
   return cfg;
 }
 
-std::string idx_header(uint32_t magic, std::vector<uint32_t> dims) {
-  std::string h;
-  auto put = [&](uint32_t v) {
-    for (int s = 24; s >= 0; s -= 8) h.push_back(static_cast<char>((v >> s) & 0xff));
-  };
-  put(magic);
-  for (auto d : dims) put(d);
-  return h;
-}
 
 // A sparse file of `bytes` bytes starting with `head`: no disk space used.
 void make_sparse(const std::string& path, const std::string& head, uint64_t bytes) {
@@ -129,19 +120,19 @@ TEST_CASE("Data path: gzip that inflates past the limit stops inflating") {
 TEST_CASE("IDX: sizes are checked against the header before the data is read") {
   SECTION("a plain file much larger than its header announces") {
     TempFile f(".idx");
-    make_sparse(f.path(), idx_header(0x00000801, {5}), uint64_t{1} << 40);
+    make_sparse(f.path(), slowpipe::models::testing::idx_header(0x00000801, {5}), uint64_t{1} << 40);
     CHECK_THROWS_MATCHES(sm::read_idx(f.path(), 1, ""), slowpipe::DataError,
                          WhatContains(f.path()) && WhatContains("size mismatch"));
   }
   SECTION("a gzip stream holding more than its header announces") {
     TempFile f(".gz");
-    f.write(sm::testing::gzip_bytes(idx_header(0x00000801, {5}) + std::string(100000, '\1')));
+    f.write(sm::testing::gzip_bytes(slowpipe::models::testing::idx_header(0x00000801, {5}) + std::string(100000, '\1')));
     CHECK_THROWS_MATCHES(sm::read_idx(f.path(), 1, ""), slowpipe::DataError,
                          WhatContains(f.path()) && WhatContains("size mismatch"));
   }
   SECTION("dimensions whose product wraps around 64 bits") {
     // 2^22 * 2^21 * 2^21 = 2^64: a header-only file used to parse as an empty array.
-    const std::string header = idx_header(0x00000803, {1u << 22, 1u << 21, 1u << 21});
+    const std::string header = slowpipe::models::testing::idx_header(0x00000803, {1u << 22, 1u << 21, 1u << 21});
     CHECK_THROWS_MATCHES(sm::parse_idx(header, 3, "wrap.idx"), slowpipe::DataError,
                          WhatContains("wrap.idx") && WhatContains("impossible size"));
   }
