@@ -12,6 +12,7 @@
 
 #include "common/errors.h"
 #include "sim/export.h"
+#include "runlog_scratch.h"
 #include "sim/runlog.h"
 
 namespace fs = std::filesystem;
@@ -22,13 +23,7 @@ using slowpipe::sim::RunLog;
 
 namespace {
 
-// A fresh, empty folder for one test.
-std::string scratch(const std::string& name) {
-  const fs::path dir = fs::path(SLOWPIPE_BINARY_DIR) / "test_runlog_tmp" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+using slowpipe::test::scratch;
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;

@@ -15,6 +15,7 @@
 #include <map>
 
 #include "common/errors.h"
+#include "runlog_scratch.h"
 #include "sim/runlog.h"
 
 namespace fs = std::filesystem;
@@ -24,12 +25,7 @@ using slowpipe::sim::RunLog;
 
 namespace {
 
-std::string scratch(const std::string& name) {
-  const fs::path dir = fs::path(SLOWPIPE_BINARY_DIR) / "test_runlog_tmp" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+using slowpipe::test::scratch;
 
 // Row s of the first run and of the resumed one differ, so a stale row shows.
 double first_loss(int64_t s) {
