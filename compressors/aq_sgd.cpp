@@ -1,4 +1,4 @@
-// AQ-SGD channel: the update rule is in aq_sgd.h and shared/REFERENCES.md.
+// AQ-SGD channel: the update rule is in aq_sgd.h and docs/codec-spec.md (feedback schemes).
 #include "compressors/aq_sgd.h"
 
 #include <ATen/ATen.h>

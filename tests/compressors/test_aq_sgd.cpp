@@ -1,4 +1,4 @@
-// AQ-SGD: follows the update rule of shared/REFERENCES.md step for step
+// AQ-SGD: follows the update rule of docs/codec-spec.md (feedback schemes) step for step
 // (checked against a reference written here with at:: ops and fp16 buffers),
 // warm-up sends uncompressed, sender and receiver buffers stay identical, the
 // disk store behaves like the memory store.
