@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <filesystem>
 #include <ctime>
 #include <functional>
 #include <iostream>
@@ -208,6 +209,68 @@ void build_run(Run& run, const TrainConfig& cfg) {
   }
 }
 
+// Resuming: the log is written anew from what the old one holds up to the
+// checkpoint (attributes, the kept rows, the blobs of those steps) and renamed
+// over it. A kill in the middle of an HDF5 flush can leave the old file's
+// metadata inconsistent beyond its flushed rows (readable, but not safely
+// writable); the rebuilt file is whole.
+void rebuild_log(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved) {
+  const std::string& out = cfg.run.out;
+  const auto old_attrs = read_attributes(out);
+  const auto old = [&old_attrs](const std::string& k) {
+    const auto it = old_attrs.find(k);
+    return it == old_attrs.end() ? std::string() : it->second;
+  };
+  const std::map<std::string, int64_t> keep = {{"train", run.cursor.train_rows},
+                                               {"eval", run.cursor.eval_rows}};
+  std::map<std::string, Table> tables;
+  for (const auto& [name, rows] : keep) {
+    if (rows == 0) continue;
+    tables[name] = read_table(out, name);
+    if (static_cast<int64_t>(tables[name].rows()) < rows) {
+      throw DataError("run log " + out + " holds " + std::to_string(tables[name].rows()) + " " +
+                      name + " rows, fewer than the " + std::to_string(rows) +
+                      " its checkpoint counts on");
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> blobs;
+  for (const auto& b : list_blobs(out)) {
+    const std::string prefix = "trace_step_";
+    if (b.rfind(prefix, 0) == 0 && std::stoll(b.substr(prefix.size())) > run.cursor.steps_done) {
+      continue;
+    }
+    blobs.emplace_back(b, read_text(out, b));
+  }
+  const std::string tmp = out + ".resume.tmp";
+  {
+    RunLog fresh(tmp, /*overwrite=*/true, cfg.run.flush_every);
+    write_attributes(fresh, cfg, resolved, *run.engine, *run.data);
+    if (!old("start_time").empty()) fresh.set_attribute("start_time", old("start_time"));
+    const std::string prev = old("resumed_at_steps");
+    fresh.set_attribute("resumed_at_steps",
+                        (prev.empty() ? "" : prev + ",") + std::to_string(run.cursor.steps_done));
+    fresh.set_attribute("status", "running");
+    declare_table(fresh, "train", run.train_cols);
+    declare_table(fresh, "eval", run.eval_cols);
+    for (const auto& [name, table] : tables) {
+      for (int64_t r = 0; r < keep.at(name); ++r) {
+        std::map<std::string, double> row;
+        for (size_t c = 0; c < table.columns.size(); ++c) {
+          row[table.columns[c].name] = table.values[c][static_cast<size_t>(r)];
+        }
+        fresh.append(name, row);
+      }
+    }
+    for (const auto& [name, text] : blobs) fresh.put_text(name, text);
+    fresh.flush();
+  }
+  sync_file(tmp);
+  std::error_code ec;
+  std::filesystem::rename(tmp, out, ec);
+  if (ec) throw UsageError("cannot replace " + out + " with its rebuilt log: " + ec.message());
+  run.log = RunLog::reopen(out, keep, cfg.run.flush_every);
+}
+
 // Opens the run log: a new one, or the resumed one cut back to the checkpoint.
 void open_log(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved, bool resume,
               const std::string& fp, TrainSummary& summary) {
@@ -235,16 +298,7 @@ void open_log(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved, 
     } else {
       summary.resumed_from = 0;  // killed before its first checkpoint: start over
     }
-    run.log = RunLog::reopen(cfg.run.out,
-                             {{"train", run.cursor.train_rows}, {"eval", run.cursor.eval_rows}},
-                             cfg.run.flush_every);
-    run.log->set_attribute("resumed_at_steps",
-                           [&] {
-                             const auto attrs = read_attributes(cfg.run.out);
-                             const auto it = attrs.find("resumed_at_steps");
-                             const std::string prev = it == attrs.end() ? "" : it->second + ",";
-                             return prev + std::to_string(run.cursor.steps_done);
-                           }());
+    rebuild_log(run, cfg, resolved);
     run.log->set_attribute("error", "");
   }
   run.log->set_attribute("status", "running");
