@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iomanip>
 #include <map>
 
 #include "common/errors.h"
@@ -480,9 +481,35 @@ void print_what_if(const WhatIfConfig& c, const NetConfig& net, const WhatIfResu
   }
 }
 
+void write_what_if_tsv(const WhatIfResult& res, std::ostream& os) {
+  os << "bandwidth\tbandwidth_bps\tstep_s\tsamples_per_s\tbubble_fraction";
+  for (const auto& b : res.setup.baselines) {
+    os << "\t" << b << "_step_s\t" << b << "_speedup\t" << b << "_run_s\t" << b
+       << "_compressed_run_s\t" << b << "_run_speedup";
+  }
+  os << "\n";
+  const auto old = os.precision(10);
+  for (const auto& row : res.rows) {
+    os << format_bandwidth(row.bandwidth_bps) << "\t" << std::setprecision(15) << row.bandwidth_bps
+       << std::setprecision(10) << "\t" << row.step_s << "\t" << row.samples_per_s << "\t"
+       << row.bubble_fraction;
+    for (const auto& b : row.baselines) {
+      os << "\t" << b.step_s << "\t" << b.speedup << "\t" << b.run_s << "\t" << b.compressed_run_s
+         << "\t" << b.run_speedup;
+    }
+    os << "\n";
+  }
+  os.precision(old);
+}
+
 void run_timing(const WhatIfConfig& c, const NetConfig& net, const WireBytesFn& wire_bytes,
-                std::ostream& os) {
-  print_what_if(c, net, run_what_if(c, net, wire_bytes), os);
+                std::ostream& os, bool tsv) {
+  const WhatIfResult result = run_what_if(c, net, wire_bytes);
+  if (tsv) {
+    write_what_if_tsv(result, os);
+  } else {
+    print_what_if(c, net, result, os);
+  }
 }
 
 }  // namespace slowpipe::netmodel

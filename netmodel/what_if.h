@@ -118,8 +118,14 @@ WhatIfResult run_what_if(const WhatIfConfig& config, const NetConfig& net,
                          const WireBytesFn& wire_bytes);
 void print_what_if(const WhatIfConfig& config, const NetConfig& net, const WhatIfResult& result,
                    std::ostream& os);
-// Both: what `slowpipe timing` does.
+// The rows as TSV (`slowpipe timing --tsv`), one line per bandwidth:
+// bandwidth (as "100Mbps"), bandwidth_bps, step_s, samples_per_s,
+// bubble_fraction, then per baseline B (fp32, fp16): B_step_s, B_speedup,
+// B_run_s, B_compressed_run_s, B_run_speedup (seconds; speed-ups as ratios).
+void write_what_if_tsv(const WhatIfResult& result, std::ostream& os);
+// Both: what `slowpipe timing` does (`tsv`: write_what_if_tsv instead of the
+// printed assumptions and tables).
 void run_timing(const WhatIfConfig& config, const NetConfig& net, const WireBytesFn& wire_bytes,
-                std::ostream& os);
+                std::ostream& os, bool tsv = false);
 
 }  // namespace slowpipe::netmodel

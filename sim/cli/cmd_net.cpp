@@ -20,7 +20,8 @@ int cmd_timing(const Args& args) {
   po::options_description desc(
       "usage: slowpipe timing [--preset aqsgd-gpt2xl|aqsgd-deberta] [--model gpt2-xl]\n"
       "                       [--fw SPEC] [--bw SPEC] [--grad SPEC] [--baseline fp32|fp16|both]\n"
-      "                       [--epochs N] [--bandwidth 10Gbps,1Gbps,...] [--set KEY=VALUE]...\n\n"
+      "                       [--epochs N] [--bandwidth 10Gbps,1Gbps,...] [--set KEY=VALUE]...\n"
+      "                       [--tsv]\n\n"
       "Prints the assumptions, then step time, throughput and speed-up over an uncompressed\n"
       "baseline per step and over a whole run (warm-up epochs included) of a model shape on\n"
       "a sweep of bandwidths, from analytic compute and exact message sizes. Options");
@@ -38,7 +39,8 @@ int cmd_timing(const Args& args) {
       "bandwidth", po::value(&bandwidth), "timing.bandwidth: comma list")(
       "schedule", po::value(&schedule), "timing.schedule")("replicas", po::value(&replicas),
                                                            "timing.replicas")(
-      "device", po::value(&device), "timing.device")("net", po::value(&net), "net.preset");
+      "device", po::value(&device), "timing.device")("net", po::value(&net), "net.preset")(
+      "tsv", "one TSV line per bandwidth (columns: docs/netmodel.md), no assumptions");
   const po::variables_map vm = parse_command_line(args, desc);
 
   netmodel::WhatIfConfig what_if;
@@ -89,7 +91,7 @@ int cmd_timing(const Args& args) {
     return spec == specs.backward ? compressors::wire_bytes(specs.forward, spec, shape)
                                   : compressors::wire_bytes(spec, shape);
   };
-  netmodel::run_timing(what_if, net_config, wire, std::cout);
+  netmodel::run_timing(what_if, net_config, wire, std::cout, vm.count("tsv") > 0);
   return 0;
 }
 
