@@ -127,15 +127,18 @@ void build_zips(SweepFile& s, const RawLine& zip) {
   }
 }
 
-// Splits the [sweep] section off `text`: its lines are returned, and blanked
-// in `base` so the rest keeps its line numbers.
-std::vector<RawLine> take_sweep_section(const std::string& text, const std::string& path,
-                                        std::string& base, bool& found) {
-  std::vector<RawLine> lines;
+// Splits the [sweep] and [claim] sections off `text`: their lines are
+// returned, and blanked in `base` so the rest keeps its line numbers.
+struct Sections {
+  std::vector<RawLine> sweep;
+  std::vector<IniLine> claim;
+  bool has_sweep = false, has_claim = false;
+};
+Sections take_own_sections(const std::string& text, const std::string& path, std::string& base) {
+  Sections out;
   std::istringstream in(text);
   std::string line;
-  bool inside = false;
-  found = false;
+  enum class In { kBase, kSweep, kClaim } inside = In::kBase;
   int lineno = 0;
   while (std::getline(in, line)) {
     ++lineno;
@@ -143,20 +146,23 @@ std::vector<RawLine> take_sweep_section(const std::string& text, const std::stri
     std::string t = trim(line.substr(0, line.find_first_of("#;")));
     if (!t.empty() && t.front() == '[' && t.back() == ']') {
       const std::string section = trim(t.substr(1, t.size() - 2));
-      if (section == "sweep" && found) throw UsageError(where + "a second [sweep] section");
-      inside = section == "sweep";
-      found = found || inside;
-      base += inside ? "\n" : line + "\n";
+      bool& seen = section == "sweep" ? out.has_sweep : out.has_claim;
+      if ((section == "sweep" || section == "claim") && seen) {
+        throw UsageError(where + "a second [" + section + "] section");
+      }
+      inside = section == "sweep" ? In::kSweep : section == "claim" ? In::kClaim : In::kBase;
+      if (inside != In::kBase) seen = true;
+      base += inside != In::kBase ? "\n" : line + "\n";
       continue;
     }
-    if (!inside) {
+    if (inside == In::kBase) {
       base += line + "\n";
       continue;
     }
     base += "\n";
     const auto hash = line.find('#');
     const std::string body = hash == std::string::npos ? line : line.substr(0, hash);
-    if (body.find(';') != std::string::npos) {
+    if (inside == In::kSweep && body.find(';') != std::string::npos) {
       throw UsageError(where +
                        "';' in [sweep]: separate values with '|' (and start comments "
                        "with '#'; ';' would cut the line as an INI comment)");
@@ -164,10 +170,17 @@ std::vector<RawLine> take_sweep_section(const std::string& text, const std::stri
     t = trim(body);
     if (t.empty()) continue;
     const auto eq = t.find('=');
-    if (eq == std::string::npos) throw UsageError(where + "expected 'key = value | value ...'");
-    lines.push_back({trim(t.substr(0, eq)), trim(t.substr(eq + 1)), lineno});
+    if (eq == std::string::npos) {
+      throw UsageError(where + (inside == In::kSweep ? "expected 'key = value | value ...'"
+                                                     : "expected 'key = value' in [claim]"));
+    }
+    if (inside == In::kSweep) {
+      out.sweep.push_back({trim(t.substr(0, eq)), trim(t.substr(eq + 1)), lineno});
+    } else {
+      out.claim.push_back({trim(t.substr(0, eq)), trim(t.substr(eq + 1)), lineno});
+    }
   }
-  return lines;
+  return out;
 }
 
 }  // namespace
@@ -220,9 +233,12 @@ SweepFile parse_sweep_text(const std::string& text, const std::string& path,
   s.path = path;
   s.base_dir = base_dir;
   s.name = fs::path(path).stem().string();
-  bool found = false;
-  const std::vector<RawLine> lines = take_sweep_section(text, path, s.base_text, found);
-  if (!found) throw UsageError(path + ": no [sweep] section (it lists the values to sweep)");
+  Sections sections = take_own_sections(text, path, s.base_text);
+  const std::vector<RawLine>& lines = sections.sweep;
+  s.has_claim = sections.has_claim;
+  s.claim = std::move(sections.claim);
+  if (!sections.has_sweep)
+    throw UsageError(path + ": no [sweep] section (it lists the values to sweep)");
   std::map<std::string, int> seen;
   const RawLine* zip = nullptr;
   for (const auto& l : lines) {

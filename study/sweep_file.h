@@ -17,7 +17,10 @@
 //   name    = act-bits                     sweep name (default: the file's stem)
 //
 // '|' separates list items because channel specs contain ',', ':' and '()';
-// ';' would start an INI comment, so it is refused inside [sweep]. The points
+// ';' would start an INI comment, so it is refused inside [sweep]. An optional
+// [claim] section (docs/reproduce.md: the finding a reproduction tests and its
+// criterion) is taken off the base configuration as well and kept as raw
+// lines for study/verdict_claim.h. The points
 // are the cross product of the keys (and zip groups) in the order written,
 // the first outermost, minus what exclude/only drop. This header is pure
 // parsing: keys are checked against the train options by sweep_points.h.
@@ -52,6 +55,12 @@ struct SweepCondition {
   int line = 0;
 };
 
+// A raw `key = value` line of a section slowpipe parses itself ([claim]).
+struct IniLine {
+  std::string key, value;
+  int line = 0;
+};
+
 struct SweepFile {
   std::string path;      // as given
   std::string name;      // `name =` or the file's stem
@@ -64,6 +73,8 @@ struct SweepFile {
   // Zip groups: indices into `keys`; a key in no group is its own axis.
   std::vector<std::vector<size_t>> zips;
   std::vector<SweepCondition> exclude, only;
+  bool has_claim = false;      // a [claim] section is present
+  std::vector<IniLine> claim;  // its lines in order (keys may repeat: check = ...)
 };
 
 // One point: a value for every swept key, in the order of SweepFile::keys.

@@ -2,8 +2,6 @@
 // job commands (see sweep_points.h, docs/sweep.md).
 #include "study/sweep_points.h"
 
-#include "study/key_names.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +13,7 @@
 #include "common/options.h"
 #include "sim/preflight.h"
 #include "sim/train_config.h"
+#include "study/key_names.h"
 
 namespace slowpipe::study {
 namespace {
@@ -50,7 +49,6 @@ std::string absolute_against(const std::string& value, const std::string& base) 
   if (value.empty() || fs::path(value).is_absolute()) return value;
   return (fs::path(base) / value).lexically_normal().string();
 }
-
 
 // The keys that enter names: run.label only when nothing else varies.
 std::vector<std::string> name_keys(const std::vector<std::string>& varying) {
@@ -164,7 +162,27 @@ void check_inputs(const OptionSet& o) {
   }
 }
 
+// --scale: an integer key times `scale`.
+void scale_key(OptionSet& o, const std::string& key, int scale) {
+  if (scale == 1) return;
+  const std::string v = o.get(key);
+  long long n = 0;
+  try {
+    size_t used = 0;
+    n = std::stoll(v, &used);
+    if (used != v.size()) throw std::invalid_argument(v);
+  } catch (const std::exception&) {
+    throw UsageError("--scale: " + key + " = '" + v + "' is not an integer");
+  }
+  o.set(key, std::to_string(n * scale));
+}
+
 }  // namespace
+
+std::string default_sweep_dir(const std::string& name, int scale, bool reproduction) {
+  return std::string(reproduction ? "results/reproduce/" : "results/") + name +
+         (scale > 1 ? "-x" + std::to_string(scale) : "");
+}
 
 std::vector<std::string> varying_keys(const std::vector<SweepPoint>& points) {
   std::vector<std::string> out;
@@ -228,7 +246,10 @@ ResolvedSweep resolve_sweep(const SweepFile& sweep, const SweepSettings& setting
   }
   ResolvedSweep out;
   out.name = sweep.name;
-  out.out_dir = settings.out_dir.empty() ? "results/" + sweep.name : settings.out_dir;
+  out.out_dir = settings.out_dir.empty()
+                    ? default_sweep_dir(sweep.name, settings.scale, sweep.has_claim)
+                    : settings.out_dir;
+  out.scale = settings.scale;
   out.out_dir_absolute = fs::absolute(out.out_dir).lexically_normal().string();
   while (out.out_dir_absolute.size() > 1 && out.out_dir_absolute.back() == '/') {
     out.out_dir_absolute.pop_back();
@@ -254,6 +275,7 @@ ResolvedSweep resolve_sweep(const SweepFile& sweep, const SweepSettings& setting
       apply_base(o, sweep, settings);
       for (const auto& [k, v] : points[i].values) o.set(k, v);
       for (const auto& [k, v] : sets) o.set(k, v);
+      for (const auto& k : settings.scale_keys) scale_key(o, k, settings.scale);
       o.set("run.out", out.out_dir_absolute + "/" + rp.name + ".h5");
       for (const char* k : kOutputKeys) o.set(k, absolute_against(o.get(k), cwd));
       if (o.get("run.label").empty()) {

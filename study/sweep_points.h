@@ -26,8 +26,16 @@ using Resolved = std::vector<std::pair<std::string, std::string>>;
 struct SweepSettings {
   std::vector<std::string> configs;  // --config FILE...
   std::vector<std::string> sets;     // --set KEY=VALUE...
-  std::string out_dir;               // --out DIR; empty: results/<sweep name>
+  std::string out_dir;               // --out DIR; empty: default_sweep_dir()
+  // --scale K: every point's value of each of these integer keys times K (a
+  // reproduction's [claim] names them: docs/reproduce.md).
+  int scale = 1;
+  std::vector<std::string> scale_keys;
 };
+
+// results/<name>, or results/reproduce/<name> for a reproduction (a sweep
+// file with a [claim]); with "-x<K>" appended for --scale K > 1.
+std::string default_sweep_dir(const std::string& name, int scale, bool reproduction);
 
 struct ResolvedPoint {
   std::string name;   // file-system safe, unique in the sweep: the run log's stem
@@ -43,6 +51,13 @@ struct ResolvedSweep {
   std::string out_dir_absolute;      // what children and INIs use
   std::vector<std::string> varying;  // keys whose value differs between points
   std::vector<ResolvedPoint> points;
+  // A reproduction (a [claim] section): its summary.md is `slowpipe verdict`'s
+  // report instead of the plain summary, and its plots get the claim's target.
+  std::string sweep_path;  // absolute
+  bool has_claim = false;
+  int scale = 1;
+  bool has_target = false;
+  double target = 0;
 };
 
 // Names of the points, built from the keys that vary between them

@@ -14,6 +14,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "common/errors.h"
@@ -229,16 +230,32 @@ void Runner::run(const std::vector<size_t>& todo) {
   line_drawn_ = false;
 }
 
-// `tool summary DIR --md` into DIR/summary.md and `tool plot DIR`; a failure
-// is a warning: the runs themselves are what the sweep promised.
+// `tool plot DIR`, then `tool summary DIR --md` (or, for a reproduction,
+// `tool verdict SWEEP --dir DIR`) into DIR/summary.md; a failure is a warning:
+// the runs themselves are what the sweep promised.
 void finish_folder(const ResolvedSweep& s, const RunnerOptions& o, std::FILE* out) {
   struct Step {
     std::vector<std::string> argv;
     std::string out_path;
   };
   const std::string md = s.out_dir_absolute + "/summary.md";
-  const Step steps[] = {{{o.tool, "summary", s.out_dir_absolute, "--md"}, md + ".tmp"},
-                        {{o.tool, "plot", s.out_dir_absolute}, ""}};
+  std::vector<std::string> plot = {o.tool, "plot", s.out_dir_absolute};
+  if (s.has_target) {
+    std::ostringstream target;
+    target.precision(17);
+    target << s.target;
+    plot.insert(plot.end(), {"--target", target.str()});
+  }
+  const std::vector<std::string> table =
+      s.has_claim ? std::vector<std::string>{o.tool,
+                                             "verdict",
+                                             s.sweep_path,
+                                             "--dir",
+                                             s.out_dir_absolute,
+                                             "--scale",
+                                             std::to_string(s.scale)}
+                  : std::vector<std::string>{o.tool, "summary", s.out_dir_absolute, "--md"};
+  const Step steps[] = {{plot, ""}, {table, md + ".tmp"}};
   for (const auto& step : steps) {
     ChildIo io;
     io.out_path = step.out_path;

@@ -13,6 +13,7 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/config_args.h"
 #include "study/sweep_runner.h"
+#include "study/verdict_claim.h"
 
 namespace po = boost::program_options;
 
@@ -65,15 +66,19 @@ void print_points(const study::ResolvedSweep& s, std::FILE* out) {
 int cmd_sweep(const Args& args) {
   po::options_description desc(
       "usage: slowpipe sweep SWEEP.ini [--config FILE]... [--set KEY=VALUE]... [-j N]\n"
-      "                      [--out DIR] [--dry-run] [--emit-jobs FILE]\n\nOptions");
+      "                      [--out DIR] [--scale K] [--dry-run] [--emit-jobs FILE]\n\nOptions");
   std::vector<std::string> configs, sets;
   std::string file, out, emit;
-  int jobs = 0;
+  int jobs = 0, scale = 1;
   desc.add_options()("help,h", "this help")("sweep", po::value(&file), "the sweep file")(
       "config,c", po::value(&configs), "INI config under every point (repeatable)")(
       "set,s", po::value(&sets), "KEY=VALUE for every point (repeatable)")(
       "jobs,j", po::value(&jobs), "points at a time (default: cores / run.threads)")(
-      "out,o", po::value(&out), "output folder (default: results/<sweep name>)")(
+      "out,o", po::value(&out),
+      "output folder (default: results/<sweep name>; results/reproduce/<name>[-x<K>] for a "
+      "reproduction)")(
+      "scale", po::value(&scale),
+      "a reproduction's size: multiply the keys its [claim] lists under scale = by K")(
       "dry-run,n", "list the points, their names and what a run would do; run nothing")(
       "emit-jobs", po::value(&emit),
       "write one shell command per point to FILE (for GNU parallel or a Slurm array); run "
@@ -89,8 +94,25 @@ int cmd_sweep(const Args& args) {
   if (vm.count("jobs") && jobs < 1)
     throw UsageError("-j " + std::to_string(jobs) + ": need 1 or more");
 
+  if (scale < 1) throw UsageError("--scale " + std::to_string(scale) + ": need 1 or more");
+
   const study::SweepFile sweep = study::read_sweep_file(file);
-  const study::ResolvedSweep resolved = study::resolve_sweep(sweep, {configs, sets, out});
+  study::SweepSettings settings{configs, sets, out, scale, {}};
+  study::Claim claim;
+  if (sweep.has_claim) {
+    claim = study::parse_claim(sweep);
+    settings.scale_keys = claim.scale_keys;
+  } else if (scale != 1) {
+    throw UsageError("--scale needs a [claim] section with scale = KEYS (docs/reproduce.md)");
+  }
+  study::ResolvedSweep resolved = study::resolve_sweep(sweep, settings);
+  if (sweep.has_claim) {
+    study::check_claim_points(claim, sweep, resolved);
+    resolved.has_claim = true;
+    resolved.sweep_path = std::filesystem::absolute(file).lexically_normal().string();
+    resolved.has_target = claim.has_target;
+    resolved.target = claim.target;
+  }
   if (vm.count("dry-run")) {
     print_points(resolved, stdout);
     return 0;

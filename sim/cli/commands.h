@@ -26,5 +26,6 @@ int cmd_netsim(const Args& args);
 int cmd_sweep(const Args& args);
 int cmd_summary(const Args& args);
 int cmd_plot(const Args& args);
+int cmd_verdict(const Args& args);
 
 }  // namespace slowpipe::cli

@@ -2,12 +2,12 @@
 // errors to exit codes: 2 usage (bad key, value, spec, missing file), 3 data
 // (corrupt input file), 4 a diverged training run (cmd_train), 1 anything else.
 // No libtorch backtrace reaches the user: c10 errors print their message alone.
-#include <boost/program_options/errors.hpp>
 #include <c10/util/Exception.h>
 
-#include <new>
+#include <boost/program_options/errors.hpp>
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <string>
 
 #include "common/errors.h"
@@ -30,6 +30,8 @@ const Command kCommands[] = {
      slowpipe::cli::cmd_summary},
     {"plot", "comparison plots (gnuplot PNGs) of run logs or a sweep folder",
      slowpipe::cli::cmd_plot},
+    {"verdict", "decide a reproduction's claim from its runs: reproduced or not (report)",
+     slowpipe::cli::cmd_verdict},
     {"export", "write a table of a run log as TSV", slowpipe::cli::cmd_export},
     {"codecs", "list codecs and feedback schemes", slowpipe::cli::cmd_codecs},
     {"codec", "inspect one channel spec: bytes, ratio, error, speed", slowpipe::cli::cmd_codec},

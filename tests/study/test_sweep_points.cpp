@@ -15,9 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using slowpipe::UsageError;
-using slowpipe::study::ResolvedPoint;
-using slowpipe::study::ResolvedSweep;
-using slowpipe::study::SweepPoint;
 using slowpipe::study::expand_points;
 using slowpipe::study::job_command;
 using slowpipe::study::parse_sweep_text;
@@ -26,7 +23,10 @@ using slowpipe::study::point_label;
 using slowpipe::study::point_names;
 using slowpipe::study::read_sweep_file;
 using slowpipe::study::resolve_sweep;
+using slowpipe::study::ResolvedPoint;
+using slowpipe::study::ResolvedSweep;
 using slowpipe::study::shell_quote;
+using slowpipe::study::SweepPoint;
 using slowpipe::study::varying_keys;
 
 std::vector<SweepPoint> points_of(const std::string& sweep_section) {
@@ -43,10 +43,12 @@ struct Fixture {
   fs::path dir = fs::temp_directory_path() / ("sweep_points_" + std::to_string(::getpid()));
   Fixture() { fs::create_directories(dir); }
   ~Fixture() { fs::remove_all(dir); }
-  ResolvedSweep resolve(const std::string& text, const std::vector<std::string>& sets = {}) {
+  ResolvedSweep resolve(const std::string& text, const std::vector<std::string>& sets = {},
+                        int scale = 1, const std::vector<std::string>& scale_keys = {}) {
     const fs::path file = dir / "grid.ini";
     std::ofstream(file) << text;
-    return resolve_sweep(read_sweep_file(file.string()), {{}, sets, (dir / "out").string()});
+    return resolve_sweep(read_sweep_file(file.string()),
+                         {{}, sets, (dir / "out").string(), scale, scale_keys});
   }
   std::string error(const std::string& text, const std::vector<std::string>& sets = {}) {
     try {
@@ -104,6 +106,27 @@ TEST_CASE("Sweep names: from the varying keys, safe and readable") {
     const auto p = points_of("compress.fw = aq(q2) | q4\nrun.seed = 1 | 2\n");
     CHECK(point_label(p[0], varying_keys(p)) == "fw=aq(q2) seed=1");
   }
+}
+
+TEST_CASE("Sweep resolution: --scale multiplies the listed integer keys of every point") {
+  Fixture f;
+  const auto get = [](const ResolvedPoint& p, const std::string& k) {
+    for (const auto& [key, v] : p.resolved) {
+      if (key == k) return v;
+    }
+    return std::string("(missing)");
+  };
+  const std::string text = std::string(kTiny) + "[sweep]\ncompress.fw = none | q4\n";
+  const ResolvedSweep one = f.resolve(text, {}, 1, {"run.steps"});
+  const ResolvedSweep three = f.resolve(text, {}, 3, {"run.steps"});
+  CHECK(get(one.points[1], "run.steps") == "2");
+  CHECK(get(three.points[0], "run.steps") == "6");
+  CHECK(get(three.points[1], "run.steps") == "6");
+  CHECK(three.scale == 3);
+  CHECK(slowpipe::study::default_sweep_dir("a1", 1, true) == "results/reproduce/a1");
+  CHECK(slowpipe::study::default_sweep_dir("a1", 2, true) == "results/reproduce/a1-x2");
+  CHECK(slowpipe::study::default_sweep_dir("grid", 1, false) == "results/grid");
+  CHECK_THROWS_WITH(f.resolve(text, {}, 2, {"compress.fw"}), Catch::Contains("not an integer"));
 }
 
 TEST_CASE("Sweep resolution: every point checked before anything runs") {

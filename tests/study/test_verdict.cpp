@@ -1,0 +1,340 @@
+// Reproduction verdicts: the [claim] grammar, and every rule that decides a
+// check, on hand-made summaries whose outcome is worked out by hand here
+// (reproduced, not reproduced, inconclusive, missing and diverged runs).
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "common/errors.h"
+#include "study/verdict_claim.h"
+#include "study/verdict_eval.h"
+#include "study/verdict_report.h"
+
+namespace st = slowpipe::study;
+using Catch::Detail::Approx;
+
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+st::VerdictRow row(const std::string& fw, double mean, double std, size_t n,
+                   const std::string& column = "eval_loss") {
+  st::VerdictRow r;
+  r.name = fw;
+  r.keys = {{"compress.fw", fw}, {"run.seed", "1"}};
+  r.values[column] = {mean, std, n};
+  return r;
+}
+
+// fp32 1.60 +- 0.01 and direct q2 2.00 +- 0.02 over 3 seeds each: the pooled
+// spread of the two is sqrt((2 x 0.01^2 + 2 x 0.02^2) / 4) = 0.0158114.
+st::VerdictTables tables_with(std::vector<st::VerdictRow> rows) {
+  st::VerdictTables t;
+  t[""].rows = std::move(rows);
+  return t;
+}
+
+st::CheckResult eval(const std::string& check, const st::VerdictTables& tables) {
+  return st::evaluate_check(st::parse_check(check), tables);
+}
+
+}  // namespace
+
+TEST_CASE("verdict: a check is parsed into sides, comparison and tolerance") {
+  SECTION("greater with a margin in spreads") {
+    const auto c =
+        st::parse_check("eval_loss[compress.fw=q2] > eval_loss[compress.fw=none] by 2 spreads");
+    CHECK(c.op == st::VerdictOp::kGreater);
+    CHECK(c.lhs.num.column == "eval_loss");
+    REQUIRE(c.lhs.num.where.size() == 1);
+    CHECK(c.lhs.num.where[0].key == "compress.fw");
+    CHECK(c.lhs.num.where[0].value == "q2");
+    CHECK(c.rhs.num.where[0].value == "none");
+    CHECK(c.tolerance.spreads == 2);
+  }
+  SECTION("similar with parts joined by or, values with brackets and colons") {
+    const auto c = st::parse_check(
+        "accuracy[compress.fw=aq(topk:0.1) & run.label!=x] ~ accuracy[compress.fw=none] within 2 "
+        "spreads or 0.01 or 5%");
+    CHECK(c.op == st::VerdictOp::kSimilar);
+    REQUIRE(c.lhs.num.where.size() == 2);
+    CHECK(c.lhs.num.where[0].value == "aq(topk:0.1)");
+    CHECK_FALSE(c.lhs.num.where[1].equal);
+    CHECK(c.tolerance.spreads == 2);
+    CHECK(c.tolerance.absolute == 0.01);
+    CHECK(c.tolerance.percent == 5);
+  }
+  SECTION("a table column, a ratio and a number") {
+    const auto c = st::parse_check(
+        "act:step_s[bandwidth=500Mbps] / act:fp32_step_s[bandwidth=10Gbps] ~ 1.31 within 15%");
+    CHECK(c.lhs.ratio);
+    CHECK(c.lhs.num.table == "act");
+    CHECK(c.lhs.den.column == "fp32_step_s");
+    CHECK(c.rhs.num.is_number);
+    CHECK(c.rhs.num.number == 1.31);
+    CHECK(c.tolerance.percent == 15);
+  }
+  SECTION("less without a margin: t = 0") {
+    const auto c = st::parse_check("sim_time_s[compress.fw=q2] < sim_time_s[compress.fw=none]");
+    CHECK(c.op == st::VerdictOp::kLess);
+    CHECK(c.tolerance.spreads == 0);
+    CHECK(c.tolerance.absolute == 0);
+  }
+  SECTION("errors say what is wrong") {
+    CHECK_THROWS_WITH(st::parse_check("eval_loss[a=b] eval_loss[a=c]"),
+                      Catch::Contains("no comparison"));
+    CHECK_THROWS_WITH(st::parse_check("eval_loss[a=b] ~ eval_loss[a=c]"),
+                      Catch::Contains("needs a tolerance"));
+    CHECK_THROWS_WITH(st::parse_check("eval_loss[a=b] > eval_loss[a=c] within 2 spreads"),
+                      Catch::Contains("take 'by T'"));
+    CHECK_THROWS_WITH(st::parse_check("eval_loss[a=b] ~ eval_loss[a=c] by 2 spreads within 1"),
+                      Catch::Contains("'~' takes 'within'"));
+    CHECK_THROWS_WITH(st::parse_check("eval_loss > 2"), Catch::Contains("neither a number"));
+    CHECK_THROWS_WITH(st::parse_check("1 < 2"), Catch::Contains("both sides are numbers"));
+    CHECK_THROWS_WITH(st::parse_check("eval_loss[a] > 1"), Catch::Contains("not KEY=VALUE"));
+    CHECK_THROWS_WITH(st::parse_check("eval_loss[a=b] > 1 by two spreads"),
+                      Catch::Contains("K spreads needs K"));
+    CHECK_THROWS_WITH(st::parse_check("eval_loss[a=b] > 1 by 2 furlongs"),
+                      Catch::Contains("is not 'K spreads'"));
+    CHECK_THROWS_WITH(st::parse_check("a/b/c[x=y] > 1"), Catch::Contains("at most one '/'"));
+  }
+}
+
+TEST_CASE("verdict: pooled seed spread by hand") {
+  const auto s = st::pooled_spread({{1.6, 0.01, 3}, {2.0, 0.02, 3}, {1.0, kNaN, 1}});
+  CHECK(s.std == Approx(std::sqrt((2 * 0.0001 + 2 * 0.0004) / 4)));
+  CHECK(s.groups == 2);
+  CHECK(s.runs == 6);
+  CHECK(std::isnan(st::pooled_spread({{1.0, kNaN, 1}}).std));
+}
+
+TEST_CASE("verdict: 'A > B by t' is reproduced, inconclusive or not by the margin") {
+  // Pooled spread of fp32 and each other group: sqrt((2 x 0.01^2 + 2 x 0.02^2)/4).
+  const double s = std::sqrt((2 * 0.0001 + 2 * 0.0004) / 4);
+  const auto t = tables_with({row("none", 1.60, 0.01, 3), row("q2", 2.00, 0.02, 3),
+                              row("q3", 1.62, 0.02, 3), row("q4", 1.59, 0.02, 3)});
+  const auto big = eval("eval_loss[compress.fw=q2] > eval_loss[compress.fw=none] by 2 spreads", t);
+  CHECK(big.outcome == st::Outcome::kReproduced);
+  CHECK(big.diff == Approx(0.40));
+  CHECK(big.spread == Approx(s));
+  CHECK(big.tolerance == Approx(2 * s));
+  // 0 < 0.02 <= 2s = 0.0316: the right direction, within the noise.
+  const auto small =
+      eval("eval_loss[compress.fw=q3] > eval_loss[compress.fw=none] by 2 spreads", t);
+  CHECK(small.outcome == st::Outcome::kInconclusive);
+  CHECK(small.diff == Approx(0.02));
+  // -0.01: not even the claimed direction.
+  const auto wrong =
+      eval("eval_loss[compress.fw=q4] > eval_loss[compress.fw=none] by 2 spreads", t);
+  CHECK(wrong.outcome == st::Outcome::kNotReproduced);
+  // '<' mirrors '>': B - A.
+  CHECK(eval("eval_loss[compress.fw=none] < eval_loss[compress.fw=q2] by 2 spreads", t).outcome ==
+        st::Outcome::kReproduced);
+  // A control: the same numbers with a margin larger than the gap.
+  CHECK(eval("eval_loss[compress.fw=q2] > eval_loss[compress.fw=none] by 0.5", t).outcome ==
+        st::Outcome::kInconclusive);
+}
+
+TEST_CASE("verdict: 'A ~ B within t' has a band of inconclusive between t and 2t") {
+  const double s = std::sqrt((2 * 0.0001 + 2 * 0.0001) / 4);  // both std 0.01: s = 0.01
+  const auto t = tables_with({row("none", 1.60, 0.01, 3), row("aq(q2)", 1.61, 0.01, 3),
+                              row("aq(q3)", 1.625, 0.01, 3), row("aq(q4)", 1.65, 0.01, 3)});
+  const auto close =
+      eval("eval_loss[compress.fw=aq(q2)] ~ eval_loss[compress.fw=none] within 2 spreads", t);
+  CHECK(close.outcome == st::Outcome::kReproduced);  // 0.01 <= 0.02
+  CHECK(close.tolerance == Approx(2 * s));
+  const auto band =
+      eval("eval_loss[compress.fw=aq(q3)] ~ eval_loss[compress.fw=none] within 2 spreads", t);
+  CHECK(band.outcome == st::Outcome::kInconclusive);  // 0.02 < 0.025 <= 0.04
+  const auto far =
+      eval("eval_loss[compress.fw=aq(q4)] ~ eval_loss[compress.fw=none] within 2 spreads", t);
+  CHECK(far.outcome == st::Outcome::kNotReproduced);  // 0.05 > 0.04
+  // An absolute floor widens t: max(2 x 0.01, 0.06) = 0.06 >= 0.05.
+  CHECK(eval("eval_loss[compress.fw=aq(q4)] ~ eval_loss[compress.fw=none] within 2 spreads or 0.06",
+             t)
+            .outcome == st::Outcome::kReproduced);
+}
+
+TEST_CASE("verdict: missing, unfinished and diverged runs") {
+  auto diverged = row("q2", 1.9, 0.05, 2);
+  diverged.diverged = true;
+  auto running = row("q3", 1.7, 0.01, 3);
+  running.incomplete = "run q3.h5 is interrupted";
+  const auto t = tables_with({row("none", 1.60, 0.01, 3), diverged, running,
+                              row("q4", 1.7, kNaN, 1), row("q8", 1.61, kNaN, 1)});
+  SECTION("a diverged group is the worst value of its column") {
+    const auto r = eval("eval_loss[compress.fw=q2] > eval_loss[compress.fw=none] by 2 spreads", t);
+    CHECK(r.outcome == st::Outcome::kReproduced);
+    CHECK(std::isinf(r.lhs));
+    CHECK(eval("eval_loss[compress.fw=q2] ~ eval_loss[compress.fw=none] within 2 spreads", t)
+              .outcome == st::Outcome::kNotReproduced);
+    // Where higher is better, diverged is -inf.
+    auto acc = row("q2", 0.5, 0.01, 2, "accuracy");
+    acc.diverged = true;
+    const auto ta = tables_with({row("none", 0.8, 0.01, 3, "accuracy"), acc});
+    CHECK(eval("accuracy[compress.fw=q2] < accuracy[compress.fw=none] by 2 spreads", ta).outcome ==
+          st::Outcome::kReproduced);
+  }
+  SECTION("an unfinished group or a missing one leaves the check inconclusive") {
+    const auto r = eval("eval_loss[compress.fw=q3] > eval_loss[compress.fw=none] by 2 spreads", t);
+    CHECK(r.outcome == st::Outcome::kInconclusive);
+    CHECK_THAT(r.why, Catch::Contains("interrupted"));
+    const auto m = eval("eval_loss[compress.fw=q5] > eval_loss[compress.fw=none]", t);
+    CHECK(m.outcome == st::Outcome::kInconclusive);
+    CHECK_THAT(m.why, Catch::Contains("selects no row"));
+  }
+  SECTION("a tolerance in spreads with one seed per group is inconclusive") {
+    const auto r = eval("eval_loss[compress.fw=q4] > eval_loss[compress.fw=q8] by 2 spreads", t);
+    CHECK(r.outcome == st::Outcome::kInconclusive);
+    CHECK_THAT(r.why, Catch::Contains("two seeds"));
+    // The same pair with an absolute margin is decided: 0.09 > 0.05.
+    CHECK(eval("eval_loss[compress.fw=q4] > eval_loss[compress.fw=q8] by 0.05", t).outcome ==
+          st::Outcome::kReproduced);
+  }
+  SECTION("a criterion that cannot apply is an error, not a verdict") {
+    CHECK_THROWS_WITH(eval("eval_loss[compress.bw=q2] > 1", t),
+                      Catch::Contains("has a key 'compress.bw'"));
+    CHECK_THROWS_WITH(eval("eval_loss[run.seed=1] > 1", t), Catch::Contains("selects 5 rows"));
+  }
+}
+
+TEST_CASE("verdict: numbers, ratios and percentages on a TSV table") {
+  const std::string path = "verdict_test_timing.tsv";
+  {
+    std::ofstream f(path);
+    f << "bandwidth\tbandwidth_bps\tstep_s\tfp32_step_s\tfp32_run_speedup\n"
+      << "10Gbps\t1e10\t1.29\t1.35\t1.04\n"
+      << "500Mbps\t5e8\t1.80\t8.57\t3.45\n"
+      << "100Mbps\t1e8\t8.07\t41.9\t3.66\n";
+  }
+  st::VerdictTables t;
+  t["act"] = st::read_tsv_table("act", path);
+  std::remove(path.c_str());
+  REQUIRE(t["act"].rows.size() == 3);
+  // |3.66 - 4.3| = 0.64 <= 25% of 4.3 = 1.075.
+  const auto up = eval("act:fp32_run_speedup[bandwidth=100Mbps] ~ 4.3 within 25%", t);
+  CHECK(up.outcome == st::Outcome::kReproduced);
+  CHECK(up.tolerance == Approx(1.075));
+  // 0.64 > 2 x 5% of 4.3 = 0.43.
+  CHECK(eval("act:fp32_run_speedup[bandwidth=100Mbps] ~ 4.3 within 5%", t).outcome ==
+        st::Outcome::kNotReproduced);
+  // 1.80 / 1.35 = 1.3333; |1.3333 - 1.31| = 0.0233 <= 15% of 1.31.
+  const auto ratio = eval(
+      "act:step_s[bandwidth=500Mbps] / act:fp32_step_s[bandwidth=10Gbps] ~ 1.31 within 15%", t);
+  CHECK(ratio.lhs == Approx(1.80 / 1.35));
+  CHECK(ratio.outcome == st::Outcome::kReproduced);
+  // No spread in a table of single numbers: a tolerance in spreads is inconclusive.
+  CHECK(eval("act:fp32_run_speedup[bandwidth=100Mbps] > 3 by 1 spread", t).outcome ==
+        st::Outcome::kInconclusive);
+  CHECK_THROWS_WITH(st::read_tsv_table("x", "no-such-file.tsv"), Catch::Contains("cannot open"));
+}
+
+TEST_CASE("verdict: the claim is the worst of its checks") {
+  st::Claim claim;
+  const auto t = tables_with({row("none", 1.60, 0.01, 3), row("q2", 2.00, 0.02, 3),
+                              row("q3", 1.62, 0.02, 3), row("q4", 1.59, 0.02, 3)});
+  const auto with = [&](std::vector<std::string> checks) {
+    claim.checks.clear();
+    for (const auto& c : checks) claim.checks.push_back(st::parse_check(c));
+    return st::evaluate_claim(claim, t).outcome;
+  };
+  const std::string yes = "eval_loss[compress.fw=q2] > eval_loss[compress.fw=none] by 2 spreads";
+  const std::string maybe = "eval_loss[compress.fw=q3] > eval_loss[compress.fw=none] by 2 spreads";
+  const std::string no = "eval_loss[compress.fw=q4] > eval_loss[compress.fw=none] by 2 spreads";
+  CHECK(with({yes}) == st::Outcome::kReproduced);
+  CHECK(with({yes, maybe}) == st::Outcome::kInconclusive);
+  CHECK(with({yes, maybe, no}) == st::Outcome::kNotReproduced);
+  CHECK(with({no, yes}) == st::Outcome::kNotReproduced);
+  // Findings are decided apart, by the same rule.
+  claim.checks.clear();
+  for (const auto& [finding, text] : std::vector<std::pair<std::string, std::string>>{
+           {"R2", yes}, {"R3", maybe}, {"R2", yes}, {"R3", no}}) {
+    claim.checks.push_back(st::parse_check(text));
+    claim.checks.back().finding = finding;
+  }
+  const auto result = st::evaluate_claim(claim, t);
+  REQUIRE(result.findings.size() == 2);
+  CHECK(result.findings[0] == std::make_pair(std::string("R2"), st::Outcome::kReproduced));
+  CHECK(result.findings[1] == std::make_pair(std::string("R3"), st::Outcome::kNotReproduced));
+  CHECK(result.outcome == st::Outcome::kNotReproduced);
+}
+
+TEST_CASE("verdict: summary rows pool seeds, and keep diverged and unfinished runs apart") {
+  const auto run = [](const std::string& fw, int seed, double loss, const std::string& status) {
+    st::RunStats r;
+    r.path = fw + std::to_string(seed) + ".h5";
+    r.config = {{"compress.fw", fw}, {"run.seed", std::to_string(seed)}, {"run.out", r.path}};
+    r.status = status;
+    r.values["eval_loss"] = loss;
+    return r;
+  };
+  const std::vector<st::RunStats> runs = {
+      run("none", 1, 1.5, "complete"), run("none", 2, 1.7, "complete"),
+      run("q2", 1, 2.0, "diverged"), run("q2", 2, 2.1, "complete"),
+      run("q4", 1, 1.6, "interrupted")};
+  const st::VerdictTable table = st::summary_verdict_table(runs);
+  REQUIRE(table.rows.size() == 3);
+  CHECK(table.rows[0].values.at("eval_loss").mean == Approx(1.6));
+  CHECK(table.rows[0].values.at("eval_loss").std == Approx(std::sqrt(0.02)));
+  CHECK(table.rows[0].values.at("eval_loss").n == 2);
+  CHECK(table.rows[1].diverged);
+  CHECK_THAT(table.rows[2].incomplete, Catch::Contains("interrupted"));
+  CHECK(st::summary_spread(table, "eval_loss").std == Approx(std::sqrt(0.02)));
+}
+
+TEST_CASE("verdict: the [claim] section of a sweep file") {
+  const std::string base =
+      "[run]\nepochs = 2\n[sweep]\ncompress.fw = none | q2\nrun.seed = 1 | 2\n[claim]\n"
+      "id = X1\ntitle = q2 is worse\nclaim = direct 2-bit activations converge worse\n";
+  SECTION("parsed, and kept out of the base configuration") {
+    const auto sweep = st::parse_sweep_text(
+        base +
+            "note = one\nnote = two\ntarget = 1.5\nscale = run.epochs, data.limit\n"
+            "table.act = timing --preset aqsgd-gpt2xl --fw 'aq(q4)' --tsv\n"
+            "check = eval_loss[compress.fw=q2] > eval_loss[compress.fw=none] by 2 spreads\n"
+            "check = act:fp32_run_speedup[bandwidth=100Mbps] ~ 4.3 within 25%\n",
+        "x.ini", ".");
+    REQUIRE(sweep.has_claim);
+    CHECK(sweep.base_text.find("title") == std::string::npos);
+    CHECK(sweep.base_text.find("epochs = 2") != std::string::npos);
+    const st::Claim c = st::parse_claim(sweep);
+    CHECK(c.id == "X1");
+    CHECK(c.notes.size() == 2);
+    CHECK(c.has_target);
+    CHECK(c.scale_keys == std::vector<std::string>{"run.epochs", "data.limit"});
+    REQUIRE(c.tables.size() == 1);
+    CHECK(c.tables[0].args == std::vector<std::string>{"timing", "--preset", "aqsgd-gpt2xl", "--fw",
+                                                       "aq(q4)", "--tsv"});
+    CHECK(c.checks.size() == 2);
+    CHECK(c.checks[0].line == 15);
+    CHECK(c.checks[0].finding == "X1");
+  }
+  SECTION("errors name the file and line") {
+    const auto claim_of = [](const std::string& text) {
+      return st::parse_claim(st::parse_sweep_text(text, "x.ini", "."));
+    };
+    CHECK_THROWS_WITH(claim_of(base), Catch::Contains("at least one 'check"));
+    CHECK_THROWS_WITH(claim_of(base + "colour = red\n"),
+                      Catch::Contains("x.ini:10: [claim] colour: unknown key"));
+    CHECK_THROWS_WITH(claim_of(base + "id = again\n"), Catch::Contains("'id' given twice"));
+    CHECK_THROWS_WITH(claim_of(base + "check = loss_of_nerve[compress.fw=q2] > 1\n"),
+                      Catch::Contains("not a summary column"));
+    CHECK_THROWS_WITH(claim_of(base + "check = t:x[a=b] > 1\n"),
+                      Catch::Contains("table 't' is not defined"));
+    CHECK_THROWS_WITH(claim_of(base + "check = time_to_target_s[compress.fw=q2] > 1\n"),
+                      Catch::Contains("needs 'target"));
+    CHECK_THROWS_WITH(
+        claim_of(
+            "[sweep]\nrun.seed = 1\n[claim]\ntitle = t\nclaim = c\ncheck = eval_loss[a=b] > 1\n"),
+        Catch::Contains("needs 'id"));
+    CHECK_THROWS_WITH(claim_of(base + "[claim]\n"), Catch::Contains("a second [claim]"));
+  }
+  SECTION("split_command quotes") {
+    CHECK(st::split_command("timing --fw 'aq(q4)' --bw \"q 8\"") ==
+          std::vector<std::string>{"timing", "--fw", "aq(q4)", "--bw", "q 8"});
+    CHECK_THROWS_WITH(st::split_command("timing 'open"), Catch::Contains("unbalanced"));
+  }
+}
