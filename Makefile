@@ -6,12 +6,17 @@
 #   make fuzz       libFuzzer targets (clang, ASan, UBSan) in build-fuzz/, each run
 #                   FUZZ_SECONDS seconds (default 60): make fuzz FUZZ_SECONDS=300
 #   make sanitize   the whole test suite built with ASan and UBSan in build-sanitize/
+#   make reproduce  the source papers' findings, one sweep each (experiments/reproduce/);
+#                   make reproduce-a1 (a1, a2, r1, r23, r4) runs one; SCALE=K for longer runs
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 60
+SCALE ?= 1
+REPRODUCTIONS := a1 a2 r1 r23 r4
 
-.PHONY: deps configure build demo test bench format clean fuzz sanitize
+.PHONY: deps configure build demo test bench format clean fuzz sanitize reproduce \
+	$(addprefix reproduce-,$(REPRODUCTIONS))
 
 deps:
 	@./scripts/install-deps.sh
@@ -24,6 +29,12 @@ build: configure
 
 demo: build
 	@./scripts/demo.sh $(BUILD_DIR)
+
+reproduce: build
+	@SCALE=$(SCALE) JOBS=$(JOBS) ./scripts/reproduce.sh $(BUILD_DIR)
+
+$(addprefix reproduce-,$(REPRODUCTIONS)): reproduce-%: build
+	@SCALE=$(SCALE) JOBS=$(JOBS) ./scripts/reproduce.sh $(BUILD_DIR) $*
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j 1

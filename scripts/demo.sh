@@ -14,12 +14,8 @@ sweep="$out/finetune"
 mkdir -p "$out"
 export OMP_NUM_THREADS=1
 
-if [ "$(head -c 8 "$out/pretrain.pt" 2>/dev/null | tr -d '\0')" != SLOWPIPE ]; then  # missing or old format
-  echo "== demo 1/3: pretraining on GCIDE [0, 0.8) (once; the checkpoint is reused)"
-  "$bin" train --config experiments/presets/demo-pretrain.ini
-else
-  echo "== demo 1/3: reusing $out/pretrain.pt (delete it to pretrain again)"
-fi
+echo "== demo 1/3: the pretrained model"
+scripts/pretrain.sh "$bin"
 
 echo "== demo 2/3: fine-tuning three ways: slowpipe sweep experiments/sweeps/demo.ini"
 # A rerun skips the points already complete with the same configuration.

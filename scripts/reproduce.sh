@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The reproductions of the source papers' findings (experiments/reproduce/,
+# docs/reproduce.md): each is a sweep file whose [claim] states the finding and
+# the criterion; `slowpipe sweep` runs it (resumably: complete runs are
+# skipped) and writes results/reproduce/<name>/summary.md with the verdict.
+#   scripts/reproduce.sh BUILD_DIR [NAME...]   NAME: a1 a2 r1 r23 r4 (default: all)
+# Environment: SCALE=K multiplies each experiment's epochs and data (default 1;
+# results go to results/reproduce/<name>-xK), JOBS=N runs N at a time
+# (default: the cores). Appends the CPU time of each sweep to
+# results/reproduce/cpu.tsv and writes results/reproduce/verdicts.md.
+set -euo pipefail
+build="${1:?usage: scripts/reproduce.sh BUILD_DIR [NAME...]}"
+shift
+bin="$build/sim/slowpipe"
+scale="${SCALE:-1}"
+jobs="${JOBS:-$(nproc)}"
+names=("$@")
+[ ${#names[@]} -eq 0 ] && names=(a1 a2 r1 r23 r4)
+export OMP_NUM_THREADS=1
+
+sweeps=()
+for n in "${names[@]}"; do
+  case "$n" in
+    a1 | a2 | r23 | r4) sweeps+=("$n") ;;
+    r1) sweeps+=(r1-cnn r1-gpt) ;;
+    *) echo "reproduce: unknown experiment '$n' (a1, a2, r1, r23, r4)" >&2; exit 2 ;;
+  esac
+done
+case "$scale" in '' | *[!0-9]* | 0) echo "reproduce: SCALE must be a positive integer" >&2; exit 2 ;; esac
+suffix=""
+[ "$scale" -gt 1 ] && suffix="-x$scale"
+
+if grep -q 'demo-finetune' $(printf 'experiments/reproduce/%s.ini ' "${sweeps[@]}"); then
+  scripts/pretrain.sh "$bin"
+fi
+mkdir -p results/reproduce
+[ -f results/reproduce/cpu.tsv ] || printf 'experiment\tscale\tcpu_s\twall_s\tdate\n' > results/reproduce/cpu.tsv
+status=0
+for s in "${sweeps[@]}"; do
+  echo "== reproduce $s (scale $scale): slowpipe sweep experiments/reproduce/$s.ini"
+  start=$(date +%s)
+  read -r u0 s0 < <(awk '{print $14+$16, $15+$17}' /proc/$$/stat)
+  "$bin" sweep "experiments/reproduce/$s.ini" --scale "$scale" -j "$jobs" || status=$?
+  read -r u1 s1 < <(awk '{print $14+$16, $15+$17}' /proc/$$/stat)
+  tck=$(getconf CLK_TCK)
+  cpu=$(( (u1 + s1 - u0 - s0) / tck ))
+  wall=$(( $(date +%s) - start ))
+  printf '%s\t%s\t%s\t%s\t%s\n' "$s" "$scale" "$cpu" "$wall" "$(date -u +%FT%TZ)" >> results/reproduce/cpu.tsv
+  echo "== $s: CPU ${cpu} s (all runs), wall ${wall} s"
+  [ "$status" -eq 130 ] && exit 130
+done
+
+# One line per finding from every summary.md present.
+{
+  echo "| experiment | verdict |"
+  echo "|---|---|"
+  for f in results/reproduce/*/summary.md; do
+    d=$(basename "$(dirname "$f")")
+    grep -o '^\*\*Verdict[^*]*\*\*' "$f" | sed 's/\*\*//g; s/^Verdict:* *//' |
+      while read -r v; do echo "| $d | $v |"; done
+  done
+} > results/reproduce/verdicts.md
+echo
+cat results/reproduce/verdicts.md
+echo "reports: results/reproduce/*${suffix}/summary.md; CPU times: results/reproduce/cpu.tsv"
+exit "$status"
