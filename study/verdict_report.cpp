@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iomanip>
 #include <sstream>
+#include <utility>
 
 namespace slowpipe::study {
 namespace {
@@ -61,12 +62,31 @@ void write_spreads(const VerdictReport& r, std::ostream& out) {
   const auto summary = r.tables->find("");
   const std::vector<std::string> columns = checked_summary_columns(*r.claim);
   if (summary == r.tables->end() || columns.empty()) return;
-  out << "## Seed spreads\n\nPooled sample standard deviation over seeds, over every group of "
-         "this experiment with two or more seeds: the scale against which the checks' "
-         "differences are read.\n\n| column | pooled std | groups | runs |\n|---|---|---|---|\n";
+  out << "## Seed spreads\n\nSample standard deviation over seeds, per group of runs that "
+         "differ only in run.seed (groups with two or more seeds, complete and not diverged): "
+         "pooled over all groups, their median, and the largest with its group. A single "
+         "unstable group can dominate the pooled value; each check uses only the groups it "
+         "reads.\n\n| column | pooled std | median group std | largest group std | groups | runs "
+         "|\n|---|---|---|---|---|---|\n";
   for (const auto& c : columns) {
     const PooledSpread s = summary_spread(summary->second, c);
-    out << "| " << c << " | " << num(s.std) << " | " << s.groups << " | " << s.runs << " |\n";
+    std::vector<std::pair<double, std::string>> stds;
+    for (const auto& row : summary->second.rows) {
+      const auto v = row.values.find(c);
+      if (v == row.values.end() || v->second.n < 2 || !std::isfinite(v->second.std) ||
+          row.diverged || !row.incomplete.empty()) {
+        continue;
+      }
+      const auto label = row.keys.find("run.label");
+      stds.emplace_back(v->second.std, label != row.keys.end() ? label->second : row.name);
+    }
+    std::sort(stds.begin(), stds.end());
+    const double median =
+        stds.empty() ? std::nan("")
+                     : (stds[(stds.size() - 1) / 2].first + stds[stds.size() / 2].first) / 2;
+    out << "| " << c << " | " << num(s.std) << " | " << num(median) << " | "
+        << (stds.empty() ? "–" : num(stds.back().first) + " (" + escape(stds.back().second) + ")")
+        << " | " << s.groups << " | " << s.runs << " |\n";
   }
   out << "\n";
 }
