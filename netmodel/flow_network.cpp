@@ -45,6 +45,7 @@ uint32_t FlowNetwork::add_resource(const std::string& name, double capacity_bps)
   r.name = name;
   r.capacity_bps = capacity_bps;
   resources_.push_back(r);
+  filling_.emplace_back();
   return static_cast<uint32_t>(resources_.size() - 1);
 }
 
@@ -275,10 +276,12 @@ void FlowNetwork::extend_component(size_t from) {
 
 void FlowNetwork::fill(double now_s) {
   const uint64_t fixed = ++fill_stamp_;
+  Filling* const filling = filling_.data();
+  const uint32_t* const paths = class_paths_.data();
   // Every flow crossing a resource of the component is in the component.
   for (uint32_t r : resource_queue_) {
-    resources_[r].left_bps = resources_[r].capacity_bps;
-    resources_[r].unfixed = resources_[r].active;
+    filling[r].left_bps = resources_[r].capacity_bps;
+    filling[r].unfixed = resources_[r].active;
   }
   unfixed_classes_ = 0;
   // Fast path: a class that shares none of its resources with another class
@@ -289,28 +292,28 @@ void FlowNetwork::fill(double now_s) {
     const auto n = static_cast<uint32_t>(pc.members.size());
     if (n == 0) continue;
     ++unfixed_classes_;
+    const uint32_t* const path = paths + pc.path_begin;
     bool alone = true;
     double cap = kInfinite;
     for (uint32_t k = 0; k < pc.path_len && alone; ++k) {
-      const Resource& res = resources_[class_paths_[pc.path_begin + k]];
-      alone = res.unfixed == n;
-      cap = std::min(cap, res.left_bps);
+      alone = filling[path[k]].unfixed == n;
+      cap = std::min(cap, filling[path[k]].left_bps);
     }
     if (alone) fix_class(c, cap / n, now_s);
   }
   live_.clear();
   for (uint32_t r : resource_queue_) {
-    if (resources_[r].unfixed > 0) live_.push_back(r);
+    if (filling[r].unfixed > 0) live_.push_back(r);
   }
-  auto fair_share = [](const Resource& res) { return std::max(0.0, res.left_bps) / res.unfixed; };
+  auto fair_share = [](const Filling& res) { return std::max(0.0, res.left_bps) / res.unfixed; };
   while (unfixed_classes_ > 0) {
     // The bottleneck: smallest fair share among resources with unfixed flows.
     double share = kInfinite;
     size_t keep = 0;
     for (uint32_t r : live_) {
-      if (resources_[r].unfixed == 0) continue;
+      if (filling[r].unfixed == 0) continue;
       live_[keep++] = r;
-      share = std::min(share, fair_share(resources_[r]));
+      share = std::min(share, fair_share(filling[r]));
     }
     live_.resize(keep);
     if (share == kInfinite) {  // only infinite resources left
@@ -320,18 +323,20 @@ void FlowNetwork::fill(double now_s) {
       }
       break;
     }
-    // Fix every unfixed class that crosses a resource at that share.
+    // Fix every unfixed class that crosses a resource at that share (fixing
+    // a class only raises the fair share of its other resources).
+    const double limit = share * (1 + 1e-12);
     for (uint32_t r : live_) {
-      const Resource& res = resources_[r];
-      if (res.unfixed == 0 || fair_share(res) > share * (1 + 1e-12)) continue;
-      for (uint32_t c : res.classes) {
+      const Filling& res = filling[r];
+      if (res.unfixed == 0 || fair_share(res) > limit) continue;
+      for (uint32_t c : resources_[r].classes) {
         if (classes_[c].fixed != fixed) fix_class(c, share, now_s);
       }
     }
   }
 }
 
-void FlowNetwork::fix_class(uint32_t c, double rate_bps, double now_s) {
+inline void FlowNetwork::fix_class(uint32_t c, double rate_bps, double now_s) {
   PathClass& pc = classes_[c];
   pc.fixed = fill_stamp_;
   --unfixed_classes_;
@@ -341,10 +346,12 @@ void FlowNetwork::fix_class(uint32_t c, double rate_bps, double now_s) {
     changed_.push_back(c);
   }
   const auto n = static_cast<uint32_t>(pc.members.size());
-  for (uint32_t k = 0; k < pc.path_len; ++k) {
-    Resource& res = resources_[class_paths_[pc.path_begin + k]];
-    res.left_bps -= rate_bps * n;
-    res.unfixed -= n;
+  const double used_bps = rate_bps * n;
+  const uint32_t* const path = class_paths_.data() + pc.path_begin;
+  Filling* const filling = filling_.data();
+  for (uint32_t k = 0, len = pc.path_len; k < len; ++k) {
+    filling[path[k]].left_bps -= used_bps;
+    filling[path[k]].unfixed -= n;
   }
 }
 

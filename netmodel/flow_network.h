@@ -80,7 +80,9 @@ class FlowNetwork {
     double busy_since_s = 0;
     double busy_s = 0;
     double carried_bits = 0;
-    // scratch for progressive filling
+  };
+  // Per resource, scratch of progressive filling (kept apart: the hot loop).
+  struct Filling {
     double left_bps = 0;
     uint32_t unfixed = 0;  // flows not yet fixed
   };
@@ -136,6 +138,7 @@ class FlowNetwork {
   bool heap_before(uint32_t a, uint32_t b) const;
 
   std::vector<Resource> resources_;
+  std::vector<Filling> filling_;    // (resources)
   std::vector<PathClass> classes_;  // never removed: a path seen once is likely seen again
   std::vector<uint32_t> class_paths_;
   std::vector<uint32_t> class_slots_;  // open-addressing hash of classes by path (kNone: empty)
