@@ -305,6 +305,7 @@ void FlowNetwork::fill(double now_s) {
   for (uint32_t r : resource_queue_) {
     if (filling[r].unfixed > 0) live_.push_back(r);
   }
+  live_share_.resize(live_.size());
   auto fair_share = [](const Filling& res) { return std::max(0.0, res.left_bps) / res.unfixed; };
   while (unfixed_classes_ > 0) {
     // The bottleneck: smallest fair share among resources with unfixed flows.
@@ -312,8 +313,10 @@ void FlowNetwork::fill(double now_s) {
     size_t keep = 0;
     for (uint32_t r : live_) {
       if (filling[r].unfixed == 0) continue;
+      const double x = fair_share(filling[r]);
+      live_share_[keep] = x;
       live_[keep++] = r;
-      share = std::min(share, fair_share(filling[r]));
+      share = std::min(share, x);
     }
     live_.resize(keep);
     if (share == kInfinite) {  // only infinite resources left
@@ -326,9 +329,10 @@ void FlowNetwork::fill(double now_s) {
     // Fix every unfixed class that crosses a resource at that share (fixing
     // a class only raises the fair share of its other resources).
     const double limit = share * (1 + 1e-12);
-    for (uint32_t r : live_) {
+    for (size_t i = 0; i < keep; ++i) {
+      const uint32_t r = live_[i];
       const Filling& res = filling[r];
-      if (res.unfixed == 0 || fair_share(res) > limit) continue;
+      if (live_share_[i] > limit || res.unfixed == 0 || fair_share(res) > limit) continue;
       for (uint32_t c : resources_[r].classes) {
         if (classes_[c].fixed != fixed) fix_class(c, share, now_s);
       }

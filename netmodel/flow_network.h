@@ -156,6 +156,7 @@ class FlowNetwork {
   size_t emptied_in_component_ = 0;  // its classes emptied since the search
   // scratch
   std::vector<uint32_t> sorted_path_, seed_classes_, component_, resource_queue_, live_, changed_;
+  std::vector<double> live_share_;                    // fair share of live_[i] at a level's start
   std::vector<std::pair<uint64_t, uint32_t>> freed_;  // (seq, id) of collected flows
   uint64_t stamp_ = 0;
   double next_finish_s_ = kInfinite;
