@@ -11,8 +11,13 @@
 // (bits served to each member, time of the last rate change), and a member's
 // key is the served total at which it is done, so untouched flows cost
 // nothing per event and a class's first finisher is the top of its heap.
-// Classes are found by a hash of their sorted resources; all scratch vectors
-// keep their capacity, so a warm network allocates nothing per event.
+// A class whose rate comes out bitwise unchanged is left alone (its finish
+// times still hold). The last component search is kept and reused while it
+// still covers the change: it is extended when a class touching it becomes
+// active, and kept when one empties (it may then span several components,
+// whose rates the filling finds independently). Classes are found by a hash
+// of their sorted resources; all scratch vectors keep their capacity, so a
+// warm network allocates nothing per event (a new path class excepted).
 #include "netmodel/flow_network.h"
 
 #include <algorithm>
@@ -283,15 +288,20 @@ void FlowNetwork::fill(double now_s) {
     filling[r].left_bps = resources_[r].capacity_bps;
     filling[r].unfixed = resources_[r].active;
   }
-  unfixed_classes_ = 0;
+  // A class that crosses nothing is unconstrained; it is only ever a seed
+  // (no resource joins it to anything), and its rate never changes after.
+  for (uint32_t c : seed_classes_) {
+    if (classes_[c].path_len == 0 && !classes_[c].members.empty()) fix_class(c, kInfinite, now_s);
+  }
   // Fast path: a class that shares none of its resources with another class
-  // splits its path's smallest capacity (the common case of a pipeline). A
-  // class that crosses nothing is unconstrained.
-  for (uint32_t c : component_) {
+  // splits its path's smallest capacity (the common case of a pipeline). It
+  // is the only class on each of its resources, the first one included.
+  for (uint32_t r : resource_queue_) {
+    if (resources_[r].classes.size() != 1) continue;
+    const uint32_t c = resources_[r].classes.front();
     const PathClass& pc = classes_[c];
+    if (pc.fixed == fixed) continue;
     const auto n = static_cast<uint32_t>(pc.members.size());
-    if (n == 0) continue;
-    ++unfixed_classes_;
     const uint32_t* const path = paths + pc.path_begin;
     bool alone = true;
     double cap = kInfinite;
@@ -307,7 +317,7 @@ void FlowNetwork::fill(double now_s) {
   }
   live_share_.resize(live_.size());
   auto fair_share = [](const Filling& res) { return std::max(0.0, res.left_bps) / res.unfixed; };
-  while (unfixed_classes_ > 0) {
+  for (;;) {
     // The bottleneck: smallest fair share among resources with unfixed flows.
     double share = kInfinite;
     size_t keep = 0;
@@ -319,10 +329,12 @@ void FlowNetwork::fill(double now_s) {
       share = std::min(share, x);
     }
     live_.resize(keep);
+    if (keep == 0) break;      // every class with resources is fixed
     if (share == kInfinite) {  // only infinite resources left
-      for (uint32_t c : component_) {
-        if (classes_[c].fixed != fixed && !classes_[c].members.empty())
-          fix_class(c, kInfinite, now_s);
+      for (uint32_t r : live_) {
+        for (uint32_t c : resources_[r].classes) {
+          if (classes_[c].fixed != fixed) fix_class(c, kInfinite, now_s);
+        }
       }
       break;
     }
@@ -343,7 +355,6 @@ void FlowNetwork::fill(double now_s) {
 inline void FlowNetwork::fix_class(uint32_t c, double rate_bps, double now_s) {
   PathClass& pc = classes_[c];
   pc.fixed = fill_stamp_;
-  --unfixed_classes_;
   if (rate_bps != pc.rate_bps) {
     advance_class(pc, now_s);
     pc.rate_bps = rate_bps;

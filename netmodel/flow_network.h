@@ -12,14 +12,19 @@
 // per-flow TCP window limits, priorities.
 //
 // Scaling: flows with the same set of resources (a *path class*) always get
-// the same max-min rate, so the filling runs over classes, not flows, and a
-// class keeps its members in a heap ordered by the bits they still need.
+// the same max-min rate, so the filling runs over classes weighted by their
+// member counts, not over flows; a class keeps its progress as bits served
+// per member and its members in a heap keyed by the served total at which
+// each is done; classes sit in an indexed heap on their first finish.
 // Cost of one update (a start, or a collect that removes flows), with K the
-// path classes connected to the change, R_K their resources, L the path
-// length, B <= R_K the distinct bottleneck shares and C all active classes:
-//   O(sum over K of L + R_K * B + |K| log C), plus O(L log L + log n) per
-//   flow started or removed (n: flows in its class);
-// it does not grow with the number of flows in flight. See docs/netmodel.md.
+// path classes connected to the change, R_K their resources, L a path's
+// length, B <= R_K the distinct bottleneck shares and C the active classes:
+//   O(sum over K of L  +  R_K * B  +  |K| log C)
+// plus, per flow started or removed, O(L log L + log n) (n: flows in its
+// class). It does not grow with the number of flows in flight (before path
+// classes: O(F_K * L * B + F) with F_K the flows connected to the change and
+// F all flows in flight). The component search, O(sum over K of L), is
+// skipped while the cached one still holds. See docs/netmodel.md.
 #pragma once
 
 #include <cstdint>
@@ -147,7 +152,6 @@ class FlowNetwork {
   std::vector<uint32_t> free_ids_;
   size_t active_flows_ = 0;
   uint64_t next_seq_ = 0;
-  unsigned unfixed_classes_ = 0;
   uint64_t fill_stamp_ = 0;
   // The last component search, reused for seeds it visited: a union of
   // components, extended when a class touching it becomes active.
