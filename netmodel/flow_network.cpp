@@ -2,10 +2,22 @@
 // whose remaining capacity divided among its not-yet-fixed flows is smallest,
 // fix those flows at that share, subtract, and continue. A start or an end
 // only changes the rates of the flows connected to it through shared
-// resources, so only that component is recomputed; a flow alone on its path
-// gets the path's smallest capacity directly. Progress of a flow is kept as
-// (remaining bits, time of the last rate change), so untouched flows cost
-// nothing per event.
+// resources, so only that component is recomputed; a class alone on its
+// resources gets their smallest capacity (divided among its members) directly.
+//
+// Flows with the same resource set (a path class) are interchangeable in
+// max-min fairness: they always get equal rates. The filling therefore runs
+// over classes weighted by their member counts. Progress is kept per class as
+// (bits served to each member, time of the last rate change), and a member's
+// key is the served total at which it is done, so untouched flows cost
+// nothing per event and a class's first finisher is the top of its heap.
+// A class whose rate comes out bitwise unchanged is left alone (its finish
+// times still hold). The last component search is kept and reused while it
+// still covers the change: it is extended when a class touching it becomes
+// active, and kept when one empties (it may then span several components,
+// whose rates the filling finds independently). Classes are found by a hash
+// of their sorted resources; all scratch vectors keep their capacity, so a
+// warm network allocates nothing per event (a new path class excepted).
 #include "netmodel/flow_network.h"
 
 #include <algorithm>
@@ -14,6 +26,23 @@
 #include <string>
 
 namespace slowpipe::netmodel {
+namespace {
+
+uint64_t hash_path(const uint32_t* path, size_t n) {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+  for (size_t i = 0; i < n; ++i) {
+    h = (h ^ path[i]) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  return h;
+}
+
+// std heap order for members: a min-heap on (key, flow).
+constexpr auto kMemberAfter = [](const auto& a, const auto& b) {
+  return a.key > b.key || (a.key == b.key && a.flow > b.flow);
+};
+
+}  // namespace
 
 uint32_t FlowNetwork::add_resource(const std::string& name, double capacity_bps) {
   if (!(capacity_bps > 0)) throw std::invalid_argument("resource '" + name + "': capacity <= 0");
@@ -21,6 +50,7 @@ uint32_t FlowNetwork::add_resource(const std::string& name, double capacity_bps)
   r.name = name;
   r.capacity_bps = capacity_bps;
   resources_.push_back(r);
+  filling_.emplace_back();
   return static_cast<uint32_t>(resources_.size() - 1);
 }
 
@@ -29,6 +59,7 @@ uint32_t FlowNetwork::start_flow(double now_s, const uint32_t* path, size_t n, d
   for (size_t i = 0; i < n; ++i) {
     if (path[i] >= resources_.size()) throw std::out_of_range("flow path: unknown resource");
   }
+  const uint32_t c = find_or_add_class(path, n);
   uint32_t id;
   if (!free_ids_.empty()) {
     id = free_ids_.back();
@@ -37,203 +68,395 @@ uint32_t FlowNetwork::start_flow(double now_s, const uint32_t* path, size_t n, d
     id = static_cast<uint32_t>(flows_.size());
     flows_.emplace_back();
   }
+  PathClass& pc = classes_[c];
+  const bool was_empty = pc.members.empty();
+  if (was_empty) {
+    activate_class(c, now_s);
+  } else {
+    advance_class(pc, now_s);
+  }
+  const double flow_bits = std::max(0.0, bits);
   Flow& f = flows_[id];
-  if (f.path_cap < n) {
-    const size_t cap = std::max<size_t>({n, kPathSlots, 2 * size_t{f.path_cap}});
-    if (path_storage_.size() + cap > UINT32_MAX) throw std::length_error("flow paths: too many");
-    f.path_begin = static_cast<uint32_t>(path_storage_.size());
-    f.path_cap = static_cast<uint32_t>(cap);
-    path_storage_.resize(path_storage_.size() + cap);
-  }
-  f.path_len = static_cast<uint32_t>(n);
-  f.remaining_bits = std::max(0.0, bits);
-  f.updated_s = now_s;
-  f.rate_bps = 0;
+  f.path_class = c;
   f.active = true;
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t r = path[i];
-    path_storage_[f.path_begin + i] = r;
-    Resource& res = resources_[r];
+  f.rate_bps = 0;
+  f.seq = next_seq_++;
+  for (uint32_t k = 0; k < pc.path_len; ++k) {
+    Resource& res = resources_[class_paths_[pc.path_begin + k]];
     if (res.active++ == 0) res.busy_since_s = now_s;
-    res.flows.push_back(id);
-    res.carried_bits += f.remaining_bits;
+    res.carried_bits += flow_bits;
   }
-  active_.push_back(id);
-  component_seeds_.clear();
-  recompute(now_s, id);
+  pc.members.push_back({pc.infinite ? now_s : pc.served_bits + flow_bits, id});
+  std::push_heap(pc.members.begin(), pc.members.end(), kMemberAfter);
+  if (was_empty) join_cached_component(c);
+  ++active_flows_;
+  update_finish(c);  // the newcomer may end first, even if the rates stay
+  seed_classes_.assign(1, c);
+  recompute(now_s);
   return id;
 }
 
 void FlowNetwork::collect_finished(double now_s, std::vector<uint32_t>& done) {
-  const double tol = 1e-12 * std::max(1.0, now_s);
+  const double limit_s = now_s + 1e-12 * std::max(1.0, now_s);
   const size_t first = done.size();
-  component_seeds_.clear();
-  size_t keep = 0;
-  for (size_t i = 0; i < active_.size(); ++i) {
-    const uint32_t id = active_[i];
-    Flow& f = flows_[id];
-    if (f.finish_s <= now_s + tol) {
+  seed_classes_.clear();
+  freed_.clear();
+  while (!class_heap_.empty() && classes_[class_heap_.front()].finish_s <= limit_s) {
+    const uint32_t c = class_heap_.front();
+    PathClass& pc = classes_[c];
+    while (!pc.members.empty() && member_finish_s(pc, pc.members.front().key) <= limit_s) {
+      const uint32_t id = pc.members.front().flow;
+      std::pop_heap(pc.members.begin(), pc.members.end(), kMemberAfter);
+      pc.members.pop_back();
+      Flow& f = flows_[id];
       f.active = false;
-      for (uint32_t k = 0; k < f.path_len; ++k) {
-        const uint32_t r = path_storage_[f.path_begin + k];
-        Resource& res = resources_[r];
+      f.rate_bps = pc.rate_bps;
+      for (uint32_t k = 0; k < pc.path_len; ++k) {
+        Resource& res = resources_[class_paths_[pc.path_begin + k]];
         if (--res.active == 0) res.busy_s += now_s - res.busy_since_s;
-        auto it = std::find(res.flows.begin(), res.flows.end(), id);
-        *it = res.flows.back();
-        res.flows.pop_back();
-        component_seeds_.push_back(r);
       }
       done.push_back(id);
-      free_ids_.push_back(id);
-    } else {
-      active_[keep++] = id;
+      freed_.emplace_back(f.seq, id);
+      --active_flows_;
+    }
+    seed_classes_.push_back(c);
+    if (pc.members.empty()) {
+      deactivate_class(c);
+    } else {  // its next member ends later: off the top
+      update_finish(c);
     }
   }
-  active_.resize(keep);
+  if (done.size() == first) return;
+  // Ids go back in start order (the last started is reused first), as before classes.
+  std::sort(freed_.begin(), freed_.end());
+  for (const auto& [seq, id] : freed_) free_ids_.push_back(id);
   std::sort(done.begin() + static_cast<std::ptrdiff_t>(first), done.end());
-  if (done.size() > first) recompute(now_s, kNoFlow);
+  recompute(now_s);
 }
 
-void FlowNetwork::recompute(double now_s, uint32_t seed_flow) {
+uint32_t FlowNetwork::find_or_add_class(const uint32_t* path, size_t n) {
+  sorted_path_.assign(path, path + n);
+  std::sort(sorted_path_.begin(), sorted_path_.end());
+  const uint64_t h = hash_path(sorted_path_.data(), n);
+  if (class_slots_.empty()) class_slots_.assign(16, kNone);
+  size_t mask = class_slots_.size() - 1;
+  size_t slot = h & mask;
+  for (; class_slots_[slot] != kNone; slot = (slot + 1) & mask) {
+    const PathClass& pc = classes_[class_slots_[slot]];
+    if (pc.hash == h && pc.path_len == n &&
+        std::equal(sorted_path_.begin(), sorted_path_.end(), class_paths_.begin() + pc.path_begin))
+      return class_slots_[slot];
+  }
+  if (class_paths_.size() + n > UINT32_MAX) throw std::length_error("flow paths: too many");
+  PathClass pc;
+  pc.path_begin = static_cast<uint32_t>(class_paths_.size());
+  pc.path_len = static_cast<uint32_t>(n);
+  pc.hash = h;
+  pc.infinite = true;
+  for (uint32_t r : sorted_path_) pc.infinite &= resources_[r].capacity_bps == kInfinite;
+  class_paths_.insert(class_paths_.end(), sorted_path_.begin(), sorted_path_.end());
+  const auto c = static_cast<uint32_t>(classes_.size());
+  classes_.push_back(std::move(pc));
+  class_slots_[slot] = c;
+  if (2 * classes_.size() > class_slots_.size()) {  // keep the table at most half full
+    class_slots_.assign(2 * class_slots_.size(), kNone);
+    mask = class_slots_.size() - 1;
+    for (uint32_t k = 0; k < classes_.size(); ++k) {
+      size_t s = classes_[k].hash & mask;
+      while (class_slots_[s] != kNone) s = (s + 1) & mask;
+      class_slots_[s] = k;
+    }
+  }
+  return c;
+}
+
+void FlowNetwork::activate_class(uint32_t c, double now_s) {
+  PathClass& pc = classes_[c];
+  pc.served_bits = 0;
+  pc.updated_s = now_s;
+  pc.rate_bps = 0;
+  pc.finish_s = kInfinite;
+  for (uint32_t k = 0; k < pc.path_len; ++k) {
+    const uint32_t r = class_paths_[pc.path_begin + k];
+    if (k > 0 && class_paths_[pc.path_begin + k - 1] == r) continue;  // listed twice
+    resources_[r].classes.push_back(c);
+  }
+}
+
+void FlowNetwork::join_cached_component(uint32_t c) {
+  // Keep the cached component closed: a class that touches it joins it.
+  const PathClass& pc = classes_[c];
+  if (!component_valid_ || pc.stamp == component_stamp_) return;
+  bool touches = false;
+  for (uint32_t k = 0; k < pc.path_len; ++k)
+    touches |= resources_[class_paths_[pc.path_begin + k]].stamp == component_stamp_;
+  if (!touches) return;
+  const size_t from = resource_queue_.size();
+  visit_class(c);
+  extend_component(from);
+}
+
+void FlowNetwork::deactivate_class(uint32_t c) {
+  const PathClass& pc = classes_[c];
+  for (uint32_t k = 0; k < pc.path_len; ++k) {
+    std::vector<uint32_t>& list = resources_[class_paths_[pc.path_begin + k]].classes;
+    auto it = std::find(list.begin(), list.end(), c);
+    if (it == list.end()) continue;  // a resource listed twice
+    *it = list.back();
+    list.pop_back();
+  }
+  heap_remove(c);
+  // The cached component may have split; it stays a union of components,
+  // which fill to the same rates, until many of its classes were emptied.
+  if (pc.stamp == component_stamp_ && ++emptied_in_component_ > component_.size() / 2)
+    component_valid_ = false;
+}
+
+void FlowNetwork::advance_class(PathClass& pc, double now_s) const {
+  const double dt = now_s - pc.updated_s;
+  if (!pc.infinite && dt > 0 && pc.rate_bps > 0) pc.served_bits += pc.rate_bps * dt;
+  pc.updated_s = now_s;
+}
+
+double FlowNetwork::member_finish_s(const PathClass& pc, double key) const {
+  if (pc.infinite) return key;  // ends when it starts
+  const double remaining_bits = key - pc.served_bits;
+  if (remaining_bits <= 0) return pc.updated_s;
+  if (!(pc.rate_bps > 0)) return kInfinite;
+  return pc.updated_s + remaining_bits / pc.rate_bps;
+}
+
+void FlowNetwork::update_finish(uint32_t c) {
+  PathClass& pc = classes_[c];
+  const double finish_s = member_finish_s(pc, pc.members.front().key);
+  if (finish_s == pc.finish_s && pc.heap_pos != kNone) return;
+  pc.finish_s = finish_s;
+  heap_update(c);
+}
+
+void FlowNetwork::recompute(double now_s) {
   ++version_;
-  // 1. The component: flows reachable from the seeds through shared resources.
-  const uint64_t stamp = ++stamp_;
+  bool reuse = component_valid_;
+  for (uint32_t c : seed_classes_) reuse &= classes_[c].stamp == component_stamp_;
+  if (!reuse) find_component();
+  // New rates; a class whose rate changes is brought up to now at its old
+  // rate first, and its first finish moves.
+  changed_.clear();
+  fill(now_s);
+  for (uint32_t c : changed_) update_finish(c);
+  next_finish_s_ = class_heap_.empty() ? kInfinite : classes_[class_heap_.front()].finish_s;
+}
+
+// The classes reachable from the seeds through shared resources (component_;
+// those without members are skipped), and their resources (resource_queue_).
+void FlowNetwork::find_component() {
+  component_stamp_ = ++stamp_;
   component_.clear();
   resource_queue_.clear();
-  auto visit_flow = [&](uint32_t id) {
-    Flow& f = flows_[id];
-    if (f.stamp == stamp) return;
-    f.stamp = stamp;
-    component_.push_back(id);
-    for (uint32_t k = 0; k < f.path_len; ++k) {
-      const uint32_t r = path_storage_[f.path_begin + k];
-      if (resources_[r].stamp != stamp) {
-        resources_[r].stamp = stamp;
-        resource_queue_.push_back(r);
-      }
-    }
-  };
-  if (seed_flow != kNoFlow) visit_flow(seed_flow);
-  for (uint32_t r : component_seeds_) {
-    if (resources_[r].stamp != stamp) {
-      resources_[r].stamp = stamp;
+  for (uint32_t c : seed_classes_) visit_class(c);
+  extend_component(0);
+  component_valid_ = true;
+  emptied_in_component_ = 0;
+}
+
+void FlowNetwork::visit_class(uint32_t c) {
+  PathClass& pc = classes_[c];
+  if (pc.stamp == component_stamp_) return;
+  pc.stamp = component_stamp_;
+  component_.push_back(c);
+  for (uint32_t k = 0; k < pc.path_len; ++k) {
+    const uint32_t r = class_paths_[pc.path_begin + k];
+    if (resources_[r].stamp != component_stamp_) {
+      resources_[r].stamp = component_stamp_;
       resource_queue_.push_back(r);
     }
   }
-  for (size_t q = 0; q < resource_queue_.size(); ++q) {
-    for (uint32_t id : resources_[resource_queue_[q]].flows) visit_flow(id);
+}
+
+void FlowNetwork::extend_component(size_t from) {
+  for (size_t q = from; q < resource_queue_.size(); ++q) {
+    for (uint32_t c : resources_[resource_queue_[q]].classes) visit_class(c);
   }
-  // 2. Bring the component's progress up to now at the old rates.
-  for (uint32_t id : component_) {
-    Flow& f = flows_[id];
-    const double dt = now_s - f.updated_s;
-    if (f.rate_bps == kInfinite) {
-      f.remaining_bits = 0;
-    } else if (dt > 0) {
-      f.remaining_bits = std::max(0.0, f.remaining_bits - f.rate_bps * dt);
-    }
-    f.updated_s = now_s;
-    f.fixed = false;
-  }
+}
+
+void FlowNetwork::fill(double now_s) {
+  const uint64_t fixed = ++fill_stamp_;
+  Filling* const filling = filling_.data();
+  const uint32_t* const paths = class_paths_.data();
+  // Every flow crossing a resource of the component is in the component.
   for (uint32_t r : resource_queue_) {
-    resources_[r].left_bps = resources_[r].capacity_bps;
-    resources_[r].unfixed = 0;
+    filling[r].left_bps = resources_[r].capacity_bps;
+    filling[r].unfixed = resources_[r].active;
   }
-  // 3. Progressive filling over the component.
-  size_t unfixed_flows = 0;
-  for (uint32_t id : component_) {
-    Flow& f = flows_[id];
-    if (f.path_len == 0) {  // crosses nothing: unconstrained
-      f.rate_bps = kInfinite;
-      f.fixed = true;
-      continue;
-    }
-    ++unfixed_flows;
-    for (uint32_t k = 0; k < f.path_len; ++k) ++resources_[path_storage_[f.path_begin + k]].unfixed;
+  // A class that crosses nothing is unconstrained; it is only ever a seed
+  // (no resource joins it to anything), and its rate never changes after.
+  for (uint32_t c : seed_classes_) {
+    if (classes_[c].path_len == 0 && !classes_[c].members.empty()) fix_class(c, kInfinite, now_s);
   }
-  // Fast path: a flow that shares none of its resources gets its path's
-  // smallest capacity (the common case of a pipeline: one flow per link).
-  for (uint32_t id : component_) {
-    Flow& f = flows_[id];
-    if (f.fixed) continue;
+  // Fast path: a class that shares none of its resources with another class
+  // splits its path's smallest capacity (the common case of a pipeline). It
+  // is the only class on each of its resources, the first one included.
+  for (uint32_t r : resource_queue_) {
+    if (resources_[r].classes.size() != 1) continue;
+    const uint32_t c = resources_[r].classes.front();
+    const PathClass& pc = classes_[c];
+    if (pc.fixed == fixed) continue;
+    const auto n = static_cast<uint32_t>(pc.members.size());
+    const uint32_t* const path = paths + pc.path_begin;
     bool alone = true;
     double cap = kInfinite;
-    for (uint32_t k = 0; k < f.path_len && alone; ++k) {
-      const Resource& res = resources_[path_storage_[f.path_begin + k]];
-      alone = res.unfixed == 1;
-      cap = std::min(cap, res.left_bps);
+    for (uint32_t k = 0; k < pc.path_len && alone; ++k) {
+      alone = filling[path[k]].unfixed == n;
+      cap = std::min(cap, filling[path[k]].left_bps);
     }
-    if (!alone) continue;
-    f.rate_bps = cap;
-    f.fixed = true;
-    --unfixed_flows;
-    for (uint32_t k = 0; k < f.path_len; ++k) {
-      Resource& res = resources_[path_storage_[f.path_begin + k]];
-      res.left_bps -= cap;
-      res.unfixed = 0;
-    }
+    if (alone) fix_class(c, cap / n, now_s);
   }
-  while (unfixed_flows > 0) {
+  live_.clear();
+  for (uint32_t r : resource_queue_) {
+    if (filling[r].unfixed > 0) live_.push_back(r);
+  }
+  live_share_.resize(live_.size());
+  auto fair_share = [](const Filling& res) { return std::max(0.0, res.left_bps) / res.unfixed; };
+  for (;;) {
     // The bottleneck: smallest fair share among resources with unfixed flows.
     double share = kInfinite;
-    for (uint32_t id : component_) {
-      const Flow& f = flows_[id];
-      if (f.fixed) continue;
-      for (uint32_t k = 0; k < f.path_len; ++k) {
-        const Resource& res = resources_[path_storage_[f.path_begin + k]];
-        share = std::min(share, std::max(0.0, res.left_bps) / res.unfixed);
-      }
+    size_t keep = 0;
+    for (uint32_t r : live_) {
+      if (filling[r].unfixed == 0) continue;
+      const double x = fair_share(filling[r]);
+      live_share_[keep] = x;
+      live_[keep++] = r;
+      share = std::min(share, x);
     }
-    // Fix every unfixed flow that crosses a resource at that share.
-    for (uint32_t id : component_) {
-      Flow& f = flows_[id];
-      if (f.fixed) continue;
-      bool bottlenecked = share == kInfinite;
-      for (uint32_t k = 0; k < f.path_len && !bottlenecked; ++k) {
-        const Resource& res = resources_[path_storage_[f.path_begin + k]];
-        bottlenecked = std::max(0.0, res.left_bps) / res.unfixed <= share * (1 + 1e-12);
+    live_.resize(keep);
+    if (keep == 0) break;      // every class with resources is fixed
+    if (share == kInfinite) {  // only infinite resources left
+      for (uint32_t r : live_) {
+        for (uint32_t c : resources_[r].classes) {
+          if (classes_[c].fixed != fixed) fix_class(c, kInfinite, now_s);
+        }
       }
-      if (!bottlenecked) continue;
-      f.rate_bps = share;
-      f.fixed = true;
-      --unfixed_flows;
-      for (uint32_t k = 0; k < f.path_len; ++k) {
-        Resource& res = resources_[path_storage_[f.path_begin + k]];
-        res.left_bps -= share;
-        --res.unfixed;
+      break;
+    }
+    // Fix every unfixed class that crosses a resource at that share (fixing
+    // a class only raises the fair share of its other resources).
+    const double limit = share * (1 + 1e-12);
+    for (size_t i = 0; i < keep; ++i) {
+      const uint32_t r = live_[i];
+      const Filling& res = filling[r];
+      if (live_share_[i] > limit || res.unfixed == 0 || fair_share(res) > limit) continue;
+      for (uint32_t c : resources_[r].classes) {
+        if (classes_[c].fixed != fixed) fix_class(c, share, now_s);
       }
     }
   }
-  for (uint32_t id : component_) {
-    Flow& f = flows_[id];
-    if (f.rate_bps == kInfinite || f.remaining_bits <= 0) {
-      f.finish_s = now_s;
-    } else if (f.rate_bps > 0) {
-      f.finish_s = now_s + f.remaining_bits / f.rate_bps;
-    } else {
-      f.finish_s = kInfinite;
-    }
+}
+
+inline void FlowNetwork::fix_class(uint32_t c, double rate_bps, double now_s) {
+  PathClass& pc = classes_[c];
+  pc.fixed = fill_stamp_;
+  if (rate_bps != pc.rate_bps) {
+    advance_class(pc, now_s);
+    pc.rate_bps = rate_bps;
+    changed_.push_back(c);
   }
-  // 4. The next finish over all active flows.
-  next_finish_s_ = kInfinite;
-  for (uint32_t id : active_) next_finish_s_ = std::min(next_finish_s_, flows_[id].finish_s);
+  const auto n = static_cast<uint32_t>(pc.members.size());
+  const double used_bps = rate_bps * n;
+  const uint32_t* const path = class_paths_.data() + pc.path_begin;
+  Filling* const filling = filling_.data();
+  for (uint32_t k = 0, len = pc.path_len; k < len; ++k) {
+    filling[path[k]].left_bps -= used_bps;
+    filling[path[k]].unfixed -= n;
+  }
 }
 
 void FlowNetwork::reset() {
   for (Resource& r : resources_) {
     r.active = 0;
-    r.flows.clear();
+    r.classes.clear();
     r.busy_s = 0;
     r.busy_since_s = 0;
     r.carried_bits = 0;
   }
-  for (uint32_t id : active_) {
-    flows_[id].active = false;
-    free_ids_.push_back(id);
+  freed_.clear();
+  for (PathClass& pc : classes_) {
+    for (const Member& m : pc.members) {
+      Flow& f = flows_[m.flow];
+      f.active = false;
+      f.rate_bps = pc.rate_bps;
+      freed_.emplace_back(f.seq, m.flow);
+    }
+    pc.members.clear();
+    pc.heap_pos = kNone;
   }
-  active_.clear();
+  class_heap_.clear();
+  component_valid_ = false;
+  std::sort(freed_.begin(), freed_.end());
+  for (const auto& [seq, id] : freed_) free_ids_.push_back(id);
+  active_flows_ = 0;
   next_finish_s_ = kInfinite;
   ++version_;
+}
+
+// The class heap: a binary min-heap of active classes on (finish_s, id), each
+// class knowing its position, so a changed finish moves in O(log C).
+
+bool FlowNetwork::heap_before(uint32_t a, uint32_t b) const {
+  const double fa = classes_[a].finish_s, fb = classes_[b].finish_s;
+  return fa < fb || (fa == fb && a < b);
+}
+
+void FlowNetwork::heap_sift_up(size_t pos) {
+  const uint32_t c = class_heap_[pos];
+  while (pos > 0) {
+    const size_t parent = (pos - 1) / 2;
+    if (!heap_before(c, class_heap_[parent])) break;
+    class_heap_[pos] = class_heap_[parent];
+    classes_[class_heap_[pos]].heap_pos = static_cast<uint32_t>(pos);
+    pos = parent;
+  }
+  class_heap_[pos] = c;
+  classes_[c].heap_pos = static_cast<uint32_t>(pos);
+}
+
+void FlowNetwork::heap_sift_down(size_t pos) {
+  const uint32_t c = class_heap_[pos];
+  const size_t n = class_heap_.size();
+  for (;;) {
+    size_t child = 2 * pos + 1;
+    if (child >= n) break;
+    if (child + 1 < n && heap_before(class_heap_[child + 1], class_heap_[child])) ++child;
+    if (!heap_before(class_heap_[child], c)) break;
+    class_heap_[pos] = class_heap_[child];
+    classes_[class_heap_[pos]].heap_pos = static_cast<uint32_t>(pos);
+    pos = child;
+  }
+  class_heap_[pos] = c;
+  classes_[c].heap_pos = static_cast<uint32_t>(pos);
+}
+
+void FlowNetwork::heap_update(uint32_t c) {
+  if (classes_[c].heap_pos == kNone) {
+    class_heap_.push_back(c);
+    heap_sift_up(class_heap_.size() - 1);
+    return;
+  }
+  const size_t pos = classes_[c].heap_pos;
+  heap_sift_up(pos);
+  if (classes_[c].heap_pos == pos) heap_sift_down(pos);
+}
+
+void FlowNetwork::heap_remove(uint32_t c) {
+  const size_t pos = classes_[c].heap_pos;
+  if (pos == kNone) return;
+  classes_[c].heap_pos = kNone;
+  const uint32_t last = class_heap_.back();
+  class_heap_.pop_back();
+  if (last == c) return;
+  class_heap_[pos] = last;
+  classes_[last].heap_pos = static_cast<uint32_t>(pos);
+  heap_sift_up(pos);
+  if (classes_[last].heap_pos == pos) heap_sift_down(pos);
 }
 
 }  // namespace slowpipe::netmodel

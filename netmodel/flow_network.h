@@ -10,6 +10,21 @@
 // a flow's bits have left (see replay.h and netsim.h).
 // Leaves out: packet loss, congestion-control dynamics (slow start, AIMD),
 // per-flow TCP window limits, priorities.
+//
+// Scaling: flows with the same set of resources (a *path class*) always get
+// the same max-min rate, so the filling runs over classes weighted by their
+// member counts, not over flows; a class keeps its progress as bits served
+// per member and its members in a heap keyed by the served total at which
+// each is done; classes sit in an indexed heap on their first finish.
+// Cost of one update (a start, or a collect that removes flows), with K the
+// path classes connected to the change, R_K their resources, L a path's
+// length, B <= R_K the distinct bottleneck shares and C the active classes:
+//   O(sum over K of L  +  R_K * B  +  |K| log C)
+// plus, per flow started or removed, O(L log L + log n) (n: flows in its
+// class). It does not grow with the number of flows in flight (before path
+// classes: O(F_K * L * B + F) with F_K the flows connected to the change and
+// F all flows in flight). The component search, O(sum over K of L), is
+// skipped while the cached one still holds. See docs/netmodel.md.
 #pragma once
 
 #include <cstdint>
@@ -30,20 +45,26 @@ class FlowNetwork {
   double capacity_bps(uint32_t r) const { return resources_[r].capacity_bps; }
 
   // Starts a flow at `now_s` (>= the time of the previous call) sending `bits`
-  // over the resources `path[0..n)` (any length; each resource at most once);
-  // returns the flow id (ids are reused after a flow is collected). Rates of
-  // the flows connected to it are recomputed.
+  // over the resources `path[0..n)` (any length, any order; each resource at
+  // most once); returns the flow id (ids are reused after a flow is
+  // collected, the last collected first). Rates of the flows connected to it
+  // are recomputed.
   uint32_t start_flow(double now_s, const uint32_t* path, size_t n, double bits);
   // The earliest time at which an active flow finishes (kInfinite if none).
   double next_finish_s() const { return next_finish_s_; }
-  // Collects the flows that have finished by `now_s` into `done` (appending, in
-  // increasing id order), removes them and recomputes the rates.
+  // Collects the flows that have finished by `now_s` (to 1e-12 relative) into
+  // `done` (appending, in increasing id order), removes them and recomputes
+  // the rates.
   void collect_finished(double now_s, std::vector<uint32_t>& done);
   // Bumped whenever rates change: stamp wake-up events with it, drop stale ones.
   uint64_t version() const { return version_; }
 
-  size_t active_flows() const { return active_.size(); }
-  double rate_bps(uint32_t flow) const { return flows_[flow].rate_bps; }
+  size_t active_flows() const { return active_flows_; }
+  // The flow's current rate; after it was collected, its last rate.
+  double rate_bps(uint32_t flow) const {
+    const Flow& f = flows_[flow];
+    return f.active ? classes_[f.path_class].rate_bps : f.rate_bps;
+  }
   // Seconds during which at least one flow crossed resource `r` (intervals
   // closed by the last collect call), and bits carried in total.
   double busy_s(uint32_t r) const { return resources_[r].busy_s; }
@@ -53,46 +74,94 @@ class FlowNetwork {
   void reset();
 
  private:
+  static constexpr uint32_t kNone = ~0u;
+
   struct Resource {
     std::string name;
     double capacity_bps = kInfinite;
-    uint32_t active = 0;          // flows crossing it
-    std::vector<uint32_t> flows;  // their ids
-    uint64_t stamp = 0;           // visit mark of the component search
+    uint32_t active = 0;            // flows crossing it
+    std::vector<uint32_t> classes;  // path classes with members crossing it
+    uint64_t stamp = 0;             // visit mark of the component search
     double busy_since_s = 0;
     double busy_s = 0;
     double carried_bits = 0;
-    // scratch for progressive filling
+  };
+  // Per resource, scratch of progressive filling (kept apart: the hot loop).
+  struct Filling {
     double left_bps = 0;
-    uint32_t unfixed = 0;
+    uint32_t unfixed = 0;  // flows not yet fixed
+  };
+  struct Member {
+    double key;  // finite class: bits served to the class when this flow is done;
+                 // infinite class: the time the flow started (it ends at once)
+    uint32_t flow;
+  };
+  // The flows crossing one set of resources. Progress is kept per class as
+  // `served_bits`, the bits each member has received since the class was last
+  // empty, as of `updated_s` (the last change of its rate); a member is done
+  // when served_bits reaches its key.
+  struct PathClass {
+    uint64_t stamp = 0;       // visit mark of the component search
+    uint64_t fixed = 0;       // == fill_stamp_ once its rate is fixed in this filling
+    uint32_t path_begin = 0;  // into class_paths_: the sorted resources
+    uint32_t path_len = 0;
+    uint32_t heap_pos = kNone;  // in class_heap_
+    bool infinite = false;      // every resource infinite (or none): rate kInfinite
+    double rate_bps = 0;        // of each member
+    double served_bits = 0;
+    double updated_s = 0;
+    double finish_s = kInfinite;  // of the first member
+    std::vector<Member> members;  // min-heap on (key, flow)
+    uint64_t hash = 0;
   };
   struct Flow {
-    uint32_t path_begin = 0;  // into path_storage_: path_cap slots owned by this id
-    uint32_t path_len = 0;
-    uint32_t path_cap = 0;
-    double remaining_bits = 0;  // as of updated_s
-    double updated_s = 0;
-    double rate_bps = 0;
-    double finish_s = kInfinite;
+    uint32_t path_class = 0;
     bool active = false;
-    bool fixed = false;
-    uint64_t stamp = 0;
+    double rate_bps = 0;  // when collected
+    uint64_t seq = 0;     // start order: ids are freed in this order
   };
-  // Slots a new flow id reserves; a longer path moves the id to a new,
-  // larger run of slots (the old run is left unused: amortised like a vector).
-  static constexpr uint32_t kPathSlots = 16;
 
-  // Recomputes the rates of the flows connected (through shared resources) to
-  // the seeds in component_seeds_ (resources) and seed_flow (or none).
-  void recompute(double now_s, uint32_t seed_flow);
-  static constexpr uint32_t kNoFlow = ~0u;
+  uint32_t find_or_add_class(const uint32_t* path, size_t n);
+  void activate_class(uint32_t c, double now_s);
+  void join_cached_component(uint32_t c);
+  void deactivate_class(uint32_t c);
+  void advance_class(PathClass& pc, double now_s) const;
+  double member_finish_s(const PathClass& pc, double key) const;
+  void update_finish(uint32_t c);
+  // Recomputes the rates of the classes connected (through shared resources)
+  // to the classes in seed_classes_.
+  void recompute(double now_s);
+  void find_component();
+  void visit_class(uint32_t c);
+  void extend_component(size_t from);  // the search from resource_queue_[from]
+  void fill(double now_s);             // progressive filling over component_
+  void fix_class(uint32_t c, double rate_bps, double now_s);
+  void heap_update(uint32_t c);
+  void heap_remove(uint32_t c);
+  void heap_sift_up(size_t pos);
+  void heap_sift_down(size_t pos);
+  bool heap_before(uint32_t a, uint32_t b) const;
 
   std::vector<Resource> resources_;
+  std::vector<Filling> filling_;    // (resources)
+  std::vector<PathClass> classes_;  // never removed: a path seen once is likely seen again
+  std::vector<uint32_t> class_paths_;
+  std::vector<uint32_t> class_slots_;  // open-addressing hash of classes by path (kNone: empty)
+  std::vector<uint32_t> class_heap_;   // active classes, binary min-heap on finish_s
   std::vector<Flow> flows_;
-  std::vector<uint32_t> path_storage_;
   std::vector<uint32_t> free_ids_;
-  std::vector<uint32_t> active_;                                        // active flow ids
-  std::vector<uint32_t> component_seeds_, component_, resource_queue_;  // scratch
+  size_t active_flows_ = 0;
+  uint64_t next_seq_ = 0;
+  uint64_t fill_stamp_ = 0;
+  // The last component search, reused for seeds it visited: a union of
+  // components, extended when a class touching it becomes active.
+  bool component_valid_ = false;
+  uint64_t component_stamp_ = 0;
+  size_t emptied_in_component_ = 0;  // its classes emptied since the search
+  // scratch
+  std::vector<uint32_t> sorted_path_, seed_classes_, component_, resource_queue_, live_, changed_;
+  std::vector<double> live_share_;                    // fair share of live_[i] at a level's start
+  std::vector<std::pair<uint64_t, uint32_t>> freed_;  // (seq, id) of collected flows
   uint64_t stamp_ = 0;
   double next_finish_s_ = kInfinite;
   uint64_t version_ = 0;

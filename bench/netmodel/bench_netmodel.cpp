@@ -5,21 +5,42 @@
 //   EventEngine/hold/N   the classic "hold" model: N pending events, each pop
 //                        schedules one more at a random later time;
 //   Replay/gpt2-xl/...   one step replayed (events/s of the whole replay, with
-//                        flows and fair sharing), and 1,000 steps in a row.
+//                        flows and fair sharing), and 1,000 steps in a row;
+//   Netsim/generated/... a random netsim scenario (scenario_gen.h: 16 hosts,
+//                        18 links, 10,000 or 100,000 flows) through
+//                        `netmodel::simulate`, the engine of `slowpipe netsim`
+//                        (goals: <= 0.1 s and <= 1 s CPU);
+//   Flows/{current,legacy}/... the same flows through the current FlowNetwork
+//                        and the legacy copy (before path classes), driven
+//                        alike (flow_driver.h): the before/after ratio.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <map>
+#include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "bench/netmodel/flow_driver.h"
+#include "bench/netmodel/legacy_flow_network.h"
+#include "bench/netmodel/scenario_gen.h"
 #include "netmodel/event_engine.h"
 #include "netmodel/flow_network.h"
+#include "netmodel/netsim.h"
 #include "netmodel/replay.h"
 #include "netmodel/synthetic_trace.h"
 
 namespace nm = slowpipe::netmodel;
+namespace sb = slowpipe::bench;
 
 namespace {
+
+// Start window of the 10,000-flow case, tuned so that about 1,500 flows are
+// in flight at the peak (the size of the scenario).
+constexpr double kWindowPer10kFlows_s = 55;
 
 uint64_t wire_bytes(const std::string& spec, const std::vector<int64_t>& shape) {
   uint64_t n = 1;
@@ -116,6 +137,102 @@ void BM_Replay1000Steps(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Replay1000Steps)->Unit(benchmark::kMillisecond);
+
+// The scaling cases: 16 hosts, 18 links; the start window grows with the flow
+// count (the same arrival rate), but some links are overloaded, so their
+// backlog keeps growing: 1,513 flows in flight at the peak with 10k flows,
+// 13,533 with 100k.
+sb::ScenarioGenConfig scale_case(int flows) {
+  sb::ScenarioGenConfig c;
+  c.seed = 20261123;
+  c.hosts = 16;
+  c.links = 18;
+  c.flows = flows;
+  c.window_s = kWindowPer10kFlows_s * flows / 10000.0;
+  return c;
+}
+
+const sb::GeneratedScenario& generated(int flows) {
+  static std::map<int, sb::GeneratedScenario> cache;
+  auto it = cache.find(flows);
+  if (it == cache.end()) it = cache.emplace(flows, sb::generate_scenario(scale_case(flows))).first;
+  return it->second;
+}
+
+void BM_NetsimGenerated(benchmark::State& state) {
+  const sb::GeneratedScenario& g = generated(static_cast<int>(state.range(0)));
+  std::vector<nm::FlowResult> results;
+  for (auto _ : state) {
+    results = nm::simulate(g.scenario);
+    benchmark::DoNotOptimize(results.data());
+  }
+  std::vector<double> start_s, finish_s;
+  for (const auto& r : results) {
+    start_s.push_back(r.start_s);
+    finish_s.push_back(r.finish_s);
+  }
+  state.counters["flows"] = static_cast<double>(results.size());
+  state.counters["peak_in_flight"] = static_cast<double>(sb::peak_concurrency(start_s, finish_s));
+  state.counters["hosts"] = static_cast<double>(g.scenario.hosts.size());
+  state.counters["links"] = static_cast<double>(g.scenario.links.size());
+}
+BENCHMARK(BM_NetsimGenerated)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+// What `slowpipe netsim FILE` does after reading the file: parse the JSON,
+// simulate, print the table (to a string).
+void BM_NetsimGeneratedJson(benchmark::State& state) {
+  const sb::GeneratedScenario& g = generated(static_cast<int>(state.range(0)));
+  std::ostringstream json;
+  sb::write_scenario_json(g.scenario, json);
+  const std::string text = json.str();
+  size_t table_bytes = 0;
+  for (auto _ : state) {
+    std::ostringstream table;
+    nm::run_scenario(nm::parse_scenario(text, "generated.json"), table);
+    table_bytes = table.str().size();
+  }
+  state.counters["flows"] = static_cast<double>(g.scenario.flows.size());
+  state.counters["json_MB"] = static_cast<double>(text.size()) / 1e6;
+  state.counters["table_MB"] = static_cast<double>(table_bytes) / 1e6;
+}
+BENCHMARK(BM_NetsimGeneratedJson)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == b[i]) continue;
+    worst = std::max(worst, std::abs(a[i] - b[i]) / std::max(std::abs(a[i]), std::abs(b[i])));
+  }
+  return worst;
+}
+
+template <class Network>
+void BM_Flows(benchmark::State& state) {
+  const sb::GeneratedScenario& g = generated(static_cast<int>(state.range(0)));
+  std::vector<double> finish_s;
+  for (auto _ : state) {
+    finish_s = sb::drive_flows<Network>(g.flows);
+    benchmark::DoNotOptimize(finish_s.data());
+  }
+  state.counters["flows"] = static_cast<double>(finish_s.size());
+  state.counters["peak_in_flight"] =
+      static_cast<double>(sb::peak_concurrency(g.flows.start_s, finish_s));
+  // Outside the timed loop: how far the legacy results are from the current ones.
+  if (!std::is_same_v<Network, nm::FlowNetwork>) {
+    state.counters["max_rel_diff"] =
+        max_relative_difference(finish_s, sb::drive_flows<nm::FlowNetwork>(g.flows));
+  }
+}
+BENCHMARK_TEMPLATE(BM_Flows, nm::FlowNetwork)
+    ->Name("Flows/current")
+    ->Arg(10000)
+    ->Arg(100000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_Flows, sb::LegacyFlowNetwork)
+    ->Name("Flows/legacy")
+    ->Arg(10000)
+    ->Arg(100000)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
