@@ -124,26 +124,67 @@ class Reader {
   std::string source_;
 };
 
-// Parses JSON, refusing duplicate keys in an object and nesting beyond kMaxDepth.
-Json parse_json(const std::string& text, const std::string& source) {
-  std::vector<std::set<std::string>> open;  // keys seen in each open object
-  auto callback = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    if (depth > kMaxDepth) {
-      throw UsageError(source + ": nested deeper than " + std::to_string(kMaxDepth) + " levels");
-    }
-    if (event == Json::parse_event_t::object_start) {
-      open.emplace_back();
-    } else if (event == Json::parse_event_t::object_end) {
-      if (!open.empty()) open.pop_back();
-    } else if (event == Json::parse_event_t::key && !open.empty()) {
-      const std::string key = parsed.get<std::string>();
-      if (!open.back().insert(key).second)
-        throw UsageError(source + ": duplicate key '" + key + "' in one object");
+// A SAX pass that refuses duplicate keys in an object and nesting beyond
+// kMaxDepth, in time linear in the text. (nlohmann's callback parser would do
+// the same checks but rescans the enclosing array at the end of every object:
+// quadratic in the number of flows.)
+class ScenarioChecker : public nlohmann::json_sax<Json> {
+ public:
+  explicit ScenarioChecker(const std::string& source) : source_(source) {}
+  bool null() override { return true; }
+  bool boolean(bool /*val*/) override { return true; }
+  bool number_integer(number_integer_t /*val*/) override { return true; }
+  bool number_unsigned(number_unsigned_t /*val*/) override { return true; }
+  bool number_float(number_float_t /*val*/, const string_t& /*s*/) override { return true; }
+  bool string(string_t& /*val*/) override { return true; }
+  bool binary(binary_t& /*val*/) override { return true; }
+  bool start_object(std::size_t /*elements*/) override {
+    open_.emplace_back();
+    return enter();
+  }
+  bool key(string_t& val) override {
+    if (!open_.back().insert(val).second) {
+      throw UsageError(source_ + ": duplicate key '" + val + "' in one object");
     }
     return true;
-  };
+  }
+  bool end_object() override {
+    open_.pop_back();
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t /*elements*/) override {
+    open_.emplace_back();  // keeps open_.back() the innermost object's keys
+    return enter();
+  }
+  bool end_array() override {
+    open_.pop_back();
+    --depth_;
+    return true;
+  }
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/,
+                   const nlohmann::detail::exception& ex) override {
+    throw UsageError(source_ + ": not valid JSON: " + ex.what());
+  }
+
+ private:
+  bool enter() {
+    if (++depth_ > kMaxDepth) {
+      throw UsageError(source_ + ": nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    }
+    return true;
+  }
+  std::string source_;
+  std::vector<std::set<std::string>> open_;  // keys seen in each open object or array
+  int depth_ = 0;
+};
+
+// Parses JSON, refusing duplicate keys in an object and nesting beyond kMaxDepth.
+Json parse_json(const std::string& text, const std::string& source) {
+  ScenarioChecker checker(source);
+  Json::sax_parse(text, &checker);
   try {
-    return Json::parse(text, callback);
+    return Json::parse(text);
   } catch (const Json::exception& e) {
     throw UsageError(source + ": not valid JSON: " + e.what());
   }

@@ -152,6 +152,14 @@ TEST_CASE("Netsim: unknown keys are errors that name the nearest valid key") {
   // A key given twice in one object would silently keep the last value.
   CHECK_THAT(error_of(two_links(R"(, "latency": "2ms")", kFlow)),
              Catch::Contains("duplicate key 'latency'"));
+  // The same key in two objects, or in an object inside another, is no duplicate.
+  CHECK(error_of(two_links(R"(, "duplex": "full")", kFlow)).empty());
+  // Nesting beyond 32 levels and broken JSON are refused with a reason.
+  std::string deep = R"({"hosts": ["a"], "x": )";
+  for (int i = 0; i < 40; ++i) deep += "[";
+  for (int i = 0; i < 40; ++i) deep += "]";
+  CHECK_THAT(error_of(deep + "}"), Catch::Contains("nested deeper than 32"));
+  CHECK_THAT(error_of(R"({"hosts": ["a"], )"), Catch::Contains("not valid JSON"));
 }
 
 TEST_CASE("Netsim: duplicate names, a second link for one pair, routes that loop") {
