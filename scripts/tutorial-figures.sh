@@ -25,7 +25,8 @@ scripts/plot.sh "$bin" $img/a1_loss_vs_step.png --size 800,480 --ema 0.9 \
 scripts/plot.sh "$bin" $img/a1_loss_vs_sim_time.png --size 800,480 --ema 0.9 --x sim_time_s \
   --title "fine-tuning over 100 Mbit/s, train loss (EMA 0.9) against simulated time" \
   $a1/fw=none_bw=none_warmup_epochs=0_seed=1.h5 $a1/fw=q2_bw=q8_warmup_epochs=0_seed=1.h5 \
-  $a1/fw=aq-q2_bw=q8_warmup_epochs=0_seed=1.h5
+  $a1/fw=q4_bw=q8_warmup_epochs=0_seed=1.h5 $a1/fw=aq-q2_bw=q8_warmup_epochs=0_seed=1.h5 \
+  $a1/fw=aq-q4_bw=q8_warmup_epochs=0_seed=1.h5
 
 # Figure 3: what crosses boundary 1: AQ-SGD's delta norm, per epoch.
 scripts/plot.sh "$bin" $img/a1_delta_norm.png --size 800,480 --y fw1_delta_norm \
@@ -41,7 +42,6 @@ scripts/plot.sh "$bin" $img/a1_rel_error.png --size 800,480 --y fw1_rel_error --
 # Figures 5 and 6: final accuracy against bits (R1) and against K (R2/R3), from slowpipe plot.
 "$bin" plot $r/r1-cnn --out "$tmp/r1" >/dev/null
 cp "$tmp/r1/final_accuracy_vs_bw_bits.png" $img/r1_accuracy_vs_bw_bits.png
-cp "$tmp/r1/final_accuracy_vs_fw_bits.png" $img/r1_accuracy_vs_fw_bits.png
 "$bin" plot $r/r23 --out "$tmp/r23" >/dev/null
 cp "$tmp/r23/final_accuracy_vs_fw_k.png" $img/r23_accuracy_vs_k.png
 

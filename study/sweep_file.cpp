@@ -18,12 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kReserved[] = {"name", "config", "zip", "exclude", "only"};
-
-bool is_reserved(const std::string& key) {
-  return std::find(std::begin(kReserved), std::end(kReserved), key) != std::end(kReserved);
-}
-
 // A sweep name becomes a folder name: letters, digits, '.', '_', '-'.
 void check_name(const std::string& name, const std::string& where) {
   const bool ok =
