@@ -1,5 +1,6 @@
 // A model is an ordered list of blocks that can be cut into pipeline stages.
-// Stage s runs blocks [cuts[s-1], cuts[s]) on whatever the previous stage sent.
+// Stage s runs blocks [cuts[s], cuts[s+1]) on whatever the previous stage sent
+// (models/cuts.h: cuts = [0, c1, ..., n_blocks]).
 // The last block produces the model output (logits); `loss` turns output and
 // targets into the training loss. Building the whole model once from a seed and
 // then cutting it makes every split start from identical parameters.

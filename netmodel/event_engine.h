@@ -4,7 +4,7 @@
 // at an absolute time, read `now`, and `run` a handler over the events in time
 // order. Ties at equal time are broken by insertion order (a sequence number),
 // so a simulation is deterministic whatever the platform. Events are plain
-// 24-byte records (type, target, aux) rather than closures: the handler
+// 32-byte records (time, sequence, type, target, aux) rather than closures: the handler
 // switches on the type, which keeps the hot loop free of allocations.
 // Leaves out: cancellation (callers stamp events with a version and drop stale
 // ones), parallel execution.
@@ -23,6 +23,7 @@ struct Event {
   uint32_t target = 0;  // e.g. a device or flow index
   uint64_t aux = 0;     // free payload (a version stamp, an op index, ...)
 };
+static_assert(sizeof(Event) == 32, "the header comment states the event's size");
 
 class EventEngine {
  public:

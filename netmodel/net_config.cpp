@@ -3,7 +3,8 @@
 // Datacenter and bandwidth-limited presets follow the AQ-SGD paper's set-up
 // (a datacenter network shaped down to 10Gbps ... 100Mbps with tc: datacenter
 // latency, limited bandwidth). The geo-distributed presets are reference
-// figures: us-west<->us-east (67 ms, 0.79 Gbit/s) as cited in REFERENCES.md;
+// figures: us-west<->us-east (67 ms, 0.79 Gbit/s), a measured inter-region
+// link cited in the AQ-SGD paper's evaluation (docs/netmodel.md, presets);
 // the other two are illustrative orders of magnitude for trans-Atlantic and
 // trans-Pacific cloud links, not measurements; override them with your own.
 #include "netmodel/net_config.h"

@@ -32,12 +32,14 @@ std::vector<Column<StepRecord>> train_columns(int S, int D) {
   for (int b = 0; b + 1 < S; ++b) {
     const std::string f = "fw" + std::to_string(b), g = "bw" + std::to_string(b);
     const size_t i = static_cast<size_t>(b);
-    cols.push_back({{f + "_bytes", "bytes", "bytes sent forward across boundary " + std::to_string(b)},
-                    [i](const R& r) { return double(r.result->fw[i].bytes); }});
+    cols.push_back(
+        {{f + "_bytes", "bytes", "bytes sent forward across boundary " + std::to_string(b)},
+         [i](const R& r) { return double(r.result->fw[i].bytes); }});
     cols.push_back({{f + "_rel_error", "1", "mean ||x - x_hat|| / ||x|| of activations"},
                     [i](const R& r) { return r.result->fw[i].rel_error; }});
-    cols.push_back({{f + "_delta_norm", "1", "AQ-SGD: mean norm of the compressed delta"},
-                    [i](const R& r) { return r.result->fw[i].delta_norm; }});
+    cols.push_back(
+        {{f + "_delta_norm", "1", "AQ-SGD, EF21: mean norm of the compressed difference"},
+         [i](const R& r) { return r.result->fw[i].delta_norm; }});
     cols.push_back(
         {{g + "_bytes", "bytes", "bytes sent backward across boundary " + std::to_string(b)},
          [i](const R& r) { return double(r.result->bw[i].bytes); }});

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -17,10 +19,17 @@
 
 namespace slowpipe::test {
 
-// A deterministic ~24 KB English-like text, written once per process.
+// A deterministic ~24 KB English-like text, written once per process into the
+// temp folder (never the working directory) and removed when the process ends.
 inline std::string corpus_path() {
-  static const std::string path = [] {
-    const std::string p = "slowpipe_test_corpus.txt";
+  struct TempFile {
+    std::string path;
+    ~TempFile() { std::remove(path.c_str()); }
+  };
+  static const TempFile file{[] {
+    const std::string p = (std::filesystem::temp_directory_path() /
+                           ("slowpipe_test_corpus_" + std::to_string(::getpid()) + ".txt"))
+                              .string();
     std::ofstream f(p);
     const char* words[] = {"the",        "pipeline",   "stage", "sends", "a",
                            "compressed", "activation", "over",  "slow",  "links",
@@ -32,8 +41,8 @@ inline std::string corpus_path() {
       f << words[(x >> 16) % 19] << ((i % 11 == 10) ? ".\n" : " ");
     }
     return p;
-  }();
-  return path;
+  }()};
+  return file.path;
 }
 
 inline std::unique_ptr<models::Dataset> text_data(int seq_len) {
