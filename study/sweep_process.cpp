@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -92,6 +93,21 @@ int exit_code_of(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
   if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
   return 1;
+}
+
+int run_child(const std::vector<std::string>& argv, const ChildIo& io, int omp_threads) {
+  const pid_t pid = spawn_child(argv, io, omp_threads);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return exit_code_of(status);
+}
+
+std::string self_executable() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw std::runtime_error("cannot find the slowpipe binary (/proc/self/exe)");
+  return p.string();
 }
 
 FolderLock::FolderLock(const std::string& path) {

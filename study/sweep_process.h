@@ -25,6 +25,12 @@ pid_t spawn_child(const std::vector<std::string>& argv, const ChildIo& io, int o
 // The exit code of a waitpid status: the code, or 128 + the signal.
 int exit_code_of(int wait_status);
 
+// spawn_child, then waits for it (through EINTR); returns exit_code_of.
+int run_child(const std::vector<std::string>& argv, const ChildIo& io, int omp_threads);
+
+// The absolute path of the running binary (/proc/self/exe); runtime_error if unknown.
+std::string self_executable();
+
 // Holds an exclusive flock on `path` (created) for the object's life. The
 // descriptor is inherited by children, so the lock lasts until they exit.
 class FolderLock {

@@ -261,16 +261,13 @@ void finish_folder(const ResolvedSweep& s, const RunnerOptions& o, std::FILE* ou
     io.out_path = step.out_path;
     io.err_too = false;
     std::fflush(out);
-    int status = 0;
+    int code = 0;
     try {
-      const pid_t pid = spawn_child(step.argv, io, 1);
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
+      code = run_child(step.argv, io, 1);
     } catch (const std::exception& e) {
       std::fprintf(out, "slowpipe sweep: warning: %s\n", e.what());
       continue;
     }
-    const int code = exit_code_of(status);
     if (code != 0) {
       std::fprintf(out,
                    "slowpipe sweep: warning: 'slowpipe %s' failed (exit %d); the runs are "

@@ -12,6 +12,7 @@
 #include "common/errors.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/config_args.h"
+#include "study/sweep_process.h"
 #include "study/sweep_runner.h"
 #include "study/verdict_claim.h"
 
@@ -37,13 +38,6 @@ const char* const kGrammar =
     "complete and diverged points with the same config, resumes interrupted or killed\n"
     "ones and reruns failed ones. Exit: 0 done, 1 a point failed, 2 bad sweep, 130\n"
     "interrupted.\n";
-
-std::string self_path() {
-  std::error_code ec;
-  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) throw std::runtime_error("cannot find the slowpipe binary (/proc/self/exe)");
-  return p.string();
-}
 
 void print_points(const study::ResolvedSweep& s, std::FILE* out) {
   std::fprintf(out, "sweep %s: %zu points -> %s/\n", s.name.c_str(), s.points.size(),
@@ -117,7 +111,7 @@ int cmd_sweep(const Args& args) {
     print_points(resolved, stdout);
     return 0;
   }
-  const std::string tool = self_path();
+  const std::string tool = study::self_executable();
   if (!emit.empty()) {
     std::ofstream jobs_file(emit);
     for (const auto& p : resolved.points)

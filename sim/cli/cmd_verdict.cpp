@@ -2,10 +2,8 @@
 // reproduction's sweep file on its run logs and prints the report (the sweep
 // writes it as DIR/summary.md). The rules: docs/reproduce.md; the work:
 // study/verdict_*.h.
-#include <sys/wait.h>
 
 #include <boost/program_options.hpp>
-#include <cerrno>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -26,21 +24,15 @@ namespace {
 
 // Runs `slowpipe ARGS...` (this binary) with its stdout into `path`.
 void run_table_command(const study::Claim::Table& t, const std::string& path) {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw std::runtime_error("cannot find the slowpipe binary (/proc/self/exe)");
-  std::vector<std::string> argv = {self.string()};
+  std::vector<std::string> argv = {study::self_executable()};
   argv.insert(argv.end(), t.args.begin(), t.args.end());
   study::ChildIo io;
   io.out_path = path + ".tmp";
   io.err_too = false;
   std::fflush(stdout);
-  const pid_t pid = study::spawn_child(argv, io, 1);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  const int code = study::exit_code_of(status);
+  const int code = study::run_child(argv, io, 1);
   if (code != 0) {
+    std::error_code ec;
     fs::remove(path + ".tmp", ec);
     throw UsageError("table." + t.name + ": 'slowpipe " + t.args.front() + " ...' exited with " +
                      std::to_string(code));
