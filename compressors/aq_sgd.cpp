@@ -35,19 +35,20 @@ void AqChannel::refuse_buffer_overflow(const float* a, int64_t n) const {
                   "the buffers hold m(xi) + D(C(a - m(xi))), see docs/codec-spec.md)");
 }
 
-void AqChannel::publish_warmup_mask(const float* a, const int64_t* id, int64_t rows, int64_t per,
+void AqChannel::publish_warmup_mask(Codec& codec, const SampleBuffer& m, MaskStore& store,
+                                    const float* a, const int64_t* id, int64_t rows, int64_t per,
                                     const Shape& shape, const at::Tensor& sample_ids) {
-  auto* sparse = dynamic_cast<Sparsifier*>(codec_.get());
+  auto* sparse = dynamic_cast<Sparsifier*>(&codec);
   if (!sparse) return;  // make_boundary only attaches masks to sparsifying channels
   std::vector<float> d(static_cast<size_t>(rows * per));
   for (int64_t r = 0; r < rows; ++r) {
-    const bool seen = sender_.seen(id[r]);
-    const uint16_t* ms = sender_.row(id[r]);
+    const bool seen = m.seen(id[r]);
+    const uint16_t* mr = m.row(id[r]);
     for (int64_t j = 0; j < per; ++j)
-      d[r * per + j] = a[r * per + j] - (seen ? half_to_float(ms[j]) : 0.0F);
+      d[r * per + j] = a[r * per + j] - (seen ? half_to_float(mr[j]) : 0.0F);
   }
   sparse->select(d.data(), shape);
-  masks_->publish(sample_ids, *sparse->last_selection());
+  store.publish(sample_ids, *sparse->last_selection());
 }
 
 void AqChannel::save_state(const std::string& prefix, StateDict& out) const {
@@ -55,6 +56,7 @@ void AqChannel::save_state(const std::string& prefix, StateDict& out) const {
   put_int(out, prefix + "epoch", epoch_);
   sender_.save_state(prefix + "sender.", out);
   receiver_.save_state(prefix + "receiver.", out);
+  if (mask_codec_) mask_codec_->save_state(prefix + "mask_codec.", out);
 }
 
 void AqChannel::load_state(const std::string& prefix, const StateDict& in) {
@@ -62,117 +64,126 @@ void AqChannel::load_state(const std::string& prefix, const StateDict& in) {
   epoch_ = static_cast<int>(get_int(in, prefix + "epoch"));
   sender_.load_state(prefix + "sender.", in);
   receiver_.load_state(prefix + "receiver.", in);
+  if (mask_codec_) mask_codec_->load_state(prefix + "mask_codec.", in);
 }
 
-at::Tensor AqChannel::transfer(const at::Tensor& x, const at::Tensor& sample_ids,
-                               TransferStats* stats) {
+namespace {
+// Sample ids as a CPU int64 tensor of one id per row of a tensor of `shape`.
+at::Tensor checked_ids(const std::string& spec, const at::Tensor& sample_ids, const Shape& shape) {
   if (!sample_ids.defined())
-    throw UsageError(spec_ +
+    throw UsageError(spec +
                      ": AQ-SGD needs sample ids (it cannot compress data-parallel gradients)");
-  at::Tensor xc = to_cpu_float(x);
   at::Tensor ids = sample_ids.to(at::kCPU, at::kLong).contiguous();
-  const Shape shape = shape_of(xc);
-  const int64_t rows = xc.dim() == 0 ? 1 : xc.size(0);
+  const int64_t rows = shape.empty() ? 1 : shape[0];
   if (ids.numel() != rows)
     throw std::logic_error("aq: " + std::to_string(ids.numel()) + " sample ids for " +
                            std::to_string(rows) + " rows");
+  return ids;
+}
+}  // namespace
+
+void AqChannel::send(const at::Tensor& x, const at::Tensor& sample_ids, Message& msg,
+                     TransferStats* stats) {
+  const at::Tensor xc = to_cpu_float(x);
+  const Shape shape = shape_of(xc);
+  const at::Tensor ids = checked_ids(spec_, sample_ids, shape);
+  const int64_t rows = ids.numel();
   const int64_t n = xc.numel();
   const int64_t per = rows == 0 ? 0 : n / rows;
   sender_.ensure(per);
-  receiver_.ensure(per);
   const int64_t* id = ids.data_ptr<int64_t>();
   const float* a = xc.data_ptr<float>();
-  at::Tensor out = at::empty_like(xc);
-  float* o = out.data_ptr<float>();
+  const auto t0 = Clock::now();
+  double norm_sq = 0;
+  bool fits = true;
 
   if (in_warmup()) {
-    if (masks_ && epoch_ >= config_.silent_mask_epochs)
-      publish_warmup_mask(a, id, rows, per, shape, sample_ids);
-    // Uncompressed; both sides store the activation.
-    Codec& codec = *plain_;
-    auto t0 = Clock::now();
-    codec.encode_raw(a, shape, message_);
-    double enc = seconds_since(t0);
-    t0 = Clock::now();
-    codec.decode_raw(message_.data(), message_.size(), shape, o);
-    double dec = seconds_since(t0);
-    double norm_sq = 0;
-    bool fits = true;
+    // Uncompressed; the sender stores the activation.
+    if (up_masks_ && warmup_masks())
+      publish_warmup_mask(*codec_, sender_, *up_masks_, a, id, rows, per, shape, sample_ids);
+    plain_->encode_raw(a, shape, msg);
     for (int64_t r = 0; r < rows; ++r) {
       uint16_t* ms = sender_.row(id[r]);
-      uint16_t* mr = receiver_.row(id[r]);
       for (int64_t j = 0; j < per; ++j) {
         fits &= store_half(ms + j, a[r * per + j]);
-        store_half(mr + j, o[r * per + j]);
         norm_sq += static_cast<double>(a[r * per + j]) * a[r * per + j];
       }
       sender_.mark_seen(id[r]);
-      receiver_.mark_seen(id[r]);
     }
-    if (!fits) refuse_buffer_overflow(a, n);
-    if (stats) {
-      stats->bytes += message_.size();
-      stats->encode_s += enc;
-      stats->decode_s += dec;
-      stats->delta_norm = std::sqrt(norm_sq);
+  } else {
+    // d = a - m_s; msg = C(d); m_s <- m_s + D(msg).
+    std::vector<float> d(static_cast<size_t>(n));
+    for (int64_t r = 0; r < rows; ++r) {
+      const bool seen = sender_.seen(id[r]);
+      const uint16_t* ms = sender_.row(id[r]);
+      for (int64_t j = 0; j < per; ++j) {
+        const float v = a[r * per + j] - (seen ? half_to_float(ms[j]) : 0.0F);
+        d[r * per + j] = v;
+        norm_sq += static_cast<double>(v) * v;
+      }
     }
-    finish_stats(a, o, n, stats);
-    return like_input(out, x);
-  }
-
-  // Sender: d = a - m_s; msg = C(d); m_s <- m_s + D(msg).
-  auto t0 = Clock::now();
-  std::vector<float> d(static_cast<size_t>(n)), dq(static_cast<size_t>(n));
-  double delta_sq = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const bool seen = sender_.seen(id[r]);
-    const uint16_t* ms = sender_.row(id[r]);
-    for (int64_t j = 0; j < per; ++j) {
-      float m = seen ? half_to_float(ms[j]) : 0.0F;
-      float v = a[r * per + j] - m;
-      d[r * per + j] = v;
-      delta_sq += static_cast<double>(v) * v;
+    codec_->encode_raw(d.data(), shape, msg);
+    scratch_.resize(static_cast<size_t>(n));
+    codec_->decode_raw(msg.data(), msg.size(), shape, scratch_.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      const bool seen = sender_.seen(id[r]);
+      uint16_t* ms = sender_.row(id[r]);
+      for (int64_t j = 0; j < per; ++j) {
+        const float m = seen ? half_to_float(ms[j]) : 0.0F;
+        fits &= store_half(ms + j, m + scratch_[r * per + j]);
+      }
+      sender_.mark_seen(id[r]);
     }
-  }
-  codec_->encode_raw(d.data(), shape, message_);
-  codec_->decode_raw(message_.data(), message_.size(), shape, dq.data());
-  bool fits = true;
-  for (int64_t r = 0; r < rows; ++r) {
-    const bool seen = sender_.seen(id[r]);
-    uint16_t* ms = sender_.row(id[r]);
-    for (int64_t j = 0; j < per; ++j) {
-      float m = seen ? half_to_float(ms[j]) : 0.0F;
-      fits &= store_half(ms + j, m + dq[r * per + j]);
-    }
-    sender_.mark_seen(id[r]);
+    publish_sent(sample_ids);
   }
   if (!fits) refuse_buffer_overflow(a, n);
-  publish(sample_ids);
-  double enc = seconds_since(t0);
-
-  // Receiver: x = m_r + D(msg); m_r <- x.
-  t0 = Clock::now();
-  codec_->decode_raw(message_.data(), message_.size(), shape, dq.data());
-  for (int64_t r = 0; r < rows; ++r) {
-    const bool seen = receiver_.seen(id[r]);
-    uint16_t* mr = receiver_.row(id[r]);
-    for (int64_t j = 0; j < per; ++j) {
-      float m = seen ? half_to_float(mr[j]) : 0.0F;
-      float v = m + dq[r * per + j];
-      o[r * per + j] = v;
-      store_half(mr + j, v);  // the sender's copy was checked: the same values
-    }
-    receiver_.mark_seen(id[r]);
-  }
-  double dec = seconds_since(t0);
   if (stats) {
-    stats->bytes += message_.size();
-    stats->encode_s += enc;
-    stats->decode_s += dec;
-    stats->delta_norm = std::sqrt(delta_sq);
+    stats->bytes += msg.size();
+    stats->encode_s += seconds_since(t0);
+    stats->delta_norm = std::sqrt(norm_sq);  // ||a|| in warm-up
   }
-  finish_stats(a, o, n, stats);
-  return like_input(out, x);
+}
+
+at::Tensor AqChannel::receive(const Message& msg, const Shape& shape, const at::Tensor& sample_ids,
+                              TransferStats* stats) {
+  const at::Tensor ids = checked_ids(spec_, sample_ids, shape);
+  const int64_t rows = ids.numel();
+  const int64_t n = shape_numel(shape);
+  const int64_t per = rows == 0 ? 0 : n / rows;
+  receiver_.ensure(per);
+  const int64_t* id = ids.data_ptr<int64_t>();
+  at::Tensor out = at::empty(at::IntArrayRef(shape), at::TensorOptions().dtype(at::kFloat));
+  float* o = out.data_ptr<float>();
+  const auto t0 = Clock::now();
+
+  if (in_warmup()) {
+    // Uncompressed; the receiver stores what arrived (the sender's a, exactly).
+    plain_->decode_raw(msg.data(), msg.size(), shape, o);
+    if (down_masks_ && warmup_masks())
+      publish_warmup_mask(mask_codec_ ? *mask_codec_ : *codec_, receiver_, *down_masks_, o, id,
+                          rows, per, shape, sample_ids);
+    for (int64_t r = 0; r < rows; ++r) {
+      uint16_t* mr = receiver_.row(id[r]);
+      for (int64_t j = 0; j < per; ++j) store_half(mr + j, o[r * per + j]);
+      receiver_.mark_seen(id[r]);
+    }
+  } else {
+    // x = m_r + D(msg); m_r <- x.
+    codec_->decode_raw(msg.data(), msg.size(), shape, o);
+    for (int64_t r = 0; r < rows; ++r) {
+      const bool seen = receiver_.seen(id[r]);
+      uint16_t* mr = receiver_.row(id[r]);
+      for (int64_t j = 0; j < per; ++j) {
+        const float v = (seen ? half_to_float(mr[j]) : 0.0F) + o[r * per + j];
+        o[r * per + j] = v;
+        store_half(mr + j, v);  // the sender checked that these values fit
+      }
+      receiver_.mark_seen(id[r]);
+    }
+    publish_received(msg, shape, sample_ids);
+  }
+  if (stats) stats->decode_s += seconds_since(t0);
+  return out;
 }
 
 }  // namespace slowpipe::compressors

@@ -43,11 +43,17 @@ struct AqConfig {
 class AqChannel : public CodecChannel {
  public:
   AqChannel(std::unique_ptr<Codec> codec, std::string spec, AqConfig config);
-  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids,
-                      TransferStats* stats) override;
+  void send(const at::Tensor& x, const at::Tensor& sample_ids, Message& msg,
+            TransferStats* stats) override;
+  at::Tensor receive(const Message& msg, const Shape& shape, const at::Tensor& sample_ids,
+                     TransferStats* stats) override;
+  // The receiver's copy of the codec, for the warm-up masks of a `topk:shared`
+  // backward (RandK draws them from its generator: each side keeps its own).
+  void set_receiver_mask_codec(std::unique_ptr<Codec> codec) { mask_codec_ = std::move(codec); }
   void set_epoch(int epoch) override { epoch_ = epoch; }
   uint64_t state_bytes() const override { return sender_.bytes() + receiver_.bytes(); }
-  // The epoch, both buffers (prefix + "sender." / "receiver.") and the codec.
+  // The epoch, both buffers (prefix + "sender." / "receiver."), the codec and
+  // the receiver's mask codec (prefix + "mask_codec.").
   void save_state(const std::string& prefix, StateDict& out) const override;
   void load_state(const std::string& prefix, const StateDict& in) override;
 
@@ -56,16 +62,20 @@ class AqChannel : public CodecChannel {
   bool in_warmup() const { return epoch_ < config_.warmup_epochs; }
 
  private:
-  // Warm-up with a `topk:shared` backward: publishes the mask of the delta the
-  // steady state would send, a - m(xi) (both sides hold a and m: no bytes).
-  void publish_warmup_mask(const float* a, const int64_t* id, int64_t rows, int64_t per,
-                           const Shape& shape, const at::Tensor& sample_ids);
+  // Warm-up with a `topk:shared` backward: publishes into `store` the mask of
+  // the delta the steady state would send, a - m(xi), chosen by `codec` from
+  // one side's buffer `m` (both sides hold a and m: no bytes).
+  void publish_warmup_mask(Codec& codec, const SampleBuffer& m, MaskStore& store, const float* a,
+                           const int64_t* id, int64_t rows, int64_t per, const Shape& shape,
+                           const at::Tensor& sample_ids);
+  bool warmup_masks() const { return epoch_ >= config_.silent_mask_epochs; }
   [[noreturn]] void refuse_buffer_overflow(const float* a, int64_t n) const;
 
   AqConfig config_;
   int epoch_ = 0;
   SampleBuffer sender_, receiver_;
   std::unique_ptr<Codec> plain_;  // the `none` codec for warm-up messages
+  std::unique_ptr<Codec> mask_codec_;
 };
 
 }  // namespace slowpipe::compressors

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "compressors/codec.h"
 #include "compressors/state_dict.h"
 
 namespace slowpipe::compressors {
@@ -29,11 +30,28 @@ struct TransferStats {
 class Channel {
  public:
   virtual ~Channel() = default;
-  // Sends x across; returns what the receiver reconstructs (same shape, dtype,
-  // device as x). `sample_ids` is int64 [B] (needed by AQ-SGD; may be undefined
-  // for channels that do not key state by sample). `stats` may be null.
-  virtual at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids,
-                              TransferStats* stats) = 0;
+  // Sends x across in one process: send() then receive() on this channel, and
+  // rel_error from x and what came out. Returns what the receiver reconstructs
+  // (same shape, dtype, device as x). `sample_ids` is int64 [B] (needed by
+  // AQ-SGD and topk:shared; may be undefined for channels that do not key state
+  // by sample). `stats` may be null.
+  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids, TransferStats* stats);
+
+  // The two halves of a transfer, for a sender and a receiver that live in
+  // different processes (dist/): each process builds the same channel and calls
+  // only its half, so the sender's state (EF residual, EF21's and AQ-SGD's
+  // sender copies, forward masks kept for the backward) stays in the sending
+  // process and the receiver's state in the receiving one.
+  //   send:    x (any device or dtype) -> `msg`, the exact wire bytes; updates
+  //            the sender state. Adds bytes, encode_s and delta_norm to stats.
+  //   receive: `msg` for a tensor of `shape` -> x_hat as a CPU fp32 tensor;
+  //            updates the receiver state. Adds decode_s to stats.
+  // receive(send(x)) on two channels built alike is bit for bit transfer(x) on
+  // one (tests/compressors/test_split_channel.cpp).
+  virtual void send(const at::Tensor& x, const at::Tensor& sample_ids, Message& msg,
+                    TransferStats* stats) = 0;
+  virtual at::Tensor receive(const Message& msg, const Shape& shape, const at::Tensor& sample_ids,
+                             TransferStats* stats) = 0;
   // Compress and decompress for evaluation ("compressed inference"): the inner
   // codec applied to x directly (EF: no residual added; EF21: no g; AQ-SGD: a,
   // not a - m(xi); warm-up: the codec, not fp32), and no state used or changed
@@ -55,6 +73,9 @@ class Channel {
   // or a dtype/shape mismatch. Stateless channels save nothing.
   virtual void save_state(const std::string& /*prefix*/, StateDict& /*out*/) const {}
   virtual void load_state(const std::string& /*prefix*/, const StateDict& /*in*/) {}
+
+ private:
+  Message wire_;  // transfer()'s message between its two halves
 };
 
 }  // namespace slowpipe::compressors

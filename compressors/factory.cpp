@@ -134,10 +134,15 @@ Boundary make_boundary(const std::string& fw_spec, const std::string& bw_spec,
       throw UsageError("backward spec '" + bw_spec +
                        "' reuses the forward mask, but the forward spec '" + fw_spec +
                        "' does not sparsify (use topk:K or randk:K forward)");
-    auto store = std::make_shared<MaskStore>();
-    dynamic_cast<CodecChannel&>(*b.fw).publish_masks_to(store);
+    // One store per side of the boundary (feedback.h).
+    auto up = std::make_shared<MaskStore>(), down = std::make_shared<MaskStore>();
+    dynamic_cast<CodecChannel&>(*b.fw).share_masks(up, down);
+    if (auto* aq = dynamic_cast<AqChannel*>(b.fw.get()))
+      aq->set_receiver_mask_codec(parse_codec(fw_tree, fw_ctx.seed, false));
     std::string spec = bw_codec->spec();
-    b.bw = std::make_unique<SharedMaskChannel>(std::move(bw_codec), spec, store);
+    auto bw = std::make_unique<SharedMaskChannel>(std::move(bw_codec), spec);
+    bw->share_masks(up, down);
+    b.bw = std::move(bw);
   } else {
     b.bw = find_scheme(bw_tree.scheme)->factory(bw_tree, std::move(bw_codec), bw_ctx);
   }
@@ -167,11 +172,13 @@ void validate_role(const std::string& key, const std::string& spec, ChannelRole 
   }
   const bool shared = is_shared(tree);
   if (role == ChannelRole::kGradient && tree.scheme == "aq")
-    fail("AQ-SGD keys its buffers by sample id and cannot carry data-parallel gradients (use a "
-         "codec, ef(...) or ef21(...))");
+    fail(
+        "AQ-SGD keys its buffers by sample id and cannot carry data-parallel gradients (use a "
+        "codec, ef(...) or ef21(...))");
   if (shared && role != ChannelRole::kBackward)
-    fail("'topk:shared' reuses the forward mask of a boundary; it is only valid as a backward "
-         "spec (compress.bw, compress.bw_at)");
+    fail(
+        "'topk:shared' reuses the forward mask of a boundary; it is only valid as a backward "
+        "spec (compress.bw, compress.bw_at)");
   if (shared) {
     SpecTree fw_tree;
     try {

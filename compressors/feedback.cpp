@@ -121,6 +121,16 @@ void MaskStore::load_state(const std::string& prefix, const StateDict& in) {
 
 // ---- CodecChannel ----
 
+double relative_error(const float* x, const float* x_hat, int64_t n) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(x[i]) - x_hat[i];
+    num += d * d;
+    den += static_cast<double>(x[i]) * x[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : 0.0;
+}
+
 CodecChannel::CodecChannel(std::unique_ptr<Codec> codec, std::string spec)
     : codec_(std::move(codec)), spec_(std::move(spec)) {}
 
@@ -135,37 +145,33 @@ double CodecChannel::seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-void CodecChannel::round_trip(const float* x, const Shape& shape, float* out,
-                              TransferStats* stats) {
-  auto t0 = Clock::now();
-  codec_->encode_raw(x, shape, message_);
-  double enc = seconds_since(t0);
-  t0 = Clock::now();
-  codec_->decode_raw(message_.data(), message_.size(), shape, out);
-  double dec = seconds_since(t0);
-  if (stats) {
-    stats->bytes += message_.size();
-    stats->encode_s += enc;
-    stats->decode_s += dec;
-  }
-}
-
-void CodecChannel::finish_stats(const float* x, const float* x_hat, int64_t n,
+void CodecChannel::encode_timed(Codec& codec, const float* x, const Shape& shape, Message& msg,
                                 TransferStats* stats) {
-  if (!stats) return;
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    double d = static_cast<double>(x[i]) - x_hat[i];
-    num += d * d;
-    den += static_cast<double>(x[i]) * x[i];
+  const auto t0 = Clock::now();
+  codec.encode_raw(x, shape, msg);
+  if (stats) {
+    stats->bytes += msg.size();
+    stats->encode_s += seconds_since(t0);
   }
-  stats->rel_error = den > 0 ? std::sqrt(num / den) : 0.0;
 }
 
-void CodecChannel::publish(const at::Tensor& sample_ids) {
-  if (!masks_) return;
-  const SparseSelection* sel = codec_->last_selection();
-  if (sel) masks_->publish(sample_ids, *sel);
+void CodecChannel::decode_timed(Codec& codec, const Message& msg, const Shape& shape, float* out,
+                                TransferStats* stats) const {
+  const auto t0 = Clock::now();
+  codec.decode_raw(msg.data(), msg.size(), shape, out);
+  if (stats) stats->decode_s += seconds_since(t0);
+}
+
+void CodecChannel::publish_sent(const at::Tensor& sample_ids) {
+  if (!up_masks_) return;
+  if (const SparseSelection* sel = codec_->last_selection()) up_masks_->publish(sample_ids, *sel);
+}
+
+void CodecChannel::publish_received(const Message& msg, const Shape& shape,
+                                    const at::Tensor& sample_ids) {
+  if (!down_masks_) return;
+  if (const auto* sparse = dynamic_cast<const Sparsifier*>(codec_.get()))
+    down_masks_->publish(sample_ids, sparse->selection_of(msg.data(), msg.size(), shape));
 }
 
 at::Tensor CodecChannel::infer(const at::Tensor& x, TransferStats* stats) {
@@ -176,46 +182,72 @@ at::Tensor CodecChannel::infer(const at::Tensor& x, TransferStats* stats) {
   // random streams, so a run with or without evaluations trains alike.
   StateDict codec_state;
   codec_->save_state("", codec_state);
-  round_trip(xc.data_ptr<float>(), shape_of(xc), out.data_ptr<float>(), stats);
+  Message msg;
+  const Shape shape = shape_of(xc);
+  encode_timed(*codec_, xc.data_ptr<float>(), shape, msg, stats);
+  decode_timed(*codec_, msg, shape, out.data_ptr<float>(), stats);
   codec_->load_state("", codec_state);
-  finish_stats(xc.data_ptr<float>(), out.data_ptr<float>(), xc.numel(), stats);
+  if (stats)
+    stats->rel_error = relative_error(xc.data_ptr<float>(), out.data_ptr<float>(), xc.numel());
   return like_input(out, x);
 }
 
+namespace {
+at::Tensor cpu_float_of(const Shape& shape) {
+  return at::empty(at::IntArrayRef(shape), at::TensorOptions().dtype(at::kFloat));
+}
+}  // namespace
+
 // ---- direct ----
 
-at::Tensor DirectChannel::transfer(const at::Tensor& x, const at::Tensor& sample_ids,
-                                   TransferStats* stats) {
-  at::Tensor xc = to_cpu_float(x);
-  at::Tensor out = at::empty_like(xc);
-  round_trip(xc.data_ptr<float>(), shape_of(xc), out.data_ptr<float>(), stats);
-  finish_stats(xc.data_ptr<float>(), out.data_ptr<float>(), xc.numel(), stats);
-  publish(sample_ids);
-  return like_input(out, x);
+void DirectChannel::send(const at::Tensor& x, const at::Tensor& sample_ids, Message& msg,
+                         TransferStats* stats) {
+  const at::Tensor xc = to_cpu_float(x);
+  encode_timed(*codec_, xc.data_ptr<float>(), shape_of(xc), msg, stats);
+  publish_sent(sample_ids);
+}
+
+at::Tensor DirectChannel::receive(const Message& msg, const Shape& shape,
+                                  const at::Tensor& sample_ids, TransferStats* stats) {
+  at::Tensor out = cpu_float_of(shape);
+  decode_timed(*codec_, msg, shape, out.data_ptr<float>(), stats);
+  publish_received(msg, shape, sample_ids);
+  return out;
 }
 
 // ---- EF ----
 
-at::Tensor EfChannel::transfer(const at::Tensor& x, const at::Tensor& sample_ids,
-                               TransferStats* stats) {
-  at::Tensor xc = to_cpu_float(x);
-  Shape shape = shape_of(xc);
+void EfChannel::send(const at::Tensor& x, const at::Tensor& sample_ids, Message& msg,
+                     TransferStats* stats) {
+  const at::Tensor xc = to_cpu_float(x);
+  const Shape shape = shape_of(xc);
   const int64_t n = xc.numel();
   if (!active_ || shape != shape_) {
     active_ = true;
     shape_ = shape;
     error_.assign(static_cast<size_t>(n), 0.0F);
   }
+  const auto t0 = Clock::now();
   const float* xp = xc.data_ptr<float>();
   std::vector<float> p(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) p[i] = xp[i] + error_[i];  // p = x + e
-  at::Tensor out = at::empty_like(xc);
-  float* o = out.data_ptr<float>();
-  round_trip(p.data(), shape, o, stats);                    // x_hat = D(C(p))
-  for (int64_t i = 0; i < n; ++i) error_[i] = p[i] - o[i];  // e <- p - x_hat
-  finish_stats(xp, o, n, stats);
-  publish(sample_ids);
-  return like_input(out, x);
+  codec_->encode_raw(p.data(), shape, msg);
+  scratch_.resize(static_cast<size_t>(n));
+  codec_->decode_raw(msg.data(), msg.size(), shape, scratch_.data());  // x_hat = D(C(p))
+  for (int64_t i = 0; i < n; ++i) error_[i] = p[i] - scratch_[i];      // e <- p - x_hat
+  if (stats) {
+    stats->bytes += msg.size();
+    stats->encode_s += seconds_since(t0);
+  }
+  publish_sent(sample_ids);
+}
+
+at::Tensor EfChannel::receive(const Message& msg, const Shape& shape, const at::Tensor& sample_ids,
+                              TransferStats* stats) {
+  at::Tensor out = cpu_float_of(shape);
+  decode_timed(*codec_, msg, shape, out.data_ptr<float>(), stats);
+  publish_received(msg, shape, sample_ids);
+  return out;
 }
 
 namespace {
@@ -253,94 +285,115 @@ void EfChannel::load_state(const std::string& prefix, const StateDict& in) {
 
 // ---- EF21 ----
 
-at::Tensor Ef21Channel::transfer(const at::Tensor& x, const at::Tensor& sample_ids,
-                                 TransferStats* stats) {
-  at::Tensor xc = to_cpu_float(x);
-  Shape shape = shape_of(xc);
+void Ef21Channel::activate(const Shape& shape, bool& active, Shape& current,
+                           std::vector<float>& g) {
+  if (active && shape == current) return;
+  active = true;
+  current = shape;
+  g.assign(static_cast<size_t>(shape_numel(shape)), 0.0F);
+}
+
+void Ef21Channel::send(const at::Tensor& x, const at::Tensor& sample_ids, Message& msg,
+                       TransferStats* stats) {
+  const at::Tensor xc = to_cpu_float(x);
+  const Shape shape = shape_of(xc);
   const int64_t n = xc.numel();
-  if (!active_ || shape != shape_) {
-    active_ = true;
-    shape_ = shape;
-    sender_.assign(static_cast<size_t>(n), 0.0F);
-    receiver_.assign(static_cast<size_t>(n), 0.0F);
-  }
+  activate(shape, sender_active_, sender_shape_, sender_);
   const float* xp = xc.data_ptr<float>();
-  std::vector<float> d(static_cast<size_t>(n)), dq(static_cast<size_t>(n));
+  std::vector<float> d(static_cast<size_t>(n));
   double delta_sq = 0;
   for (int64_t i = 0; i < n; ++i) {
     d[i] = xp[i] - sender_[i];  // x - g (sender)
     delta_sq += static_cast<double>(d[i]) * d[i];
   }
-  // Sender: encode, and decode its own message to update its copy of g.
-  auto t0 = Clock::now();
-  codec_->encode_raw(d.data(), shape, message_);
-  codec_->decode_raw(message_.data(), message_.size(), shape, dq.data());
-  for (int64_t i = 0; i < n; ++i) sender_[i] += dq[i];
-  double enc = seconds_since(t0);
-  // Receiver: decode the message on its own, update its g, output g.
-  t0 = Clock::now();
-  codec_->decode_raw(message_.data(), message_.size(), shape, dq.data());
-  for (int64_t i = 0; i < n; ++i) receiver_[i] += dq[i];
-  at::Tensor out = at::empty_like(xc);
-  std::copy(receiver_.begin(), receiver_.end(), out.data_ptr<float>());
-  double dec = seconds_since(t0);
+  // Encode, and decode its own message to update the sender's copy of g.
+  const auto t0 = Clock::now();
+  codec_->encode_raw(d.data(), shape, msg);
+  scratch_.resize(static_cast<size_t>(n));
+  codec_->decode_raw(msg.data(), msg.size(), shape, scratch_.data());
+  for (int64_t i = 0; i < n; ++i) sender_[i] += scratch_[i];
   if (stats) {
-    stats->bytes += message_.size();
-    stats->encode_s += enc;
-    stats->decode_s += dec;
+    stats->bytes += msg.size();
+    stats->encode_s += seconds_since(t0);
     stats->delta_norm = std::sqrt(delta_sq);
   }
-  finish_stats(xp, out.data_ptr<float>(), n, stats);
-  publish(sample_ids);
-  return like_input(out, x);
+  publish_sent(sample_ids);
+}
+
+at::Tensor Ef21Channel::receive(const Message& msg, const Shape& shape,
+                                const at::Tensor& sample_ids, TransferStats* stats) {
+  // Decode on its own, update the receiver's g, output g.
+  activate(shape, receiver_active_, receiver_shape_, receiver_);
+  const auto t0 = Clock::now();
+  at::Tensor out = cpu_float_of(shape);
+  float* o = out.data_ptr<float>();
+  codec_->decode_raw(msg.data(), msg.size(), shape, o);
+  for (size_t i = 0; i < receiver_.size(); ++i) {
+    receiver_[i] += o[i];
+    o[i] = receiver_[i];
+  }
+  if (stats) stats->decode_s += seconds_since(t0);
+  publish_received(msg, shape, sample_ids);
+  return out;
 }
 
 void Ef21Channel::save_state(const std::string& prefix, StateDict& out) const {
   CodecChannel::save_state(prefix, out);
-  save_shape(prefix, active_, shape_, out);
-  if (!active_) return;
-  put_floats(out, prefix + "sender", sender_);
-  put_floats(out, prefix + "receiver", receiver_);
+  save_shape(prefix, sender_active_, sender_shape_, out);
+  if (sender_active_) put_floats(out, prefix + "sender", sender_);
+  save_shape(prefix + "receiver.", receiver_active_, receiver_shape_, out);
+  if (receiver_active_) put_floats(out, prefix + "receiver", receiver_);
 }
 
 void Ef21Channel::load_state(const std::string& prefix, const StateDict& in) {
   CodecChannel::load_state(prefix, in);
   Shape shape;
-  active_ = load_shape(prefix, in, shape);
-  shape_ = active_ ? shape : Shape{};
-  const int64_t n = shape_numel(shape_);
-  sender_ = active_ ? get_floats(in, prefix + "sender", n) : std::vector<float>{};
-  receiver_ = active_ ? get_floats(in, prefix + "receiver", n) : std::vector<float>{};
+  sender_active_ = load_shape(prefix, in, shape);
+  sender_shape_ = sender_active_ ? shape : Shape{};
+  sender_ = sender_active_ ? get_floats(in, prefix + "sender", shape_numel(sender_shape_))
+                           : std::vector<float>{};
+  receiver_active_ = load_shape(prefix + "receiver.", in, shape);
+  receiver_shape_ = receiver_active_ ? shape : Shape{};
+  receiver_ = receiver_active_ ? get_floats(in, prefix + "receiver", shape_numel(receiver_shape_))
+                               : std::vector<float>{};
 }
 
 // ---- shared mask ----
 
-SharedMaskChannel::SharedMaskChannel(std::unique_ptr<Codec> codec, std::string spec,
-                                     std::shared_ptr<MaskStore> store)
-    : CodecChannel(std::move(codec), std::move(spec)) {
-  masks_ = std::move(store);
+Sparsifier& SharedMaskChannel::sparsifier() {
+  auto* sparse = dynamic_cast<Sparsifier*>(codec_.get());
+  if (!sparse || !up_masks_ || !down_masks_)
+    throw std::logic_error("SharedMaskChannel without a shared sparsifier");
+  return *sparse;
 }
 
-at::Tensor SharedMaskChannel::transfer(const at::Tensor& x, const at::Tensor& sample_ids,
-                                       TransferStats* stats) {
-  auto* sparse = dynamic_cast<Sparsifier*>(codec_.get());
-  if (!sparse || !masks_) throw std::logic_error("SharedMaskChannel without a shared sparsifier");
-  sparse->use_selection(masks_->take(sample_ids));
-  at::Tensor xc = to_cpu_float(x);
-  at::Tensor out = at::empty_like(xc);
-  round_trip(xc.data_ptr<float>(), shape_of(xc), out.data_ptr<float>(), stats);
-  finish_stats(xc.data_ptr<float>(), out.data_ptr<float>(), xc.numel(), stats);
-  return like_input(out, x);
+void SharedMaskChannel::send(const at::Tensor& x, const at::Tensor& sample_ids, Message& msg,
+                             TransferStats* stats) {
+  Sparsifier& sparse = sparsifier();
+  sparse.use_selection(down_masks_->take(sample_ids));
+  const at::Tensor xc = to_cpu_float(x);
+  encode_timed(sparse, xc.data_ptr<float>(), shape_of(xc), msg, stats);
+}
+
+at::Tensor SharedMaskChannel::receive(const Message& msg, const Shape& shape,
+                                      const at::Tensor& sample_ids, TransferStats* stats) {
+  Sparsifier& sparse = sparsifier();
+  sparse.use_selection(up_masks_->take(sample_ids));
+  at::Tensor out = cpu_float_of(shape);
+  decode_timed(sparse, msg, shape, out.data_ptr<float>(), stats);
+  return out;
 }
 
 void SharedMaskChannel::save_state(const std::string& prefix, StateDict& out) const {
   CodecChannel::save_state(prefix, out);
-  masks_->save_state(prefix + "masks.", out);
+  up_masks_->save_state(prefix + "masks.", out);
+  down_masks_->save_state(prefix + "masks_down.", out);
 }
 
 void SharedMaskChannel::load_state(const std::string& prefix, const StateDict& in) {
   CodecChannel::load_state(prefix, in);
-  masks_->load_state(prefix + "masks.", in);
+  up_masks_->load_state(prefix + "masks.", in);
+  down_masks_->load_state(prefix + "masks_down.", in);
 }
 
 at::Tensor SharedMaskChannel::infer(const at::Tensor& x, TransferStats* stats) {

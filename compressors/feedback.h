@@ -11,6 +11,7 @@
 // when the shape changes (e.g. a short last batch). One state per channel: all
 // micro-batches of a boundary share it, as in Rudakov et al.'s compressors.
 // The sender and receiver copies of EF21's g are separate arrays.
+// Each scheme implements the two halves of a transfer (Channel::send/receive).
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -48,6 +49,13 @@ class MaskStore {
 };
 
 // Shared plumbing: CPU fp32 staging, timing, statistics, mask publication.
+//
+// Masks for a `topk:shared` backward: a boundary has two MaskStores, one per
+// side, as two machines would. The upstream store (the stage that sends
+// activations) is filled by the forward send (the mask it chose) and emptied by
+// the backward receive; the downstream store is filled by the forward receive
+// (the indices read from the message, or in AQ-SGD's warm-up the mask computed
+// from the receiver's own copies) and emptied by the backward send.
 class CodecChannel : public Channel {
  public:
   CodecChannel(std::unique_ptr<Codec> codec, std::string spec);
@@ -56,36 +64,49 @@ class CodecChannel : public Channel {
   // The codec's state under prefix + "codec.".
   void save_state(const std::string& prefix, StateDict& out) const override;
   void load_state(const std::string& prefix, const StateDict& in) override;
-  // The forward channel of a boundary whose backward is `topk:shared`.
-  void publish_masks_to(std::shared_ptr<MaskStore> store) { masks_ = std::move(store); }
+  // Both channels of a boundary whose backward is `topk:shared`.
+  void share_masks(std::shared_ptr<MaskStore> upstream, std::shared_ptr<MaskStore> downstream) {
+    up_masks_ = std::move(upstream);
+    down_masks_ = std::move(downstream);
+  }
   Codec& codec() { return *codec_; }
 
  protected:
   using Clock = std::chrono::steady_clock;
   static double seconds_since(Clock::time_point t0);
-  // Encodes `x` (CPU fp32, `shape`) and decodes it into `out`; adds to stats.
-  void round_trip(const float* x, const Shape& shape, float* out, TransferStats* stats);
-  void publish(const at::Tensor& sample_ids);
-  static void finish_stats(const float* x, const float* x_hat, int64_t n, TransferStats* stats);
+  // Encodes x (CPU fp32, `shape`) into msg; adds bytes and encode_s.
+  void encode_timed(Codec& codec, const float* x, const Shape& shape, Message& msg,
+                    TransferStats* stats);
+  // Decodes msg into out; adds decode_s.
+  void decode_timed(Codec& codec, const Message& msg, const Shape& shape, float* out,
+                    TransferStats* stats) const;
+  // Forward send: the mask the codec just chose, into the upstream store.
+  void publish_sent(const at::Tensor& sample_ids);
+  // Forward receive: the mask read from msg, into the downstream store.
+  void publish_received(const Message& msg, const Shape& shape, const at::Tensor& sample_ids);
 
   std::unique_ptr<Codec> codec_;
   std::string spec_;
-  std::shared_ptr<MaskStore> masks_;
-  Message message_;
+  std::shared_ptr<MaskStore> up_masks_, down_masks_;
+  std::vector<float> scratch_;  // the sender's own decode (EF, EF21, AQ-SGD)
 };
 
 class DirectChannel : public CodecChannel {
  public:
   using CodecChannel::CodecChannel;
-  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids,
-                      TransferStats* stats) override;
+  void send(const at::Tensor& x, const at::Tensor& sample_ids, Message& msg,
+            TransferStats* stats) override;
+  at::Tensor receive(const Message& msg, const Shape& shape, const at::Tensor& sample_ids,
+                     TransferStats* stats) override;
 };
 
 class EfChannel : public CodecChannel {
  public:
   using CodecChannel::CodecChannel;
-  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids,
-                      TransferStats* stats) override;
+  void send(const at::Tensor& x, const at::Tensor& sample_ids, Message& msg,
+            TransferStats* stats) override;
+  at::Tensor receive(const Message& msg, const Shape& shape, const at::Tensor& sample_ids,
+                     TransferStats* stats) override;
   uint64_t state_bytes() const override { return 4 * error_.size(); }
   const std::vector<float>& error() const { return error_; }  // e, sender side
   void save_state(const std::string& prefix, StateDict& out) const override;
@@ -100,8 +121,10 @@ class EfChannel : public CodecChannel {
 class Ef21Channel : public CodecChannel {
  public:
   using CodecChannel::CodecChannel;
-  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids,
-                      TransferStats* stats) override;
+  void send(const at::Tensor& x, const at::Tensor& sample_ids, Message& msg,
+            TransferStats* stats) override;
+  at::Tensor receive(const Message& msg, const Shape& shape, const at::Tensor& sample_ids,
+                     TransferStats* stats) override;
   uint64_t state_bytes() const override { return 4 * (sender_.size() + receiver_.size()); }
   const std::vector<float>& sender_state() const { return sender_; }
   const std::vector<float>& receiver_state() const { return receiver_; }
@@ -109,24 +132,31 @@ class Ef21Channel : public CodecChannel {
   void load_state(const std::string& prefix, const StateDict& in) override;
 
  private:
-  bool active_ = false;
-  Shape shape_;
+  // Each side's g starts at zero, and again when the shape changes.
+  static void activate(const Shape& shape, bool& active, Shape& current, std::vector<float>& g);
+  bool sender_active_ = false, receiver_active_ = false;
+  Shape sender_shape_, receiver_shape_;
   std::vector<float> sender_, receiver_;
 };
 
 // Backward channel applying the forward mask of the same micro-batch
-// (`topk:shared`, optionally `+q8` etc.). Sends values only.
+// (`topk:shared`, optionally `+q8` etc.). Sends values only: the sender takes
+// the mask from the downstream store, the receiver from the upstream one.
 class SharedMaskChannel : public CodecChannel {
  public:
-  SharedMaskChannel(std::unique_ptr<Codec> codec, std::string spec,
-                    std::shared_ptr<MaskStore> store);
-  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids,
-                      TransferStats* stats) override;
+  using CodecChannel::CodecChannel;
+  void send(const at::Tensor& x, const at::Tensor& sample_ids, Message& msg,
+            TransferStats* stats) override;
+  at::Tensor receive(const Message& msg, const Shape& shape, const at::Tensor& sample_ids,
+                     TransferStats* stats) override;
   // Evaluation has no backward pass: passes x through, charging fp32 bytes.
   at::Tensor infer(const at::Tensor& x, TransferStats* stats) override;
-  // Also saves the boundary's MaskStore (shared with the forward channel).
+  // Also saves the boundary's two MaskStores (shared with the forward channel).
   void save_state(const std::string& prefix, StateDict& out) const override;
   void load_state(const std::string& prefix, const StateDict& in) override;
+
+ private:
+  Sparsifier& sparsifier();
 };
 
 // Contiguous CPU fp32 view of any tensor (no copy when it already is one), and
@@ -134,5 +164,7 @@ class SharedMaskChannel : public CodecChannel {
 at::Tensor to_cpu_float(const at::Tensor& x);
 at::Tensor like_input(const at::Tensor& result, const at::Tensor& input);
 Shape shape_of(const at::Tensor& x);
+// ||x - x_hat|| / ||x|| over n values (0 when ||x|| = 0).
+double relative_error(const float* x, const float* x_hat, int64_t n);
 
 }  // namespace slowpipe::compressors

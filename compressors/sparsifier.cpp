@@ -115,6 +115,19 @@ void Sparsifier::decode_payload(const uint8_t* p, const Shape& shape, float* out
                         " overflows when rescaled by m/k");
 }
 
+SparseSelection Sparsifier::selection_of(const uint8_t* p, size_t size, const Shape& shape) const {
+  if (config_.kind == SparseKind::kShared)
+    throw std::logic_error("topk:shared messages carry no indices");
+  if (size != payload_bytes(shape))
+    throw DataError(spec() + " message: " + std::to_string(size) + " bytes, expected " +
+                    std::to_string(payload_bytes(shape)));
+  SparseSelection sel;
+  geometry(shape, &sel.rows, &sel.row_len, &sel.k);
+  sel.indices.resize(static_cast<size_t>(sel.rows * sel.k));
+  decode_indices(p, sel.rows, sel.row_len, sel.k, sel.indices.data());
+  return sel;
+}
+
 void Sparsifier::save_state(const std::string& prefix, StateDict& out) const {
   put_u64(out, prefix + "rng", rng_state_);
   values_->save_state(prefix + "values.", out);

@@ -42,6 +42,10 @@ class Sparsifier : public Codec {
   // Chooses the kept indices of x (what encode would keep; RandK advances its
   // generator) without encoding: last_selection() then returns them.
   void select(const float* x, const Shape& shape);
+  // The indices a message of this codec carries (what its sender selected), for
+  // the receiving side of a `topk:shared` boundary. Not for kShared. Throws
+  // DataError for a message of the wrong length or with bad indices.
+  SparseSelection selection_of(const uint8_t* p, size_t size, const Shape& shape) const;
   // kShared: the mask the next encode/decode applies (copied).
   void use_selection(const SparseSelection& selection) { selection_ = selection; }
   const SparseConfig& config() const { return config_; }

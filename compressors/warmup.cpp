@@ -13,28 +13,33 @@ namespace slowpipe::compressors {
 WarmupChannel::WarmupChannel(std::unique_ptr<Channel> inner, int epochs)
     : inner_(std::move(inner)), epochs_(epochs), plain_(make_codec("none")) {}
 
-at::Tensor WarmupChannel::transfer(const at::Tensor& x, const at::Tensor& sample_ids,
-                                   TransferStats* stats) {
-  if (!in_warmup()) return inner_->transfer(x, sample_ids, stats);
-  using Clock = std::chrono::steady_clock;
-  const auto since = [](Clock::time_point t0) {
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-  };
-  at::Tensor xc = to_cpu_float(x);
-  at::Tensor out = at::empty_like(xc);
-  const Shape shape = shape_of(xc);
-  auto t0 = Clock::now();
-  plain_->encode_raw(xc.data_ptr<float>(), shape, message_);
-  const double enc = since(t0);
-  t0 = Clock::now();
-  plain_->decode_raw(message_.data(), message_.size(), shape, out.data_ptr<float>());
-  const double dec = since(t0);
-  if (stats) {  // fp32 is exact: rel_error and delta_norm stay 0
-    stats->bytes += message_.size();
-    stats->encode_s += enc;
-    stats->decode_s += dec;
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+}  // namespace
+
+void WarmupChannel::send(const at::Tensor& x, const at::Tensor& sample_ids, Message& msg,
+                         TransferStats* stats) {
+  if (!in_warmup()) return inner_->send(x, sample_ids, msg, stats);
+  const at::Tensor xc = to_cpu_float(x);
+  const auto t0 = Clock::now();
+  plain_->encode_raw(xc.data_ptr<float>(), shape_of(xc), msg);
+  if (stats) {  // fp32 is exact: delta_norm stays 0
+    stats->bytes += msg.size();
+    stats->encode_s += since(t0);
   }
-  return like_input(out, x);
+}
+
+at::Tensor WarmupChannel::receive(const Message& msg, const Shape& shape,
+                                  const at::Tensor& sample_ids, TransferStats* stats) {
+  if (!in_warmup()) return inner_->receive(msg, shape, sample_ids, stats);
+  at::Tensor out = at::empty(at::IntArrayRef(shape), at::TensorOptions().dtype(at::kFloat));
+  const auto t0 = Clock::now();
+  plain_->decode_raw(msg.data(), msg.size(), shape, out.data_ptr<float>());
+  if (stats) stats->decode_s += since(t0);
+  return out;
 }
 
 at::Tensor WarmupChannel::infer(const at::Tensor& x, TransferStats* stats) {

@@ -22,8 +22,10 @@ namespace slowpipe::compressors {
 class WarmupChannel : public Channel {
  public:
   WarmupChannel(std::unique_ptr<Channel> inner, int epochs);
-  at::Tensor transfer(const at::Tensor& x, const at::Tensor& sample_ids,
-                      TransferStats* stats) override;
+  void send(const at::Tensor& x, const at::Tensor& sample_ids, Message& msg,
+            TransferStats* stats) override;
+  at::Tensor receive(const Message& msg, const Shape& shape, const at::Tensor& sample_ids,
+                     TransferStats* stats) override;
   at::Tensor infer(const at::Tensor& x, TransferStats* stats) override;
   void set_epoch(int epoch) override;
   uint64_t state_bytes() const override { return inner_->state_bytes(); }
@@ -40,7 +42,6 @@ class WarmupChannel : public Channel {
   int epochs_;
   int epoch_ = 0;
   std::unique_ptr<Codec> plain_;  // `none`
-  Message message_;
 };
 
 }  // namespace slowpipe::compressors

@@ -45,10 +45,16 @@ class RecordingChannel : public slowpipe::compressors::Channel {
     inner_ = slowpipe::compressors::make_channel(
         role == ChannelRole::kForward ? "aq(q4)" : "ef(q8)", ctx);
   }
-  at::Tensor transfer(const at::Tensor& x, const at::Tensor& ids,
-                      slowpipe::compressors::TransferStats* stats) override {
+  // One record per transfer: the engine's transfer() calls send() once.
+  void send(const at::Tensor& x, const at::Tensor& ids, slowpipe::compressors::Message& msg,
+            slowpipe::compressors::TransferStats* stats) override {
     log_->push_back({role_, index_, replica_, ids.defined() ? ids[0].item<int64_t>() : -1});
-    return inner_->transfer(x, ids, stats);
+    inner_->send(x, ids, msg, stats);
+  }
+  at::Tensor receive(const slowpipe::compressors::Message& msg,
+                     const slowpipe::compressors::Shape& shape, const at::Tensor& ids,
+                     slowpipe::compressors::TransferStats* stats) override {
+    return inner_->receive(msg, shape, ids, stats);
   }
   at::Tensor infer(const at::Tensor& x, slowpipe::compressors::TransferStats* stats) override {
     return inner_->infer(x, stats);

@@ -3,6 +3,7 @@
 // backward spec across the warm-up boundary, and non-finite values.
 #include <ATen/ATen.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -11,7 +12,6 @@
 #include <memory>
 #include <set>
 #include <string>
-#include <unistd.h>
 
 #include "common/errors.h"
 #include "compressors/factory.h"
@@ -43,12 +43,19 @@ class AqRecorder : public slowpipe::compressors::Channel {
     ctx.warmup_epochs = 1;
     inner_ = slowpipe::compressors::make_channel("aq(q2)", ctx);
   }
-  at::Tensor transfer(const at::Tensor& x, const at::Tensor& ids,
-                      slowpipe::compressors::TransferStats* stats) override {
+  // One record per transfer: the engine's transfer() calls send() once.
+  void send(const at::Tensor& x, const at::Tensor& ids, slowpipe::compressors::Message& msg,
+            slowpipe::compressors::TransferStats* stats) override {
     const at::Tensor c = ids.contiguous();
-    log_->push_back({replica_, epoch_,
-                     std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel())});
-    return inner_->transfer(x, ids, stats);
+    log_->push_back(
+        {replica_, epoch_,
+         std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel())});
+    inner_->send(x, ids, msg, stats);
+  }
+  at::Tensor receive(const slowpipe::compressors::Message& msg,
+                     const slowpipe::compressors::Shape& shape, const at::Tensor& ids,
+                     slowpipe::compressors::TransferStats* stats) override {
+    return inner_->receive(msg, shape, ids, stats);
   }
   at::Tensor infer(const at::Tensor& x, slowpipe::compressors::TransferStats* s) override {
     return inner_->infer(x, s);
@@ -133,9 +140,10 @@ TEST_CASE("Engine: with replicas, AQ-SGD never reads a buffer not written for th
       setup.shard_samples = D > 1 ? sampler.shard_size() : 0;
       auto seen = std::make_shared<std::vector<Seen>>();
       const int64_t shard = sampler.shard_size();
-      setup.channel_factory = [&](ChannelRole role, int, int replica)
-          -> std::unique_ptr<slowpipe::compressors::Channel> {
-        if (role == ChannelRole::kForward) return std::make_unique<AqRecorder>(seen, replica, shard);
+      setup.channel_factory = [&](ChannelRole role, int,
+                                  int replica) -> std::unique_ptr<slowpipe::compressors::Channel> {
+        if (role == ChannelRole::kForward)
+          return std::make_unique<AqRecorder>(seen, replica, shard);
         slowpipe::compressors::ChannelContext ctx;
         return slowpipe::compressors::make_channel("q8", ctx);
       };
@@ -217,14 +225,14 @@ TEST_CASE("Trainer: AQ-SGD state bytes do not grow with the replicas") {
 
 TEST_CASE("Engine: every forward scheme with every backward spec, across the AQ warm-up") {
   auto data = text_data_limited(16, 16);  // 2 steps per epoch at batch 8
-  const std::vector<std::string> forward = {"none",       "q4",       "randk:0.3",
-                                            "ef(topk:0.3)", "ef21(q4)", "aq(q2)",
-                                            "aq(topk:0.3)", "topk:0.3+q8"};
-  const std::vector<std::string> backward = {"none", "q8", "ef(q8)", "ef21(q8)", "topk:shared",
-                                             "topk:shared+q8"};
+  const std::vector<std::string> forward = {"none",     "q4",     "randk:0.3",    "ef(topk:0.3)",
+                                            "ef21(q4)", "aq(q2)", "aq(topk:0.3)", "topk:0.3+q8"};
+  const std::vector<std::string> backward = {"none",     "q8",          "ef(q8)",
+                                             "ef21(q8)", "topk:shared", "topk:shared+q8"};
   for (const auto& fw : forward) {
     for (const auto& bw : backward) {
-      const bool sparse = fw.find("topk") != std::string::npos || fw.find("randk") != std::string::npos;
+      const bool sparse =
+          fw.find("topk") != std::string::npos || fw.find("randk") != std::string::npos;
       if (bw.rfind("topk:shared", 0) == 0 && !sparse) continue;  // refused up front (preflight)
       DYNAMIC_SECTION(fw << " / " << bw) {
         auto setup = slowpipe::test::gpt_setup(*data, 2);
@@ -238,8 +246,8 @@ TEST_CASE("Engine: every forward scheme with every backward spec, across the AQ 
         for (int i = 0; i < 5; ++i) {  // epochs 0, 1, 2
           const auto b = sampler.next();
           if (b.epoch != epoch) engine.set_epoch(epoch = static_cast<int>(b.epoch));
-          const auto r = engine.train_step(data->get(slowpipe::models::Split::kTrain, b.indices),
-                                           i, 5);
+          const auto r =
+              engine.train_step(data->get(slowpipe::models::Split::kTrain, b.indices), i, 5);
           REQUIRE(std::isfinite(r.loss));
           REQUIRE(r.fw[0].bytes > 0);
           REQUIRE(r.bw[0].bytes > 0);
