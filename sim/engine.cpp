@@ -15,114 +15,16 @@
 #include "models/cuts.h"
 #include "models/registry.h"
 #include "netmodel/schedule.h"
+#include "sim/engine_parts.h"
 #include "sim/engine_replica.h"
 
 namespace slowpipe::sim {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// CPU seconds of the calling thread: the clock of the calibrated compute model
-// (netmodel/calibrated_model.h). Unlike the wall clock it stops while the
-// thread waits for a core, so it does not count the machine's other load.
-double thread_cpu_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-// Wall and thread-CPU seconds of one op.
-struct OpTimer {
-  Clock::time_point wall0 = Clock::now();
-  double cpu0 = thread_cpu_now();
-  double wall_s() const { return seconds_since(wall0); }
-  double cpu_s() const { return thread_cpu_now() - cpu0; }
-};
-
 // OpenBLAS (the BLAS of Debian's libtorch) keeps its own thread pool, sized to
 // the machine, whatever at::set_num_threads says; its idle workers spin. Found
 // at run time: a libtorch linked with another BLAS has no such symbols.
 using BlasSetThreads = void (*)(int);
-using BlasGetThreads = int (*)();
-
-int blas_threads() {
-  auto* get = reinterpret_cast<BlasGetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-  return get ? get() : 1;
-}
-
-void add_transfer(ChannelSummary& sum, const compressors::TransferStats& st) {
-  sum.bytes += st.bytes;
-  sum.rel_error += st.rel_error;
-  sum.delta_norm += st.delta_norm;
-  sum.encode_s += st.encode_s;
-  sum.decode_s += st.decode_s;
-  sum.transfers += 1;
-}
-
-compressors::ChannelContext channel_context(const EngineSetup& setup, const std::string& name,
-                                            uint64_t salt) {
-  compressors::ChannelContext ctx;
-  ctx.name = name;
-  ctx.num_samples = setup.shard_samples > 0 ? setup.shard_samples : setup.train_samples;
-  ctx.warmup_epochs = setup.compress.aq_warmup_epochs;
-  ctx.plain_warmup_epochs = setup.compress.warmup_epochs;  // boundaries only (make_boundary)
-  ctx.aq_store = setup.compress.aq_store;
-  ctx.aq_dir = setup.compress.aq_dir;
-  ctx.seed = setup.seed * 1000003ULL + salt;  // distinct streams per channel
-  return ctx;
-}
-
-netmodel::TraceOp compute_op(netmodel::OpKind kind, int stage, int microbatch, int replica,
-                             const OpTimer& timer, double flops) {
-  netmodel::TraceOp op;
-  op.kind = kind;
-  op.stage = stage;
-  op.microbatch = microbatch;
-  op.replica = replica;
-  op.compute_s = timer.wall_s();
-  op.thread_cpu_s = timer.cpu_s();
-  op.flops = flops;
-  return op;
-}
-
-// A message op (send or all-reduce) and its channel's accounting.
-netmodel::TraceOp message_op(netmodel::OpKind kind, int stage, int microbatch, int replica,
-                             const at::Tensor& sent, const compressors::TransferStats& st,
-                             ChannelSummary& sum) {
-  add_transfer(sum, st);
-  netmodel::TraceOp op;
-  op.raw_bytes = static_cast<uint64_t>(sent.numel()) * sizeof(float);
-  op.kind = kind;
-  op.stage = stage;
-  op.microbatch = microbatch;
-  op.replica = replica;
-  op.encode_s = st.encode_s;
-  op.decode_s = st.decode_s;
-  op.bytes = st.bytes;
-  return op;
-}
-
-bool all_finite(const at::Tensor& t) {
-  return t.isfinite().all().item<bool>();
-}
-
-std::string where(int64_t step, int replica, int microbatch) {
-  return "step " + std::to_string(step + 1) + " (replica " + std::to_string(replica) +
-         ", micro-batch " + std::to_string(microbatch) + ")";
-}
-
-void finish_means(std::vector<ChannelSummary>& v) {
-  for (auto& s : v) {
-    if (s.transfers > 0) {
-      s.rel_error /= s.transfers;
-      s.delta_norm /= s.transfers;
-    }
-  }
-}
 
 }  // namespace
 

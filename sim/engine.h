@@ -62,7 +62,7 @@ struct EngineSetup {
   compressors::CompressConfig compress;
   uint64_t seed = 1;
   std::string device = "cpu";
-  int64_t train_samples = 0;             // size of the train split (AQ-SGD buffers)
+  int64_t train_samples = 0;  // size of the train split (AQ-SGD buffers)
   // Samples per replica shard when batches come from a ShardSampler: replica r
   // then sees only ids in [r * shard_samples, (r + 1) * shard_samples), and its
   // AQ-SGD buffers hold that shard alone (keyed by the id within the shard).
@@ -91,6 +91,9 @@ struct StepResult {
   std::vector<ChannelSummary> fw, bw;  // per boundary
   std::vector<ChannelSummary> grad;    // per stage (D > 1)
   netmodel::StepTrace trace;
+  // Distributed runs (dist/) only; empty or 0 otherwise.
+  double dist_step_s = 0;  // wall time from the step's start to every rank's report
+  std::vector<uint64_t> fw_wire, bw_wire, grad_wire;  // bytes handed to c10d, framing included
 };
 
 struct EvalResult {
@@ -99,45 +102,76 @@ struct EvalResult {
   int64_t items = 0;  // targets counted (samples for classification, tokens for LM)
 };
 
-class PipelineEngine {
+// What the trainer drives: the single-process PipelineEngine below, or one rank of
+// a distributed run (dist/dist_engine.h), which computes only its own stage of
+// its own replica and whose rank 0 returns the results of the whole step.
+class StepEngine {
+ public:
+  virtual ~StepEngine() = default;
+  virtual StepResult train_step(const models::Batch& batch, int64_t step, int64_t total_steps) = 0;
+  virtual EvalResult evaluate(const models::Batch& batch, bool compressed) = 0;
+  virtual void set_epoch(int epoch) = 0;
+  virtual void warm_up(const models::Batch& batch, int passes) = 0;
+  virtual int stages() const = 0;
+  virtual int replicas() const = 0;
+  virtual const std::vector<size_t>& cuts() const = 0;
+  virtual models::Task task() const = 0;
+  // The whole model of replica 0 (a distributed rank trains only its stage of it).
+  virtual const models::Model& model() const = 0;
+  virtual uint64_t channel_state_bytes() const = 0;
+  virtual std::vector<std::string> fw_specs() const = 0;
+  virtual std::vector<std::string> bw_specs() const = 0;
+  virtual void save_state(torch::serialize::OutputArchive& archive) const = 0;
+  virtual void load_state(torch::serialize::InputArchive& archive) = 0;
+  // Distributed runs: a rank other than 0 follows (serve() runs rank 0's
+  // commands until the run ends); rank 0 calls finish() at a clean end.
+  virtual bool follower() const { return false; }
+  virtual void serve(const models::Dataset& /*data*/) {}
+  virtual void finish() {}
+  // "0=r0s0, 1=r0s1, ...": which rank computes which (replica, stage); "" in one process.
+  virtual std::string rank_map() const { return ""; }
+};
+
+class PipelineEngine : public StepEngine {
  public:
   explicit PipelineEngine(EngineSetup setup);
-  ~PipelineEngine();
+  ~PipelineEngine() override;
   PipelineEngine(const PipelineEngine&) = delete;
   PipelineEngine& operator=(const PipelineEngine&) = delete;
 
   // One optimizer step on `batch` (the global batch: all replicas' shards).
   // Throws NonFiniteError when a loss, activation or gradient is not finite
   // (before any parameter changes when the loss or an activation is).
-  StepResult train_step(const models::Batch& batch, int64_t step, int64_t total_steps);
+  StepResult train_step(const models::Batch& batch, int64_t step, int64_t total_steps) override;
   // Forward only on replica 0; `compressed` sends activations through the
   // forward channels' inference path.
-  EvalResult evaluate(const models::Batch& batch, bool compressed);
-  void set_epoch(int epoch);
+  EvalResult evaluate(const models::Batch& batch, bool compressed) override;
+  void set_epoch(int epoch) override;
   // Timing hygiene: runs `passes` forward + backward passes of the whole pipeline
   // on `batch` with no channels and no optimizer step, then discards the
   // gradients, so the first timed step does not pay for allocator and thread-pool
   // warm-up. Parameters, optimizer and channel states are left untouched.
-  void warm_up(const models::Batch& batch, int passes);
+  void warm_up(const models::Batch& batch, int passes) override;
 
-  int stages() const { return static_cast<int>(cuts_.size()) - 1; }
-  int replicas() const { return static_cast<int>(replicas_.size()); }
-  const std::vector<size_t>& cuts() const { return cuts_; }
+  int stages() const override { return static_cast<int>(cuts_.size()) - 1; }
+  int replicas() const override { return static_cast<int>(replicas_.size()); }
+  const std::vector<size_t>& cuts() const override { return cuts_; }
   const std::vector<PipelineOp>& order() const { return order_; }
-  models::Task task() const;
-  const models::Model& model(int replica = 0) const;
+  models::Task task() const override;
+  const models::Model& model() const override { return model(0); }
+  const models::Model& model(int replica) const;
   models::Model& model(int replica = 0);
   std::vector<at::Tensor> optimizer_state(int replica) const;
-  uint64_t channel_state_bytes() const;
+  uint64_t channel_state_bytes() const override;
   // Canonical channel specs, per boundary: fw and bw; and the gradient spec.
-  std::vector<std::string> fw_specs() const;
-  std::vector<std::string> bw_specs() const;
+  std::vector<std::string> fw_specs() const override;
+  std::vector<std::string> bw_specs() const override;
   // Everything that shapes the next steps (parameters, buffers, optimizer
   // state, channel state), for bitwise resume (engine_state.cpp). load_state()
   // checks every model tensor before it changes anything and throws DataError
   // when the archive was written for another configuration.
-  void save_state(torch::serialize::OutputArchive& archive) const;
-  void load_state(torch::serialize::InputArchive& archive);
+  void save_state(torch::serialize::OutputArchive& archive) const override;
+  void load_state(torch::serialize::InputArchive& archive) override;
 
  private:
   struct Replica;

@@ -29,7 +29,8 @@ void check_device(const std::string& device) {
       throw UsageError("run.device = " + device +
                        ": this libtorch build has no CUDA device available (use cpu)");
     }
-    if (d.is_cuda() && d.has_index() && d.index() >= static_cast<int>(torch::cuda::device_count())) {
+    if (d.is_cuda() && d.has_index() &&
+        d.index() >= static_cast<int>(torch::cuda::device_count())) {
       throw UsageError("run.device = " + device + ": there are only " +
                        std::to_string(torch::cuda::device_count()) + " CUDA devices");
     }
@@ -85,8 +86,7 @@ void check_out(const RunConfig& run, bool resuming) {
     return;
   }
   if (exists && !run.overwrite && !replaceable_log(run.out)) {
-    throw UsageError(run.out +
-                     " exists (pass --resume " + run.out +
+    throw UsageError(run.out + " exists (pass --resume " + run.out +
                      " to continue it, or --set run.overwrite=true to replace it)");
   }
   if (!run.save.empty()) check_writable_folder("run.save", run.save);
@@ -98,8 +98,8 @@ void check_compression(const TrainConfig& c) {
   bool aq = false;
   for (int b = 0; b < boundaries; ++b) aq = aq || c.compress.fw_for(b).rfind("aq(", 0) == 0;
   if (aq && c.compress.aq_store == "disk") {
-    const std::string dir = c.compress.aq_dir.empty() ? fs::temp_directory_path().string()
-                                                      : c.compress.aq_dir;
+    const std::string dir =
+        c.compress.aq_dir.empty() ? fs::temp_directory_path().string() : c.compress.aq_dir;
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) {
       throw UsageError("compress.aq_dir = " + dir + " is not an existing folder");
@@ -114,12 +114,12 @@ void check_compression(const TrainConfig& c) {
 // a network that cannot carry it (a bad net.links pair, a zero-rate link) is
 // reported now rather than after the data is loaded.
 void check_network(const TrainConfig& c) {
-  const netmodel::StepTrace trace = netmodel::build_trace(
-      c.pipeline.schedule, c.pipeline.stages, c.pipeline.microbatches, c.pipeline.replicas,
-      [](netmodel::TraceOp& op) {
-        op.compute_s = 1e-3;
-        op.bytes = 1000;
-      });
+  const netmodel::StepTrace trace =
+      netmodel::build_trace(c.pipeline.schedule, c.pipeline.stages, c.pipeline.microbatches,
+                            c.pipeline.replicas, [](netmodel::TraceOp& op) {
+                              op.compute_s = 1e-3;
+                              op.bytes = 1000;
+                            });
   try {
     netmodel::Simulator probe(c.net);
     (void)probe.replay(trace);
@@ -130,10 +130,33 @@ void check_network(const TrainConfig& c) {
 
 }  // namespace
 
+// A distributed run (docs/distributed.md): one process per (replica, stage), no resume.
+void check_distributed(const TrainConfig& c, bool resuming) {
+  const DistConfig& d = c.dist;
+  if (!d.enabled()) return;
+  const int world = c.pipeline.stages * c.pipeline.replicas;
+  if (d.world_size != world)
+    throw UsageError("dist.world_size = " + std::to_string(d.world_size) +
+                     " processes, but pipeline.stages x pipeline.replicas = " +
+                     std::to_string(c.pipeline.stages) + " x " +
+                     std::to_string(c.pipeline.replicas) + " = " + std::to_string(world) +
+                     " (one process per stage and replica)");
+  if (d.rank >= d.world_size)
+    throw UsageError("dist.rank = " + std::to_string(d.rank) +
+                     " is not below dist.world_size = " + std::to_string(d.world_size));
+  if (resuming) throw UsageError("distributed runs cannot be resumed (--resume)");
+  if (c.run.checkpoint_every > 0)
+    throw UsageError("run.checkpoint_every: distributed runs write no resume checkpoints");
+  if (!c.run.save.empty())
+    throw UsageError("run.save: distributed runs do not write model checkpoints yet");
+}
+
 void preflight(const TrainConfig& c, bool resuming) {
   validate(c.pipeline);
+  check_distributed(c, resuming);
   check_device(c.run.device);
-  check_out(c.run, resuming);
+  // Only rank 0 of a distributed run writes the log.
+  if (!c.dist.enabled() || c.dist.rank == 0) check_out(c.run, resuming);
   check_compression(c);
   check_network(c);
   models::MemoryBudget budget;

@@ -2,6 +2,7 @@
 #include "sim/run_config.h"
 
 #include "common/errors.h"
+#include "common/units.h"
 
 namespace slowpipe::sim {
 
@@ -64,6 +65,30 @@ void describe_options(RunConfig& c, OptionSet& o) {
         1000);
   o.add("trace.every", c.trace_every,
         "store a step's op trace (JSON) in the run log every N steps (0 = never)", 0);
+}
+
+void describe_options(DistConfig& c, OptionSet& o) {
+  o.add("dist.world_size", c.world_size,
+        "processes of a distributed run, replicas x stages (0 = one process; default: "
+        "$WORLD_SIZE)",
+        0, 65536);
+  o.add("dist.rank", c.rank,
+        "this process's rank (default: $RANK); rank = replica * stages + stage", 0, 65535);
+  o.add_nonempty("dist.master_addr", c.master_addr,
+                 "host of rank 0's rendezvous store (default: $MASTER_ADDR, else 127.0.0.1)");
+  o.add("dist.master_port", c.master_port,
+        "port of rank 0's rendezvous store (default: $MASTER_PORT, else 29500)", 1, 65535);
+  o.add_custom(
+      "dist.timeout", "duration",
+      "rendezvous timeout, and how long a silent rank may stay silent before the run stops",
+      [&c](const std::string& v) {
+        const double t = parse_duration_s("dist.timeout", v);
+        if (t <= 0) throw UsageError("bad value for 'dist.timeout': must be > 0");
+        c.timeout_s = t;
+      },
+      [&c] { return format_duration(c.timeout_s); });
+  o.add_choice("dist.backend", c.backend, {"auto", "gloo", "nccl"},
+               "c10d backend: auto = nccl for CUDA devices where built in, else gloo");
 }
 
 void describe_options(PipelineConfig& c, OptionSet& o) {

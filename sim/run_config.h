@@ -35,6 +35,21 @@ struct RunConfig {
 };
 void describe_options(RunConfig& c, OptionSet& o);
 
+// A distributed run (dist/, docs/distributed.md): one process per (replica,
+// stage), rank = replica * stages + stage. world_size = 0: one process (the
+// default). The torchrun variables RANK, WORLD_SIZE, MASTER_ADDR and
+// MASTER_PORT set these keys when they are not given (sim/cli/cmd_train.cpp).
+struct DistConfig {
+  int world_size = 0;
+  int rank = 0;
+  std::string master_addr = "127.0.0.1";  // where rank 0 serves the rendezvous store
+  int master_port = 29500;
+  double timeout_s = 30;         // rendezvous, and silence after which a rank counts as dead
+  std::string backend = "auto";  // auto|gloo|nccl (auto: nccl on CUDA devices, else gloo)
+  bool enabled() const { return world_size > 0; }
+};
+void describe_options(DistConfig& c, OptionSet& o);
+
 struct PipelineConfig {
   int stages = 4;
   std::string cuts;                // "2,4,6": first block of stages 1..S-1; empty = balanced

@@ -69,7 +69,7 @@ std::string checkpoint_dir(const std::string& run_out) {
   return run_out + ".ckpt";
 }
 
-double write_resume_checkpoint(const std::string& run_out, const PipelineEngine& engine,
+double write_resume_checkpoint(const std::string& run_out, const StepEngine& engine,
                                const TrainerCursor& c, const std::string& fingerprint, int keep) {
   const auto t0 = std::chrono::steady_clock::now();
   torch::serialize::OutputArchive archive;
@@ -123,7 +123,7 @@ double write_resume_checkpoint(const std::string& run_out, const PipelineEngine&
 }
 
 std::optional<TrainerCursor> load_resume_checkpoint(const std::string& run_out,
-                                                    PipelineEngine& engine,
+                                                    StepEngine& engine,
                                                     const std::string& fingerprint,
                                                     const LogRows& log_rows,
                                                     void (*warn)(const std::string&)) {

@@ -38,7 +38,7 @@ std::string checkpoint_dir(const std::string& run_out);
 
 // Writes a checkpoint for `cursor.steps_done` and prunes all but the newest
 // `keep`. `fingerprint` identifies the run's configuration. Returns seconds spent.
-double write_resume_checkpoint(const std::string& run_out, const PipelineEngine& engine,
+double write_resume_checkpoint(const std::string& run_out, const StepEngine& engine,
                                const TrainerCursor& cursor, const std::string& fingerprint,
                                int keep);
 
@@ -51,7 +51,7 @@ struct LogRows {
   int64_t train = 0, eval = 0;
 };
 std::optional<TrainerCursor> load_resume_checkpoint(const std::string& run_out,
-                                                    PipelineEngine& engine,
+                                                    StepEngine& engine,
                                                     const std::string& fingerprint,
                                                     const LogRows& log_rows,
                                                     void (*warn)(const std::string&));

@@ -5,6 +5,7 @@ namespace slowpipe::sim {
 
 void describe_options(TrainConfig& c, OptionSet& o) {
   describe_options(c.run, o);
+  describe_options(c.dist, o);
   describe_options(c.pipeline, o);
   describe_options(c.optim, o);
   describe_options(c.eval, o);

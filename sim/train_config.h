@@ -14,6 +14,7 @@ namespace slowpipe::sim {
 
 struct TrainConfig {
   RunConfig run;
+  DistConfig dist;
   PipelineConfig pipeline;
   OptimConfig optim;
   EvalConfig eval;

@@ -5,7 +5,7 @@
 
 namespace slowpipe::sim {
 
-std::vector<Column<StepRecord>> train_columns(int S, int D) {
+std::vector<Column<StepRecord>> train_columns(int S, int D, bool distributed) {
   using R = StepRecord;
   std::vector<Column<StepRecord>> cols = {
       {{"step", "1", "optimizer step (1-based)"}, [](const R& r) { return double(r.step); }},
@@ -55,6 +55,30 @@ std::vector<Column<StepRecord>> train_columns(int S, int D) {
       cols.push_back({{"grad" + std::to_string(s) + "_rel_error", "1",
                        "mean relative error of stage gradients"},
                       [i](const R& r) { return r.result->grad[i].rel_error; }});
+    }
+  }
+  if (distributed) {
+    cols.push_back({{"dist_step_time_s", "s",
+                     "measured wall time of the distributed step: from rank 0's step command to "
+                     "every rank's report (compare with sim_step_time_s)"},
+                    [](const R& r) { return r.result->dist_step_s; }});
+    for (int b = 0; b + 1 < S; ++b) {
+      const size_t i = static_cast<size_t>(b);
+      cols.push_back({{"fw" + std::to_string(b) + "_sent_bytes", "bytes",
+                       "bytes handed to c10d forward across boundary " + std::to_string(b) +
+                           " (codec bytes plus a 64-byte header per message)"},
+                      [i](const R& r) { return double(r.result->fw_wire[i]); }});
+      cols.push_back({{"bw" + std::to_string(b) + "_sent_bytes", "bytes",
+                       "bytes handed to c10d backward across boundary " + std::to_string(b) +
+                           " (codec bytes plus a 64-byte header per message)"},
+                      [i](const R& r) { return double(r.result->bw_wire[i]); }});
+    }
+    for (int s = 0; D > 1 && s < S; ++s) {
+      const size_t i = static_cast<size_t>(s);
+      cols.push_back({{"grad" + std::to_string(s) + "_sent_bytes", "bytes",
+                       "gradient bytes handed to c10d by all replicas for stage " +
+                           std::to_string(s) + " (all-reduce input, or codec message + size)"},
+                      [i](const R& r) { return double(r.result->grad_wire[i]); }});
     }
   }
   return cols;

@@ -23,6 +23,7 @@ struct StepRecord {
   double step_s = 0, wall_s = 0;
   double sim_step_s = 0, sim_time_s = 0;
   uint64_t channel_state_bytes = 0;
+  double dist_step_s = 0;  // distributed runs
 };
 
 // What one eval row is made of.
@@ -40,8 +41,10 @@ struct Column {
   std::function<double(const Record&)> fill;
 };
 
-// Train columns for S stages and D replicas (per-boundary and per-stage ones included).
-std::vector<Column<StepRecord>> train_columns(int stages, int replicas);
+// Train columns for S stages and D replicas (per-boundary and per-stage ones
+// included); `distributed` adds the measured step time and the bytes sent
+// through c10d.
+std::vector<Column<StepRecord>> train_columns(int stages, int replicas, bool distributed = false);
 // Eval columns; language models log bits/byte and perplexity, classifiers accuracy.
 std::vector<Column<EvalRecord>> eval_columns(bool language_model);
 

@@ -10,8 +10,8 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
-#include <filesystem>
 #include <ctime>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -106,7 +106,7 @@ std::string fingerprint(const ResolvedConfig& resolved) {
   return buf;
 }
 
-EvalRecord evaluate(PipelineEngine& engine, const models::Dataset& data, const EvalConfig& cfg,
+EvalRecord evaluate(StepEngine& engine, const models::Dataset& data, const EvalConfig& cfg,
                     int batch_size) {
   const int64_t n = data.size(models::Split::kValidation);
   const int64_t limit = cfg.batches > 0 ? std::min<int64_t>(n, cfg.batches * batch_size) : n;
@@ -141,7 +141,7 @@ EvalRecord evaluate(PipelineEngine& engine, const models::Dataset& data, const E
 // warm-up (exact wire_bytes), with the shapes of one micro-batch. Boundary
 // shapes come from one forward of replica 0 in eval mode without gradients
 // (no dropout draw: the run trains as it would without the banner).
-std::vector<std::string> channel_lines(const TrainConfig& cfg, const PipelineEngine& engine,
+std::vector<std::string> channel_lines(const TrainConfig& cfg, const StepEngine& engine,
                                        const models::Dataset& data) {
   namespace cx = compressors;
   std::vector<std::string> out;
@@ -205,7 +205,7 @@ std::vector<std::string> channel_lines(const TrainConfig& cfg, const PipelineEng
 
 // Root attributes of a new log: the resolved config and provenance.
 void write_attributes(RunLog& log, const TrainConfig& cfg, const ResolvedConfig& resolved,
-                      const PipelineEngine& engine, const models::Dataset& data) {
+                      const StepEngine& engine, const models::Dataset& data) {
   for (const auto& [k, v] : resolved) log.set_attribute("config." + k, v);
   log.set_attribute("slowpipe.version", kVersion);
   log.set_attribute("slowpipe.git_commit", kGitCommit);
@@ -219,10 +219,14 @@ void write_attributes(RunLog& log, const TrainConfig& cfg, const ResolvedConfig&
   log.set_attribute("compress.fw_specs", join(engine.fw_specs(), ","));
   log.set_attribute("compress.bw_specs", join(engine.bw_specs(), ","));
   log.set_attribute("compress.grad_spec", compressors::gradient_spec(cfg.compress.grad));
-  log.set_attribute("data.train_samples",
-                    static_cast<double>(data.size(models::Split::kTrain)));
+  log.set_attribute("data.train_samples", static_cast<double>(data.size(models::Split::kTrain)));
   log.set_attribute("data.validation_samples",
                     static_cast<double>(data.size(models::Split::kValidation)));
+  if (cfg.dist.enabled()) {
+    log.set_attribute("dist.world_size", std::to_string(cfg.dist.world_size));
+    log.set_attribute("dist.rank_map", engine.rank_map());
+    log.set_attribute("dist.backend", cfg.dist.backend);
+  }
   log.set_attribute("model.parameters", static_cast<double>(engine.model().parameter_count(
                                             0, engine.model().blocks.size())));
 }
@@ -231,7 +235,7 @@ void write_attributes(RunLog& log, const TrainConfig& cfg, const ResolvedConfig&
 struct Run {
   std::unique_ptr<models::Dataset> data;
   std::unique_ptr<ShardSampler> sampler;
-  std::unique_ptr<PipelineEngine> engine;
+  std::unique_ptr<StepEngine> engine;
   std::unique_ptr<netmodel::Simulator> network;
   std::unique_ptr<RunLog> log;
   std::vector<Column<StepRecord>> train_cols;
@@ -240,7 +244,8 @@ struct Run {
   TrainerCursor cursor;
 };
 
-void build_run(Run& run, const TrainConfig& cfg) {
+void build_run(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved,
+               const DistEngineFactory& distributed) {
   run.data = models::make_dataset(cfg.data, cfg.model.seq_len);
   const int64_t train_n = run.data->size(models::Split::kTrain);
   run.sampler = std::make_unique<ShardSampler>(train_n, cfg.pipeline.batch_size,
@@ -265,10 +270,16 @@ void build_run(Run& run, const TrainConfig& cfg) {
     probe = run.data->get(models::Split::kTrain, idx);
     setup.probe = &probe;
   }
-  run.engine = std::make_unique<PipelineEngine>(setup);  // loads model.init_from (build_model)
+  if (cfg.dist.enabled()) {
+    if (!distributed)
+      throw UsageError("dist.world_size > 0, but this build has no distributed mode");
+    run.engine = distributed(setup, cfg, resolved);
+  } else {
+    run.engine = std::make_unique<PipelineEngine>(setup);  // loads model.init_from (build_model)
+  }
   run.network = std::make_unique<netmodel::Simulator>(cfg.net);
   const int S = run.engine->stages();
-  run.train_cols = train_columns(S, run.engine->replicas());
+  run.train_cols = train_columns(S, run.engine->replicas(), cfg.dist.enabled());
   run.eval_cols = eval_columns(run.engine->task() == models::Task::kLanguageModel);
   if (cfg.run.warmup_passes > 0) {
     std::vector<int64_t> idx;
@@ -418,11 +429,11 @@ const char* status_name(RunStatus s) {
 }
 
 bool resume_may_differ(const std::string& key) {
-  return key == "run.progress" || key == "run.flush_every" ||
-         key.rfind("run.checkpoint_", 0) == 0;
+  return key == "run.progress" || key == "run.flush_every" || key.rfind("run.checkpoint_", 0) == 0;
 }
 
-TrainSummary train(const TrainConfig& cfg, const ResolvedConfig& resolved, bool resume) {
+TrainSummary train(const TrainConfig& cfg, const ResolvedConfig& resolved, bool resume,
+                   const DistEngineFactory& distributed) {
   const auto wall_start = Clock::now();
   set_compute_threads(cfg.run.threads);  // libtorch and OpenBLAS
   preflight(cfg, resume);
@@ -431,10 +442,18 @@ TrainSummary train(const TrainConfig& cfg, const ResolvedConfig& resolved, bool 
   TrainSummary summary;
   summary.out = cfg.run.out;
   Run run;
-  build_run(run, cfg);
+  build_run(run, cfg, resolved, distributed);
+  if (run.engine->follower()) {  // a distributed rank other than 0: rank 0 logs
+    run.engine->serve(*run.data);
+    summary.steps = run.total_steps;
+    summary.out = "(rank " + std::to_string(cfg.dist.rank) + " of " + cfg.run.out + ")";
+    return summary;
+  }
+  // Distributed runs write no resume checkpoints (docs/distributed.md).
+  const bool can_checkpoint = !cfg.dist.enabled();
   open_log(run, cfg, resolved, resume, fp, summary);
   RunLog& log = *run.log;
-  PipelineEngine& engine = *run.engine;
+  StepEngine& engine = *run.engine;
   TrainerCursor& cur = run.cursor;
   const double wall_before = cur.wall_time_s;
   const auto wall_now = [&] { return wall_before + seconds_since(wall_start); };
@@ -447,12 +466,11 @@ TrainSummary train(const TrainConfig& cfg, const ResolvedConfig& resolved, bool 
   const std::string channels =
       S > 1 ? ", fw " + join(engine.fw_specs(), ",") + ", bw " + join(engine.bw_specs(), ",")
             : ", no boundaries";
-  progress.message(
-      "slowpipe train: " + std::to_string(run.total_steps) + " steps, " + std::to_string(S) +
-      " stage(s) (block cuts " + join(cut_text, ",") + "), " +
-      std::to_string(engine.replicas()) + " replica(s)" + channels + ", network " +
-      netmodel::describe(cfg.net) + " -> " + cfg.run.out +
-      (resume ? " (resumed after step " + std::to_string(cur.steps_done) + ")" : ""));
+  progress.message("slowpipe train: " + std::to_string(run.total_steps) + " steps, " +
+                   std::to_string(S) + " stage(s) (block cuts " + join(cut_text, ",") + "), " +
+                   std::to_string(engine.replicas()) + " replica(s)" + channels + ", network " +
+                   netmodel::describe(cfg.net) + " -> " + cfg.run.out +
+                   (resume ? " (resumed after step " + std::to_string(cur.steps_done) + ")" : ""));
   for (const std::string& line : channel_lines(cfg, engine, *run.data)) progress.message(line);
 
   const auto log_eval = [&](int64_t step) {
@@ -508,6 +526,7 @@ TrainSummary train(const TrainConfig& cfg, const ResolvedConfig& resolved, bool 
       rec.sim_step_s = timeline.step_s;
       rec.sim_time_s = cur.sim_time_s;
       rec.channel_state_bytes = engine.channel_state_bytes();
+      rec.dist_step_s = r.dist_step_s;
       log.append("train", make_row(run.train_cols, rec));
       ++cur.train_rows;
       fault_point("step");
@@ -522,17 +541,18 @@ TrainSummary train(const TrainConfig& cfg, const ResolvedConfig& resolved, bool 
       if (cfg.eval.every > 0 && (step + 1) % cfg.eval.every == 0 && step + 1 < run.total_steps) {
         log_eval(step + 1);
       }
-      if (step + 1 < run.total_steps && checkpoints.due(step + 1)) checkpoint();
+      if (can_checkpoint && step + 1 < run.total_steps && checkpoints.due(step + 1)) checkpoint();
     }
     progress.finish();
     summary.status = g_stop ? RunStatus::kInterrupted : RunStatus::kComplete;
     // An interrupted run is checkpointed first: its final evaluation row lies
     // beyond the checkpoint and is rewritten by the resumed run.
-    if (summary.status == RunStatus::kInterrupted &&
+    if (summary.status == RunStatus::kInterrupted && can_checkpoint &&
         cfg.run.checkpoint_every != RunConfig::kCheckpointOff) {
       checkpoint();
     }
     if (cur.steps_done > 0) log_eval(cur.steps_done);
+    engine.finish();  // distributed: every rank ends here
   } catch (const NonFiniteError& e) {
     progress.finish();
     summary.status = RunStatus::kDiverged;

@@ -5,10 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "sim/engine.h"
 #include "sim/train_config.h"
 
 namespace slowpipe::sim {
@@ -24,12 +27,17 @@ struct TrainSummary {
   double sim_time_s = 0;
   double wall_time_s = 0;
   RunStatus status = RunStatus::kComplete;
-  std::string message;  // why it diverged
+  std::string message;        // why it diverged
   int64_t resumed_from = -1;  // steps done at the checkpoint resumed from; -1: fresh run
   std::string out;
 };
 
 using ResolvedConfig = std::vector<std::pair<std::string, std::string>>;
+
+// Builds the engine of one rank of a distributed run (dist/dist_engine.h); the
+// CLI passes it, so that sim/ does not depend on dist/.
+using DistEngineFactory = std::function<std::unique_ptr<StepEngine>(
+    const EngineSetup&, const TrainConfig&, const ResolvedConfig&)>;
 
 // `resolved` is the full resolved configuration (OptionSet::resolved()), stored
 // as root attributes of the run log. With `resume`, run.out is a run log
@@ -37,7 +45,12 @@ using ResolvedConfig = std::vector<std::pair<std::string, std::string>>;
 // from its newest resume checkpoint (or from the start when it has none),
 // rewriting the rows logged after it. Any exception leaves the log marked
 // `status = failed` with an `error` attribute, every row written so far kept.
-TrainSummary train(const TrainConfig& config, const ResolvedConfig& resolved, bool resume = false);
+//
+// With dist.world_size > 0 this process is one rank of a distributed run
+// (docs/distributed.md), built by `distributed`: rank 0 trains its stage and
+// writes the log, every other rank serves rank 0 and returns when it ends.
+TrainSummary train(const TrainConfig& config, const ResolvedConfig& resolved, bool resume = false,
+                   const DistEngineFactory& distributed = {});
 
 // The keys that may differ between a run and its resumption (they do not
 // change what is computed): run.progress, run.flush_every, run.checkpoint_*.

@@ -1,11 +1,13 @@
 // `slowpipe train`: config files, --set overrides and shortcuts -> one run.
-#include <boost/program_options.hpp>
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 
 #include "common/errors.h"
+#include "dist/dist_engine.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/config_args.h"
 #include "sim/runlog.h"
@@ -32,7 +34,27 @@ void load_logged_config(const std::string& path, OptionSet& options,
     }
     ++keys;
   }
-  if (keys == 0) throw UsageError("--resume " + path + " holds no configuration: not a slowpipe run log");
+  if (keys == 0)
+    throw UsageError("--resume " + path + " holds no configuration: not a slowpipe run log");
+}
+
+// torchrun's variables (any launcher: slowpipe launch, Slurm, a shell loop)
+// give the dist.* keys their defaults; --set and config files override them.
+void apply_torchrun_env(OptionSet& options) {
+  if (std::getenv("WORLD_SIZE") == nullptr) return;
+  const std::pair<const char*, const char*> vars[] = {{"WORLD_SIZE", "dist.world_size"},
+                                                      {"RANK", "dist.rank"},
+                                                      {"MASTER_ADDR", "dist.master_addr"},
+                                                      {"MASTER_PORT", "dist.master_port"}};
+  for (const auto& [var, key] : vars) {
+    const char* v = std::getenv(var);
+    if (v == nullptr) continue;
+    try {
+      options.set(key, v);
+    } catch (const UsageError& e) {
+      throw UsageError(std::string("environment variable ") + var + " = '" + v + "': " + e.what());
+    }
+  }
 }
 
 }  // namespace
@@ -68,9 +90,9 @@ int cmd_train(const Args& args) {
     return 0;
   }
   const std::vector<Shortcut> shortcuts = {{"compress.fw", &fw},     {"compress.bw", &bw},
-                                            {"compress.grad", &grad}, {"net.preset", &net},
-                                            {"run.out", &out},        {"run.steps", &steps},
-                                            {"run.seed", &seed},      {"pipeline.stages", &stages}};
+                                           {"compress.grad", &grad}, {"net.preset", &net},
+                                           {"run.out", &out},        {"run.steps", &steps},
+                                           {"run.seed", &seed},      {"pipeline.stages", &stages}};
   if (!resume.empty()) {
     std::map<std::string, std::string> attrs;
     load_logged_config(resume, options, attrs);
@@ -98,9 +120,12 @@ int cmd_train(const Args& args) {
       return 0;
     }
   } else {
+    apply_torchrun_env(options);
     apply_config_args(options, configs, sets, shortcuts);
   }
-  const sim::TrainSummary s = sim::train(config, options.resolved(), !resume.empty());
+  const sim::TrainSummary s =
+      sim::train(config, options.resolved(), !resume.empty(), dist::engine_factory());
+  if (config.dist.enabled() && config.dist.rank != 0) return 0;  // rank 0 reports
   if (s.status == sim::RunStatus::kDiverged) {
     std::fprintf(stderr, "slowpipe train: error: the run diverged: %s; %lld steps logged in %s\n",
                  s.message.c_str(), static_cast<long long>(s.steps), s.out.c_str());

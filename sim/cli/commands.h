@@ -18,6 +18,7 @@ constexpr int kExitDiverged = 4;
 constexpr int kExitInterrupted = 130;
 
 int cmd_train(const Args& args);
+int cmd_launch(const Args& args);
 int cmd_export(const Args& args);
 int cmd_codecs(const Args& args);
 int cmd_codec(const Args& args);

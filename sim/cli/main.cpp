@@ -24,6 +24,8 @@ struct Command {
 
 const Command kCommands[] = {
     {"train", "train a model cut into pipeline stages; log to HDF5", slowpipe::cli::cmd_train},
+    {"launch", "run `train` as one process per stage and replica on this host (c10d)",
+     slowpipe::cli::cmd_launch},
     {"sweep", "run a sweep file's grid of training runs, resumably, in parallel",
      slowpipe::cli::cmd_sweep},
     {"summary", "one table row per run (or per seed group) of run logs or a sweep folder",

@@ -1,0 +1,279 @@
+// Comm: rendezvous, process groups, framed point-to-point bytes, collectives.
+#include "dist/comm.h"
+
+#include <torch/torch.h>
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef SLOWPIPE_WITH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "common/errors.h"
+#include "common/units.h"
+
+namespace slowpipe::dist {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr int kHeaderInts = 8;  // size, rank, 6 dimensions: 64 bytes
+// c10d ops wait this long at most; failures are found by the watchdog well before.
+constexpr milliseconds kOpTimeout{std::chrono::hours(24)};
+
+std::string what_of(const std::exception& e) {
+  if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return c->what_without_backtrace();
+  return e.what();
+}
+
+std::shared_ptr<::gloo::transport::Device> gloo_device() {
+  // As torchrun does: GLOO_SOCKET_IFNAME picks the interface (scripts/shaped-net.sh
+  // uses it); otherwise the address this host's name resolves to, else loopback.
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
+    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+
+bool use_nccl(const sim::DistConfig& cfg) {
+#ifdef SLOWPIPE_WITH_NCCL
+  return cfg.backend == "nccl" || (cfg.backend == "auto" && torch::cuda::is_available());
+#else
+  if (cfg.backend == "nccl")
+    throw UsageError(
+        "dist.backend = nccl, but this slowpipe was built against a CPU-only libtorch (no "
+        "NCCL); use gloo");
+  return false;
+#endif
+}
+
+c10::intrusive_ptr<c10d::ProcessGroup> make_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                  const std::string& prefix, int rank, int size,
+                                                  bool nccl, double timeout_s) {
+  auto scoped = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
+#ifdef SLOWPIPE_WITH_NCCL
+  if (nccl) {
+    auto opts = c10d::ProcessGroupNCCL::Options::create();
+    opts->timeout = kOpTimeout;
+    return c10::make_intrusive<c10d::ProcessGroupNCCL>(scoped, rank, size, opts);
+  }
+#else
+  (void)nccl;
+#endif
+  auto opts = c10d::ProcessGroupGloo::Options::create(kOpTimeout);
+  opts->devices.push_back(gloo_device());
+  opts->threads = 2;
+  (void)timeout_s;
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(scoped, rank, size, opts);
+}
+
+}  // namespace
+
+Comm::Comm(const sim::DistConfig& cfg, Layout layout)
+    : cfg_(cfg), layout_(layout), rank_(cfg.rank) {
+  const auto timeout = milliseconds(static_cast<int64_t>(cfg.timeout_s * 1000));
+  const std::string where = cfg.master_addr + ":" + std::to_string(cfg.master_port);
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<uint16_t>(cfg.master_port);
+  opts.isServer = rank_ == 0;
+  opts.waitWorkers = false;  // waited for below, with the timeout
+  opts.timeout = timeout;
+  const std::string within = format_duration(cfg.timeout_s) + " (dist.timeout)";
+  try {
+    store_ = c10::make_intrusive<c10d::TCPStore>(cfg.master_addr, opts);
+  } catch (const std::exception& e) {
+    if (rank_ == 0)
+      throw DistError("rank 0 could not serve the rendezvous at " + where + ": " + what_of(e));
+    throw DistError(
+        layout.name(rank_) + " could not reach the rendezvous at " + where + " within " + within +
+        "; is rank 0 running, and are MASTER_ADDR and MASTER_PORT right? (" + what_of(e) + ")");
+  }
+  // Every rank checks in; rank 0 waits for all of them.
+  const char* const joined = "slowpipe/joined";
+  store_->add(joined, 1);
+  if (rank_ == 0) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    int64_t n = 0;
+    while ((n = store_->add(joined, 0)) < layout.world()) {
+      if (std::chrono::steady_clock::now() > until)
+        throw DistError("only " + std::to_string(n) + " of " + std::to_string(layout.world()) +
+                        " ranks joined the rendezvous at " + where + " within " + within +
+                        "; start every rank with the same WORLD_SIZE and MASTER_ADDR:MASTER_PORT");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  nccl_ = use_nccl(cfg);
+  try {
+    world_ = make_group(store_, "world/", rank_, layout.world(), nccl_, cfg.timeout_s);
+    const int r = layout.replica_of(rank_), s = layout.stage_of(rank_);
+    stage_group_ = make_group(store_, "stage" + std::to_string(s) + "/", r, layout.replicas, nccl_,
+                              cfg.timeout_s);
+    replica_group_ = make_group(store_, "replica" + std::to_string(r) + "/", s, layout.stages,
+                                nccl_, cfg.timeout_s);
+  } catch (const std::exception& e) {
+    throw DistError(layout.name(rank_) + ": connecting the process groups failed: " + what_of(e));
+  }
+}
+
+Comm::~Comm() = default;
+
+void Comm::post_abort(const std::string& reason) {
+  try {
+    if (store_->add(kAbortClaimKey, 1) == 1)
+      store_->set(kAbortKey, std::vector<uint8_t>(reason.begin(), reason.end()));
+  } catch (const std::exception&) {
+    // The store is gone with rank 0: nobody is left to tell.
+  }
+}
+
+std::string Comm::abort_reason(double wait_s) {
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000));
+  try {
+    while (true) {
+      if (store_->check({kAbortKey})) {
+        const auto v = store_->get(kAbortKey);
+        return std::string(v.begin(), v.end());
+      }
+      if (std::chrono::steady_clock::now() >= until) return "";
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  } catch (const std::exception&) {
+    return "the rendezvous store on rank 0 is gone (rank 0 died or ended the run)";
+  }
+}
+
+void Comm::fail(const std::string& what, const std::exception& e) {
+  // A broken connection is most often a dead peer, which rank 0's watchdog
+  // names once it has been silent for dist.timeout; a rank that failed on its
+  // own posts its reason at once. Wait for either before blaming this failure.
+  std::string reason = abort_reason(cfg_.timeout_s + 2.0);
+  const bool diverged = reason.rfind(kDivergedPrefix, 0) == 0;
+  if (diverged) reason = reason.substr(std::strlen(kDivergedPrefix));
+  if (reason.empty()) {
+    reason = layout_.name(rank_) + ": " + what + " failed during step " +
+             std::to_string(step_.load()) + ": " + what_of(e);
+    post_abort(reason);
+  }
+  throw DistError(reason, diverged);
+}
+
+namespace {
+// Runs f; any c10d failure becomes comm.fail(what).
+template <class F>
+auto guarded(Comm& comm, const std::string& what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const DistError&) {
+    throw;
+  } catch (const std::exception& e) {
+    comm.fail(what, e);
+  }
+}
+
+void wait(const c10::intrusive_ptr<c10d::Work>& work) {
+  work->wait(kOpTimeout);
+}
+}  // namespace
+
+uint64_t Comm::send(const Bytes& payload, const Dims& dims, int dst, int tag) {
+  if (dims.size() > kHeaderInts - 2) throw std::logic_error("dist: tensors of rank > 6");
+  at::Tensor header = at::zeros({kHeaderInts}, at::kLong);
+  int64_t* h = header.data_ptr<int64_t>();
+  h[0] = static_cast<int64_t>(payload.size());
+  h[1] = static_cast<int64_t>(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) h[2 + i] = dims[i];
+  at::Tensor body = at::empty({static_cast<int64_t>(payload.size())}, at::kByte);
+  if (!payload.empty()) std::memcpy(body.data_ptr<uint8_t>(), payload.data(), payload.size());
+  guarded(*this, "sending to " + layout_.name(dst), [&] {
+    for (int part = 0; part < 2; ++part) {
+      std::vector<at::Tensor> v = {part == 0 ? header : body};
+      auto work = world_->send(v, dst, 2 * tag + part);
+      pending_.emplace_back(std::move(work), std::move(v));
+    }
+  });
+  return static_cast<uint64_t>(header.nbytes() + body.nbytes());
+}
+
+Bytes Comm::recv(int src, int tag, Dims* dims) {
+  const std::string what = "receiving from " + layout_.name(src);
+  std::vector<at::Tensor> header = {at::zeros({kHeaderInts}, at::kLong)};
+  guarded(*this, what, [&] { wait(world_->recv(header, src, 2 * tag)); });
+  const int64_t* h = header[0].data_ptr<int64_t>();
+  if (h[0] < 0 || h[1] < 0 || h[1] > kHeaderInts - 2)
+    throw DataError(what + ": malformed message header");
+  if (dims) dims->assign(h + 2, h + 2 + h[1]);
+  std::vector<at::Tensor> body = {at::empty({h[0]}, at::kByte)};
+  guarded(*this, what, [&] { wait(world_->recv(body, src, 2 * tag + 1)); });
+  const uint8_t* p = body[0].data_ptr<uint8_t>();
+  return Bytes(p, p + h[0]);
+}
+
+void Comm::wait_sends() {
+  guarded(*this, "a send", [&] {
+    for (auto& [work, tensors] : pending_) wait(work);
+  });
+  pending_.clear();
+}
+
+void Comm::broadcast(at::Tensor& t, int root) {
+  std::vector<at::Tensor> v = {t};
+  c10d::BroadcastOptions opts;
+  opts.rootRank = root;
+  guarded(*this, "a broadcast from rank " + std::to_string(root),
+          [&] { wait(world_->broadcast(v, opts)); });
+}
+
+void Comm::barrier() {
+  std::vector<at::Tensor> v = {at::zeros({1}, at::kLong)};
+  guarded(*this, "the final barrier", [&] { wait(world_->allreduce(v)); });
+}
+
+void Comm::allreduce_sum(at::Tensor& t) {
+  std::vector<at::Tensor> v = {t};
+  guarded(*this, "the gradient all-reduce of stage " + std::to_string(layout_.stage_of(rank_)),
+          [&] { wait(stage_group_->allreduce(v)); });
+}
+
+std::vector<Bytes> Comm::allgather(const Bytes& mine) {
+  const int D = layout_.replicas;
+  return guarded(
+      *this, "the gradient exchange of stage " + std::to_string(layout_.stage_of(rank_)), [&] {
+        // Sizes first (codecs may vary), then the payloads padded to the largest.
+        std::vector<at::Tensor> in = {at::full({1}, static_cast<int64_t>(mine.size()), at::kLong)};
+        std::vector<std::vector<at::Tensor>> sizes(1);
+        for (int r = 0; r < D; ++r) sizes[0].push_back(at::empty({1}, at::kLong));
+        wait(stage_group_->allgather(sizes, in));
+        int64_t largest = 0;
+        for (const auto& t : sizes[0]) largest = std::max(largest, t.item<int64_t>());
+        at::Tensor body = at::zeros({largest}, at::kByte);
+        if (!mine.empty()) std::memcpy(body.data_ptr<uint8_t>(), mine.data(), mine.size());
+        std::vector<at::Tensor> in2 = {body};
+        std::vector<std::vector<at::Tensor>> out(1);
+        for (int r = 0; r < D; ++r) out[0].push_back(at::empty({largest}, at::kByte));
+        wait(stage_group_->allgather(out, in2));
+        std::vector<Bytes> result;
+        for (int r = 0; r < D; ++r) {
+          const uint8_t* p = out[0][r].data_ptr<uint8_t>();
+          result.emplace_back(p, p + sizes[0][r].item<int64_t>());
+        }
+        return result;
+      });
+}
+
+at::Tensor Comm::allgather_replica(const at::Tensor& mine) {
+  std::vector<at::Tensor> in = {mine.contiguous()};
+  std::vector<std::vector<at::Tensor>> out(1);
+  for (int s = 0; s < layout_.stages; ++s) out[0].push_back(at::empty_like(in[0]));
+  guarded(*this,
+          "the gradient-norm exchange of replica " + std::to_string(layout_.replica_of(rank_)),
+          [&] { wait(replica_group_->allgather(out, in)); });
+  return at::stack(out[0]);
+}
+
+}  // namespace slowpipe::dist

@@ -1,0 +1,108 @@
+// The transport of a distributed run, built on libtorch's c10d (no transport of
+// our own): a TCPStore rendezvous served by rank 0, a Gloo process group over
+// all ranks (NCCL where a CUDA libtorch is built in, SLOWPIPE_WITH_NCCL), and
+// sub-groups per stage (its D replicas: data-parallel gradients) and per
+// replica (its S stages: the global gradient norm).
+//
+// Point-to-point messages are byte tensors: a 64-byte header (payload size,
+// rank and dimensions of the tensor it encodes) then the payload, the codec's
+// message exactly. Sends complete in the background; wait_sends() waits for
+// them. Every failure of c10d comes out as a DistError whose message says why
+// the run stopped (the reason another rank posted, when one did: see
+// watchdog.h), naming the rank and step.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "dist/layout.h"
+#include "sim/run_config.h"
+
+namespace c10d {
+class Store;
+class ProcessGroup;
+class Work;
+}  // namespace c10d
+
+namespace slowpipe::dist {
+
+// A peer died or was unreachable, the run was stopped by another rank, or the
+// configurations differ. `diverged`: another rank met a NaN/inf (the run's
+// status is then "diverged", not "failed").
+class DistError : public std::runtime_error {
+ public:
+  explicit DistError(const std::string& what, bool diverged = false)
+      : std::runtime_error(what), diverged_(diverged) {}
+  bool diverged() const { return diverged_; }
+
+ private:
+  bool diverged_;
+};
+
+using Bytes = std::vector<uint8_t>;
+using Dims = std::vector<int64_t>;
+
+// Store keys shared with the watchdog.
+inline const char* const kAbortKey = "slowpipe/abort";
+inline const char* const kAbortClaimKey = "slowpipe/abort_claim";
+inline const char* const kDivergedPrefix = "diverged: ";
+
+class Comm {
+ public:
+  // Rendezvous within cfg.timeout_s (DistError naming the address otherwise).
+  Comm(const sim::DistConfig& cfg, Layout layout);
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  int rank() const { return rank_; }
+  const Layout& layout() const { return layout_; }
+  const sim::DistConfig& config() const { return cfg_; }
+  // The rendezvous store (main thread only; the watchdog opens its own client).
+  c10d::Store& store() { return *store_; }
+  // The step the main thread is in (error messages, the watchdog).
+  std::atomic<int64_t>& step() { return step_; }
+
+  // Sends `payload` (the encoding of a tensor of `dims`) to `dst`; returns the
+  // bytes handed to c10d (header included). Completes in the background.
+  uint64_t send(const Bytes& payload, const Dims& dims, int dst, int tag);
+  Bytes recv(int src, int tag, Dims* dims);
+  void wait_sends();
+
+  // Collectives. broadcast, barrier: the world; allreduce_sum, allgather: the
+  // D replicas of this rank's stage (results in replica order);
+  // allgather_replica: the S stages of this rank's replica ([S, n], stage order).
+  void broadcast(at::Tensor& t, int root);
+  void barrier();
+  void allreduce_sum(at::Tensor& t);
+  std::vector<Bytes> allgather(const Bytes& mine);
+  at::Tensor allgather_replica(const at::Tensor& mine);
+
+  // Posts the reason the run stops (the first poster wins) for every rank to see.
+  void post_abort(const std::string& reason);
+  // The posted reason, waiting up to `wait_s` for one to appear; "" if none.
+  std::string abort_reason(double wait_s);
+  // Throws the DistError for a failed `what`: the posted reason when another
+  // rank gives one within dist.timeout + 2 s (rank 0's watchdog names a dead
+  // rank after dist.timeout), else this failure (posted for the others).
+  [[noreturn]] void fail(const std::string& what, const std::exception& e);
+
+ private:
+  sim::DistConfig cfg_;
+  Layout layout_;
+  int rank_;
+  std::atomic<int64_t> step_{0};
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::ProcessGroup> world_;
+  c10::intrusive_ptr<c10d::ProcessGroup> stage_group_, replica_group_;
+  std::vector<std::pair<c10::intrusive_ptr<c10d::Work>, std::vector<at::Tensor>>> pending_;
+  bool nccl_ = false;
+};
+
+}  // namespace slowpipe::dist

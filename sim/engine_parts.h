@@ -1,0 +1,60 @@
+// Pieces of a pipeline step shared by the single-process engine (engine.cpp)
+// and the distributed one (dist/dist_engine.cpp): op timing, trace ops, channel
+// contexts and per-channel accounting. Internal to the engines.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "compressors/factory.h"
+#include "netmodel/trace.h"
+#include "sim/engine.h"
+
+namespace slowpipe::sim {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0);
+
+// CPU seconds of the calling thread: the clock of the calibrated compute model
+// (netmodel/calibrated_model.h). Unlike the wall clock it stops while the
+// thread waits for a core, so it does not count the machine's other load.
+double thread_cpu_now();
+
+// Wall and thread-CPU seconds of one op.
+struct OpTimer {
+  Clock::time_point wall0 = Clock::now();
+  double cpu0 = thread_cpu_now();
+  double wall_s() const { return seconds_since(wall0); }
+  double cpu_s() const { return thread_cpu_now() - cpu0; }
+};
+
+void add_transfer(ChannelSummary& sum, const compressors::TransferStats& st);
+
+// The context of channel `name`; `salt` makes each channel's random streams its own:
+// boundary b of replica r: r * 4096 + b; the gradient channel of stage s: r * 4096 + 2048 + s.
+compressors::ChannelContext channel_context(const EngineSetup& setup, const std::string& name,
+                                            uint64_t salt);
+
+netmodel::TraceOp compute_op(netmodel::OpKind kind, int stage, int microbatch, int replica,
+                             const OpTimer& timer, double flops);
+
+// A message op (send or all-reduce) and its channel's accounting.
+netmodel::TraceOp message_op(netmodel::OpKind kind, int stage, int microbatch, int replica,
+                             const at::Tensor& sent, const compressors::TransferStats& st,
+                             ChannelSummary& sum);
+
+bool all_finite(const at::Tensor& t);
+
+// OpenBLAS's thread pool size (found at run time; 1 for another BLAS).
+int blas_threads();
+
+// "step 3 (replica 1, micro-batch 0)" for error messages (`step` 0-based).
+std::string where(int64_t step, int replica, int microbatch);
+
+// rel_error and delta_norm: sums over transfers -> means.
+void finish_means(std::vector<ChannelSummary>& v);
+
+}  // namespace slowpipe::sim
