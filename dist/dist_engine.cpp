@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstdio>
 #include <sstream>
 #include <thread>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -68,6 +69,12 @@ DistEngine::DistEngine(sim::EngineSetup setup, const sim::DistConfig& cfg,
   if (device.is_cuda() && !torch::cuda::is_available())
     throw UsageError("run.device = " + setup_.device +
                      ", but this libtorch build has no CUDA device available");
+  if (setup_.model.dropout > 0 && cfg.rank == 0)
+    std::fprintf(stderr,
+                 "slowpipe train: warning: model.dropout = %g: each process draws its own dropout "
+                 "masks, so the losses will not equal a single-process run's "
+                 "(docs/distributed.md)\n",
+                 setup_.model.dropout);
   comm_ = std::make_unique<Comm>(cfg, layout_);
   watchdog_ = std::make_unique<Watchdog>(*comm_);
   check_configs(config_text);
