@@ -11,8 +11,10 @@
 #endif
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "common/errors.h"
@@ -120,7 +122,79 @@ Comm::Comm(const sim::DistConfig& cfg, Layout layout)
   }
 }
 
-Comm::~Comm() = default;
+// One source's messages received ahead (prefetch()).
+struct Comm::Prefetch {
+  std::thread thread;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<int, std::pair<Bytes, Dims>> ready;  // by tag
+  bool failed = false;
+  std::string error;
+};
+
+Comm::~Comm() {
+  // After a failure a prefetch thread may still wait on a peer that is gone;
+  // it holds what it uses and ends with the process.
+  for (auto& [src, p] : prefetch_)
+    if (p->thread.joinable()) p->thread.detach();
+}
+
+void Comm::prefetch(int src, std::vector<int> tags) {
+  auto p = std::make_shared<Prefetch>();
+  auto group = world_;
+  const bool nccl = nccl_;
+  p->thread = std::thread([p, group, src, tags = std::move(tags), nccl] {
+    const auto wire = [nccl](const at::Tensor& t) { return nccl ? t.to(at::kCUDA) : t; };
+    try {
+      for (int tag : tags) {
+        std::vector<at::Tensor> header = {wire(at::zeros({kHeaderInts}, at::kLong))};
+        group->recv(header, src, 2 * tag)->wait(kOpTimeout);
+        const at::Tensor head = header[0].cpu();
+        const int64_t* h = head.data_ptr<int64_t>();
+        if (h[0] < 0 || h[1] < 0 || h[1] > kHeaderInts - 2)
+          throw DataError("malformed message header");
+        Dims dims(h + 2, h + 2 + h[1]);
+        std::vector<at::Tensor> body = {wire(at::empty({h[0]}, at::kByte))};
+        group->recv(body, src, 2 * tag + 1)->wait(kOpTimeout);
+        const at::Tensor bytes = body[0].cpu();
+        const uint8_t* b = bytes.data_ptr<uint8_t>();
+        std::lock_guard<std::mutex> lock(p->mu);
+        p->ready[tag] = {Bytes(b, b + h[0]), std::move(dims)};
+        p->cv.notify_all();
+      }
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(p->mu);
+      p->failed = true;
+      p->error = what_of(e);
+      p->cv.notify_all();
+    }
+  });
+  prefetch_[src] = std::move(p);
+}
+
+Bytes Comm::take(int src, int tag, Dims* dims) {
+  const auto it = prefetch_.find(src);
+  if (it == prefetch_.end()) return recv(src, tag, dims);
+  Prefetch& p = *it->second;
+  std::unique_lock<std::mutex> lock(p.mu);
+  p.cv.wait(lock, [&] { return p.ready.count(tag) > 0 || p.failed; });
+  const auto got = p.ready.find(tag);
+  if (got == p.ready.end()) {
+    const std::runtime_error e(p.error);
+    lock.unlock();
+    fail("receiving from " + layout_.name(src), e);
+  }
+  Bytes out = std::move(got->second.first);
+  if (dims) *dims = std::move(got->second.second);
+  p.ready.erase(got);
+  return out;
+}
+
+void Comm::end_prefetch() {
+  for (auto& [src, p] : prefetch_)
+    if (p->thread.joinable()) p->thread.join();
+  prefetch_.clear();
+}
 
 void Comm::post_abort(const std::string& reason) {
   try {
@@ -181,6 +255,10 @@ void wait(const c10::intrusive_ptr<c10d::Work>& work) {
 }
 }  // namespace
 
+at::Tensor Comm::on_wire(const at::Tensor& t) const {
+  return nccl_ ? t.to(at::kCUDA) : t;
+}
+
 uint64_t Comm::send(const Bytes& payload, const Dims& dims, int dst, int tag) {
   if (dims.size() > kHeaderInts - 2) throw std::logic_error("dist: tensors of rank > 6");
   at::Tensor header = at::zeros({kHeaderInts}, at::kLong);
@@ -192,7 +270,7 @@ uint64_t Comm::send(const Bytes& payload, const Dims& dims, int dst, int tag) {
   if (!payload.empty()) std::memcpy(body.data_ptr<uint8_t>(), payload.data(), payload.size());
   guarded(*this, "sending to " + layout_.name(dst), [&] {
     for (int part = 0; part < 2; ++part) {
-      std::vector<at::Tensor> v = {part == 0 ? header : body};
+      std::vector<at::Tensor> v = {on_wire(part == 0 ? header : body)};
       auto work = world_->send(v, dst, 2 * tag + part);
       pending_.emplace_back(std::move(work), std::move(v));
     }
@@ -202,15 +280,17 @@ uint64_t Comm::send(const Bytes& payload, const Dims& dims, int dst, int tag) {
 
 Bytes Comm::recv(int src, int tag, Dims* dims) {
   const std::string what = "receiving from " + layout_.name(src);
-  std::vector<at::Tensor> header = {at::zeros({kHeaderInts}, at::kLong)};
+  std::vector<at::Tensor> header = {on_wire(at::zeros({kHeaderInts}, at::kLong))};
   guarded(*this, what, [&] { wait(world_->recv(header, src, 2 * tag)); });
-  const int64_t* h = header[0].data_ptr<int64_t>();
+  const at::Tensor head = header[0].cpu();
+  const int64_t* h = head.data_ptr<int64_t>();
   if (h[0] < 0 || h[1] < 0 || h[1] > kHeaderInts - 2)
     throw DataError(what + ": malformed message header");
   if (dims) dims->assign(h + 2, h + 2 + h[1]);
-  std::vector<at::Tensor> body = {at::empty({h[0]}, at::kByte)};
+  std::vector<at::Tensor> body = {on_wire(at::empty({h[0]}, at::kByte))};
   guarded(*this, what, [&] { wait(world_->recv(body, src, 2 * tag + 1)); });
-  const uint8_t* p = body[0].data_ptr<uint8_t>();
+  const at::Tensor bytes = body[0].cpu();
+  const uint8_t* p = bytes.data_ptr<uint8_t>();
   return Bytes(p, p + h[0]);
 }
 
@@ -222,58 +302,66 @@ void Comm::wait_sends() {
 }
 
 void Comm::broadcast(at::Tensor& t, int root) {
-  std::vector<at::Tensor> v = {t};
+  std::vector<at::Tensor> v = {on_wire(t)};
   c10d::BroadcastOptions opts;
   opts.rootRank = root;
   guarded(*this, "a broadcast from rank " + std::to_string(root),
           [&] { wait(world_->broadcast(v, opts)); });
+  if (nccl_) t.copy_(v[0].cpu());
 }
 
 void Comm::barrier() {
-  std::vector<at::Tensor> v = {at::zeros({1}, at::kLong)};
+  std::vector<at::Tensor> v = {on_wire(at::zeros({1}, at::kLong))};
   guarded(*this, "the final barrier", [&] { wait(world_->allreduce(v)); });
 }
 
 void Comm::allreduce_sum(at::Tensor& t) {
-  std::vector<at::Tensor> v = {t};
+  std::vector<at::Tensor> v = {on_wire(t)};
   guarded(*this, "the gradient all-reduce of stage " + std::to_string(layout_.stage_of(rank_)),
           [&] { wait(stage_group_->allreduce(v)); });
+  if (nccl_) t.copy_(v[0].cpu());
 }
 
 std::vector<Bytes> Comm::allgather(const Bytes& mine) {
   const int D = layout_.replicas;
-  return guarded(
-      *this, "the gradient exchange of stage " + std::to_string(layout_.stage_of(rank_)), [&] {
-        // Sizes first (codecs may vary), then the payloads padded to the largest.
-        std::vector<at::Tensor> in = {at::full({1}, static_cast<int64_t>(mine.size()), at::kLong)};
-        std::vector<std::vector<at::Tensor>> sizes(1);
-        for (int r = 0; r < D; ++r) sizes[0].push_back(at::empty({1}, at::kLong));
-        wait(stage_group_->allgather(sizes, in));
-        int64_t largest = 0;
-        for (const auto& t : sizes[0]) largest = std::max(largest, t.item<int64_t>());
-        at::Tensor body = at::zeros({largest}, at::kByte);
-        if (!mine.empty()) std::memcpy(body.data_ptr<uint8_t>(), mine.data(), mine.size());
-        std::vector<at::Tensor> in2 = {body};
-        std::vector<std::vector<at::Tensor>> out(1);
-        for (int r = 0; r < D; ++r) out[0].push_back(at::empty({largest}, at::kByte));
-        wait(stage_group_->allgather(out, in2));
-        std::vector<Bytes> result;
-        for (int r = 0; r < D; ++r) {
-          const uint8_t* p = out[0][r].data_ptr<uint8_t>();
-          result.emplace_back(p, p + sizes[0][r].item<int64_t>());
-        }
-        return result;
-      });
+  return guarded(*this, "the gradient exchange of stage " + std::to_string(layout_.stage_of(rank_)),
+                 [&] {
+                   // Sizes first (codecs may vary), then the payloads padded to the largest.
+                   std::vector<at::Tensor> in = {
+                       on_wire(at::full({1}, static_cast<int64_t>(mine.size()), at::kLong))};
+                   std::vector<std::vector<at::Tensor>> sizes(1);
+                   for (int r = 0; r < D; ++r)
+                     sizes[0].push_back(on_wire(at::empty({1}, at::kLong)));
+                   wait(stage_group_->allgather(sizes, in));
+                   int64_t largest = 0;
+                   for (const auto& t : sizes[0])
+                     largest = std::max(largest, t.cpu().item<int64_t>());
+                   at::Tensor body = at::zeros({largest}, at::kByte);
+                   if (!mine.empty())
+                     std::memcpy(body.data_ptr<uint8_t>(), mine.data(), mine.size());
+                   std::vector<at::Tensor> in2 = {on_wire(body)};
+                   std::vector<std::vector<at::Tensor>> out(1);
+                   for (int r = 0; r < D; ++r)
+                     out[0].push_back(on_wire(at::empty({largest}, at::kByte)));
+                   wait(stage_group_->allgather(out, in2));
+                   std::vector<Bytes> result;
+                   for (int r = 0; r < D; ++r) {
+                     const at::Tensor got = out[0][r].cpu();
+                     const uint8_t* p = got.data_ptr<uint8_t>();
+                     result.emplace_back(p, p + sizes[0][r].cpu().item<int64_t>());
+                   }
+                   return result;
+                 });
 }
 
 at::Tensor Comm::allgather_replica(const at::Tensor& mine) {
-  std::vector<at::Tensor> in = {mine.contiguous()};
+  std::vector<at::Tensor> in = {on_wire(mine.contiguous())};
   std::vector<std::vector<at::Tensor>> out(1);
   for (int s = 0; s < layout_.stages; ++s) out[0].push_back(at::empty_like(in[0]));
   guarded(*this,
           "the gradient-norm exchange of replica " + std::to_string(layout_.replica_of(rank_)),
           [&] { wait(replica_group_->allgather(out, in)); });
-  return at::stack(out[0]);
+  return at::stack(out[0]).cpu();
 }
 
 }  // namespace slowpipe::dist

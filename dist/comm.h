@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -75,6 +76,16 @@ class Comm {
   Bytes recv(int src, int tag, Dims* dims);
   void wait_sends();
 
+  // Receives ahead. Gloo moves a message only once its receive is posted, so
+  // a rank that posts each receive when an op needs its input leaves the
+  // transfer idle while it computes. prefetch() receives `tags` from `src`, in
+  // that order, on a background thread as soon as each arrives; take() hands
+  // them out (waiting when needed); end_prefetch() joins the threads once every
+  // message has been taken. A failed receive surfaces in take() as recv()'s would.
+  void prefetch(int src, std::vector<int> tags);
+  Bytes take(int src, int tag, Dims* dims);
+  void end_prefetch();
+
   // Collectives. broadcast, barrier: the world; allreduce_sum, allgather: the
   // D replicas of this rank's stage (results in replica order);
   // allgather_replica: the S stages of this rank's replica ([S, n], stage order).
@@ -94,6 +105,10 @@ class Comm {
   [[noreturn]] void fail(const std::string& what, const std::exception& e);
 
  private:
+  struct Prefetch;
+  // NCCL moves device tensors only: CPU tensors are staged on the GPU.
+  at::Tensor on_wire(const at::Tensor& t) const;
+
   sim::DistConfig cfg_;
   Layout layout_;
   int rank_;
@@ -103,6 +118,7 @@ class Comm {
   c10::intrusive_ptr<c10d::ProcessGroup> stage_group_, replica_group_;
   std::vector<std::pair<c10::intrusive_ptr<c10d::Work>, std::vector<at::Tensor>>> pending_;
   bool nccl_ = false;
+  std::map<int, std::shared_ptr<Prefetch>> prefetch_;  // by source rank
 };
 
 }  // namespace slowpipe::dist

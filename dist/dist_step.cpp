@@ -59,6 +59,14 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
     if (device.is_cuda()) torch::cuda::synchronize();
   };
   std::vector<at::Tensor> inputs(static_cast<size_t>(M)), outputs(static_cast<size_t>(M));
+  // Every message this stage will receive, in the order its ops consume them.
+  std::vector<int> from_up, from_down;
+  for (const sim::PipelineOp& op : my_ops_) {
+    if (!op.backward && s > 0) from_up.push_back(act_tag(op.microbatch));
+    if (op.backward && s < S - 1) from_down.push_back(grad_tag(op.microbatch));
+  }
+  if (!from_up.empty()) comm_->prefetch(layout_.rank(r, s - 1), from_up);
+  if (!from_down.empty()) comm_->prefetch(layout_.rank(r, s + 1), from_down);
   for (const sim::PipelineOp& op : my_ops_) {
     const int m = op.microbatch;
     const auto mi = static_cast<size_t>(m);
@@ -73,7 +81,7 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
         x = batch.inputs.narrow(0, begin, mb).to(device);
       } else {
         Dims dims;
-        const Bytes msg = comm_->recv(layout_.rank(r, s - 1), act_tag(m), &dims);
+        const Bytes msg = comm_->take(layout_.rank(r, s - 1), act_tag(m), &dims);
         compressors::TransferStats st;
         const at::Tensor got = fw_in_->receive(msg, dims, ids, &st);
         rep.fw[static_cast<size_t>(s - 1)].decode_s += st.decode_s;
@@ -109,7 +117,7 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
     at::Tensor g;
     if (s < S - 1) {
       Dims dims;
-      const Bytes msg = comm_->recv(layout_.rank(r, s + 1), grad_tag(m), &dims);
+      const Bytes msg = comm_->take(layout_.rank(r, s + 1), grad_tag(m), &dims);
       compressors::TransferStats st;
       g = bw_in_->receive(msg, dims, ids, &st).to(device);
       rep.bw[static_cast<size_t>(s)].decode_s += st.decode_s;
@@ -147,6 +155,7 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
     outputs[mi] = at::Tensor();
     inputs[mi] = at::Tensor();
   }
+  comm_->end_prefetch();
 }
 
 void DistEngine::sync_gradients(int64_t /*step*/, RankReport& rep) {
