@@ -396,8 +396,9 @@ sim::EvalResult DistEngine::local_eval(const models::Batch& batch, bool compress
 sim::DistEngineFactory engine_factory() {
   return [](const sim::EngineSetup& setup, const sim::TrainConfig& cfg,
             const sim::ResolvedConfig& resolved) -> std::unique_ptr<sim::StepEngine> {
-    std::string text =
-        std::string("slowpipe.version=") + kVersion + "\nslowpipe.git_commit=" + kGitCommit + "\n";
+    std::string text = std::string("slowpipe.version=") + kVersion +
+                       "\nslowpipe.git_commit=" + git_commit() +
+                       "\nslowpipe.git_dirty=" + git_dirty() + "\n";
     for (const auto& [k, v] : resolved)
       if (k != "dist.rank" && k != "run.progress" && k != "run.out" && k != "run.overwrite")
         text += k + "=" + v + "\n";

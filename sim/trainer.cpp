@@ -12,6 +12,7 @@
 #include <csignal>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -74,6 +75,17 @@ std::string host_name() {
   char buf[256] = {0};
   if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
   return buf;
+}
+
+// The CPU's model name (/proc/cpuinfo); "unknown" where there is none.
+std::string cpu_name() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
+  }
+  return "unknown";
 }
 
 std::string join(const std::vector<std::string>& v, const char* sep) {
@@ -208,7 +220,11 @@ void write_attributes(RunLog& log, const TrainConfig& cfg, const ResolvedConfig&
                       const StepEngine& engine, const models::Dataset& data) {
   for (const auto& [k, v] : resolved) log.set_attribute("config." + k, v);
   log.set_attribute("slowpipe.version", kVersion);
-  log.set_attribute("slowpipe.git_commit", kGitCommit);
+  log.set_attribute("slowpipe.git_commit", git_commit());
+  log.set_attribute("slowpipe.git_dirty", git_dirty());
+  log.set_attribute("slowpipe.build_type", kBuildType);
+  log.set_attribute("slowpipe.compiler", kCompiler);
+  log.set_attribute("host.cpu", cpu_name());
   log.set_attribute("torch.version", TORCH_VERSION);
   log.set_attribute("host", host_name());
   log.set_attribute("start_time", iso_utc_now());

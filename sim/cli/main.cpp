@@ -65,7 +65,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (name == "--version") {
-    std::printf("slowpipe %s (%s)\n", slowpipe::kVersion, slowpipe::kGitCommit);
+    const bool dirty = std::string(slowpipe::git_dirty()) == "true";
+    std::printf("slowpipe %s (%s%s, %s, %s)\n", slowpipe::kVersion, slowpipe::git_commit(),
+                dirty ? "-dirty" : "", slowpipe::kBuildType, slowpipe::kCompiler);
     return 0;
   }
   for (const auto& c : kCommands) {

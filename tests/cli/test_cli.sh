@@ -84,6 +84,20 @@ after=$("$bin" export killed.h5 --table train 2>/dev/null | tail -n +2 | wc -l)
 # attr FILE KEY: a root attribute of a run log
 attr() { "$bin" export "$1" --attrs 2>/dev/null | awk -F'\t' -v k="$2" '$1==k{print $2}'; }
 
+# Provenance: the build (type, compiler, commit and dirty flag, as
+# `slowpipe --version` prints them) and the CPU are in every log.
+"$bin" train "${small[@]}" --steps 1 --set eval.at_start=false --out prov.h5 >/dev/null 2>&1
+version=$("$bin" --version)
+commit=$(attr prov.h5 slowpipe.git_commit)
+dirty=$(attr prov.h5 slowpipe.git_dirty)
+case "$dirty" in true | false | unknown) ok ;; *) bad "slowpipe.git_dirty is '$dirty'" ;; esac
+suffix=""
+[ "$dirty" = true ] && suffix="-dirty"
+grep -qF "($commit$suffix, $(attr prov.h5 slowpipe.build_type), $(attr prov.h5 slowpipe.compiler))" \
+  <<<"$version" && ok || bad "log provenance differs from --version: $version"
+[ -n "$(attr prov.h5 slowpipe.build_type)" ] && [ -n "$(attr prov.h5 slowpipe.compiler)" ] &&
+  [ -n "$(attr prov.h5 host.cpu)" ] && ok || bad "build type, compiler or CPU missing from the log"
+
 # Mistakes found before anything is loaded leave no log behind, and the
 # corrected rerun with the same --out runs.
 expect 2 "cannot carry data-parallel gradients" -- "$bin" train "${small[@]}" --set pipeline.replicas=2 \
