@@ -56,7 +56,7 @@ bool use_nccl(const sim::DistConfig& cfg) {
 
 c10::intrusive_ptr<c10d::ProcessGroup> make_group(const c10::intrusive_ptr<c10d::Store>& store,
                                                   const std::string& prefix, int rank, int size,
-                                                  bool nccl, double timeout_s) {
+                                                  bool nccl) {
   auto scoped = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
 #ifdef SLOWPIPE_WITH_NCCL
   if (nccl) {
@@ -70,7 +70,6 @@ c10::intrusive_ptr<c10d::ProcessGroup> make_group(const c10::intrusive_ptr<c10d:
   auto opts = c10d::ProcessGroupGloo::Options::create(kOpTimeout);
   opts->devices.push_back(gloo_device());
   opts->threads = 2;
-  (void)timeout_s;
   return c10::make_intrusive<c10d::ProcessGroupGloo>(scoped, rank, size, opts);
 }
 
@@ -111,12 +110,11 @@ Comm::Comm(const sim::DistConfig& cfg, Layout layout)
   }
   nccl_ = use_nccl(cfg);
   try {
-    world_ = make_group(store_, "world/", rank_, layout.world(), nccl_, cfg.timeout_s);
+    world_ = make_group(store_, "world/", rank_, layout.world(), nccl_);
     const int r = layout.replica_of(rank_), s = layout.stage_of(rank_);
-    stage_group_ = make_group(store_, "stage" + std::to_string(s) + "/", r, layout.replicas, nccl_,
-                              cfg.timeout_s);
-    replica_group_ = make_group(store_, "replica" + std::to_string(r) + "/", s, layout.stages,
-                                nccl_, cfg.timeout_s);
+    stage_group_ = make_group(store_, "stage" + std::to_string(s) + "/", r, layout.replicas, nccl_);
+    replica_group_ =
+        make_group(store_, "replica" + std::to_string(r) + "/", s, layout.stages, nccl_);
   } catch (const std::exception& e) {
     throw DistError(layout.name(rank_) + ": connecting the process groups failed: " + what_of(e));
   }

@@ -78,7 +78,7 @@ class DistEngine : public sim::StepEngine {
   // This rank's part of a step and of an evaluation.
   RankReport local_step(const models::Batch& batch, int64_t step, int64_t total);
   void pipeline_ops(const models::Batch& batch, int64_t step, RankReport& rep);
-  void sync_gradients(int64_t step, RankReport& rep);
+  void sync_gradients(RankReport& rep);
   void clip_and_update(int64_t step, int64_t total, RankReport& rep);
   sim::EvalResult local_eval(const models::Batch& batch, bool compressed);
   at::Tensor stage_forward(const at::Tensor& x);

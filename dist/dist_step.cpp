@@ -38,7 +38,7 @@ RankReport DistEngine::local_step(const models::Batch& batch, int64_t step, int6
   optimizer_->zero_grad();
   pipeline_ops(batch, step, rep);
   comm_->wait_sends();
-  if (layout_.replicas > 1) sync_gradients(step, rep);
+  if (layout_.replicas > 1) sync_gradients(rep);
   clip_and_update(step, total, rep);
   for (auto* ch : {fw_out_.get(), bw_in_.get(), fw_in_.get(), bw_out_.get()})
     if (ch) rep.channel_state_bytes += ch->state_bytes();
@@ -158,29 +158,22 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
   comm_->end_prefetch();
 }
 
-void DistEngine::sync_gradients(int64_t /*step*/, RankReport& rep) {
+void DistEngine::sync_gradients(RankReport& rep) {
   const int D = layout_.replicas, r = replica_, s = stage_;
-  std::vector<at::Tensor> flat;
-  for (const auto& p : params_)
-    flat.push_back(p.grad().defined() ? p.grad().reshape({-1})
-                                      : torch::zeros({p.numel()}, p.options()));
-  const at::Tensor g = torch::cat(flat).unsqueeze(0);  // [1, N]: one "sample"
-  if (!sim::all_finite(g))
-    throw sim::NonFiniteError("non-finite parameter gradient of stage " + std::to_string(s) +
-                              " on replica " + std::to_string(r) +
-                              ", before the data-parallel gradient exchange");
+  const at::Tensor g = sim::flat_gradient(params_, s, r);
   compressors::TransferStats st;
-  Bytes msg;
-  grad_[static_cast<size_t>(r)]->send(g, at::Tensor(), msg, &st);
   at::Tensor sum;
+  Bytes msg;
   if (grad_plain_) {
-    // fp32 through c10d's all-reduce (the message above is only accounted).
+    // fp32 through c10d's all-reduce; accounted as the `none` message it is.
     sum = g.to(at::kCPU, at::kFloat).contiguous().clone();
     comm_->allreduce_sum(sum);
-    rep.grad_wire += static_cast<uint64_t>(sum.nbytes());
+    st.bytes = static_cast<uint64_t>(sum.nbytes());
+    rep.grad_wire += st.bytes;
   } else {
     // Every replica's message to every replica; each decodes all of them in
     // replica order with its receiver copy of that sender's channel.
+    grad_[static_cast<size_t>(r)]->send(g, at::Tensor(), msg, &st);
     const std::vector<Bytes> all = comm_->allgather(msg);
     rep.grad_wire += msg.size() + sizeof(int64_t);
     const compressors::Shape shape = {1, g.size(1)};
@@ -191,17 +184,7 @@ void DistEngine::sync_gradients(int64_t /*step*/, RankReport& rep) {
     }
   }
   rep.ops.push_back(sim::message_op(OpKind::kAllReduce, s, -1, r, g, st, rep.grad));
-  const at::Tensor mean = (sum / D).reshape({-1}).to(g.device());
-  int64_t offset = 0;
-  for (const auto& p : params_) {
-    const at::Tensor part = mean.narrow(0, offset, p.numel()).view(p.sizes());
-    if (p.grad().defined()) {
-      p.mutable_grad().copy_(part);
-    } else {
-      p.mutable_grad() = part.clone();
-    }
-    offset += p.numel();
-  }
+  sim::set_gradients(params_, (sum / D).to(g.device()));
 }
 
 void DistEngine::clip_and_update(int64_t step, int64_t total, RankReport& rep) {

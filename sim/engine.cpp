@@ -331,36 +331,15 @@ void PipelineEngine::sync_gradients(StepResult& result) {
     at::Tensor sum;
     for (int r = 0; r < D; ++r) {
       Replica& rep = *replicas_[r];
-      std::vector<at::Tensor> flat;
-      for (const auto& p : rep.stage_params[s]) {
-        flat.push_back(p.grad().defined() ? p.grad().reshape({-1})
-                                          : torch::zeros({p.numel()}, p.options()));
-      }
-      const at::Tensor g = torch::cat(flat).unsqueeze(0);  // [1, N]: one "sample"
-      if (!all_finite(g)) {
-        throw NonFiniteError("non-finite parameter gradient of stage " + std::to_string(s) +
-                             " on replica " + std::to_string(r) +
-                             ", before the data-parallel gradient exchange");
-      }
+      const at::Tensor g = flat_gradient(rep.stage_params[s], s, r);
       compressors::TransferStats st;
       const at::Tensor received = rep.grad[s]->transfer(g, at::Tensor(), &st);
       sum = sum.defined() ? sum + received : received.clone();
       result.trace.ops.push_back(
           message_op(netmodel::OpKind::kAllReduce, s, -1, r, g, st, result.grad[s]));
     }
-    const at::Tensor mean = (sum / D).reshape({-1});
-    for (int r = 0; r < D; ++r) {
-      int64_t offset = 0;
-      for (const auto& p : replicas_[r]->stage_params[s]) {
-        const at::Tensor part = mean.narrow(0, offset, p.numel()).view(p.sizes());
-        if (p.grad().defined()) {
-          p.mutable_grad().copy_(part);
-        } else {
-          p.mutable_grad() = part.clone();
-        }
-        offset += p.numel();
-      }
-    }
+    const at::Tensor mean = sum / D;
+    for (int r = 0; r < D; ++r) set_gradients(replicas_[r]->stage_params[s], mean);
   }
 }
 

@@ -82,6 +82,33 @@ void finish_means(std::vector<ChannelSummary>& v) {
   }
 }
 
+at::Tensor flat_gradient(const std::vector<at::Tensor>& params, int stage, int replica) {
+  std::vector<at::Tensor> flat;
+  for (const auto& p : params)
+    flat.push_back(p.grad().defined() ? p.grad().reshape({-1})
+                                      : at::zeros({p.numel()}, p.options()));
+  const at::Tensor g = at::cat(flat).unsqueeze(0);  // [1, N]: one "sample"
+  if (!all_finite(g))
+    throw NonFiniteError("non-finite parameter gradient of stage " + std::to_string(stage) +
+                         " on replica " + std::to_string(replica) +
+                         ", before the data-parallel gradient exchange");
+  return g;
+}
+
+void set_gradients(const std::vector<at::Tensor>& params, const at::Tensor& flat) {
+  const at::Tensor all = flat.reshape({-1});
+  int64_t offset = 0;
+  for (const auto& p : params) {
+    const at::Tensor part = all.narrow(0, offset, p.numel()).view(p.sizes());
+    if (p.grad().defined()) {
+      p.mutable_grad().copy_(part);
+    } else {
+      p.mutable_grad() = part.clone();
+    }
+    offset += p.numel();
+  }
+}
+
 int blas_threads() {
   using BlasGetThreads = int (*)();
   auto* get = reinterpret_cast<BlasGetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));

@@ -48,6 +48,13 @@ netmodel::TraceOp message_op(netmodel::OpKind kind, int stage, int microbatch, i
 
 bool all_finite(const at::Tensor& t);
 
+// A stage's parameter gradients as one [1, N] tensor (zeros for a parameter
+// without a gradient): what crosses a data-parallel gradient channel. Throws
+// NonFiniteError naming the stage and replica when a value is not finite.
+at::Tensor flat_gradient(const std::vector<at::Tensor>& params, int stage, int replica);
+// Writes `flat` ([N] or [1, N], on the parameters' device) back as their gradients.
+void set_gradients(const std::vector<at::Tensor>& params, const at::Tensor& flat);
+
 // OpenBLAS's thread pool size (found at run time; 1 for another BLAS).
 int blas_threads();
 
