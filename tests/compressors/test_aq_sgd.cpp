@@ -29,7 +29,7 @@ bool same_buffers(const sc::AqChannel& aq, int64_t num_samples) {
 }  // namespace
 
 TEST_CASE("AQ-SGD: follows the update rule step for step, warm-up included") {
-  for (const std::string& inner : {"q2", "topk:0.3", "q4:row"}) {
+  for (const std::string inner : {"q2", "topk:0.3", "q4:row"}) {
     INFO(inner);
     const int64_t num_samples = 12, batch = 4;
     sc::ChannelContext ctx;
@@ -80,7 +80,7 @@ TEST_CASE("AQ-SGD: follows the update rule step for step, warm-up included") {
 }
 
 TEST_CASE("AQ-SGD: sender and receiver buffers identical after many steps, memory and disk") {
-  for (const std::string& store : {"memory", "disk"}) {
+  for (const std::string store : {"memory", "disk"}) {
     INFO(store);
     sc::ChannelContext ctx;
     ctx.num_samples = 40;
@@ -136,7 +136,7 @@ TEST_CASE("AQ-SGD: aq(topk) forward with a topk:shared backward across the warm-
   // TopK(a - m(xi)) of what the steady state would send (m = 0 when unseen).
   const int64_t num_samples = 6, batch = 2;
   const sc::Shape shape = {batch, 4, 10};
-  for (const std::string& fw : {"aq(topk:0.3)", "aq(topk:0.2+q8)"}) {
+  for (const std::string fw : {"aq(topk:0.3)", "aq(topk:0.2+q8)"}) {
     INFO(fw);
     sc::ChannelContext ctx;
     ctx.num_samples = num_samples;

@@ -149,7 +149,7 @@ TEST_CASE("Channel state: load_state refuses missing keys and mismatched shapes"
   ch->save_state("x.", state);
   REQUIRE(state.count("x.error") == 1);
   REQUIRE(state.count("x.codec.encodes") == 1);
-  for (const std::string& key : {"x.error", "x.codec.encodes", "x.active"}) {
+  for (const std::string key : {"x.error", "x.codec.encodes", "x.active"}) {
     sc::StateDict cut = state;
     cut.erase(key);
     auto fresh = sc::make_channel("ef(q4:stochastic)", context("memory", "b"));

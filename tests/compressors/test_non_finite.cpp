@@ -100,7 +100,7 @@ TEST_CASE("Non-finite: none passes values through; channels refuse through their
   ctx.num_samples = 2;
   ctx.warmup_epochs = 0;
   at::Tensor ids = at::arange(2, at::kLong);
-  for (const std::string& spec : {"q4", "ef(q4)", "ef21(topk:0.5)", "aq(q2)"}) {
+  for (const std::string spec : {"q4", "ef(q4)", "ef21(topk:0.5)", "aq(q2)"}) {
     INFO(spec);
     REQUIRE_THROWS_AS(sc::make_channel(spec, ctx)->transfer(x, ids, nullptr),
                       slowpipe::DataError);
@@ -111,7 +111,7 @@ TEST_CASE("Non-finite: finite inputs near FLT_MAX decode to finite values") {
   const float big = 3.0e38F;
   std::vector<float> x = {big, -big, 1.0F, -FLT_MAX, FLT_MAX, 0.0F, 2e38F, -1.7e38F};
   const sc::Shape shape = {2, 4};
-  for (const std::string& spec :
+  for (const std::string spec :
        {"q4:fp32", "q1:fp32", "q8:tensor:fp32", "q2:row:fp32", "q4:minmax:fp32",
         "q1:minmax:tensor:fp32", "q3:stochastic:group=3:fp32", "q4", "q4:minmax", "sign",
         "topk:0.5+q8:fp32", "topk:0.5"}) {

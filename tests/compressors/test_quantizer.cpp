@@ -52,7 +52,8 @@ TEST_CASE("Quantizer: payload equals the naive reference byte for byte") {
   for (const auto& shape : shapes) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
-    std::vector<float> x = random_values(n, seed++, seed % 2 == 0);
+    const uint32_t s = seed++;
+    std::vector<float> x = random_values(n, s, s % 2 == 0);
     for (int bits = 1; bits <= 8; ++bits)
       for (auto [mode, g] : modes)
         for (bool minmax : {false, true})

@@ -182,9 +182,9 @@ TEST_CASE("Spec roles: what each channel may carry, checked before any data") {
     return error_of([&] { sc::validate_role("compress.x", spec, role, fw); });
   };
   // Valid.
-  for (const std::string& fw : {"topk:0.1", "ef(topk:0.1)", "aq(topk:0.3)", "topk:0.1+q8",
+  for (const std::string fw : {"topk:0.1", "ef(topk:0.1)", "aq(topk:0.3)", "topk:0.1+q8",
                                 "ef21(randk:0.2)", "randk:0.1+q4"})
-    for (const std::string& bw : {"topk:shared", "topk:shared+q8"}) {
+    for (const std::string bw : {"topk:shared", "topk:shared+q8"}) {
       INFO(fw << " / " << bw);
       REQUIRE(err(bw, ChannelRole::kBackward, fw).empty());
     }
@@ -197,7 +197,7 @@ TEST_CASE("Spec roles: what each channel may carry, checked before any data") {
           std::string::npos);
   REQUIRE(err("topk:shared", ChannelRole::kForward).find("only valid as a backward") !=
           std::string::npos);
-  for (const std::string& fw : {"none", "q4", "aq(q2)", "ef(sign)", "fp16"})
+  for (const std::string fw : {"none", "q4", "aq(q2)", "ef(sign)", "fp16"})
     REQUIRE(err("topk:shared", ChannelRole::kBackward, fw).find("does not sparsify") !=
             std::string::npos);
   REQUIRE(err("topk:shared", ChannelRole::kBackward, "q9").find("forward spec is not valid") !=

@@ -112,7 +112,7 @@ TEST_CASE("Wire size: wire_bytes equals the bytes a channel really sends, scheme
   ctx.num_samples = 64;
   ctx.warmup_epochs = 1;
   for (const std::string& codec_spec : kSpecs)
-    for (const std::string& scheme : {"", "ef", "ef21", "aq"}) {
+    for (const std::string scheme : {"", "ef", "ef21", "aq"}) {
       std::string spec = scheme.empty() ? codec_spec : std::string(scheme) + "(" + codec_spec + ")";
       sc::Shape shape = {4, 6, 40};
       auto channel = sc::make_channel(spec, ctx);
@@ -132,7 +132,7 @@ TEST_CASE("Wire size: wire_bytes equals the bytes a channel really sends, scheme
 
 TEST_CASE("Wire size: the backward channel with the shared forward mask sends values only") {
   sc::Shape shape = {4, 8, 50};
-  for (const std::string& bw : {"topk:shared", "topk:shared+q8"}) {
+  for (const std::string bw : {"topk:shared", "topk:shared+q8"}) {
     sc::Boundary b = sc::make_boundary("topk:0.1", bw, sc::ChannelContext{});
     at::Tensor ids = at::arange(10, 14, at::kLong);
     sc::TransferStats fw, bwst;
@@ -199,7 +199,7 @@ TEST_CASE("Decoding: truncated or corrupted messages give DataError, never a cra
 TEST_CASE("Empty tensors: every codec encodes and decodes zero elements (fuzz regression)") {
   // fuzz_codec_decode found `none` passing null buffers to memcpy (undefined
   // behaviour under UBSan) for a zero-element tensor.
-  for (const std::string& spec :
+  for (const std::string spec :
        {"none", "fp16", "bf16", "q4", "q2:minmax:row", "q8:group=3:fp32", "sign", "topk:0.1",
         "randk:0.5+q4", "topk:0.3+fp16"})
     for (const sc::Shape& shape : {sc::Shape{0}, sc::Shape{0, 4}, sc::Shape{3, 0}}) {
