@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <map>
+#include <unordered_map>
 #include <utility>
 
 #include "common/errors.h"
@@ -21,8 +22,16 @@ struct Path {
   bool down = false;  // crosses a link that is down: never completes
 };
 
+// The paths of a scenario's flows: one per ordered pair of hosts that some
+// flow uses (the routing of a pair is fixed), so a scenario of many flows
+// between few hosts walks its routes once per pair, not once per flow.
+struct FlowPaths {
+  std::vector<Path> unique;       // one per (from, to) pair used by a flow
+  std::vector<uint32_t> of_flow;  // index into `unique`, per flow
+};
+
 // The resources of every link direction and the path of every flow.
-std::vector<Path> build_paths(const Scenario& sc, FlowNetwork& net) {
+FlowPaths build_paths(const Scenario& sc, FlowNetwork& net) {
   constexpr uint32_t kDown = ~0u;
   // Per link: [forward (a->b), backward (b->a)]; half duplex shares one.
   std::map<std::string, std::pair<uint32_t, uint32_t>> res;
@@ -63,31 +72,48 @@ std::vector<Path> build_paths(const Scenario& sc, FlowNetwork& net) {
     direct.emplace(std::make_pair(l.host_a, l.host_b), &l);
     direct.emplace(std::make_pair(l.host_b, l.host_a), &l);
   }
-  std::vector<Path> paths;
-  for (const auto& f : sc.flows) {
+  auto path_of = [&](const ScenarioFlow& f) {
     if (auto it = routes.find({f.from, f.to}); it != routes.end()) {
-      paths.push_back(walk(f.from, it->second->links));
-    } else if (auto back = routes.find({f.to, f.from}); back != routes.end()) {
-      const auto& names = back->second->links;
-      paths.push_back(walk(f.from, {names.rbegin(), names.rend()}));
-    } else if (auto d = direct.find({f.from, f.to}); d != direct.end()) {
-      paths.push_back(walk(f.from, {d->second->name}));
-    } else {
-      throw UsageError(sc.source + ": flow '" + f.name + "': no route from '" + f.from + "' to '" +
-                       f.to + "'");
+      return walk(f.from, it->second->links);
     }
+    if (auto back = routes.find({f.to, f.from}); back != routes.end()) {
+      const auto& names = back->second->links;
+      return walk(f.from, {names.rbegin(), names.rend()});
+    }
+    if (auto d = direct.find({f.from, f.to}); d != direct.end()) {
+      return walk(f.from, {d->second->name});
+    }
+    throw UsageError(sc.source + ": flow '" + f.name + "': no route from '" + f.from + "' to '" +
+                     f.to + "'");
+  };
+  std::unordered_map<std::string, uint64_t> host_id;
+  for (const auto& h : sc.hosts) host_id.emplace(h, host_id.size());
+  auto id_of = [&](const std::string& h) {
+    const auto it = host_id.find(h);
+    return it != host_id.end() ? it->second : host_id.emplace(h, host_id.size()).first->second;
+  };
+  std::unordered_map<uint64_t, uint32_t> pair_path;  // from * 2^32 + to -> unique path
+  FlowPaths out;
+  out.of_flow.reserve(sc.flows.size());
+  for (const auto& f : sc.flows) {
+    const uint64_t key = id_of(f.from) << 32 | id_of(f.to);
+    auto [it, added] = pair_path.emplace(key, static_cast<uint32_t>(out.unique.size()));
+    if (added) out.unique.push_back(path_of(f));
+    out.of_flow.push_back(it->second);
   }
-  return paths;
+  return out;
 }
 
 }  // namespace
 
 std::vector<FlowResult> simulate(const Scenario& sc) {
   FlowNetwork net;
-  const std::vector<Path> paths = build_paths(sc, net);
+  const FlowPaths paths = build_paths(sc, net);
+  auto path = [&](uint32_t flow) -> const Path& { return paths.unique[paths.of_flow[flow]]; };
   enum : uint32_t { kStart, kWake, kDeliver };
   EventEngine engine;
   std::vector<FlowResult> out;
+  out.reserve(sc.flows.size());
   std::vector<uint32_t> flow_of_id;
   for (size_t i = 0; i < sc.flows.size(); ++i) {
     const auto& f = sc.flows[i];
@@ -97,8 +123,8 @@ std::vector<FlowResult> simulate(const Scenario& sc) {
     r.to = f.to;
     r.bytes = f.bytes;
     r.start_s = f.start_s;
-    out.push_back(r);
-    if (!paths[i].down && std::isfinite(f.start_s))
+    out.push_back(std::move(r));
+    if (!path(static_cast<uint32_t>(i)).down && std::isfinite(f.start_s))
       engine.schedule(f.start_s, kStart, static_cast<uint32_t>(i));
   }
   std::vector<uint32_t> done;
@@ -111,7 +137,7 @@ std::vector<FlowResult> simulate(const Scenario& sc) {
   };
   engine.run([&](const Event& ev) {
     if (ev.type == kStart) {
-      const Path& p = paths[ev.target];
+      const Path& p = path(ev.target);
       const uint32_t id = net.start_flow(engine.now(), p.resources.data(), p.resources.size(),
                                          8.0 * sc.flows[ev.target].bytes);
       if (flow_of_id.size() <= id) flow_of_id.resize(id + 1);
@@ -123,7 +149,7 @@ std::vector<FlowResult> simulate(const Scenario& sc) {
       net.collect_finished(engine.now(), done);
       for (uint32_t id : done) {
         const uint32_t f = flow_of_id[id];
-        engine.schedule(engine.now() + paths[f].latency_s, kDeliver, f);
+        engine.schedule(engine.now() + path(f).latency_s, kDeliver, f);
       }
       schedule_wake();
     } else {
@@ -142,15 +168,21 @@ void print_flow_table(const std::vector<FlowResult>& results, std::ostream& os) 
     wfrom = std::max(wfrom, r.from.size());
     wto = std::max(wto, r.to.size());
   }
-  os << fmt::format("{:<{}} {:<{}} {:<{}} {:>12} {:>12} {:>12} {:>12}\n", "flow", wname, "from",
-                    wfrom, "to", wto, "bytes", "start_s", "finish_s", "duration_s");
+  fmt::memory_buffer out;
+  fmt::format_to(std::back_inserter(out), "{:<{}} {:<{}} {:<{}} {:>12} {:>12} {:>12} {:>12}\n",
+                 "flow", wname, "from", wfrom, "to", wto, "bytes", "start_s", "finish_s",
+                 "duration_s");
   for (const auto& r : results) {
-    const std::string finish = r.finished ? fmt::format("{:.6f}", r.finish_s) : "never";
-    const std::string duration =
-        r.finished ? fmt::format("{:.6f}", r.finish_s - r.start_s) : "never";
-    os << fmt::format("{:<{}} {:<{}} {:<{}} {:>12.15g} {:>12.6f} {:>12} {:>12}\n", r.name, wname,
-                      r.from, wfrom, r.to, wto, r.bytes, r.start_s, finish, duration);
+    fmt::format_to(std::back_inserter(out), "{:<{}} {:<{}} {:<{}} {:>12.15g} {:>12.6f} ", r.name,
+                   wname, r.from, wfrom, r.to, wto, r.bytes, r.start_s);
+    if (r.finished) {
+      fmt::format_to(std::back_inserter(out), "{:>12.6f} {:>12.6f}\n", r.finish_s,
+                     r.finish_s - r.start_s);
+    } else {
+      fmt::format_to(std::back_inserter(out), "{:>12} {:>12}\n", "never", "never");
+    }
   }
+  os.write(out.data(), static_cast<std::streamsize>(out.size()));
 }
 
 void run_scenario(const Scenario& sc, std::ostream& os) {

@@ -124,43 +124,47 @@ class Reader {
   std::string source_;
 };
 
-// A SAX pass that refuses duplicate keys in an object and nesting beyond
-// kMaxDepth, in time linear in the text. (nlohmann's callback parser would do
-// the same checks but rescans the enclosing array at the end of every object:
-// quadratic in the number of flows.)
+// One SAX pass that builds the document and refuses duplicate keys in an
+// object and nesting beyond kMaxDepth, in time linear in the text. (nlohmann's
+// callback parser would do the same checks but rescans the enclosing array at
+// the end of every object: quadratic in the number of flows; a separate
+// checking pass before a plain parse reads the text twice.) The document is
+// built by nlohmann's own SAX DOM builder, to which every event is forwarded.
 class ScenarioChecker : public nlohmann::json_sax<Json> {
  public:
-  explicit ScenarioChecker(const std::string& source) : source_(source) {}
-  bool null() override { return true; }
-  bool boolean(bool /*val*/) override { return true; }
-  bool number_integer(number_integer_t /*val*/) override { return true; }
-  bool number_unsigned(number_unsigned_t /*val*/) override { return true; }
-  bool number_float(number_float_t /*val*/, const string_t& /*s*/) override { return true; }
-  bool string(string_t& /*val*/) override { return true; }
-  bool binary(binary_t& /*val*/) override { return true; }
-  bool start_object(std::size_t /*elements*/) override {
+  ScenarioChecker(const std::string& source, Json& doc) : source_(source), dom_(doc, true) {}
+  bool null() override { return dom_.null(); }
+  bool boolean(bool val) override { return dom_.boolean(val); }
+  bool number_integer(number_integer_t val) override { return dom_.number_integer(val); }
+  bool number_unsigned(number_unsigned_t val) override { return dom_.number_unsigned(val); }
+  bool number_float(number_float_t val, const string_t& s) override {
+    return dom_.number_float(val, s);
+  }
+  bool string(string_t& val) override { return dom_.string(val); }
+  bool binary(binary_t& val) override { return dom_.binary(val); }
+  bool start_object(std::size_t elements) override {
     open_.emplace_back();
-    return enter();
+    return enter() && dom_.start_object(elements);
   }
   bool key(string_t& val) override {
     if (!open_.back().insert(val).second) {
       throw UsageError(source_ + ": duplicate key '" + val + "' in one object");
     }
-    return true;
+    return dom_.key(val);
   }
   bool end_object() override {
     open_.pop_back();
     --depth_;
-    return true;
+    return dom_.end_object();
   }
-  bool start_array(std::size_t /*elements*/) override {
+  bool start_array(std::size_t elements) override {
     open_.emplace_back();  // keeps open_.back() the innermost object's keys
-    return enter();
+    return enter() && dom_.start_array(elements);
   }
   bool end_array() override {
     open_.pop_back();
     --depth_;
-    return true;
+    return dom_.end_array();
   }
   bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/,
                    const nlohmann::detail::exception& ex) override {
@@ -175,19 +179,21 @@ class ScenarioChecker : public nlohmann::json_sax<Json> {
     return true;
   }
   std::string source_;
+  nlohmann::detail::json_sax_dom_parser<Json> dom_;
   std::vector<std::set<std::string>> open_;  // keys seen in each open object or array
   int depth_ = 0;
 };
 
 // Parses JSON, refusing duplicate keys in an object and nesting beyond kMaxDepth.
 Json parse_json(const std::string& text, const std::string& source) {
-  ScenarioChecker checker(source);
-  Json::sax_parse(text, &checker);
+  Json doc;
+  ScenarioChecker checker(source, doc);
   try {
-    return Json::parse(text);
+    Json::sax_parse(text, &checker);
   } catch (const Json::exception& e) {
     throw UsageError(source + ": not valid JSON: " + e.what());
   }
+  return doc;
 }
 
 using HostPair = std::pair<std::string, std::string>;
