@@ -6,6 +6,8 @@
 #   make fuzz       libFuzzer targets (clang, ASan, UBSan) in build-fuzz/, each run
 #                   FUZZ_SECONDS seconds (default 60): make fuzz FUZZ_SECONDS=300
 #   make sanitize   the whole test suite built with ASan and UBSan in build-sanitize/
+#   make lint       clang-tidy over every source under .clang-tidy (build-lint/, nothing
+#                   built; any finding fails)
 #   make reproduce  the source papers' findings, one sweep each (experiments/reproduce/);
 #                   make reproduce-a1 (a1, a2, r1, r23, r4) runs one; SCALE=K for longer runs
 BUILD_DIR ?= build
@@ -15,7 +17,7 @@ FUZZ_SECONDS ?= 60
 SCALE ?= 1
 REPRODUCTIONS := a1 a2 r1 r23 r4
 
-.PHONY: deps configure build demo test bench format clean fuzz sanitize reproduce \
+.PHONY: deps configure build demo test bench format lint clean fuzz sanitize reproduce \
 	$(addprefix reproduce-,$(REPRODUCTIONS))
 
 deps:
@@ -49,8 +51,12 @@ fuzz:
 sanitize: deps
 	@JOBS=$(JOBS) ./scripts/sanitize.sh build-sanitize
 
+lint:
+	@./scripts/install-deps.sh --lint
+	@JOBS=$(JOBS) ./scripts/lint.sh build-lint
+
 format:
 	@git ls-files '*.cpp' '*.h' | xargs clang-format -i
 
 clean:
-	@rm -rf $(BUILD_DIR) build-fuzz build-sanitize
+	@rm -rf $(BUILD_DIR) build-fuzz build-sanitize build-lint

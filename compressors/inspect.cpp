@@ -21,8 +21,7 @@ void check_inspection_shape(const std::vector<int64_t>& shape) {
   for (int64_t d : shape) text += (text.empty() ? "" : ",") + std::to_string(d);
   int64_t n = 1;
   for (int64_t d : shape) {
-    if (d <= 0)
-      throw UsageError("--shape " + text + ": every dimension must be positive");
+    if (d <= 0) throw UsageError("--shape " + text + ": every dimension must be positive");
     if (n > kMaxInspectionElements / d)
       n = kMaxInspectionElements + 1;  // stop before int64 overflow
     else
@@ -37,12 +36,13 @@ void check_inspection_shape(const std::vector<int64_t>& shape) {
     throw UsageError(fmt::format(
         "--shape {}: too large to inspect ({} elements; the limit is {} elements and about "
         "16 bytes each within half the physical memory, {:.1f} GB here)",
-        text, n > kMaxInspectionElements ? "over " + std::to_string(kMaxInspectionElements)
-                                         : std::to_string(n),
+        text,
+        n > kMaxInspectionElements ? "over " + std::to_string(kMaxInspectionElements)
+                                   : std::to_string(n),
         kMaxInspectionElements, memory / 2 / 1e9));
 }
 
-void run_codec_inspection(const std::string& spec, std::vector<int64_t> shape,
+void run_codec_inspection(const std::string& spec, const std::vector<int64_t>& shape,
                           const std::string& dist, uint64_t seed, std::ostream& os) {
   SpecTree tree = parse_spec(spec);
   validate_spec(spec, /*backward=*/false);

@@ -19,7 +19,7 @@ namespace slowpipe::compressors {
 constexpr int64_t kMaxInspectionElements = int64_t{1} << 31;
 void check_inspection_shape(const std::vector<int64_t>& shape);
 
-void run_codec_inspection(const std::string& spec, std::vector<int64_t> shape,
+void run_codec_inspection(const std::string& spec, const std::vector<int64_t>& shape,
                           const std::string& dist, uint64_t seed, std::ostream& os);
 
 }  // namespace slowpipe::compressors

@@ -116,6 +116,7 @@ int launch(const LaunchOptions& o) {
       argv_s.insert(argv_s.end(), o.train_args.begin(), o.train_args.end());
       if (r > 0) argv_s.insert(argv_s.end(), {"--set", "run.progress=none"});
       std::vector<char*> argv;
+      argv.reserve(argv_s.size() + 1);
       for (auto& s : argv_s) argv.push_back(s.data());
       argv.push_back(nullptr);
       ::execv(exe.c_str(), argv.data());

@@ -86,7 +86,7 @@ class Reader {
   // A non-empty string without control characters (names end up in table rows).
   std::string name(const Json& v, const std::string& field, const char* what) const {
     if (!v.is_string()) fail(field, std::string("expected ") + what + " (a string)");
-    const std::string s = v.get<std::string>();
+    std::string s = v.get<std::string>();
     if (s.empty()) fail(field, std::string("empty ") + what);
     for (unsigned char c : s) {
       if (c < 0x20 || c == 0x7f) fail(field, std::string(what) + " contains a control character");

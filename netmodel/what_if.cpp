@@ -307,7 +307,7 @@ WhatIfResult run_what_if(const WhatIfConfig& c, const NetConfig& net,
   // and each epoch's mix of warm-up and compressed channels per baseline.
   std::map<std::string, StepTrace> traces;
   auto trace_of = [&](const CodecSpecs& s) {
-    const std::string k = key_of(s);
+    std::string k = key_of(s);
     if (traces.count(k) == 0) {
       traces.emplace(k,
                      make_synthetic_trace(r.shape, r.schedule, c.replicas, s, wire_bytes, device));

@@ -6,6 +6,7 @@
 #   scripts/install-deps.sh --fuzz   that, plus clang and its libFuzzer/sanitizer
 #                                    runtimes (`make fuzz`); `make sanitize` uses GCC
 #                                    and needs nothing extra
+#   scripts/install-deps.sh --lint   that, plus clang-tidy (`make lint`)
 set -euo pipefail
 
 packages=(
@@ -29,8 +30,12 @@ if [ "${1:-}" = "--fuzz" ]; then
     libclang-rt-14-dev    # libFuzzer, ASan and UBSan runtimes of clang 14
     llvm-14               # llvm-symbolizer: file:line in sanitizer reports
   )
+elif [ "${1:-}" = "--lint" ]; then
+  packages+=(
+    clang-tidy            # clang-tidy and run-clang-tidy (scripts/lint.sh)
+  )
 elif [ -n "${1:-}" ]; then
-  echo "install-deps: unknown argument '$1' (expected nothing or --fuzz)" >&2
+  echo "install-deps: unknown argument '$1' (expected nothing, --fuzz or --lint)" >&2
   exit 2
 fi
 

@@ -84,10 +84,11 @@ void finish_means(std::vector<ChannelSummary>& v) {
 
 at::Tensor flat_gradient(const std::vector<at::Tensor>& params, int stage, int replica) {
   std::vector<at::Tensor> flat;
+  flat.reserve(params.size());
   for (const auto& p : params)
     flat.push_back(p.grad().defined() ? p.grad().reshape({-1})
                                       : at::zeros({p.numel()}, p.options()));
-  const at::Tensor g = at::cat(flat).unsqueeze(0);  // [1, N]: one "sample"
+  at::Tensor g = at::cat(flat).unsqueeze(0);  // [1, N]: one "sample"
   if (!all_finite(g))
     throw NonFiniteError("non-finite parameter gradient of stage " + std::to_string(stage) +
                          " on replica " + std::to_string(replica) +

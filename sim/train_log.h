@@ -51,6 +51,7 @@ std::vector<Column<EvalRecord>> eval_columns(bool language_model);
 template <class Record>
 void declare_table(RunLog& log, const std::string& table, const std::vector<Column<Record>>& cols) {
   std::vector<ColumnInfo> infos;
+  infos.reserve(cols.size());
   for (const auto& c : cols) infos.push_back(c.info);
   log.declare(table, infos);
 }

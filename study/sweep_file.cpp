@@ -317,6 +317,7 @@ std::vector<SweepPoint> expand_points(const SweepFile& s) {
     std::set<std::vector<std::string>> combos;
     for (size_t r = 0; r < s.keys[axis[0]].values.size(); ++r) {
       std::vector<std::string> combo;
+      combo.reserve(axis.size());
       for (size_t i : axis) combo.push_back(s.keys[i].values[r]);
       if (!combos.insert(combo).second) {
         std::string what;

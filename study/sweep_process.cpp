@@ -36,6 +36,7 @@ pid_t spawn_child(const std::vector<std::string>& argv, const ChildIo& io, int o
   // Everything the child needs is built before fork: after it only
   // async-signal-safe calls are made.
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const std::string omp = "OMP_NUM_THREADS=" + std::to_string(omp_threads);

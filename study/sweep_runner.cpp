@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <ctime>
 #include <deque>
@@ -31,7 +32,7 @@ double since(Clock::time_point t0) {
 }
 
 std::string clock_text(double s) {
-  const long t = static_cast<long>(s + 0.5);
+  const long t = std::lround(s);
   char buf[32];
   if (t >= 3600) {
     std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);

@@ -85,6 +85,7 @@ void BM_FlowNetworkChurn(benchmark::State& state) {
   const int flows = static_cast<int>(state.range(0));
   nm::FlowNetwork net;
   std::vector<uint32_t> links;
+  links.reserve(16);
   for (int i = 0; i < 16; ++i) links.push_back(net.add_resource("l" + std::to_string(i), 1e9));
   double now = 0;
   for (int f = 0; f < flows; ++f) net.start_flow(now, &links[f % 15], 2, 1e6 * (1 + f));

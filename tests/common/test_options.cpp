@@ -117,7 +117,7 @@ namespace fs = std::filesystem;
 
 // A fresh folder for one test, under the build tree's working directory.
 fs::path scratch_dir(const std::string& name) {
-  const fs::path dir = fs::absolute("test_options_tmp") / name;
+  fs::path dir = fs::absolute("test_options_tmp") / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

@@ -56,8 +56,8 @@ TEST_CASE("Quant kernels: AVX-512 paths equal the portable loops bit for bit") {
       const sc::GroupLayout layout = channel_layout(rows, cols);
 
       std::vector<float> m_fast(cols), m_slow(cols);
-      sc::group_maxabs(x.data(), layout, m_fast.data(), /*simd=*/true);
-      sc::group_maxabs(x.data(), layout, m_slow.data(), /*simd=*/false);
+      sc::group_maxabs(x.data(), layout, m_fast.data(), /*use_simd=*/true);
+      sc::group_maxabs(x.data(), layout, m_slow.data(), /*use_simd=*/false);
       // Bit for bit: NaN statistics (a NaN in the column) must agree too.
       REQUIRE(std::memcmp(m_fast.data(), m_slow.data(), 4 * cols) == 0);
 

@@ -147,13 +147,18 @@ TEST_CASE("Registry and inspection print what the CLI shows") {
 
 TEST_CASE("Spec: conflicting or repeated options are usage errors naming both positions") {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"q4:row:tensor", "at position 8: 'tensor' conflicts with 'row' at position 4 (both set the scale granularity)"},
-      {"q4:stochastic:nearest", "at position 15: 'nearest' conflicts with 'stochastic' at position 4 (both set the rounding)"},
+      {"q4:row:tensor",
+       "at position 8: 'tensor' conflicts with 'row' at position 4 (both set the scale "
+       "granularity)"},
+      {"q4:stochastic:nearest",
+       "at position 15: 'nearest' conflicts with 'stochastic' at position 4 (both set the "
+       "rounding)"},
       {"q4:group=8:group=16", "at position 12: 'group=16' conflicts with 'group=8' at position 4"},
       {"q4:row:row", "at position 8: 'row' is given twice (also at position 4)"},
       {"q4:channel:group=4", "'group=4' conflicts with 'channel'"},
       {"q2:sr:rtn", "'rtn' conflicts with 'sr'"},
-      {"q4:minmax:maxabs", "'maxabs' conflicts with 'minmax' at position 4 (both set the scale statistic)"},
+      {"q4:minmax:maxabs",
+       "'maxabs' conflicts with 'minmax' at position 4 (both set the scale statistic)"},
       {"q4:fp32:fp16", "'fp16' conflicts with 'fp32' at position 4 (both set the scale precision)"},
       {"topk:0.1:row:tensor", "'tensor' conflicts with 'row' at position 10"},
       {"randk:0.1:unbiased:unbiased", "'unbiased' is given twice"},
@@ -161,7 +166,8 @@ TEST_CASE("Spec: conflicting or repeated options are usage errors naming both po
       {"topk:0.1+q8:row:tensor", "at position 17: 'tensor' conflicts with 'row' at position 13"},
       {"ef(q4:tensor:tensor)", "at position 14: 'tensor' is given twice (also at position 7)"},
   };
-  for (const auto& [spec, message] : cases) {
+  for (const auto& [spec_text, message] : cases) {
+    const std::string& spec = spec_text;  // a lambda cannot capture a structured binding in C++17
     INFO(spec);
     const std::string e = error_of([&] { sc::validate_spec(spec, false); });
     REQUIRE(e.find("bad spec '" + spec + "'") != std::string::npos);
@@ -183,7 +189,7 @@ TEST_CASE("Spec roles: what each channel may carry, checked before any data") {
   };
   // Valid.
   for (const std::string fw : {"topk:0.1", "ef(topk:0.1)", "aq(topk:0.3)", "topk:0.1+q8",
-                                "ef21(randk:0.2)", "randk:0.1+q4"})
+                               "ef21(randk:0.2)", "randk:0.1+q4"})
     for (const std::string bw : {"topk:shared", "topk:shared+q8"}) {
       INFO(fw << " / " << bw);
       REQUIRE(err(bw, ChannelRole::kBackward, fw).empty());
@@ -238,12 +244,12 @@ TEST_CASE("Codec inspection: shapes that cannot be allocated are usage errors up
                                          {0, 3},
                                          {4, -2},
                                          {}}) {
-    const std::string e =
-        error_of([&] { sc::run_codec_inspection("q4", shape, "normal", 1, os); });
+    const std::string e = error_of([&] { sc::run_codec_inspection("q4", shape, "normal", 1, os); });
     INFO(e);
     REQUIRE(e.find("--shape") == 0);
   }
-  REQUIRE(error_of([&] { sc::check_inspection_shape({100000, 100000, 100}); })
-              .find("too large to inspect (over 2147483648 elements") != std::string::npos);
+  REQUIRE(error_of([&] {
+            sc::check_inspection_shape({100000, 100000, 100});
+          }).find("too large to inspect (over 2147483648 elements") != std::string::npos);
   REQUIRE_NOTHROW(sc::check_inspection_shape({16, 64, 128}));
 }

@@ -150,6 +150,7 @@ TEST_CASE("Warm-up: the epoch is saved; a restored channel continues bit for bit
     auto make = [] { return sc::make_boundary("ef(q2:stochastic)", "q4", context(1)); };
     sc::Boundary a = make();
     std::vector<at::Tensor> xs;
+    xs.reserve(6);
     for (int t = 0; t < 6; ++t) xs.push_back(at::randn({4, 30}));
     auto run = [&xs](sc::Boundary& b, int t) {
       b.fw->set_epoch(t / 2);  // epoch 0 = transfers 0 and 1

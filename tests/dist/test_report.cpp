@@ -99,6 +99,7 @@ TEST_CASE("dist: merged reports are in the single-process order") {
   REQUIRE(layout.stage_of(3) == 1);
   REQUIRE(layout.name(3) == "rank 3 (replica 1, stage 1)");
   std::vector<sd::RankReport> reports;
+  reports.reserve(static_cast<size_t>(layout.world()));
   for (int rank = 0; rank < layout.world(); ++rank)
     reports.push_back(report(layout.replica_of(rank), layout.stage_of(rank), M, D));
   const auto order =

@@ -49,10 +49,10 @@ TEST_CASE("Model limits: parameter counts from the config equal the built models
 }
 
 TEST_CASE("Model limits: sizes that cannot be allocated name the key, before building") {
-  auto refused = [](sm::ModelConfig cfg, const std::string& key) {
-    CHECK_THROWS_MATCHES(sm::validate_model_config(cfg), slowpipe::UsageError,
-                         WhatContains(key + "=") && WhatContains("too large") &&
-                             WhatContains("reduce " + key));
+  auto refused = [](const sm::ModelConfig& cfg, const std::string& key) {
+    CHECK_THROWS_MATCHES(
+        sm::validate_model_config(cfg), slowpipe::UsageError,
+        WhatContains(key + "=") && WhatContains("too large") && WhatContains("reduce " + key));
     // build_model refuses it too, before allocating a parameter.
     const auto data = cfg.name == "gpt" ? st::text_info(16) : st::image_info();
     CHECK_THROWS_MATCHES(sm::build_model(cfg, data, 1), slowpipe::UsageError,
@@ -105,9 +105,9 @@ TEST_CASE("Model limits: the budget counts replicas and the samples of a batch")
 TEST_CASE("Model limits: shape config lists the model's own keys") {
   const auto gpt = sm::shape_config(st::tiny_gpt(), st::text_info(16));
   REQUIRE(gpt.size() == 4);
-  CHECK(gpt[1] == std::pair<std::string, std::string>{"model.d_model", "32"});
+  CHECK((gpt[1] == std::pair<std::string, std::string>{"model.d_model", "32"}));
   const auto cnn = sm::shape_config(st::tiny_cnn(), st::image_info());
-  CHECK(cnn.back() == std::pair<std::string, std::string>{"data.sample_shape", "1x28x28"});
+  CHECK((cnn.back() == std::pair<std::string, std::string>{"data.sample_shape", "1x28x28"}));
   CHECK(sm::build_model(st::tiny_mlp(), st::image_info(), 1).shape_config ==
         sm::shape_config(st::tiny_mlp(), st::image_info()));
   CHECK_THROWS_AS(sm::validate_model_config([] {

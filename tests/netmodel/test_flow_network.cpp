@@ -234,6 +234,7 @@ TEST_CASE("FlowNetwork: paths of any length, and a reused id whose path grows") 
   // A chain of 40 resources: the lone flow gets the smallest capacity.
   nm::FlowNetwork net;
   std::vector<uint32_t> chain;
+  chain.reserve(40);
   for (int i = 0; i < 40; ++i) chain.push_back(net.add_resource("r", i == 17 ? 1e6 : 1e9));
   const uint32_t a = net.start_flow(0, chain.data(), 2, 1e6);  // id 0, 2 resources
   std::vector<uint32_t> done;

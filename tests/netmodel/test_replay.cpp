@@ -147,6 +147,7 @@ TEST_CASE("Replay: the same seed gives identical timelines, jitter included") {
     cc.seed = seed;
     nm::Simulator sim(cc);
     std::vector<nm::Timeline> steps;
+    steps.reserve(3);
     for (int k = 0; k < 3; ++k) steps.push_back(sim.replay(t));
     return steps;
   };

@@ -27,9 +27,9 @@ inline std::string corpus_path() {
     ~TempFile() { std::remove(path.c_str()); }
   };
   static const TempFile file{[] {
-    const std::string p = (std::filesystem::temp_directory_path() /
-                           ("slowpipe_test_corpus_" + std::to_string(::getpid()) + ".txt"))
-                              .string();
+    std::string p = (std::filesystem::temp_directory_path() /
+                     ("slowpipe_test_corpus_" + std::to_string(::getpid()) + ".txt"))
+                        .string();
     std::ofstream f(p);
     const char* words[] = {"the",        "pipeline",   "stage", "sends", "a",
                            "compressed", "activation", "over",  "slow",  "links",

@@ -25,7 +25,7 @@ namespace {
 std::string healthy_log(const std::string& name, const std::string& status = "complete") {
   const fs::path dir = fs::path(SLOWPIPE_BINARY_DIR) / "test_runlog_tmp" / "damaged";
   fs::create_directories(dir);
-  const std::string path = (dir / (name + ".h5")).string();
+  std::string path = (dir / (name + ".h5")).string();
   fs::remove(path);
   RunLog log(path, /*overwrite=*/false, /*flush_every=*/3);
   log.set_attribute("config.model.name", "gpt");

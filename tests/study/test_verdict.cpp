@@ -236,7 +236,7 @@ TEST_CASE("verdict: the claim is the worst of its checks") {
   st::Claim claim;
   const auto t = tables_with({row("none", 1.60, 0.01, 3), row("q2", 2.00, 0.02, 3),
                               row("q3", 1.62, 0.02, 3), row("q4", 1.59, 0.02, 3)});
-  const auto with = [&](std::vector<std::string> checks) {
+  const auto with = [&](const std::vector<std::string>& checks) {
     claim.checks.clear();
     for (const auto& c : checks) claim.checks.push_back(st::parse_check(c));
     return st::evaluate_claim(claim, t).outcome;
