@@ -260,14 +260,17 @@ TEST_CASE("Schemes: every registered name has a channel factory, and the pairing
   REQUIRE_THROWS_AS(sc::scheme_factory("nope"), std::logic_error);
   // validate_boundary (torch-free, slowpipe timing) refuses what make_boundary
   // refuses, with the same message, and accepts what it builds.
-  for (const auto& [fw, bw] :
-       std::vector<std::pair<std::string, std::string>>{{"q4", "topk:shared"},
-                                                        {"topk:shared", "q4"},
-                                                        {"ef(q4)", "topk:shared+q8"},
-                                                        {"topk:0.1", "ef(topk:shared)"},
-                                                        {"topk:0.1", "topk:shared"},
-                                                        {"aq(topk:0.3)", "topk:shared+q4"},
-                                                        {"q4", "q8"}}) {
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"q4", "topk:shared"},
+      {"topk:shared", "q4"},
+      {"ef(q4)", "topk:shared+q8"},
+      {"topk:0.1", "ef(topk:shared)"},
+      {"topk:0.1", "topk:shared"},
+      {"aq(topk:0.3)", "topk:shared+q4"},
+      {"q4", "q8"}};
+  for (const auto& pair : pairs) {
+    const std::string& fw = pair.first;
+    const std::string& bw = pair.second;
     INFO(fw << " / " << bw);
     const std::string plain = error_of([&] { sc::validate_boundary(fw, bw); });
     const std::string built = error_of([&] { (void)sc::make_boundary(fw, bw, ctx); });
