@@ -11,6 +11,10 @@ find_package(nlohmann_json 3 REQUIRED)
 add_library(slowpipe_torch INTERFACE)
 target_link_libraries(slowpipe_torch INTERFACE ${TORCH_LIBRARIES})
 target_include_directories(slowpipe_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
+# c10's header-only types (Half, BFloat16) for plain C++ libraries: the include
+# paths alone, no libtorch linked (slowpipe::codecs).
+add_library(slowpipe_c10_headers INTERFACE)
+target_include_directories(slowpipe_c10_headers SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
 
 add_library(slowpipe_hdf5 INTERFACE)
 target_include_directories(slowpipe_hdf5 SYSTEM INTERFACE ${HDF5_INCLUDE_DIRS})

@@ -56,7 +56,11 @@ void AqChannel::save_state(const std::string& prefix, StateDict& out) const {
   put_int(out, prefix + "epoch", epoch_);
   sender_.save_state(prefix + "sender.", out);
   receiver_.save_state(prefix + "receiver.", out);
-  if (mask_codec_) mask_codec_->save_state(prefix + "mask_codec.", out);
+  if (mask_codec_) {
+    CodecState mask_state;
+    mask_codec_->save_state(prefix + "mask_codec.", mask_state);
+    put_codec_state(out, mask_state);
+  }
 }
 
 void AqChannel::load_state(const std::string& prefix, const StateDict& in) {
@@ -64,7 +68,8 @@ void AqChannel::load_state(const std::string& prefix, const StateDict& in) {
   epoch_ = static_cast<int>(get_int(in, prefix + "epoch"));
   sender_.load_state(prefix + "sender.", in);
   receiver_.load_state(prefix + "receiver.", in);
-  if (mask_codec_) mask_codec_->load_state(prefix + "mask_codec.", in);
+  if (mask_codec_)
+    mask_codec_->load_state(prefix + "mask_codec.", get_codec_state(in, prefix + "mask_codec."));
 }
 
 namespace {

@@ -1,10 +1,10 @@
-// Codec base (message header, tensor conversion) and the codec registry.
+// Codec base (raw encode and decode, the size check) and the codec registry.
+// The tensor conversions are in codec_tensor.cpp (libtorch).
 #include "compressors/codec.h"
-
-#include <ATen/ATen.h>
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstring>
 
@@ -36,26 +36,12 @@ void Codec::encode_raw(const float* x, const Shape& shape, Message& out) {
   encode_payload(x, shape, out.data());
 }
 
-Message Codec::encode(const at::Tensor& x) {
-  at::Tensor c = x.to(at::kCPU, at::kFloat).contiguous();
-  Shape shape(c.sizes().begin(), c.sizes().end());
-  Message out;
-  encode_raw(c.data_ptr<float>(), shape, out);
-  return out;
-}
-
 void Codec::decode_raw(const uint8_t* data, size_t size, const Shape& shape, float* out) const {
   const uint64_t expected = message_bytes(shape);
   if (size != expected)
     throw DataError("message for '" + spec() + "': " + std::to_string(size) + " bytes, expected " +
                     std::to_string(expected));
   decode_payload(data, shape, out);
-}
-
-at::Tensor Codec::decode(const Message& msg, const Shape& shape) const {
-  at::Tensor out = at::empty(shape, at::TensorOptions().dtype(at::kFloat));
-  decode_raw(msg.data(), msg.size(), shape, out.data_ptr<float>());
-  return out;
 }
 
 int64_t first_non_finite(const float* x, int64_t n) {

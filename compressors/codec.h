@@ -7,9 +7,15 @@
 // There is no checksum (the transport has its own): a flipped bit in quantized
 // codes decodes to another valid value; a wrong length, non-finite or
 // inconsistent scales and bad indices give DataError.
+//
+// Plain C++ (library slowpipe::codecs, no libtorch): codecs work on raw fp32
+// buffers, and their sizes, names and specs are known without loading torch
+// (`slowpipe codecs`, `slowpipe timing`). The at::Tensor conveniences encode()
+// and decode() are defined in codec_tensor.cpp, part of slowpipe::compressors
+// (which links libtorch); a program that links slowpipe::codecs alone cannot
+// call them. fp16 and bf16 conversions use c10's header-only Half and BFloat16
+// (the same bits as libtorch's tensors), nothing that needs linking.
 #pragma once
-
-#include <ATen/Tensor.h>
 
 #include <cstdint>
 #include <functional>
@@ -17,8 +23,12 @@
 #include <string>
 #include <vector>
 
+#include "compressors/codec_state.h"
 #include "compressors/spec.h"
-#include "compressors/state_dict.h"
+
+namespace at {
+class Tensor;
+}  // namespace at
 
 namespace slowpipe::compressors {
 
@@ -40,7 +50,8 @@ class Codec {
  public:
   virtual ~Codec() = default;
 
-  // Encodes any tensor (device, dtype, layout); non-fp32 or non-CPU input is copied.
+  // Encodes any tensor (device, dtype, layout); non-fp32 or non-CPU input is
+  // copied. encode and decode: slowpipe::compressors only (codec_tensor.cpp).
   Message encode(const at::Tensor& x);
   // Fast path: contiguous CPU fp32 data of `shape`; `out` is resized.
   void encode_raw(const float* x, const Shape& shape, Message& out);
@@ -61,8 +72,8 @@ class Codec {
   virtual std::string spec() const = 0;
   // Mutable state that shapes future messages (stochastic rounding counters,
   // RandK generators), for checkpoints; see Channel::save_state.
-  virtual void save_state(const std::string& /*prefix*/, StateDict& /*out*/) const {}
-  virtual void load_state(const std::string& /*prefix*/, const StateDict& /*in*/) {}
+  virtual void save_state(const std::string& /*prefix*/, CodecState& /*out*/) const {}
+  virtual void load_state(const std::string& /*prefix*/, const CodecState& /*in*/) {}
   // Sparsifiers: the selection of the last encode; others: null.
   virtual const SparseSelection* last_selection() const { return nullptr; }
 };

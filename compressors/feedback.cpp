@@ -135,10 +135,12 @@ CodecChannel::CodecChannel(std::unique_ptr<Codec> codec, std::string spec)
     : codec_(std::move(codec)), spec_(std::move(spec)) {}
 
 void CodecChannel::save_state(const std::string& prefix, StateDict& out) const {
-  codec_->save_state(prefix + "codec.", out);
+  CodecState codec_state;
+  codec_->save_state(prefix + "codec.", codec_state);
+  put_codec_state(out, codec_state);
 }
 void CodecChannel::load_state(const std::string& prefix, const StateDict& in) {
-  codec_->load_state(prefix + "codec.", in);
+  codec_->load_state(prefix + "codec.", get_codec_state(in, prefix + "codec."));
 }
 
 double CodecChannel::seconds_since(Clock::time_point t0) {
@@ -180,7 +182,7 @@ at::Tensor CodecChannel::infer(const at::Tensor& x, TransferStats* stats) {
   // The codec's own state (the stochastic-rounding counter, RandK's generator)
   // is put back afterwards: evaluating never shifts the training transfers'
   // random streams, so a run with or without evaluations trains alike.
-  StateDict codec_state;
+  CodecState codec_state;
   codec_->save_state("", codec_state);
   Message msg;
   const Shape shape = shape_of(xc);

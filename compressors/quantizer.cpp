@@ -118,8 +118,8 @@ GroupGrid Quantizer::read_grid(const uint8_t* p, int64_t groups) const {
       throw DataError("q" + std::to_string(config_.bits) + " message: non-finite scale in group " +
                       std::to_string(g));
     if (std::fabs(a) > kMaxFp32Scale || std::fabs(b) > kMaxFp32Scale)
-      throw DataError("q" + std::to_string(config_.bits) + " message: scale beyond FLT_MAX/4 in group " +
-                      std::to_string(g));
+      throw DataError("q" + std::to_string(config_.bits) +
+                      " message: scale beyond FLT_MAX/4 in group " + std::to_string(g));
     float lo = config_.minmax ? a : -a;
     float hi = b;
     if (hi < lo)
@@ -185,10 +185,10 @@ void Quantizer::decode_payload(const uint8_t* p, const Shape& shape, float* out)
   unpack_dequantize(p + scale_bytes(l.groups), l, grid, config_.bits, out);
 }
 
-void Quantizer::save_state(const std::string& prefix, StateDict& out) const {
+void Quantizer::save_state(const std::string& prefix, CodecState& out) const {
   put_u64(out, prefix + "encodes", encodes_);
 }
-void Quantizer::load_state(const std::string& prefix, const StateDict& in) {
+void Quantizer::load_state(const std::string& prefix, const CodecState& in) {
   encodes_ = get_u64(in, prefix + "encodes");
 }
 

@@ -38,8 +38,8 @@ class Quantizer : public Codec {
   void encode_payload(const float* x, const Shape& shape, uint8_t* out) override;
   void decode_payload(const uint8_t* p, const Shape& shape, float* out) const override;
   std::string spec() const override;
-  void save_state(const std::string& prefix, StateDict& out) const override;
-  void load_state(const std::string& prefix, const StateDict& in) override;
+  void save_state(const std::string& prefix, CodecState& out) const override;
+  void load_state(const std::string& prefix, const CodecState& in) override;
   const QuantizerConfig& config() const { return config_; }
 
   GroupLayout layout(const Shape& shape) const;

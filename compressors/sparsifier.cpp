@@ -128,11 +128,11 @@ SparseSelection Sparsifier::selection_of(const uint8_t* p, size_t size, const Sh
   return sel;
 }
 
-void Sparsifier::save_state(const std::string& prefix, StateDict& out) const {
+void Sparsifier::save_state(const std::string& prefix, CodecState& out) const {
   put_u64(out, prefix + "rng", rng_state_);
   values_->save_state(prefix + "values.", out);
 }
-void Sparsifier::load_state(const std::string& prefix, const StateDict& in) {
+void Sparsifier::load_state(const std::string& prefix, const CodecState& in) {
   rng_state_ = get_u64(in, prefix + "rng");
   values_->load_state(prefix + "values.", in);
 }

@@ -35,8 +35,8 @@ class Sparsifier : public Codec {
   void encode_payload(const float* x, const Shape& shape, uint8_t* out) override;
   void decode_payload(const uint8_t* p, const Shape& shape, float* out) const override;
   std::string spec() const override;
-  void save_state(const std::string& prefix, StateDict& out) const override;
-  void load_state(const std::string& prefix, const StateDict& in) override;
+  void save_state(const std::string& prefix, CodecState& out) const override;
+  void load_state(const std::string& prefix, const CodecState& in) override;
   const SparseSelection* last_selection() const override { return &selection_; }
 
   // Chooses the kept indices of x (what encode would keep; RandK advances its

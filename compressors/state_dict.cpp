@@ -58,4 +58,15 @@ std::vector<float> get_floats(const StateDict& in, const std::string& key, int64
   return std::vector<float>(p, p + t.numel());
 }
 
+void put_codec_state(StateDict& out, const CodecState& state) {
+  for (const auto& [key, value] : state) put_u64(out, key, value);
+}
+
+CodecState get_codec_state(const StateDict& in, const std::string& prefix) {
+  CodecState state;
+  for (auto it = in.lower_bound(prefix); it != in.end() && it->first.rfind(prefix, 0) == 0; ++it)
+    state[it->first] = get_u64(in, it->first);
+  return state;
+}
+
 }  // namespace slowpipe::compressors

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "compressors/codec_state.h"
+
 namespace slowpipe::compressors {
 
 using StateDict = std::map<std::string, at::Tensor>;
@@ -28,5 +30,12 @@ uint64_t get_u64(const StateDict& in, const std::string& key);
 at::Tensor get_tensor(const StateDict& in, const std::string& key, at::ScalarType dtype,
                       int64_t numel = -1);
 std::vector<float> get_floats(const StateDict& in, const std::string& key, int64_t numel);
+
+// A codec's state (codec_state.h): each word under its own key, as put_u64.
+void put_codec_state(StateDict& out, const CodecState& state);
+// Every key of `in` that starts with `prefix`, read back with get_u64 (so
+// DataError for one that is not an int64 scalar); the codec's load_state then
+// names any key that is missing.
+CodecState get_codec_state(const StateDict& in, const std::string& prefix);
 
 }  // namespace slowpipe::compressors

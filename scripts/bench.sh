@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every Google Benchmark binary (single thread) and keeps console output and
-# JSON (with date, host and build type in its context) in results/bench/.
+# JSON (with date, host and build type in its context) in results/bench/, then
+# the start-up times of the light commands (bench/cli/startup.sh).
 #   scripts/bench.sh [BUILD_DIR] [benchmark filter regex]
 set -euo pipefail
 build="${1:-build}"
@@ -26,4 +27,8 @@ echo "== bench_compressors, glibc keeping freed memory"
 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184 \
   "$exe" --benchmark_filter="$filter" --benchmark_out="$out/bench_compressors.keepheap.json" \
   --benchmark_out_format=json | tee "$out/bench_compressors.keepheap.txt"
+# Start-up of the light commands through the front (not a Google Benchmark:
+# whole processes, wall time and peak RSS).
+echo "== start-up of the light commands (bench/cli/startup.sh)"
+"$(dirname "$0")/../bench/cli/startup.sh" "$build" | tee "$out/startup.txt"
 echo "bench.sh: results in $out/"

@@ -1,10 +1,10 @@
-// `slowpipe codecs` (the registry) and `slowpipe codec --spec SPEC` (inspect one).
+// `slowpipe codec --spec SPEC`: inspect one spec on a synthetic tensor (libtorch;
+// the registry listing `slowpipe codecs` is in cmd_codecs.cpp, torch-free).
 #include <boost/program_options.hpp>
 #include <iostream>
 
 #include "common/errors.h"
 #include "common/options.h"
-#include "compressors/factory.h"
 #include "compressors/inspect.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/config_args.h"
@@ -12,15 +12,6 @@
 namespace po = boost::program_options;
 
 namespace slowpipe::cli {
-
-int cmd_codecs(const Args& args) {
-  if (!args.empty() && args[0] != "--help" && args[0] != "-h") {
-    throw UsageError("'slowpipe codecs' takes no arguments");
-  }
-  compressors::print_registry(std::cout);
-  std::cout << "\nThe spec grammar is documented in docs/codec-spec.md.\n";
-  return 0;
-}
 
 int cmd_codec(const Args& args) {
   po::options_description desc(

@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "common/errors.h"
-#include "compressors/factory.h"
+#include "compressors/channel_spec.h"
 #include "compressors/spec.h"
 #include "netmodel/net_config.h"
 #include "netmodel/netsim.h"
@@ -69,13 +69,11 @@ int cmd_timing(const Args& args) {
   for (const auto* spec : {&specs.forward, &specs.backward, &specs.gradient}) {
     compressors::validate_spec(*spec, spec == &specs.backward);
   }
-  // Roles, as training checks them: building the boundary checks the pairing
-  // (topk:shared needs a sparsifying forward); AQ-SGD cannot carry gradients.
-  compressors::ChannelContext ctx;
-  ctx.num_samples = 1;
-  ctx.aq_store = "memory";
+  // Roles, as training checks them: the boundary's pairing (topk:shared needs a
+  // sparsifying forward), checked as make_boundary does without building the
+  // channels; AQ-SGD cannot carry gradients.
   try {
-    (void)compressors::make_boundary(specs.forward, specs.backward, ctx);
+    compressors::validate_boundary(specs.forward, specs.backward);
   } catch (const UsageError& e) {
     throw UsageError("timing.fw = " + specs.forward + ", timing.bw = " + specs.backward + ": " +
                      e.what());

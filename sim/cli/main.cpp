@@ -1,8 +1,18 @@
-// `slowpipe`: the command-line entry point. Dispatches to a subcommand and maps
-// errors to exit codes: 2 usage (bad key, value, spec, missing file), 3 data
-// (corrupt input file), 4 a diverged training run (cmd_train), 1 anything else.
-// No libtorch backtrace reaches the user: c10 errors print their message alone.
+// `slowpipe` and `slowpipe-torch`: the command-line entry points, both built
+// from this file and its one command table. Dispatches to a subcommand and
+// maps errors to exit codes: 2 usage (bad key, value, spec, missing file), 3
+// data (corrupt input file), 4 a diverged training run (cmd_train), 1 anything
+// else.
+//
+// slowpipe (the front) links no libtorch, so it starts in milliseconds: it runs
+// the light commands itself and hands those marked SLOWPIPE_NEEDS_TORCH to
+// slowpipe-torch, built beside it, by execv (handoff.h). slowpipe-torch
+// (SLOWPIPE_CLI_TORCH=1) runs every command and is usable alone. In it no
+// libtorch backtrace reaches the user: c10 errors print their message alone.
+// docs/cli-startup.md.
+#if SLOWPIPE_CLI_TORCH
 #include <c10/util/Exception.h>
+#endif
 
 #include <boost/program_options/errors.hpp>
 #include <cstdio>
@@ -13,34 +23,43 @@
 #include "common/errors.h"
 #include "common/version.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/handoff.h"
 
 namespace {
 
 struct Command {
   const char* name;
   const char* summary;
-  int (*run)(const slowpipe::cli::Args&);
+  int (*run)(const slowpipe::cli::Args&);  // null in the front: run by slowpipe-torch
 };
 
+// A command that needs libtorch: its function in slowpipe-torch, the hand-off in the front.
+#if SLOWPIPE_CLI_TORCH
+#define SLOWPIPE_NEEDS_TORCH(fn) fn
+#else
+#define SLOWPIPE_NEEDS_TORCH(fn) nullptr
+#endif
+
+namespace cli = slowpipe::cli;
+
 const Command kCommands[] = {
-    {"train", "train a model cut into pipeline stages; log to HDF5", slowpipe::cli::cmd_train},
+    {"train", "train a model cut into pipeline stages; log to HDF5",
+     SLOWPIPE_NEEDS_TORCH(cli::cmd_train)},
     {"launch", "run `train` as one process per stage and replica on this host (c10d)",
-     slowpipe::cli::cmd_launch},
+     SLOWPIPE_NEEDS_TORCH(cli::cmd_launch)},
     {"sweep", "run a sweep file's grid of training runs, resumably, in parallel",
-     slowpipe::cli::cmd_sweep},
+     SLOWPIPE_NEEDS_TORCH(cli::cmd_sweep)},
     {"summary", "one table row per run (or per seed group) of run logs or a sweep folder",
-     slowpipe::cli::cmd_summary},
-    {"plot", "comparison plots (gnuplot PNGs) of run logs or a sweep folder",
-     slowpipe::cli::cmd_plot},
+     cli::cmd_summary},
+    {"plot", "comparison plots (gnuplot PNGs) of run logs or a sweep folder", cli::cmd_plot},
     {"verdict", "decide a reproduction's claim from its runs: reproduced or not (report)",
-     slowpipe::cli::cmd_verdict},
-    {"export", "write a table of a run log as TSV", slowpipe::cli::cmd_export},
-    {"codecs", "list codecs and feedback schemes", slowpipe::cli::cmd_codecs},
-    {"codec", "inspect one channel spec: bytes, ratio, error, speed", slowpipe::cli::cmd_codec},
-    {"timing", "what-if step time of a model shape over a sweep of networks",
-     slowpipe::cli::cmd_timing},
-    {"netsim", "run a generic network scenario (JSON) and print flow times",
-     slowpipe::cli::cmd_netsim},
+     SLOWPIPE_NEEDS_TORCH(cli::cmd_verdict)},
+    {"export", "write a table of a run log as TSV", cli::cmd_export},
+    {"codecs", "list codecs and feedback schemes", cli::cmd_codecs},
+    {"codec", "inspect one channel spec: bytes, ratio, error, speed",
+     SLOWPIPE_NEEDS_TORCH(cli::cmd_codec)},
+    {"timing", "what-if step time of a model shape over a sweep of networks", cli::cmd_timing},
+    {"netsim", "run a generic network scenario (JSON) and print flow times", cli::cmd_netsim},
 };
 
 void usage(std::FILE* out) {
@@ -50,6 +69,36 @@ void usage(std::FILE* out) {
                "commands:\n",
                slowpipe::kVersion);
   for (const auto& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
+}
+
+// Runs one command with the exit-code mapping of the file comment.
+int run_command(const Command& c, const slowpipe::cli::Args& args) {
+  try {
+    return c.run(args);
+  } catch (const slowpipe::UsageError& e) {
+    std::fprintf(stderr, "slowpipe %s: error: %s\n", c.name, e.what());
+    return 2;
+  } catch (const boost::program_options::error& e) {
+    std::fprintf(stderr, "slowpipe %s: error: %s (see slowpipe %s --help)\n", c.name, e.what(),
+                 c.name);
+    return 2;
+  } catch (const slowpipe::DataError& e) {
+    std::fprintf(stderr, "slowpipe %s: data error: %s\n", c.name, e.what());
+    return 3;
+#if SLOWPIPE_CLI_TORCH
+  } catch (const c10::Error& e) {
+    std::fprintf(stderr, "slowpipe %s: failed: %s\n", c.name, e.what_without_backtrace());
+    return 1;
+#endif
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "slowpipe %s: failed: out of memory (reduce the batch, the model or the data)\n",
+                 c.name);
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "slowpipe %s: failed: %s\n", c.name, e.what());
+    return 1;
+  }
 }
 
 }  // namespace
@@ -72,31 +121,8 @@ int main(int argc, char** argv) {
   }
   for (const auto& c : kCommands) {
     if (name != c.name) continue;
-    const slowpipe::cli::Args args(argv + 2, argv + argc);
-    try {
-      return c.run(args);
-    } catch (const slowpipe::UsageError& e) {
-      std::fprintf(stderr, "slowpipe %s: error: %s\n", c.name, e.what());
-      return 2;
-    } catch (const boost::program_options::error& e) {
-      std::fprintf(stderr, "slowpipe %s: error: %s (see slowpipe %s --help)\n", c.name, e.what(),
-                   c.name);
-      return 2;
-    } catch (const slowpipe::DataError& e) {
-      std::fprintf(stderr, "slowpipe %s: data error: %s\n", c.name, e.what());
-      return 3;
-    } catch (const c10::Error& e) {
-      std::fprintf(stderr, "slowpipe %s: failed: %s\n", c.name, e.what_without_backtrace());
-      return 1;
-    } catch (const std::bad_alloc&) {
-      std::fprintf(stderr,
-                   "slowpipe %s: failed: out of memory (reduce the batch, the model or the data)\n",
-                   c.name);
-      return 1;
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "slowpipe %s: failed: %s\n", c.name, e.what());
-      return 1;
-    }
+    if (c.run == nullptr) return slowpipe::cli::hand_off(c.name, argv);
+    return run_command(c, slowpipe::cli::Args(argv + 2, argv + argc));
   }
   std::fprintf(stderr, "slowpipe: unknown command '%s'\n\n", name.c_str());
   usage(stderr);

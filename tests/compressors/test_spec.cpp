@@ -253,3 +253,35 @@ TEST_CASE("Codec inspection: shapes that cannot be allocated are usage errors up
           }).find("too large to inspect (over 2147483648 elements") != std::string::npos);
   REQUIRE_NOTHROW(sc::check_inspection_shape({16, 64, 128}));
 }
+
+TEST_CASE("Schemes: every registered name has a channel factory, and the pairing check agrees") {
+  sc::ChannelContext ctx;
+  ctx.num_samples = 4;
+  for (const sc::SchemeInfo& s : sc::scheme_registry()) {
+    INFO(s.name);
+    REQUIRE_NOTHROW(sc::scheme_factory(s.name));
+    const auto ch = sc::make_channel(s.name == "direct" ? "q4" : s.name + "(q4)", ctx);
+    REQUIRE(ch->spec() == sc::canonical_spec(s.name + "(q4)"));
+  }
+  REQUIRE_THROWS_AS(sc::scheme_factory("nope"), std::logic_error);
+  // validate_boundary (torch-free, slowpipe timing) refuses what make_boundary
+  // refuses, with the same message, and accepts what it builds.
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"q4", "topk:shared"},
+      {"topk:shared", "q4"},
+      {"ef(q4)", "topk:shared+q8"},
+      {"topk:0.1", "ef(topk:shared)"},
+      {"topk:0.1", "topk:shared"},
+      {"aq(topk:0.3)", "topk:shared+q4"},
+      {"q4", "q8"}};
+  for (const auto& pair : pairs) {
+    const std::string& fw = pair.first;
+    const std::string& bw = pair.second;
+    INFO(fw << " / " << bw);
+    const std::string plain = error_of([&] { sc::validate_boundary(fw, bw); });
+    const std::string built = error_of([&] { (void)sc::make_boundary(fw, bw, ctx); });
+    REQUIRE(plain == built);
+  }
+  REQUIRE(error_of([] { sc::validate_boundary("q4", "topk:shared"); }).find("does not sparsify") !=
+          std::string::npos);
+}

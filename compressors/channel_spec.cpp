@@ -1,0 +1,181 @@
+// What a channel spec means without building the channel; see channel_spec.h.
+// Moved from factory.cpp unchanged (the scheme registry without its factories,
+// which factory.cpp binds by name), so that it links no libtorch; new here is
+// validate_boundary, the pairing check make_boundary made inline.
+#include "compressors/channel_spec.h"
+
+#include <iomanip>
+
+#include "common/errors.h"
+#include "compressors/quantizer.h"
+#include "compressors/sparsifier.h"
+
+namespace slowpipe::compressors {
+
+namespace {
+
+const SchemeInfo* find_scheme(const std::string& name) {
+  for (const SchemeInfo& s : scheme_registry())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+const std::vector<SchemeInfo>& scheme_registry() {
+  static const std::vector<SchemeInfo> registry = {
+      {"direct", "CODEC or direct(CODEC)", "send C(x); no state"},
+      {"ef", "ef(CODEC)", "error feedback: send C(x + e), keep e = x + e - C(x + e) (sender)"},
+      {"ef21", "ef21(CODEC)", "EF21: send C(x - g), both sides g += D(C(x - g)), output g"},
+      {"aq", "aq(CODEC)",
+       "AQ-SGD: per-sample fp16 buffers, send C(a - m(xi)) after warm-up epochs"},
+  };
+  return registry;
+}
+
+bool is_shared(const SpecTree& tree) {
+  const SpecStage& s = tree.stages.front();
+  return s.name == "topk" && !s.args.empty() && s.args.front().key.empty() &&
+         s.args.front().value == "shared";
+}
+bool sparsifies(const SpecTree& tree) {
+  const std::string& n = tree.stages.front().name;
+  return (n == "topk" || n == "randk") && !is_shared(tree);
+}
+
+std::string canonical(const SpecTree& tree, const Codec& codec) {
+  return tree.scheme == "direct" ? codec.spec() : tree.scheme + "(" + codec.spec() + ")";
+}
+
+// Parses and checks the scheme; builds the codec.
+std::unique_ptr<Codec> parse_codec(const SpecTree& tree, uint64_t seed, bool backward) {
+  if (!find_scheme(tree.scheme)) {
+    std::string names;
+    for (const SchemeInfo& s : scheme_registry()) names += (names.empty() ? "" : ", ") + s.name;
+    spec_error(tree.text, tree.scheme_pos,
+               "expected a feedback scheme (" + names + "), got '" + tree.scheme + "'");
+  }
+  std::unique_ptr<Codec> codec = make_codec(tree, seed);
+  if (is_shared(tree)) {
+    if (!backward)
+      spec_error(tree.text, tree.stages.front().pos,
+                 "'topk:shared' reuses the forward mask; it is only valid as a backward spec "
+                 "(compress.bw)");
+    if (tree.scheme != "direct")
+      spec_error(tree.text, tree.scheme_pos,
+                 "'topk:shared' cannot be wrapped by a feedback scheme");
+  }
+  return codec;
+}
+
+void validate_spec(const std::string& spec, bool backward) {
+  SpecTree tree = parse_spec(spec);
+  parse_codec(tree, 0, backward);
+}
+
+void validate_boundary(const std::string& fw_spec, const std::string& bw_spec) {
+  SpecTree fw_tree = parse_spec(fw_spec);
+  SpecTree bw_tree = parse_spec(bw_spec);
+  parse_codec(fw_tree, 0, false);
+  parse_codec(bw_tree, 0, true);
+  if (is_shared(bw_tree) && !sparsifies(fw_tree))
+    throw UsageError("backward spec '" + bw_spec +
+                     "' reuses the forward mask, but the forward spec '" + fw_spec +
+                     "' does not sparsify (use topk:K or randk:K forward)");
+}
+
+void validate_role(const std::string& key, const std::string& spec, ChannelRole role,
+                   const std::string& forward_spec) {
+  auto fail = [&](const std::string& why) { throw UsageError(key + " = " + spec + ": " + why); };
+  SpecTree tree;
+  try {
+    tree = parse_spec(spec);
+    parse_codec(tree, 0, /*backward=*/true);
+  } catch (const UsageError& e) {
+    throw UsageError(key + ": " + e.what());
+  }
+  const bool shared = is_shared(tree);
+  if (role == ChannelRole::kGradient && tree.scheme == "aq")
+    fail(
+        "AQ-SGD keys its buffers by sample id and cannot carry data-parallel gradients (use a "
+        "codec, ef(...) or ef21(...))");
+  if (shared && role != ChannelRole::kBackward)
+    fail(
+        "'topk:shared' reuses the forward mask of a boundary; it is only valid as a backward "
+        "spec (compress.bw, compress.bw_at)");
+  if (shared) {
+    SpecTree fw_tree;
+    try {
+      fw_tree = parse_spec(forward_spec);
+      parse_codec(fw_tree, 0, /*backward=*/false);
+    } catch (const UsageError& e) {
+      fail(std::string("its forward spec is not valid: ") + e.what());
+    }
+    if (!sparsifies(fw_tree))
+      fail("'topk:shared' reuses the forward mask, but the forward spec '" + forward_spec +
+           "' does not sparsify (use topk:K or randk:K forward, e.g. topk:0.1, ef(topk:0.1), "
+           "aq(topk:0.3))");
+  }
+}
+
+std::string canonical_spec(const std::string& spec) {
+  SpecTree tree = parse_spec(spec);
+  return canonical(tree, *parse_codec(tree, 0, /*backward=*/true));
+}
+
+std::string gradient_spec(const std::string& spec) {
+  SpecTree tree = parse_spec(spec);
+  std::unique_ptr<Codec> codec = parse_codec(tree, 0, /*backward=*/false);
+  if (tree.stages.size() != 1 || !dynamic_cast<const Quantizer*>(codec.get())) return spec;
+  const SpecStage& stage = tree.stages.front();
+  for (const SpecArg& a : stage.args)
+    if (a.key == "group" || a.value == "channel" || a.value == "row" || a.value == "tensor")
+      return spec;  // explicit granularity
+  std::string codec_text = stage.name;
+  for (const SpecArg& a : stage.args)
+    codec_text += ":" + (a.key.empty() ? a.value : a.key + "=" + a.value);
+  codec_text += ":group=" + std::to_string(kGradientGroup);
+  return canonical_spec(tree.scheme == "direct" ? codec_text
+                                                : tree.scheme + "(" + codec_text + ")");
+}
+
+uint64_t wire_bytes(const std::string& spec, const Shape& shape) {
+  SpecTree tree = parse_spec(spec);
+  if (is_shared(tree))
+    throw UsageError("wire_bytes('" + spec +
+                     "'): the size depends on the forward spec; name it too");
+  return parse_codec(tree, 0, false)->message_bytes(shape);
+}
+
+uint64_t wire_bytes(const std::string& fw_spec, const std::string& bw_spec, const Shape& shape) {
+  SpecTree bw_tree = parse_spec(bw_spec);
+  if (!is_shared(bw_tree)) return wire_bytes(bw_spec, shape);
+  SpecTree fw_tree = parse_spec(fw_spec);
+  if (!sparsifies(fw_tree))
+    throw UsageError("'" + bw_spec + "' needs a sparsifying forward spec, got '" + fw_spec + "'");
+  auto fw = make_codec(fw_tree, 0);
+  auto bw = parse_codec(bw_tree, 0, true);
+  int64_t rows, m, k;
+  dynamic_cast<Sparsifier&>(*fw).geometry(shape, &rows, &m, &k);
+  SparseSelection sel;
+  sel.rows = rows;
+  sel.row_len = m;
+  sel.k = k;
+  dynamic_cast<Sparsifier&>(*bw).use_selection(sel);
+  return bw->message_bytes(shape);
+}
+
+void print_registry(std::ostream& os) {
+  os << "Codecs (spec grammar: docs/codec-spec.md):\n";
+  for (const CodecInfo& c : codec_registry())
+    os << "  " << std::left << std::setw(7) << c.name << c.description << "\n"
+       << "         " << c.syntax << "\n";
+  os << "Feedback schemes (wrap a codec):\n";
+  for (const SchemeInfo& s : scheme_registry())
+    os << "  " << std::left << std::setw(7) << s.name << s.description << "\n"
+       << "         " << s.syntax << "\n";
+  os << "Examples: none  fp16  q4  q2:stochastic  q4:group=64  topk:0.1  topk:0.1+q8  randk:0.2\n"
+        "          ef(topk:0.1)  ef21(q4)  aq(q2)  aq(topk:0.3)   backward only: topk:shared\n";
+}
+
+}  // namespace slowpipe::compressors

@@ -1,0 +1,89 @@
+// What a channel spec means, without building the channel: the feedback-scheme
+// registry (names, syntax, one-line descriptions), validation by role and by
+// boundary, the canonical and gradient forms of a spec, the exact wire size of
+// a message, and the listing behind `slowpipe codecs`. Plain C++ (library
+// slowpipe::codecs, no libtorch): the codecs are built, never run on a tensor,
+// so `slowpipe timing` and `slowpipe codecs` need no torch. The channels
+// themselves are built by factory.h (slowpipe::compressors), whose factories
+// are bound to the names registered here.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "compressors/codec.h"
+#include "compressors/spec.h"
+
+namespace slowpipe::compressors {
+
+// The feedback schemes; the one list of their names (factory.h binds a channel
+// factory to each).
+struct SchemeInfo {
+  std::string name;         // "direct", "ef", "ef21", "aq"
+  std::string syntax;       // "ef(CODEC)"
+  std::string description;  // one line
+};
+const std::vector<SchemeInfo>& scheme_registry();
+
+// Validates a spec (UsageError); `backward` allows topk:shared.
+void validate_spec(const std::string& spec, bool backward);
+
+// What a channel carries. Checked before any data is loaded (CLI, trainer):
+//   every role: the spec parses and names existing codecs and options;
+//   kForward:   not `topk:shared` (it only exists as a backward);
+//   kBackward:  `topk:shared[+V]` only when `forward_spec`, the forward spec of
+//               the same boundary, sparsifies (topk:K or randk:K, under any
+//               scheme and with any value codec: ef(topk:0.1), aq(topk:0.3),
+//               topk:0.1+q8); `aq(...)` is allowed (backward transfers carry
+//               sample ids);
+//   kGradient:  not `topk:shared`, not `aq(...)` (AQ-SGD keys its buffers by
+//               sample id; data-parallel gradients have none).
+// Throws UsageError "KEY = SPEC: why" (KEY names the option, e.g.
+// "compress.grad" or "compress.bw (boundary 2)").
+enum class ChannelRole { kForward, kBackward, kGradient };
+void validate_role(const std::string& key, const std::string& spec, ChannelRole role,
+                   const std::string& forward_spec = "");
+// The canonical form of a spec (defaults omitted, aliases resolved).
+std::string canonical_spec(const std::string& spec);
+
+// What a `compress.grad` spec runs as. Gradients cross as one flat [1, N] tensor
+// per stage, where the quantizers' default per-channel scales (the last
+// dimension) would be one scale per element (q4: 2.5 bytes per element, 1.6x
+// smaller than fp32). A q<b> codec without an explicit scale granularity (under
+// any scheme: q4, ef(q4), ef21(q2:stochastic)) therefore gets
+// group=kGradientGroup: q4 is 0.5 + 2/128 bytes per element, 7.76x smaller than
+// fp32. Specs with an explicit granularity (q4:channel, q4:row, q4:group=64),
+// other codecs and sparsifier value stages (default: one scale per row) are
+// returned as written. The result is a valid spec and a fixed point.
+constexpr int64_t kGradientGroup = 128;
+std::string gradient_spec(const std::string& spec);
+
+// The pairing make_boundary checks, without building the channels: both specs
+// valid (the forward as a forward, the backward as a backward), and a
+// `topk:shared[+VALUES]` backward only after a forward that sparsifies.
+// Throws UsageError.
+void validate_boundary(const std::string& fw_spec, const std::string& bw_spec);
+
+// Exact bytes of one steady-state message (AQ: after warm-up) for a tensor of
+// `shape`. For `topk:shared` use the overload that names the forward spec.
+uint64_t wire_bytes(const std::string& spec, const Shape& shape);
+uint64_t wire_bytes(const std::string& fw_spec, const std::string& bw_spec, const Shape& shape);
+
+// `slowpipe codecs`: codecs and schemes with syntax and one-line description.
+void print_registry(std::ostream& os);
+
+// For the channel factories (factory.cpp) and the checks above.
+// Whether a parsed spec is `topk:shared[+VALUES]`.
+bool is_shared(const SpecTree& tree);
+// Whether its first stage sparsifies (topk:K or randk:K, not topk:shared).
+bool sparsifies(const SpecTree& tree);
+// The canonical spec of a parsed spec whose codec is `codec`.
+std::string canonical(const SpecTree& tree, const Codec& codec);
+// Checks the scheme (registered; topk:shared only as a direct backward) and
+// builds the codec; UsageError naming the position.
+std::unique_ptr<Codec> parse_codec(const SpecTree& tree, uint64_t seed, bool backward);
+
+}  // namespace slowpipe::compressors
