@@ -5,7 +5,12 @@
 //     round, clamp, shift and bitwise-or packing);
 //   - unpack + dequantize, same;
 //   - TopK per row at K = 10% and 30% (rows of 64 Ki elements, one per sample),
-//     against torch::topk (values and indices).
+//     against torch::topk (values and indices);
+//   - the whole TopK codec, encode + decode at K = 10% (selection, index coding,
+//     gathering and coding the values, then decoding and scattering them), with
+//     fp32 and q8 values, on the same tensors seen as [samples, 64, 1024] (rows
+//     of 64 Ki) and on a GPT-2 XL activation [1, 1024, 1600] (one row of 1.6 Mi);
+//     counters: message bytes and the ratio fp32 bytes / message bytes.
 // Throughput is reported as fp32 input bytes per second (SetBytesProcessed).
 // Every benchmark makes one untimed call first. libtorch's temporaries come from
 // malloc; glibc returns large blocks to the system, so on a VM with costly page
@@ -153,6 +158,35 @@ void BM_TopkRow_Torch(benchmark::State& st) {
   st.SetBytesProcessed(st.iterations() * x.numel() * 4);
 }
 
+// The TopK codec at K = 10%, encode then decode, on `shape`; q8: the kept values
+// as "topk:0.1+q8" (else fp32, "topk:0.1").
+void topk_codec_round_trip(benchmark::State& st, const sc::Shape& shape, bool q8) {
+  at::set_num_threads(1);
+  at::manual_seed(0);
+  at::Tensor x = at::randn(shape);
+  auto codec = sc::make_codec(q8 ? "topk:0.1+q8" : "topk:0.1");
+  sc::Message msg;
+  at::Tensor y = at::empty_like(x);
+  codec->encode_raw(x.data_ptr<float>(), shape, msg);  // warm-up, untimed
+  codec->decode_raw(msg.data(), msg.size(), shape, y.data_ptr<float>());
+  for (auto _ : st) {
+    codec->encode_raw(x.data_ptr<float>(), shape, msg);
+    codec->decode_raw(msg.data(), msg.size(), shape, y.data_ptr<float>());
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  st.counters["msg_bytes"] = static_cast<double>(msg.size());
+  st.counters["fp32_ratio"] = static_cast<double>(x.numel() * 4) / static_cast<double>(msg.size());
+  st.SetBytesProcessed(st.iterations() * x.numel() * 4);
+}
+// range(0) MiB seen as [samples, 64, 1024] (rows of 64 Ki); range(1): q8 values.
+void BM_TopkCodec_EncodeDecode(benchmark::State& st) {
+  topk_codec_round_trip(st, {numel_of(st.range(0)) / kRowLen, 64, 1024}, st.range(1) != 0);
+}
+// A GPT-2 XL activation [1, 1024, 1600]: one row of 1.6 Mi elements.
+void BM_TopkCodec_EncodeDecode_Gpt2xl(benchmark::State& st) {
+  topk_codec_round_trip(st, {1, 1024, 1600}, st.range(0) != 0);
+}
+
 void quant_args(benchmark::internal::Benchmark* b) {
   for (int64_t mib : {2, 64})
     for (int64_t bits : {2, 4, 8}) b->Args({mib, bits});
@@ -164,6 +198,12 @@ void topk_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"MiB", "Kpct"})->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
+void topk_codec_args(benchmark::internal::Benchmark* b) {
+  for (int64_t mib : {2, 64})
+    for (int64_t q8 : {0, 1}) b->Args({mib, q8});
+  b->ArgNames({"MiB", "q8"})->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
 }  // namespace
 
 BENCHMARK(BM_QuantizePack_Slowpipe)->Apply(quant_args);
@@ -172,5 +212,12 @@ BENCHMARK(BM_UnpackDequantize_Slowpipe)->Apply(quant_args);
 BENCHMARK(BM_UnpackDequantize_Torch)->Apply(quant_args);
 BENCHMARK(BM_TopkRow_Slowpipe)->Apply(topk_args);
 BENCHMARK(BM_TopkRow_Torch)->Apply(topk_args);
+BENCHMARK(BM_TopkCodec_EncodeDecode)->Apply(topk_codec_args);
+BENCHMARK(BM_TopkCodec_EncodeDecode_Gpt2xl)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("q8")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();
