@@ -4,7 +4,7 @@
 // forward TopK mask reused for the backward activation-gradients); the
 // receiver already holds that mask, so no indices are sent.
 //
-// Payload: [indices][values]. Indices: topk_select.h (bitmap or list per row,
+// Payload: [indices][values]. Indices: index_coding.h (bitmap or list per row,
 // whichever is smaller). Values: [rows, k] in row-major order, encoded by the
 // value codec after '+' (default fp32, 4 bytes each), e.g. topk:0.1+q8 quantizes
 // the kept values at 8 bits with one fp16 scale per row. `randk:K:unbiased`
@@ -15,6 +15,7 @@
 #include <string>
 
 #include "compressors/codec.h"
+#include "compressors/index_coding.h"
 #include "compressors/topk_select.h"
 
 namespace slowpipe::compressors {

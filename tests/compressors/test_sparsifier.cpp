@@ -8,6 +8,7 @@
 
 #include "compressors/codec.h"
 #include "compressors/sparsifier.h"
+#include "compressors/index_coding.h"
 #include "compressors/topk_select.h"
 #include "naive_reference.h"
 

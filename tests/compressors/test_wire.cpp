@@ -9,6 +9,7 @@
 #include "common/errors.h"
 #include "compressors/codec.h"
 #include "compressors/factory.h"
+#include "compressors/index_coding.h"
 #include "compressors/topk_select.h"
 
 namespace sc = slowpipe::compressors;
