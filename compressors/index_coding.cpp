@@ -7,7 +7,6 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 #include "common/errors.h"
 
@@ -117,13 +116,29 @@ class BitWriter {
   int fill_ = 0;  // valid bits in acc_, < 64 between calls
 };
 
-// The decoders read a copy of the stream with at least 8 bytes of zero padding
-// after its end, so that their 64-bit loads never leave the buffer.
+// The stream the decoders read: 64-bit little-endian loads at any byte offset
+// inside it, the last 8 bytes from a zero-padded copy so that no load leaves
+// the input (no copy of the whole stream).
+class Stream {
+ public:
+  Stream(const uint8_t* data, uint64_t bytes)
+      : data_(data), bytes_(bytes), tail_start_(bytes < 8 ? 0 : bytes - 8) {
+    std::memcpy(tail_, data + tail_start_, bytes - tail_start_);
+  }
+  // The 8 bytes at `offset` (< bytes), zeros past the end.
+  SLOWPIPE_INLINE uint64_t load(uint64_t offset) const {
+    return offset + 8 <= bytes_ ? load64(data_ + offset) : load64(tail_ + (offset - tail_start_));
+  }
+  // `bits` (<= 57) bits at stream position `pos`.
+  SLOWPIPE_INLINE uint64_t get(uint64_t pos, int bits) const {
+    return (load(pos >> 3) >> (pos & 7)) & ((uint64_t{1} << bits) - 1);
+  }
 
-// `bits` (<= 57) bits at stream position `pos`.
-SLOWPIPE_INLINE uint64_t get_bits(const uint8_t* buf, uint64_t pos, int bits) {
-  return (load64(buf + (pos >> 3)) >> (pos & 7)) & ((uint64_t{1} << bits) - 1);
-}
+ private:
+  const uint8_t* data_;
+  uint64_t bytes_, tail_start_;
+  uint8_t tail_[16] = {};
+};
 
 enum class RowError { kNone, kTooMany, kTooFew, kBadIndex };
 
@@ -139,13 +154,13 @@ enum class RowError { kNone, kTooMany, kTooFew, kBadIndex };
 // number of set bits, or max_count + 1 (f not called on the extra ones) when
 // there are more than max_count.
 template <class F>
-SLOWPIPE_INLINE int64_t scan_ones(const uint8_t* buf, uint64_t begin, uint64_t end,
-                                  int64_t max_count, const F& f) {
+SLOWPIPE_INLINE int64_t scan_ones(const Stream& in, uint64_t begin, uint64_t end, int64_t max_count,
+                                  const F& f) {
   if (begin >= end) return 0;
   int64_t j = 0;
   uint64_t wi = begin >> 6;
   const uint64_t last = (end - 1) >> 6;
-  uint64_t w = load64(buf + 8 * wi) & (~uint64_t{0} << (begin & 63));
+  uint64_t w = in.load(8 * wi) & (~uint64_t{0} << (begin & 63));
   for (;;) {
     if (wi == last) w &= ~uint64_t{0} >> (63 - ((end - 1) & 63));
     if (j + __builtin_popcountll(w) > max_count) return max_count + 1;
@@ -153,32 +168,31 @@ SLOWPIPE_INLINE int64_t scan_ones(const uint8_t* buf, uint64_t begin, uint64_t e
       f((wi << 6) + static_cast<uint64_t>(__builtin_ctzll(w)), static_cast<uint64_t>(j));
     if (wi == last) return j;
     ++wi;
-    w = load64(buf + 8 * wi);
+    w = in.load(8 * wi);
   }
 }
 
 // One bitmap row of m bits at `pos` -> row[0, k).
-SLOWPIPE_INLINE RowError decode_bitmap_row(const uint8_t* buf, uint64_t pos, int64_t m, int64_t k,
+SLOWPIPE_INLINE RowError decode_bitmap_row(const Stream& in, uint64_t pos, int64_t m, int64_t k,
                                            int32_t* row) {
   const int64_t n =
-      scan_ones(buf, pos, pos + static_cast<uint64_t>(m), k,
+      scan_ones(in, pos, pos + static_cast<uint64_t>(m), k,
                 [&](uint64_t p, uint64_t j) { row[j] = static_cast<int32_t>(p - pos); });
   return n > k ? RowError::kTooMany : n < k ? RowError::kTooFew : RowError::kNone;
 }
 
 // k fields of `bits` (1 to 32) bits at stream position `pos` -> v[0, k): the
 // inverse of BitWriter::fields, several fields from each 64-bit load.
-SLOWPIPE_INLINE void read_fields(const uint8_t* buf, uint64_t pos, int64_t k, int bits,
-                                 uint32_t* v) {
+SLOWPIPE_INLINE void read_fields(const Stream& in, uint64_t pos, int64_t k, int bits, uint32_t* v) {
   const uint64_t mask = (uint64_t{1} << bits) - 1;
   const int per_load = 57 / bits;  // a load at any bit offset holds >= 57 bits
   int64_t j = 0;
   for (; j + per_load <= k; j += per_load, pos += static_cast<uint64_t>(per_load * bits)) {
-    const uint64_t w = load64(buf + (pos >> 3)) >> (pos & 7);
+    const uint64_t w = in.load(pos >> 3) >> (pos & 7);
     for (int i = 0; i < per_load; ++i) v[j + i] = static_cast<uint32_t>((w >> (i * bits)) & mask);
   }
   for (; j < k; ++j, pos += static_cast<uint64_t>(bits))
-    v[j] = static_cast<uint32_t>(get_bits(buf, pos, bits));
+    v[j] = static_cast<uint32_t>(in.get(pos, bits));
 }
 
 // Strictly ascending and the last below m (so all in [0, m)).
@@ -189,9 +203,9 @@ SLOWPIPE_INLINE bool ascending_below(const uint32_t* v, int64_t k, int64_t m) {
 }
 
 // One list row of k fields of b bits at `pos` -> row[0, k).
-SLOWPIPE_INLINE RowError decode_list_row(const uint8_t* buf, uint64_t pos, int64_t m, int64_t k,
+SLOWPIPE_INLINE RowError decode_list_row(const Stream& in, uint64_t pos, int64_t m, int64_t k,
                                          int b, uint32_t* row) {
-  read_fields(buf, pos, k, b, row);
+  read_fields(in, pos, k, b, row);
   return ascending_below(row, k, m) ? RowError::kNone : RowError::kBadIndex;
 }
 
@@ -200,15 +214,15 @@ SLOWPIPE_INLINE RowError decode_list_row(const uint8_t* buf, uint64_t pos, int64
 // at offset p, gives h_j = p - j (never negative: offsets strictly ascend).
 // 32-bit arithmetic is exact: h < k + (m >> l) and k 2^l <= m, so
 // h 2^l + low < 2 m < 2^32, even in a corrupt message.
-SLOWPIPE_INLINE RowError decode_elias_fano_row(const uint8_t* buf, uint64_t pos, int64_t m,
-                                               int64_t k, int l, uint32_t* row) {
+SLOWPIPE_INLINE RowError decode_elias_fano_row(const Stream& in, uint64_t pos, int64_t m, int64_t k,
+                                               int l, uint32_t* row) {
   const uint64_t hi = pos + static_cast<uint64_t>(k) * l;
   const uint64_t hi_end = hi + static_cast<uint64_t>(k) + (static_cast<uint64_t>(m) >> l);
   if (l > 0)
-    read_fields(buf, pos, k, l, row);
+    read_fields(in, pos, k, l, row);
   else
     std::fill(row, row + k, 0U);
-  const int64_t n = scan_ones(buf, hi, hi_end, k, [&](uint64_t p, uint64_t j) {
+  const int64_t n = scan_ones(in, hi, hi_end, k, [&](uint64_t p, uint64_t j) {
     row[j] |= static_cast<uint32_t>(p - hi - j) << l;
   });
   if (n != k) return n > k ? RowError::kTooMany : RowError::kTooFew;
@@ -300,22 +314,20 @@ SLOWPIPE_CLONES void decode_indices(const uint8_t* in, int64_t rows, int64_t m, 
                                     const IndexCoding& c, int32_t* idx) {
   const uint64_t bytes = index_section_bytes(rows, c);
   if (bytes == 0) return;
-  std::vector<uint8_t> padded(bytes + 8, 0);  // + 8: the decoders' word loads
-  std::memcpy(padded.data(), in, bytes);
-  const uint8_t* buf = padded.data();
+  const Stream stream(in, bytes);
   for (int64_t r = 0; r < rows; ++r) {
     const uint64_t pos = static_cast<uint64_t>(r) * c.row_bits;
     auto* row = reinterpret_cast<uint32_t*>(idx + r * k);  // as unsigned: may alias
     RowError e = RowError::kNone;
     switch (c.format) {
       case IndexFormat::kBitmap:
-        e = decode_bitmap_row(buf, pos, m, k, idx + r * k);
+        e = decode_bitmap_row(stream, pos, m, k, idx + r * k);
         break;
       case IndexFormat::kList:
-        e = decode_list_row(buf, pos, m, k, c.index_bits, row);
+        e = decode_list_row(stream, pos, m, k, c.index_bits, row);
         break;
       case IndexFormat::kEliasFano:
-        e = decode_elias_fano_row(buf, pos, m, k, c.low_bits, row);
+        e = decode_elias_fano_row(stream, pos, m, k, c.low_bits, row);
         break;
     }
     if (e != RowError::kNone) throw_row_error(e, r);
