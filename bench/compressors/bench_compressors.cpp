@@ -10,7 +10,9 @@
 //     gathering and coding the values, then decoding and scattering them), with
 //     fp32 and q8 values, on the same tensors seen as [samples, 64, 1024] (rows
 //     of 64 Ki) and on a GPT-2 XL activation [1, 1024, 1600] (one row of 1.6 Mi);
-//     counters: message bytes and the ratio fp32 bytes / message bytes.
+//     counters: message bytes and the ratio fp32 bytes / message bytes;
+//   - the index coding alone (encode, decode) of those TopK selections at K = 1,
+//     10 and 30% (items: kept indices).
 // Throughput is reported as fp32 input bytes per second (SetBytesProcessed).
 // Every benchmark makes one untimed call first. libtorch's temporaries come from
 // malloc; glibc returns large blocks to the system, so on a VM with costly page
@@ -20,6 +22,7 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+#include "compressors/index_coding.h"
 #include "compressors/quantizer.h"
 #include "compressors/topk_select.h"
 
@@ -158,6 +161,37 @@ void BM_TopkRow_Torch(benchmark::State& st) {
   st.SetBytesProcessed(st.iterations() * x.numel() * 4);
 }
 
+// Index coding alone (index_coding.h) of the TopK selection of a 2 MiB tensor
+// with rows of 64 Ki, K = range(0) percent; items = kept indices.
+void index_coding_bench(benchmark::State& st, bool decode) {
+  at::Tensor x = input(2).view({-1, kRowLen});
+  const int64_t rows = x.size(0);
+  const int64_t k = sc::kept_count(static_cast<double>(st.range(0)) / 100.0, kRowLen);
+  std::vector<int32_t> idx(rows * k), back(rows * k);
+  sc::TopkSelector selector;
+  for (int64_t r = 0; r < rows; ++r)
+    selector.select(x.data_ptr<float>() + r * kRowLen, kRowLen, k, idx.data() + r * k);
+  std::vector<uint8_t> bytes(sc::index_section_bytes(rows, kRowLen, k));
+  sc::encode_indices(idx.data(), rows, kRowLen, k, bytes.data());  // warm-up, untimed
+  sc::decode_indices(bytes.data(), rows, kRowLen, k, back.data());
+  for (auto _ : st) {
+    if (decode)
+      sc::decode_indices(bytes.data(), rows, kRowLen, k, back.data());
+    else
+      sc::encode_indices(idx.data(), rows, kRowLen, k, bytes.data());
+    benchmark::ClobberMemory();
+  }
+  st.counters["bits_per_index"] =
+      8.0 * static_cast<double>(bytes.size()) / static_cast<double>(rows * k);
+  st.SetItemsProcessed(st.iterations() * rows * k);
+}
+void BM_IndexEncode(benchmark::State& st) {
+  index_coding_bench(st, false);
+}
+void BM_IndexDecode(benchmark::State& st) {
+  index_coding_bench(st, true);
+}
+
 // The TopK codec at K = 10%, encode then decode, on `shape`; q8: the kept values
 // as "topk:0.1+q8" (else fp32, "topk:0.1").
 void topk_codec_round_trip(benchmark::State& st, const sc::Shape& shape, bool q8) {
@@ -198,6 +232,10 @@ void topk_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"MiB", "Kpct"})->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
+void index_args(benchmark::internal::Benchmark* b) {
+  for (int64_t pct : {1, 10, 30}) b->Arg(pct);
+  b->ArgName("Kpct")->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
 void topk_codec_args(benchmark::internal::Benchmark* b) {
   for (int64_t mib : {2, 64})
     for (int64_t q8 : {0, 1}) b->Args({mib, q8});
@@ -212,6 +250,8 @@ BENCHMARK(BM_UnpackDequantize_Slowpipe)->Apply(quant_args);
 BENCHMARK(BM_UnpackDequantize_Torch)->Apply(quant_args);
 BENCHMARK(BM_TopkRow_Slowpipe)->Apply(topk_args);
 BENCHMARK(BM_TopkRow_Torch)->Apply(topk_args);
+BENCHMARK(BM_IndexEncode)->Apply(index_args);
+BENCHMARK(BM_IndexDecode)->Apply(index_args);
 BENCHMARK(BM_TopkCodec_EncodeDecode)->Apply(topk_codec_args);
 BENCHMARK(BM_TopkCodec_EncodeDecode_Gpt2xl)
     ->Arg(0)
