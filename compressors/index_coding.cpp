@@ -31,27 +31,26 @@ SLOWPIPE_INLINE uint64_t load64(const uint8_t* p) {
   return w;
 }
 
-// Appends bit fields to `out`, LSB-first, through a 64-bit accumulator: each
-// full word is stored once, whole; finish() stores the bytes of the last one.
-// The hot loops keep the accumulator in locals (stores through a byte pointer
-// could alias the members).
+// Writes a bit stream LSB-first into `bytes` zeroed bytes, OR-ing every bit in:
+// fields through a 64-bit accumulator stored a whole word at a time, single
+// set bits (bitmaps, unary codes) as one byte OR each. No write leaves the
+// stream's bytes.
 class BitWriter {
  public:
-  explicit BitWriter(uint8_t* out) : dst_(out), begin_(out) {}
+  BitWriter(uint8_t* out, uint64_t bytes) : out_(out), bytes_(bytes) { std::memset(out, 0, bytes); }
 
   // The low `bits` bits (1 to 32) of each of v[0, count), in order.
   SLOWPIPE_INLINE void fields(const int32_t* v, int64_t count, int bits) {
     const uint64_t mask = (uint64_t{1} << bits) - 1;
     const int per_word = 64 / bits;  // fields gathered into one put
-    uint64_t acc = acc_;
-    int fill = fill_;
-    uint8_t* dst = dst_;
+    uint64_t acc = 0, word = pos_ >> 6;
+    int fill = static_cast<int>(pos_ & 63);
     auto put = [&](uint64_t value, int n) {  // n in [1, 64]
       acc |= value << fill;
       fill += n;
-      if (fill >= 64) {
-        std::memcpy(dst, &acc, 8);
-        dst += 8;
+      if (fill >= 64) {  // a whole word of the stream: inside the bytes
+        or_bytes(8 * word, acc, 8);
+        ++word;
         fill -= 64;
         acc = fill == 0 ? 0 : value >> (n - fill);
       }
@@ -64,56 +63,38 @@ class BitWriter {
       put(group, per_word * bits);
     }
     for (; j < count; ++j) put(static_cast<uint64_t>(static_cast<uint32_t>(v[j])) & mask, bits);
-    acc_ = acc;
-    fill_ = fill;
-    dst_ = dst;
+    or_bytes(8 * word, acc, (static_cast<uint64_t>(fill) + 7) / 8);
+    pos_ = 64 * word + static_cast<uint64_t>(fill);
   }
 
-  // `len` bits, of which those at offsets pos(0) < pos(1) < ... < pos(count-1)
-  // (< len) from the current position are set: a bitmap, or a unary code.
+  // `len` bits, of which those at offsets pos(0), ..., pos(count-1) (< len)
+  // from the current position are set: a bitmap, or a unary code.
   template <class Pos>
   SLOWPIPE_INLINE void ones(int64_t count, const Pos& pos, uint64_t len) {
-    uint64_t acc = acc_;
-    uint8_t* dst = dst_;
-    const auto base = static_cast<uint64_t>(fill_);
-    uint64_t word_end = 64;  // offsets from acc's word start below this are in acc
     for (int64_t j = 0; j < count; ++j) {
-      const uint64_t a = base + pos(j);
-      while (a >= word_end) {
-        std::memcpy(dst, &acc, 8);
-        dst += 8;
-        acc = 0;
-        word_end += 64;
-      }
-      acc |= uint64_t{1} << (a & 63);
+      const uint64_t p = pos_ + pos(j);
+      out_[p >> 3] |= static_cast<uint8_t>(1U << (p & 7));
     }
-    const uint64_t end = base + len;
-    while (end >= word_end) {
-      std::memcpy(dst, &acc, 8);
-      dst += 8;
-      acc = 0;
-      word_end += 64;
-    }
-    acc_ = acc;
-    fill_ = static_cast<int>(end & 63);
-    dst_ = dst;
+    pos_ += len;
   }
 
-  // Stores the partial last word: `bytes` in all must then have been written.
-  void finish(uint64_t bytes) {
-    const auto written = static_cast<uint64_t>(dst_ - begin_);
-    const uint64_t tail = (static_cast<uint64_t>(fill_) + 7) / 8;
-    if (written + tail != bytes)
-      throw std::logic_error("encode_indices: wrote " + std::to_string(written + tail) +
-                             " bytes, expected " + std::to_string(bytes));
-    std::memcpy(dst_, &acc_, tail);
+  // Checks that the stream fills `bytes_` (the last byte possibly in part).
+  void finish() const {
+    if ((pos_ + 7) / 8 != bytes_)
+      throw std::logic_error("encode_indices: wrote " + std::to_string(pos_) + " bits into " +
+                             std::to_string(bytes_) + " bytes");
   }
 
  private:
-  uint8_t* dst_;  // where the next full word goes
-  uint8_t* begin_;
-  uint64_t acc_ = 0;
-  int fill_ = 0;  // valid bits in acc_, < 64 between calls
+  SLOWPIPE_INLINE void or_bytes(uint64_t offset, uint64_t value, uint64_t n) {
+    uint64_t word = 0;
+    std::memcpy(&word, out_ + offset, n);
+    word |= value;
+    std::memcpy(out_ + offset, &word, n);
+  }
+
+  uint8_t* out_;
+  uint64_t bytes_, pos_ = 0;  // pos_: bits written
 };
 
 // The stream the decoders read: 64-bit little-endian loads at any byte offset
@@ -283,7 +264,7 @@ SLOWPIPE_CLONES void encode_indices(const int32_t* idx, int64_t rows, int64_t m,
   const uint64_t bytes = index_section_bytes(rows, c);
   if (bytes == 0) return;
   const int l = c.low_bits;
-  BitWriter w(out);
+  BitWriter w(out, bytes);
   for (int64_t r = 0; r < rows; ++r) {
     const int32_t* row = idx + r * k;
     switch (c.format) {
@@ -307,7 +288,7 @@ SLOWPIPE_CLONES void encode_indices(const int32_t* idx, int64_t rows, int64_t m,
         break;
     }
   }
-  w.finish(bytes);
+  w.finish();
 }
 
 SLOWPIPE_CLONES void decode_indices(const uint8_t* in, int64_t rows, int64_t m, int64_t k,

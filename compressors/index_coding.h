@@ -19,9 +19,10 @@
 // bitmap costs m bits, Elias-Fano 0.525 m, the entropy 0.469 m. Elias-Fano
 // wins for k/m below about 1/4 down to k of a few (where the list wins).
 //
-// Encoders write whole 64-bit words (an accumulator, no loop per bit); the
-// bitmap and Elias-Fano decoders find the set bits with count-trailing-zeros
-// over 64-bit words. Decoding validates and throws DataError for a bitmap row
+// Encoders OR into the zeroed section: fields (list, Elias-Fano low parts)
+// through a 64-bit accumulator, several per store; set bits (bitmap, unary
+// high parts) one byte OR each; no loop over bits. The bitmap and Elias-Fano
+// decoders find the set bits with count-trailing-zeros over 64-bit words. Decoding validates and throws DataError for a bitmap row
 // or an Elias-Fano high part without exactly k set bits, an index >= m, or
 // indices not strictly ascending; it reads nothing outside its input.
 // Left out: coding that adapts to the data (runs, clustered indices): the size
