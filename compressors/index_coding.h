@@ -22,9 +22,10 @@
 // Encoders OR into the zeroed section: fields (list, Elias-Fano low parts)
 // through a 64-bit accumulator, several per store; set bits (bitmap, unary
 // high parts) one byte OR each; no loop over bits. The bitmap and Elias-Fano
-// decoders find the set bits with count-trailing-zeros over 64-bit words. Decoding validates and throws DataError for a bitmap row
-// or an Elias-Fano high part without exactly k set bits, an index >= m, or
-// indices not strictly ascending; it reads nothing outside its input.
+// decoders find the set bits with count-trailing-zeros over 64-bit words.
+// Decoding validates and throws DataError for a bitmap row or an Elias-Fano
+// high part without exactly k set bits, an index >= m, or indices not strictly
+// ascending; it reads nothing outside its input.
 // Left out: coding that adapts to the data (runs, clustered indices): the size
 // must not depend on which indices were kept.
 #pragma once

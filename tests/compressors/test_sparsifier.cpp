@@ -321,7 +321,7 @@ TEST_CASE(
   fails(flip(good, high + 0));                      // index 0's high bit cleared: 99 indices
   fails(flip(good, high + 224));                    // one set bit more after the last: 101
   fails(flip(flip(good, high + 223), high + 224));  // 999 -> 1007 (h = 125): >= m
-  fails(flip(flip(good, 3 * 1), 3 * 2));  // low parts of 8 and 9 (bits 3, 6) swapped: 9, 8
+  fails(flip(flip(good, 3), 6));  // the low parts of 8 and 9 (bits 3, 6) swapped: 9, 8
 }
 
 TEST_CASE("TopK codec: message = naive indices + fp32 values; decode scatters them") {
