@@ -264,6 +264,10 @@ SLOWPIPE_CLONES void encode_indices(const int32_t* idx, int64_t rows, int64_t m,
   const uint64_t bytes = index_section_bytes(rows, c);
   if (bytes == 0) return;
   const int l = c.low_bits;
+  for (int64_t r = 0; r < rows; ++r)  // a bad index would write outside `out`
+    if (!ascending_below(reinterpret_cast<const uint32_t*>(idx + r * k), k, m))
+      throw std::invalid_argument("encode_indices: row " + std::to_string(r) +
+                                  " is not strictly ascending in [0, m)");
   BitWriter w(out, bytes);
   for (int64_t r = 0; r < rows; ++r) {
     const int32_t* row = idx + r * k;

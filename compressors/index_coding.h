@@ -51,8 +51,8 @@ IndexCoding index_coding_as(IndexFormat format, int64_t m, int64_t k);
 uint64_t index_section_bytes(int64_t rows, int64_t m, int64_t k);
 uint64_t index_section_bytes(int64_t rows, const IndexCoding& coding);
 
-// idx: [rows, k], each row strictly ascending in [0, m) (not checked) -> `out`
-// of index_section_bytes() bytes, every byte written.
+// idx: [rows, k], each row strictly ascending in [0, m) (else
+// std::invalid_argument) -> `out` of index_section_bytes() bytes, all written.
 void encode_indices(const int32_t* idx, int64_t rows, int64_t m, int64_t k, uint8_t* out);
 // Inverse: `in` of index_section_bytes() bytes -> idx [rows, k]; DataError for
 // input no encoder writes (see above; the padding bits are not checked).

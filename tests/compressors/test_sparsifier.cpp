@@ -5,6 +5,7 @@
 #include <cstring>
 #include <random>
 #include <set>
+#include <stdexcept>
 
 #include "common/errors.h"
 #include "compressors/codec.h"
@@ -196,6 +197,23 @@ TEST_CASE("Index coding: exact sizes at chosen (m, k); ties go to bitmap, then l
   REQUIRE(sc::index_section_bytes(3, 1000, 7) == 24);  // 3 * 63 bits, one pad at the end
   REQUIRE(sc::index_section_bytes(5, 1000, 0) == 0);
   REQUIRE_THROWS(sc::index_coding(10, 11));
+}
+
+TEST_CASE("Index coding: the encoder refuses rows it cannot code (out-of-bounds writes)") {
+  const std::vector<std::vector<int32_t>> bad = {{1, 5, 9, 4, 3, 2},    // the second row descending
+                                                 {1, 5, 9, 2, 2, 4},    // a repeated index
+                                                 {1, 5, 100, 2, 3, 4},  // index m
+                                                 {-1, 5, 9, 2, 3, 4}};  // negative
+  for (sc::IndexFormat format : kFormats) {
+    const sc::IndexCoding coding = sc::index_coding_as(format, 100, 3);
+    std::vector<uint8_t> out(sc::index_section_bytes(2, coding));
+    for (const std::vector<int32_t>& idx : bad) {
+      INFO("format " << static_cast<int>(format) << " indices " << idx[0] << " " << idx[2] << " "
+                     << idx[3] << " " << idx[4]);
+      REQUIRE_THROWS_AS(sc::encode_indices(idx.data(), 2, 100, 3, coding, out.data()),
+                        std::invalid_argument);
+    }
+  }
 }
 
 TEST_CASE("Index coding: every format round-trips at its edges, bit for bit with the naive coder") {
