@@ -56,7 +56,7 @@ void quantize_pack(const float* x, const GroupLayout& layout, const GroupGrid& g
 void unpack_dequantize(const uint8_t* in, const GroupLayout& layout, const GroupGrid& grid,
                        int bits, float* out);
 
-// Bit-packing of small codes (also used by index lists): LSB-first, `bits` in 1..8.
+// Bit-packing of small codes (quantizer codes, sign bits): LSB-first, `bits` in 1..8.
 void pack_codes(const uint8_t* codes, int64_t n, int bits, uint8_t* out);
 void unpack_codes(const uint8_t* in, int64_t n, int bits, uint8_t* codes);
 

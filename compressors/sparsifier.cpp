@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <vector>
 
 #include "common/errors.h"
 #include "compressors/cast_codecs.h"
@@ -42,6 +43,10 @@ uint64_t Sparsifier::payload_bytes(const Shape& shape) const {
 }
 
 void Sparsifier::select(const float* x, const Shape& shape) {
+  select_rows(x, shape, nullptr);
+}
+
+void Sparsifier::select_rows(const float* x, const Shape& shape, float* gathered) {
   if (config_.kind == SparseKind::kShared) return;
   int64_t rows, m, k;
   geometry(shape, &rows, &m, &k);
@@ -51,17 +56,27 @@ void Sparsifier::select(const float* x, const Shape& shape) {
   selection_.indices.resize(static_cast<size_t>(rows * k));
   for (int64_t r = 0; r < rows; ++r) {
     int32_t* idx = selection_.indices.data() + r * k;
+    const float* row = x + r * m;
     if (config_.kind == SparseKind::kTopk)
-      selector_.select(x + r * m, m, k, idx);
+      selector_.select(row, m, k, idx);
     else
       select_randk(m, k, rng_state_, idx);
+    if (gathered)  // while the row is still in cache from the selection's sweeps
+      for (int64_t j = 0; j < k; ++j) gathered[r * k + j] = row[idx[j]];
   }
 }
 
 void Sparsifier::encode_payload(const float* x, const Shape& shape, uint8_t* out) {
   int64_t rows, m, k;
   geometry(shape, &rows, &m, &k);
-  select(x, shape);
+  gathered_.resize(static_cast<size_t>(rows * k));
+  if (config_.kind == SparseKind::kShared) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < k; ++j)
+        gathered_[r * k + j] = x[r * m + selection_.indices[r * k + j]];
+  } else {
+    select_rows(x, shape, gathered_.data());
+  }
   // Non-finite input is refused. TopK orders magnitudes as integers with NaN
   // above inf above every finite value, so a row holding one keeps it: checking
   // the kept values suffices. RandK and shared masks may drop it: check all.
@@ -69,18 +84,7 @@ void Sparsifier::encode_payload(const float* x, const Shape& shape, uint8_t* out
     int64_t bad = first_non_finite(x, rows * m);
     if (bad >= 0) refuse_non_finite(spec(), x, rows * m, bad);
   }
-  gathered_.resize(static_cast<size_t>(rows * k));
-  bool finite = true;
-  for (int64_t r = 0; r < rows; ++r) {
-    const int32_t* idx = selection_.indices.data() + r * k;
-    const float* row = x + r * m;
-    float* dst = gathered_.data() + r * k;
-    for (int64_t j = 0; j < k; ++j) {
-      dst[j] = row[idx[j]];
-      finite = finite && std::isfinite(dst[j]);
-    }
-  }
-  if (!finite) refuse_non_finite(spec(), x, rows * m);
+  if (first_non_finite(gathered_.data(), rows * k) >= 0) refuse_non_finite(spec(), x, rows * m);
   uint64_t index_bytes = 0;
   if (config_.kind != SparseKind::kShared) {
     encode_indices(selection_.indices.data(), rows, m, k, out);
@@ -89,25 +93,56 @@ void Sparsifier::encode_payload(const float* x, const Shape& shape, uint8_t* out
   values_->encode_payload(gathered_.data(), {rows, k}, out + index_bytes);
 }
 
+namespace {
+
+// out [m]: zeros, and gain * v[j] at idx[j]. Block by block, each block's kept
+// values written right after its zeros while it is in cache: one pass over the
+// output instead of a fill and a scatter. Fast for ascending indices; correct
+// for any order of indices in [0, m).
+void expand_row(const int32_t* idx, const float* v, int64_t k, int64_t m, float gain, float* out) {
+  constexpr int64_t kBlock = 4096;  // floats (16 KiB)
+  int64_t j = 0;
+  for (int64_t b = 0; b < m; b += kBlock) {
+    const int64_t e = std::min(m, b + kBlock);
+    std::fill(out + b, out + e, 0.0F);
+    for (; j < k && idx[j] < e; ++j) out[idx[j]] = gain * v[j];
+  }
+}
+
+// decode_payload's buffers, kept per thread (decoding is const and may run on
+// several threads) at the size of the largest message decoded there, so that
+// large messages do not fault fresh pages in at every call. Never nested: a
+// value codec is no sparsifier.
+struct DecodeScratch {
+  std::vector<int32_t> indices;  // [rows, k]
+  std::vector<float> values;     // [rows, k]
+};
+DecodeScratch& decode_scratch() {
+  thread_local DecodeScratch scratch;
+  return scratch;
+}
+
+}  // namespace
+
 void Sparsifier::decode_payload(const uint8_t* p, const Shape& shape, float* out) const {
   int64_t rows, m, k;
   geometry(shape, &rows, &m, &k);
-  std::vector<int32_t> decoded;
+  DecodeScratch& scratch = decode_scratch();
   const int32_t* indices = selection_.indices.data();
   uint64_t index_bytes = 0;
   if (config_.kind != SparseKind::kShared) {
-    decoded.resize(static_cast<size_t>(rows * k));
-    decode_indices(p, rows, m, k, decoded.data());
-    indices = decoded.data();
+    scratch.indices.resize(static_cast<size_t>(rows * k));
+    decode_indices(p, rows, m, k, scratch.indices.data());
+    indices = scratch.indices.data();
     index_bytes = index_section_bytes(rows, m, k);
   }
-  std::vector<float> values(static_cast<size_t>(rows * k));
+  std::vector<float>& values = scratch.values;
+  values.resize(static_cast<size_t>(rows * k));
   values_->decode_payload(p + index_bytes, {rows, k}, values.data());
   const float gain =
       config_.unbiased && k > 0 ? static_cast<float>(m) / static_cast<float>(k) : 1.0F;
-  std::fill(out, out + rows * m, 0.0F);
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < k; ++j) out[r * m + indices[r * k + j]] = gain * values[r * k + j];
+    expand_row(indices + r * k, values.data() + r * k, k, m, gain, out + r * m);
   if (gain != 1.0F)
     for (int64_t i = 0; i < rows * k; ++i)
       if (!std::isfinite(gain * values[i]))

@@ -4,17 +4,19 @@
 // forward TopK mask reused for the backward activation-gradients); the
 // receiver already holds that mask, so no indices are sent.
 //
-// Payload: [indices][values]. Indices: topk_select.h (bitmap or list per row,
-// whichever is smaller). Values: [rows, k] in row-major order, encoded by the
-// value codec after '+' (default fp32, 4 bytes each), e.g. topk:0.1+q8 quantizes
-// the kept values at 8 bits with one fp16 scale per row. `randk:K:unbiased`
-// rescales the kept values by m/k on decode so the estimate is unbiased.
+// Payload: [indices][values]. Indices: index_coding.h (bitmap, list or
+// Elias-Fano per row, whichever is smallest). Values: [rows, k] in row-major
+// order, encoded by the value codec after '+' (default fp32, 4 bytes each),
+// e.g. topk:0.1+q8 quantizes the kept values at 8 bits with one fp16 scale per
+// row. `randk:K:unbiased` rescales the kept values by m/k on decode so the
+// estimate is unbiased.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "compressors/codec.h"
+#include "compressors/index_coding.h"
 #include "compressors/topk_select.h"
 
 namespace slowpipe::compressors {
@@ -53,6 +55,9 @@ class Sparsifier : public Codec {
   void geometry(const Shape& shape, int64_t* rows, int64_t* m, int64_t* k) const;
 
  private:
+  // select(); when `gathered` is non-null, also the kept values [rows, k].
+  void select_rows(const float* x, const Shape& shape, float* gathered);
+
   SparseConfig config_;
   std::unique_ptr<Codec> values_;
   uint64_t rng_state_;

@@ -10,12 +10,8 @@
 // candidates (a 2048-bin histogram, then nth_element in one bin); and sweeps
 // again to emit the indices in order. Sweeps use AVX-512 compresses where the
 // CPU has them. If the bracket missed (rare, checked exactly), it falls back to
-// nth_element over the whole row. Either way the result is exact.
-//
-// Index coding per row of length m with k kept: a bitmap of m bits or a list of
-// k indices of ceil(log2 m) bits each, whichever is smaller (bitmap on a tie).
-// The choice is a function of (m, k), which both sides know, so no flag is sent.
-// Rows follow each other in one LSB-first bit stream padded to a byte at the end.
+// nth_element over the whole row. Either way the result is exact. The kept
+// indices are coded on the wire by index_coding.h.
 #pragma once
 
 #include <cstdint>
@@ -45,18 +41,5 @@ void select_randk(int64_t m, int64_t k, uint64_t& state, int32_t* out);
 
 // k = max(1, ceil(fraction * m - 1e-9)) clamped to m; 0 when m = 0.
 int64_t kept_count(double fraction, int64_t m);
-
-struct IndexCoding {
-  bool bitmap = true;
-  int index_bits = 1;
-  uint64_t row_bits = 0;  // bits per row
-};
-IndexCoding index_coding(int64_t m, int64_t k);
-uint64_t index_section_bytes(int64_t rows, int64_t m, int64_t k);
-// idx: [rows, k] ascending per row -> `out` of index_section_bytes() bytes.
-void encode_indices(const int32_t* idx, int64_t rows, int64_t m, int64_t k, uint8_t* out);
-// Inverse; throws DataError when a bitmap row does not hold exactly k bits or a
-// list row is not strictly ascending below m.
-void decode_indices(const uint8_t* in, int64_t rows, int64_t m, int64_t k, int32_t* idx);
 
 }  // namespace slowpipe::compressors

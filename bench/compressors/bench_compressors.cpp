@@ -5,7 +5,14 @@
 //     round, clamp, shift and bitwise-or packing);
 //   - unpack + dequantize, same;
 //   - TopK per row at K = 10% and 30% (rows of 64 Ki elements, one per sample),
-//     against torch::topk (values and indices).
+//     against torch::topk (values and indices);
+//   - the whole TopK codec, encode + decode at K = 10% (selection, index coding,
+//     gathering and coding the values, then decoding and scattering them), with
+//     fp32 and q8 values, on the same tensors seen as [samples, 64, 1024] (rows
+//     of 64 Ki) and on a GPT-2 XL activation [1, 1024, 1600] (one row of 1.6 Mi);
+//     counters: message bytes and the ratio fp32 bytes / message bytes;
+//   - the index coding alone (encode, decode) of those TopK selections at K = 1,
+//     10 and 30% (items: kept indices).
 // Throughput is reported as fp32 input bytes per second (SetBytesProcessed).
 // Every benchmark makes one untimed call first. libtorch's temporaries come from
 // malloc; glibc returns large blocks to the system, so on a VM with costly page
@@ -15,6 +22,7 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+#include "compressors/index_coding.h"
 #include "compressors/quantizer.h"
 #include "compressors/topk_select.h"
 
@@ -153,6 +161,66 @@ void BM_TopkRow_Torch(benchmark::State& st) {
   st.SetBytesProcessed(st.iterations() * x.numel() * 4);
 }
 
+// Index coding alone (index_coding.h) of the TopK selection of a 2 MiB tensor
+// with rows of 64 Ki, K = range(0) percent; items = kept indices.
+void index_coding_bench(benchmark::State& st, bool decode) {
+  at::Tensor x = input(2).view({-1, kRowLen});
+  const int64_t rows = x.size(0);
+  const int64_t k = sc::kept_count(static_cast<double>(st.range(0)) / 100.0, kRowLen);
+  std::vector<int32_t> idx(rows * k), back(rows * k);
+  sc::TopkSelector selector;
+  for (int64_t r = 0; r < rows; ++r)
+    selector.select(x.data_ptr<float>() + r * kRowLen, kRowLen, k, idx.data() + r * k);
+  std::vector<uint8_t> bytes(sc::index_section_bytes(rows, kRowLen, k));
+  sc::encode_indices(idx.data(), rows, kRowLen, k, bytes.data());  // warm-up, untimed
+  sc::decode_indices(bytes.data(), rows, kRowLen, k, back.data());
+  for (auto _ : st) {
+    if (decode)
+      sc::decode_indices(bytes.data(), rows, kRowLen, k, back.data());
+    else
+      sc::encode_indices(idx.data(), rows, kRowLen, k, bytes.data());
+    benchmark::ClobberMemory();
+  }
+  st.counters["bits_per_index"] =
+      8.0 * static_cast<double>(bytes.size()) / static_cast<double>(rows * k);
+  st.SetItemsProcessed(st.iterations() * rows * k);
+}
+void BM_IndexEncode(benchmark::State& st) {
+  index_coding_bench(st, false);
+}
+void BM_IndexDecode(benchmark::State& st) {
+  index_coding_bench(st, true);
+}
+
+// The TopK codec at K = 10%, encode then decode, on `shape`; q8: the kept values
+// as "topk:0.1+q8" (else fp32, "topk:0.1").
+void topk_codec_round_trip(benchmark::State& st, const sc::Shape& shape, bool q8) {
+  at::set_num_threads(1);
+  at::manual_seed(0);
+  at::Tensor x = at::randn(shape);
+  auto codec = sc::make_codec(q8 ? "topk:0.1+q8" : "topk:0.1");
+  sc::Message msg;
+  at::Tensor y = at::empty_like(x);
+  codec->encode_raw(x.data_ptr<float>(), shape, msg);  // warm-up, untimed
+  codec->decode_raw(msg.data(), msg.size(), shape, y.data_ptr<float>());
+  for (auto _ : st) {
+    codec->encode_raw(x.data_ptr<float>(), shape, msg);
+    codec->decode_raw(msg.data(), msg.size(), shape, y.data_ptr<float>());
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  st.counters["msg_bytes"] = static_cast<double>(msg.size());
+  st.counters["fp32_ratio"] = static_cast<double>(x.numel() * 4) / static_cast<double>(msg.size());
+  st.SetBytesProcessed(st.iterations() * x.numel() * 4);
+}
+// range(0) MiB seen as [samples, 64, 1024] (rows of 64 Ki); range(1): q8 values.
+void BM_TopkCodec_EncodeDecode(benchmark::State& st) {
+  topk_codec_round_trip(st, {numel_of(st.range(0)) / kRowLen, 64, 1024}, st.range(1) != 0);
+}
+// A GPT-2 XL activation [1, 1024, 1600]: one row of 1.6 Mi elements.
+void BM_TopkCodec_EncodeDecode_Gpt2xl(benchmark::State& st) {
+  topk_codec_round_trip(st, {1, 1024, 1600}, st.range(0) != 0);
+}
+
 void quant_args(benchmark::internal::Benchmark* b) {
   for (int64_t mib : {2, 64})
     for (int64_t bits : {2, 4, 8}) b->Args({mib, bits});
@@ -164,6 +232,16 @@ void topk_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"MiB", "Kpct"})->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
+void index_args(benchmark::internal::Benchmark* b) {
+  for (int64_t pct : {1, 10, 30}) b->Arg(pct);
+  b->ArgName("Kpct")->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+void topk_codec_args(benchmark::internal::Benchmark* b) {
+  for (int64_t mib : {2, 64})
+    for (int64_t q8 : {0, 1}) b->Args({mib, q8});
+  b->ArgNames({"MiB", "q8"})->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
 }  // namespace
 
 BENCHMARK(BM_QuantizePack_Slowpipe)->Apply(quant_args);
@@ -172,5 +250,14 @@ BENCHMARK(BM_UnpackDequantize_Slowpipe)->Apply(quant_args);
 BENCHMARK(BM_UnpackDequantize_Torch)->Apply(quant_args);
 BENCHMARK(BM_TopkRow_Slowpipe)->Apply(topk_args);
 BENCHMARK(BM_TopkRow_Torch)->Apply(topk_args);
+BENCHMARK(BM_IndexEncode)->Apply(index_args);
+BENCHMARK(BM_IndexDecode)->Apply(index_args);
+BENCHMARK(BM_TopkCodec_EncodeDecode)->Apply(topk_codec_args);
+BENCHMARK(BM_TopkCodec_EncodeDecode_Gpt2xl)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("q8")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -143,22 +143,96 @@ inline std::vector<int32_t> topk_indices(const float* x, int64_t m, int64_t k) {
   return idx;
 }
 
-// Index section: per row a bitmap of m bits or k indices of ceil(log2 m) bits.
+// Index coding (docs/codec-spec.md, "Indices"), written out from the spec: per
+// row of length m with k kept, the smallest of
+//   0 bitmap      m bits, bit i set when i is kept;
+//   1 list        k indices of b = ceil(log2 m) bits (b >= 1);
+//   2 Elias-Fano  l = floor(log2(m / k)), the largest l with k 2^l <= m: k low
+//                 parts of l bits, then bit (x_j >> l) + j set in k + (m >> l) bits;
+// a tie to the lower number; k = 0 costs nothing.
+struct IndexFormatSize {
+  int format = 0;  // 0 bitmap, 1 list, 2 Elias-Fano
+  int bits = 1;    // list: bits per index
+  int l = 0;       // Elias-Fano: low bits
+  uint64_t row_bits = 0;
+};
+inline uint64_t format_row_bits(int format, int64_t m, int64_t k, int* bits, int* l) {
+  *bits = 1;
+  while ((int64_t{1} << *bits) < m) ++*bits;
+  *l = 0;
+  if (k == 0) return 0;
+  while ((k << (*l + 1)) <= m) ++*l;
+  if (format == 0) return static_cast<uint64_t>(m);
+  if (format == 1) return static_cast<uint64_t>(k * *bits);
+  return static_cast<uint64_t>(k * *l + k + (m >> *l));
+}
+inline IndexFormatSize index_format(int64_t m, int64_t k, int forced = -1) {
+  IndexFormatSize best;
+  for (int f = 0; f < 3; ++f) {
+    if (forced >= 0 && f != forced) continue;
+    IndexFormatSize c;
+    c.format = f;
+    c.row_bits = format_row_bits(f, m, k, &c.bits, &c.l);
+    if (forced >= 0 || f == 0 || c.row_bits < best.row_bits) best = c;
+  }
+  return best;
+}
+
+// Index section of `rows` (each k ascending indices), one bit at a time.
 inline std::vector<uint8_t> index_section(const std::vector<std::vector<int32_t>>& rows, int64_t m,
-                                          int64_t k) {
-  int bits = 1;
-  while ((int64_t{1} << bits) < m) ++bits;
-  const bool bitmap = m <= k * bits;
-  const uint64_t row_bits = bitmap ? m : k * bits;
-  std::vector<uint8_t> out((rows.size() * row_bits + 7) / 8, 0);
-  for (size_t r = 0; r < rows.size(); ++r)
+                                          int64_t k, int forced = -1) {
+  const IndexFormatSize c = index_format(m, k, forced);
+  std::vector<uint8_t> out(k == 0 ? 0 : (rows.size() * c.row_bits + 7) / 8, 0);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const uint64_t row = r * c.row_bits;
     for (int64_t j = 0; j < k; ++j) {
-      if (bitmap)
-        put_bits(out, r * row_bits + rows[r][j], 1, 1);
-      else
-        put_bits(out, r * row_bits + j * bits, rows[r][j], bits);
+      const int64_t x = rows[r][j];
+      if (c.format == 0) {
+        put_bits(out, row + x, 1, 1);
+      } else if (c.format == 1) {
+        put_bits(out, row + j * c.bits, x, c.bits);
+      } else {
+        put_bits(out, row + j * c.l, x % (int64_t{1} << c.l), c.l);
+        put_bits(out, row + k * c.l + x / (int64_t{1} << c.l) + j, 1, 1);
+      }
     }
+  }
   return out;
+}
+
+// The inverse, one bit at a time: false for a section no encoder writes (a row
+// without exactly k set bits in its bitmap or Elias-Fano high part, an index
+// >= m, indices not strictly ascending).
+inline bool decode_index_section(const std::vector<uint8_t>& in, int64_t rows, int64_t m, int64_t k,
+                                 std::vector<std::vector<int32_t>>& out, int forced = -1) {
+  const IndexFormatSize c = index_format(m, k, forced);
+  out.assign(rows, {});
+  if (k == 0) return true;  // nothing sent
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint64_t row = r * c.row_bits;
+    std::vector<int64_t> x;
+    if (c.format == 0) {
+      for (int64_t i = 0; i < m; ++i)
+        if (get_bits(in, row + i, 1)) x.push_back(i);
+    } else if (c.format == 1) {
+      for (int64_t j = 0; j < k; ++j) x.push_back(get_bits(in, row + j * c.bits, c.bits));
+    } else {
+      const uint64_t high = row + k * c.l, high_bits = k + (m >> c.l);
+      for (uint64_t q = 0; q < high_bits; ++q)
+        if (get_bits(in, high + q, 1)) {
+          const int64_t j = static_cast<int64_t>(x.size());
+          if (j == k) return false;  // a (k+1)-th set bit
+          const int64_t h = static_cast<int64_t>(q) - j;
+          x.push_back(h * (int64_t{1} << c.l) + get_bits(in, row + j * c.l, c.l));
+        }
+    }
+    if (static_cast<int64_t>(x.size()) != k) return false;
+    for (int64_t j = 0; j < k; ++j) {
+      if (x[j] >= m || (j > 0 && x[j] <= x[j - 1])) return false;
+      out[r].push_back(static_cast<int32_t>(x[j]));
+    }
+  }
+  return true;
 }
 
 }  // namespace slowpipe::compressors::naive

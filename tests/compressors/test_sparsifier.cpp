@@ -5,8 +5,11 @@
 #include <cstring>
 #include <random>
 #include <set>
+#include <stdexcept>
 
+#include "common/errors.h"
 #include "compressors/codec.h"
+#include "compressors/index_coding.h"
 #include "compressors/sparsifier.h"
 #include "compressors/topk_select.h"
 #include "naive_reference.h"
@@ -116,36 +119,227 @@ TEST_CASE("RandK: k distinct ascending indices, each index equally likely") {
   for (int h : hits) REQUIRE(std::fabs(h - expected) < 6 * std::sqrt(expected));
 }
 
-TEST_CASE("Index coding: smaller of bitmap and list, matching the naive coder") {
-  for (int64_t m : {1, 5, 64, 65, 1000, 4096}) {
-    for (double frac : {0.01, 0.05, 0.1, 0.3, 1.0}) {
-      int64_t k = sc::kept_count(frac, m);
-      int bits = 1;
-      while ((int64_t{1} << bits) < m) ++bits;
-      const int64_t rows = 3;
-      std::vector<std::vector<int32_t>> ref_rows;
-      std::vector<int32_t> flat;
+namespace {
+// k distinct ascending indices in [0, m), uniformly drawn.
+std::vector<int32_t> random_mask(int64_t m, int64_t k, std::mt19937& rng) {
+  std::vector<int32_t> all(m);
+  for (int64_t i = 0; i < m; ++i) all[i] = static_cast<int32_t>(i);
+  std::shuffle(all.begin(), all.end(), rng);
+  all.resize(k);
+  std::sort(all.begin(), all.end());
+  return all;
+}
+std::vector<int32_t> flatten(const std::vector<std::vector<int32_t>>& rows) {
+  std::vector<int32_t> flat;
+  for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
+  return flat;
+}
+constexpr sc::IndexFormat kFormats[] = {sc::IndexFormat::kBitmap, sc::IndexFormat::kList,
+                                        sc::IndexFormat::kEliasFano};
+}  // namespace
+
+TEST_CASE("Index coding: the smallest of bitmap, list and Elias-Fano, matching the naive coder") {
+  for (int64_t m : {1, 2, 3, 5, 7, 64, 65, 100, 1000, 4096, 65537}) {
+    for (double frac : {0.001, 0.01, 0.05, 0.1, 0.2, 0.25, 0.3, 0.5, 1.0}) {
+      const int64_t k = sc::kept_count(frac, m), rows = 3;
       std::mt19937 rng(static_cast<uint32_t>(m + k));
-      for (int64_t r = 0; r < rows; ++r) {
-        std::vector<int32_t> all(m);
-        for (int64_t i = 0; i < m; ++i) all[i] = static_cast<int32_t>(i);
-        std::shuffle(all.begin(), all.end(), rng);
-        all.resize(k);
-        std::sort(all.begin(), all.end());
-        ref_rows.push_back(all);
-        flat.insert(flat.end(), all.begin(), all.end());
-      }
-      INFO("m=" << m << " k=" << k);
-      REQUIRE(sc::index_section_bytes(rows, m, k) ==
-              (rows * std::min<uint64_t>(m, k * bits) + 7) / 8);
+      std::vector<std::vector<int32_t>> ref_rows;
+      for (int64_t r = 0; r < rows; ++r) ref_rows.push_back(random_mask(m, k, rng));
+      const std::vector<int32_t> flat = flatten(ref_rows);
+      const sc::naive::IndexFormatSize naive = sc::naive::index_format(m, k);
+      INFO("m=" << m << " k=" << k << " naive format " << naive.format);
+      REQUIRE(static_cast<int>(sc::index_coding(m, k).format) == naive.format);
+      REQUIRE(sc::index_coding(m, k).row_bits == naive.row_bits);
+      REQUIRE(sc::index_section_bytes(rows, m, k) == (rows * naive.row_bits + 7) / 8);
       std::vector<uint8_t> out(sc::index_section_bytes(rows, m, k));
       sc::encode_indices(flat.data(), rows, m, k, out.data());
       REQUIRE(out == sc::naive::index_section(ref_rows, m, k));
       std::vector<int32_t> back(flat.size());
       sc::decode_indices(out.data(), rows, m, k, back.data());
       REQUIRE(back == flat);
+      std::vector<std::vector<int32_t>> naive_back;
+      REQUIRE(sc::naive::decode_index_section(out, rows, m, k, naive_back));
+      REQUIRE(naive_back == ref_rows);
     }
   }
+}
+
+TEST_CASE("Index coding: exact sizes at chosen (m, k); ties go to bitmap, then list") {
+  struct Case {
+    int64_t m, k;
+    sc::IndexFormat format;
+    int low_bits;
+    uint64_t row_bits;
+  };
+  const Case cases[] = {
+      // GPT-2 XL [1, 1024, 1600] at K = 10%: 3 k + k + m / 8 bits (bitmap: m)
+      {1638400, 163840, sc::IndexFormat::kEliasFano, 3, 860160},
+      {65536, 6554, sc::IndexFormat::kEliasFano, 3, 34408},  // 64 Ki rows, K = 10%
+      {1000, 100, sc::IndexFormat::kEliasFano, 3, 525},
+      {1000, 7, sc::IndexFormat::kEliasFano, 7, 63},  // 1000 / 128 not an integer
+      {100, 20, sc::IndexFormat::kEliasFano, 2, 85},
+      {1024, 256, sc::IndexFormat::kBitmap, 2, 1024},  // bitmap = Elias-Fano: bitmap
+      {4, 2, sc::IndexFormat::kBitmap, 1, 4},          // bitmap = list: bitmap
+      {132, 2, sc::IndexFormat::kList, 6, 16},         // list = Elias-Fano: list
+      {1024, 2, sc::IndexFormat::kList, 9, 20},        // list 20 < Elias-Fano 22
+      {1, 1, sc::IndexFormat::kBitmap, 0, 1},
+      {1000, 0, sc::IndexFormat::kBitmap, 0, 0},
+  };
+  for (const Case& c : cases) {
+    INFO("m=" << c.m << " k=" << c.k);
+    const sc::IndexCoding got = sc::index_coding(c.m, c.k);
+    CHECK(got.format == c.format);
+    CHECK(got.low_bits == c.low_bits);
+    CHECK(got.row_bits == c.row_bits);
+  }
+  REQUIRE(sc::index_section_bytes(1, 1638400, 163840) == 107520);
+  REQUIRE(sc::index_section_bytes(8, 1638400, 163840) == 860160);
+  REQUIRE(sc::index_section_bytes(3, 1000, 7) == 24);  // 3 * 63 bits, one pad at the end
+  REQUIRE(sc::index_section_bytes(5, 1000, 0) == 0);
+  REQUIRE_THROWS(sc::index_coding(10, 11));
+}
+
+TEST_CASE("Index coding: the encoder refuses rows it cannot code (out-of-bounds writes)") {
+  const std::vector<std::vector<int32_t>> bad = {{1, 5, 9, 4, 3, 2},    // the second row descending
+                                                 {1, 5, 9, 2, 2, 4},    // a repeated index
+                                                 {1, 5, 100, 2, 3, 4},  // index m
+                                                 {-1, 5, 9, 2, 3, 4}};  // negative
+  for (sc::IndexFormat format : kFormats) {
+    const sc::IndexCoding coding = sc::index_coding_as(format, 100, 3);
+    std::vector<uint8_t> out(sc::index_section_bytes(2, coding));
+    for (const std::vector<int32_t>& idx : bad) {
+      INFO("format " << static_cast<int>(format) << " indices " << idx[0] << " " << idx[2] << " "
+                     << idx[3] << " " << idx[4]);
+      REQUIRE_THROWS_AS(sc::encode_indices(idx.data(), 2, 100, 3, coding, out.data()),
+                        std::invalid_argument);
+    }
+  }
+}
+
+TEST_CASE("Index coding: every format round-trips at its edges, bit for bit with the naive coder") {
+  // (m, k): k = 0, 1, m; m = 1; l = 0 (k > m / 2); m a multiple of 2^l or not.
+  const std::pair<int64_t, int64_t> sizes[] = {
+      {1, 0},    {1, 1},     {2, 1},     {2, 2},     {3, 1},        {5, 5},        {7, 3},
+      {8, 1},    {11, 5},    {64, 1},    {64, 64},   {100, 51},     {100, 100},    {1000, 7},
+      {1000, 1}, {4096, 64}, {4097, 64}, {65537, 3}, {70000, 7000}, {65536, 65535}};
+  std::mt19937 rng(42);
+  for (const auto& [m, k] : sizes)
+    for (sc::IndexFormat format : kFormats) {
+      const int f = static_cast<int>(format);
+      const sc::IndexCoding coding = sc::index_coding_as(format, m, k);
+      // Masks: the first k, the last k, 0 and m - 1 with random ones between,
+      // evenly spaced, random.
+      std::vector<std::vector<int32_t>> masks;
+      std::vector<int32_t> first(k), last(k), spaced(k);
+      for (int64_t j = 0; j < k; ++j) {
+        first[j] = static_cast<int32_t>(j);
+        last[j] = static_cast<int32_t>(m - k + j);
+        spaced[j] = static_cast<int32_t>(j * m / k);
+      }
+      masks.push_back(first);
+      masks.push_back(last);
+      masks.push_back(spaced);
+      if (k >= 2) {
+        std::vector<int32_t> ends = random_mask(m - 2, k - 2, rng);
+        for (int32_t& i : ends) ++i;
+        ends.insert(ends.begin(), 0);
+        ends.push_back(static_cast<int32_t>(m - 1));
+        masks.push_back(ends);
+      }
+      for (int t = 0; t < 4; ++t) masks.push_back(random_mask(m, k, rng));
+      for (int64_t rows : {1, 2, 3})
+        for (size_t start = 0; start < masks.size(); ++start) {
+          std::vector<std::vector<int32_t>> ref_rows;
+          for (int64_t r = 0; r < rows; ++r) ref_rows.push_back(masks[(start + r) % masks.size()]);
+          const std::vector<int32_t> flat = flatten(ref_rows);
+          INFO("format " << f << " m=" << m << " k=" << k << " l=" << coding.low_bits
+                         << " rows=" << rows << " mask " << start);
+          REQUIRE(coding.row_bits == sc::naive::index_format(m, k, f).row_bits);
+          std::vector<uint8_t> out(sc::index_section_bytes(rows, coding), 0xA5);
+          sc::encode_indices(flat.data(), rows, m, k, coding, out.data());
+          REQUIRE(out == sc::naive::index_section(ref_rows, m, k, f));
+          std::vector<int32_t> back(flat.size(), -1);
+          sc::decode_indices(out.data(), rows, m, k, coding, back.data());
+          REQUIRE(back == flat);
+          std::vector<std::vector<int32_t>> naive_back;
+          REQUIRE(sc::naive::decode_index_section(out, rows, m, k, naive_back, f));
+          REQUIRE(naive_back == ref_rows);
+        }
+    }
+}
+
+TEST_CASE("Index coding: the decoders accept exactly what the naive decoder accepts") {
+  // Flipped bits and random bytes: DataError exactly where the naive decoder
+  // refuses (count, range, order), the same indices where it accepts.
+  const std::pair<int64_t, int64_t> sizes[] = {{1, 1},    {2, 1},     {7, 3},    {11, 5},
+                                               {64, 8},   {100, 10},  {100, 51}, {132, 14},
+                                               {1000, 7}, {1000, 100}};
+  std::mt19937 rng(7);
+  int64_t accepted = 0, refused = 0;
+  for (const auto& [m, k] : sizes)
+    for (sc::IndexFormat format : kFormats) {
+      const int f = static_cast<int>(format);
+      const sc::IndexCoding coding = sc::index_coding_as(format, m, k);
+      const int64_t rows = 2;
+      for (int trial = 0; trial < 400; ++trial) {
+        std::vector<std::vector<int32_t>> ref_rows = {random_mask(m, k, rng),
+                                                      random_mask(m, k, rng)};
+        std::vector<uint8_t> bytes = sc::naive::index_section(ref_rows, m, k, f);
+        if (trial % 4 == 3) {
+          for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+        } else {
+          const int flips = 1 + static_cast<int>(rng() % 3);
+          for (int i = 0; i < flips; ++i) {
+            const uint64_t bit = rng() % (rows * coding.row_bits);
+            bytes[bit / 8] ^= static_cast<uint8_t>(1U << (bit % 8));
+          }
+        }
+        INFO("format " << f << " m=" << m << " k=" << k << " trial " << trial);
+        std::vector<std::vector<int32_t>> naive_rows;
+        const bool naive_ok = sc::naive::decode_index_section(bytes, rows, m, k, naive_rows, f);
+        std::vector<int32_t> back(rows * k);
+        bool ok = true;
+        try {
+          sc::decode_indices(bytes.data(), rows, m, k, coding, back.data());
+        } catch (const slowpipe::DataError&) {
+          ok = false;
+        }
+        REQUIRE(ok == naive_ok);
+        if (ok) REQUIRE(back == flatten(naive_rows));
+        (ok ? accepted : refused) += 1;
+      }
+    }
+  INFO(accepted << " accepted, " << refused << " refused");
+  REQUIRE(accepted > 1000);
+  REQUIRE(refused > 1000);
+}
+
+TEST_CASE(
+    "Index coding: Elias-Fano rows with a missing, an extra, a misordered or a too large index") {
+  const int64_t m = 1000, k = 100;  // Elias-Fano, l = 3: 300 low bits, then 225 high bits
+  REQUIRE(sc::index_coding(m, k).format == sc::IndexFormat::kEliasFano);
+  std::vector<int32_t> idx(k);
+  for (int64_t j = 0; j < k; ++j) idx[j] = static_cast<int32_t>(j * 10);
+  idx[1] = 8;        // h = 1, low 0
+  idx[2] = 9;        // h = 1, low 1
+  idx[k - 1] = 999;  // h = 124, the last bit of the high part at 124 + 99 = 223
+  std::vector<uint8_t> good(sc::index_section_bytes(1, m, k));
+  sc::encode_indices(idx.data(), 1, m, k, good.data());
+  std::vector<int32_t> back(k);
+  sc::decode_indices(good.data(), 1, m, k, back.data());
+  REQUIRE(back == idx);
+  auto flip = [](std::vector<uint8_t> b, uint64_t p) {
+    b[p / 8] ^= static_cast<uint8_t>(1U << (p % 8));
+    return b;
+  };
+  const uint64_t high = 3 * k;
+  auto fails = [&](const std::vector<uint8_t>& b) {
+    REQUIRE_THROWS_AS(sc::decode_indices(b.data(), 1, m, k, back.data()), slowpipe::DataError);
+  };
+  fails(flip(good, high + 0));                      // index 0's high bit cleared: 99 indices
+  fails(flip(good, high + 224));                    // one set bit more after the last: 101
+  fails(flip(flip(good, high + 223), high + 224));  // 999 -> 1007 (h = 125): >= m
+  fails(flip(flip(good, 3), 6));  // the low parts of 8 and 9 (bits 3, 6) swapped: 9, 8
 }
 
 TEST_CASE("TopK codec: message = naive indices + fp32 values; decode scatters them") {

@@ -9,6 +9,7 @@
 #include "common/errors.h"
 #include "compressors/codec.h"
 #include "compressors/factory.h"
+#include "compressors/index_coding.h"
 #include "compressors/topk_select.h"
 
 namespace sc = slowpipe::compressors;
@@ -21,6 +22,15 @@ int ceil_log2(int64_t m) {
   int b = 1;
   while ((int64_t{1} << b) < m) ++b;
   return b;
+}
+// Index bits of one row (docs/codec-spec.md): the smallest of a bitmap (m), a
+// list (k ceil(log2 m)) and Elias-Fano (k l + k + floor(m / 2^l), l = floor(log2(m / k))).
+uint64_t index_row_bits(uint64_t m, uint64_t k) {
+  if (k == 0) return 0;
+  int l = 0;
+  while ((k << (l + 1)) <= m) ++l;
+  const uint64_t elias_fano = k * l + k + (m >> l);
+  return std::min({m, k * ceil_log2(static_cast<int64_t>(m)), elias_fano});
 }
 // The documented size formulas, written out independently of the codecs.
 uint64_t formula(const std::string& spec, const sc::Shape& s) {
@@ -40,8 +50,7 @@ uint64_t formula(const std::string& spec, const sc::Shape& s) {
                     bool tensor) {
     uint64_t rows = tensor ? 1 : B, m = n / rows;
     auto k = static_cast<uint64_t>(sc::kept_count(frac, static_cast<int64_t>(m)));
-    uint64_t index_bits = std::min<uint64_t>(m, k * ceil_log2(static_cast<int64_t>(m)));
-    return ceil_div(rows * index_bits, 8) + rows * (k * value_bytes_per_row_k) +
+    return ceil_div(rows * index_row_bits(m, k), 8) + rows * (k * value_bytes_per_row_k) +
            per_row_extra * rows;
   };
   if (spec == "topk:0.1") return sparse(0.1, 4, 0, false);
@@ -50,13 +59,11 @@ uint64_t formula(const std::string& spec, const sc::Shape& s) {
   if (spec == "topk:0.1+fp16") return sparse(0.1, 2, 0, false);
   if (spec == "topk:0.1+q8") {  // values [B, k]: one fp16 scale per row + k bytes
     uint64_t m = n / B, k = static_cast<uint64_t>(sc::kept_count(0.1, static_cast<int64_t>(m)));
-    return ceil_div(B * std::min<uint64_t>(m, k * ceil_log2(static_cast<int64_t>(m))), 8) + 2 * B +
-           ceil_div(8 * B * k, 8);
+    return ceil_div(B * index_row_bits(m, k), 8) + 2 * B + ceil_div(8 * B * k, 8);
   }
   if (spec == "topk:0.05+q4") {
     uint64_t m = n / B, k = static_cast<uint64_t>(sc::kept_count(0.05, static_cast<int64_t>(m)));
-    return ceil_div(B * std::min<uint64_t>(m, k * ceil_log2(static_cast<int64_t>(m))), 8) + 2 * B +
-           ceil_div(4 * B * k, 8);
+    return ceil_div(B * index_row_bits(m, k), 8) + 2 * B + ceil_div(4 * B * k, 8);
   }
   FAIL("no formula for " << spec);
   return 0;
@@ -91,6 +98,28 @@ TEST_CASE("Wire size: every codec's message has exactly the documented size") {
       REQUIRE(msg.size() == formula(spec, shape));
       REQUIRE(sc::wire_bytes(spec, shape) == msg.size());
     }
+}
+
+TEST_CASE("Wire size: the documented GPT-2 XL examples, byte for byte") {
+  // docs/codec-spec.md, "Wire format and exact sizes": an activation [B, 1024,
+  // 1600]; TopK at K = 10% keeps k = 163,840 of m = 1,638,400 per sample, its
+  // indices in Elias-Fano (l = 3): 3k + k + m/8 = 860,160 bits per row.
+  const sc::Shape xl8 = {8, 1024, 1600}, xl1 = {1, 1024, 1600};
+  REQUIRE(sc::wire_bytes("none", xl8) == 52428800);
+  REQUIRE(sc::wire_bytes("q4", xl8) == 6556800);
+  REQUIRE(sc::wire_bytes("q2", xl8) == 3280000);
+  REQUIRE(sc::wire_bytes("topk:0.1", xl8) == 6103040);     // 860,160 + 8 * 163,840 * 4
+  REQUIRE(sc::wire_bytes("topk:0.1+q8", xl8) == 2170896);  // 860,160 + 8 * (2 + 163,840)
+  REQUIRE(sc::wire_bytes("topk:0.1+q8", xl1) == 271362);   // 107,520 + 2 + 163,840
+  REQUIRE(sc::wire_bytes("topk:0.3+q8", xl1) == 696322);   // bitmap: 204,800 + 2 + 491,520
+  REQUIRE(sc::wire_bytes("topk:0.01+q8", xl1) == 17536 + 2 + 16384);         // Elias-Fano, l = 6
+  REQUIRE(sc::wire_bytes("topk:0.1", "topk:shared+q8", xl1) == 2 + 163840);  // values only
+  for (const sc::Shape& s : {xl1, xl8}) {
+    const double ratio = 4.0 * static_cast<double>(sc::shape_numel(s)) /
+                         static_cast<double>(sc::wire_bytes("topk:0.1+q8", s));
+    REQUIRE(ratio > 24.1);
+    REQUIRE(ratio < 24.2);
+  }
 }
 
 TEST_CASE("Encoding: a reused message buffer holding other bytes encodes like a fresh one") {
@@ -181,7 +210,9 @@ TEST_CASE("Decoding: truncated or corrupted messages give DataError, never a cra
   nan_scale[0] = 0xFF;
   nan_scale[1] = 0x7F;  // fp16 NaN
   REQUIRE_THROWS_AS(q->decode(nan_scale, shape), slowpipe::DataError);
-  auto t = sc::make_codec("topk:0.1");  // rows of 132, k = 14: index lists of 8 bits
+  // Rows of m = 132. topk:0.01 keeps k = 2: a list of 8-bit indices (16 bits,
+  // as Elias-Fano with l = 6: 12 + 2 + 2; the tie goes to the list).
+  auto t = sc::make_codec("topk:0.01");
   m = t->encode(at::randn(shape));
   sc::Message bad_index = m;
   bad_index[0] = 0xFF;  // index 255 >= 132
@@ -189,7 +220,17 @@ TEST_CASE("Decoding: truncated or corrupted messages give DataError, never a cra
   sc::Message unsorted = m;
   std::swap(unsorted[0], unsorted[1]);
   if (unsorted != m) REQUIRE_THROWS_AS(t->decode(unsorted, shape), slowpipe::DataError);
-  auto bitmap = sc::make_codec("topk:0.3");  // k = 40, 40*8 > 132: bitmap rows
+  // topk:0.1 keeps k = 14: Elias-Fano with l = 3, rows of 42 low bits then 30
+  // high bits (bits 42 ... 71 in row 0, inside bytes 5 ... 8).
+  auto ef = sc::make_codec("topk:0.1");
+  m = ef->encode(at::randn(shape));
+  for (uint8_t fill : {0x00, 0xFF}) {  // no set bit (k missing), 30 set bits (16 too many)
+    sc::Message high = m;
+    std::fill(high.begin() + 5, high.begin() + 9, fill);
+    REQUIRE_THROWS_AS(ef->decode(high, shape), slowpipe::DataError);
+  }
+  // topk:0.3 keeps k = 40: a bitmap (132 bits; a list 320, Elias-Fano 146).
+  auto bitmap = sc::make_codec("topk:0.3");
   m = bitmap->encode(at::randn(shape));
   sc::Message extra_bit = m;
   extra_bit[0] ^= 0x01;  // one index more or one fewer in row 0
@@ -199,9 +240,8 @@ TEST_CASE("Decoding: truncated or corrupted messages give DataError, never a cra
 TEST_CASE("Empty tensors: every codec encodes and decodes zero elements (fuzz regression)") {
   // fuzz_codec_decode found `none` passing null buffers to memcpy (undefined
   // behaviour under UBSan) for a zero-element tensor.
-  for (const std::string spec :
-       {"none", "fp16", "bf16", "q4", "q2:minmax:row", "q8:group=3:fp32", "sign", "topk:0.1",
-        "randk:0.5+q4", "topk:0.3+fp16"})
+  for (const std::string spec : {"none", "fp16", "bf16", "q4", "q2:minmax:row", "q8:group=3:fp32",
+                                 "sign", "topk:0.1", "randk:0.5+q4", "topk:0.3+fp16"})
     for (const sc::Shape& shape : {sc::Shape{0}, sc::Shape{0, 4}, sc::Shape{3, 0}}) {
       INFO(spec);
       auto codec = sc::make_codec(spec);
