@@ -7,6 +7,9 @@
 //   - TopK per row at K = 10% and 30% (rows of 64 Ki elements, one per sample),
 //     against torch::topk (values and indices).
 // Throughput is reported as fp32 input bytes per second (SetBytesProcessed).
+// Also one channel transfer (send + receive) of the demo's activation, a
+// micro-batch [4, 64, 128] fp32, through aq(q2) (memory or disk store, warm-up
+// or steady state over 1,024 samples), q2 and none.
 // Every benchmark makes one untimed call first. libtorch's temporaries come from
 // malloc; glibc returns large blocks to the system, so on a VM with costly page
 // faults the torch side is much slower than its arithmetic. scripts/bench.sh
@@ -15,6 +18,7 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+#include "compressors/factory.h"
 #include "compressors/quantizer.h"
 #include "compressors/topk_select.h"
 
@@ -153,6 +157,51 @@ void BM_TopkRow_Torch(benchmark::State& st) {
   st.SetBytesProcessed(st.iterations() * x.numel() * 4);
 }
 
+// ---- one channel transfer of the demo's activation ----
+
+constexpr int64_t kDemoSamples = 1024, kDemoMicro = 4;
+
+// range(0): 0 memory, 1 disk store; range(1): 0 warm-up (epoch 0), 1 steady
+// state (epoch 1 after one pass: every sample seen). Cycles over the samples,
+// kDemoMicro ids per transfer, so rows come and go from the cache as in training.
+void channel_transfer(benchmark::State& st, const std::string& spec) {
+  at::set_num_threads(1);
+  sc::ChannelContext ctx;
+  ctx.name = "bench.aq";
+  ctx.num_samples = kDemoSamples;
+  ctx.aq_store = st.range(0) == 1 ? "disk" : "memory";
+  auto ch = sc::make_channel(spec, ctx);
+  at::manual_seed(0);
+  const at::Tensor base = at::randn({kDemoMicro, 64, 128});
+  const at::Tensor ids_all = at::randperm(kDemoSamples, at::kLong);
+  auto ids_at = [&](int64_t t) {
+    return ids_all.narrow(0, (t * kDemoMicro) % kDemoSamples, kDemoMicro);
+  };
+  const int64_t per_epoch = kDemoSamples / kDemoMicro;
+  for (int64_t t = 0; t < per_epoch; ++t) ch->transfer(base, ids_at(t), nullptr);  // untimed
+  if (st.range(1) == 1) ch->set_epoch(1);
+  int64_t t = 0;
+  for (auto _ : st) {
+    at::Tensor y = ch->transfer(base, ids_at(t++), nullptr);
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  st.SetBytesProcessed(st.iterations() * base.numel() * 4);
+}
+void BM_Transfer_AqQ2(benchmark::State& st) {
+  channel_transfer(st, "aq(q2)");
+}
+void BM_Transfer_Q2(benchmark::State& st) {
+  channel_transfer(st, "q2");
+}
+void BM_Transfer_None(benchmark::State& st) {
+  channel_transfer(st, "none");
+}
+void aq_args(benchmark::internal::Benchmark* b) {
+  for (int64_t disk : {0, 1})
+    for (int64_t steady : {0, 1}) b->Args({disk, steady});
+  b->ArgNames({"disk", "steady"})->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
 void quant_args(benchmark::internal::Benchmark* b) {
   for (int64_t mib : {2, 64})
     for (int64_t bits : {2, 4, 8}) b->Args({mib, bits});
@@ -172,5 +221,9 @@ BENCHMARK(BM_UnpackDequantize_Slowpipe)->Apply(quant_args);
 BENCHMARK(BM_UnpackDequantize_Torch)->Apply(quant_args);
 BENCHMARK(BM_TopkRow_Slowpipe)->Apply(topk_args);
 BENCHMARK(BM_TopkRow_Torch)->Apply(topk_args);
+
+BENCHMARK(BM_Transfer_AqQ2)->Apply(aq_args);
+BENCHMARK(BM_Transfer_Q2)->Args({0, 1})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Transfer_None)->Args({0, 1})->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 BENCHMARK_MAIN();
