@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "common/errors.h"
-#include "compressors/quantizer.h"
+#include "compressors/aq_kernels.h"
 #include "compressors/sparsifier.h"
 
 namespace slowpipe::compressors {
@@ -17,15 +17,6 @@ AqChannel::AqChannel(std::unique_ptr<Codec> codec, std::string spec, AqConfig co
       sender_(config_.store, config_.sender_path, config_.num_samples),
       receiver_(config_.store, config_.receiver_path, config_.num_samples),
       plain_(make_codec("none")) {}
-
-namespace {
-// Stores v as fp16; false when it does not fit (NaN, inf, |v| beyond 65504).
-inline bool store_half(uint16_t* slot, float v) {
-  uint16_t h = float_to_half(v);
-  *slot = h;
-  return (h & 0x7C00) != 0x7C00;
-}
-}  // namespace
 
 void AqChannel::refuse_buffer_overflow(const float* a, int64_t n) const {
   int64_t bad = first_non_finite(a, n);
@@ -41,12 +32,8 @@ void AqChannel::publish_warmup_mask(Codec& codec, const SampleBuffer& m, MaskSto
   auto* sparse = dynamic_cast<Sparsifier*>(&codec);
   if (!sparse) return;  // make_boundary only attaches masks to sparsifying channels
   std::vector<float> d(static_cast<size_t>(rows * per));
-  for (int64_t r = 0; r < rows; ++r) {
-    const bool seen = m.seen(id[r]);
-    const uint16_t* mr = m.row(id[r]);
-    for (int64_t j = 0; j < per; ++j)
-      d[r * per + j] = a[r * per + j] - (seen ? half_to_float(mr[j]) : 0.0F);
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    aq::delta_row(a + r * per, m.row(id[r]), m.seen(id[r]), per, d.data() + r * per, nullptr);
   sparse->select(d.data(), shape);
   store.publish(sample_ids, *sparse->last_selection());
 }
@@ -108,35 +95,21 @@ void AqChannel::send(const at::Tensor& x, const at::Tensor& sample_ids, Message&
       publish_warmup_mask(*codec_, sender_, *up_masks_, a, id, rows, per, shape, sample_ids);
     plain_->encode_raw(a, shape, msg);
     for (int64_t r = 0; r < rows; ++r) {
-      uint16_t* ms = sender_.row(id[r]);
-      for (int64_t j = 0; j < per; ++j) {
-        fits &= store_half(ms + j, a[r * per + j]);
-        norm_sq += static_cast<double>(a[r * per + j]) * a[r * per + j];
-      }
+      fits &= aq::store_row(a + r * per, per, sender_.row(id[r]), &norm_sq);
       sender_.mark_seen(id[r]);
     }
   } else {
     // d = a - m_s; msg = C(d); m_s <- m_s + D(msg).
-    std::vector<float> d(static_cast<size_t>(n));
-    for (int64_t r = 0; r < rows; ++r) {
-      const bool seen = sender_.seen(id[r]);
-      const uint16_t* ms = sender_.row(id[r]);
-      for (int64_t j = 0; j < per; ++j) {
-        const float v = a[r * per + j] - (seen ? half_to_float(ms[j]) : 0.0F);
-        d[r * per + j] = v;
-        norm_sq += static_cast<double>(v) * v;
-      }
-    }
-    codec_->encode_raw(d.data(), shape, msg);
+    delta_.resize(static_cast<size_t>(n));
+    for (int64_t r = 0; r < rows; ++r)
+      aq::delta_row(a + r * per, sender_.row(id[r]), sender_.seen(id[r]), per,
+                    delta_.data() + r * per, &norm_sq);
+    codec_->encode_raw(delta_.data(), shape, msg);
     scratch_.resize(static_cast<size_t>(n));
     codec_->decode_raw(msg.data(), msg.size(), shape, scratch_.data());
     for (int64_t r = 0; r < rows; ++r) {
-      const bool seen = sender_.seen(id[r]);
-      uint16_t* ms = sender_.row(id[r]);
-      for (int64_t j = 0; j < per; ++j) {
-        const float m = seen ? half_to_float(ms[j]) : 0.0F;
-        fits &= store_half(ms + j, m + scratch_[r * per + j]);
-      }
+      fits &= aq::accumulate_row(sender_.row(id[r]), sender_.seen(id[r]), scratch_.data() + r * per,
+                                 per, nullptr);
       sender_.mark_seen(id[r]);
     }
     publish_sent(sample_ids);
@@ -168,21 +141,15 @@ at::Tensor AqChannel::receive(const Message& msg, const Shape& shape, const at::
       publish_warmup_mask(mask_codec_ ? *mask_codec_ : *codec_, receiver_, *down_masks_, o, id,
                           rows, per, shape, sample_ids);
     for (int64_t r = 0; r < rows; ++r) {
-      uint16_t* mr = receiver_.row(id[r]);
-      for (int64_t j = 0; j < per; ++j) store_half(mr + j, o[r * per + j]);
+      aq::store_row(o + r * per, per, receiver_.row(id[r]), nullptr);
       receiver_.mark_seen(id[r]);
     }
   } else {
-    // x = m_r + D(msg); m_r <- x.
+    // x = m_r + D(msg); m_r <- x. The sender checked that these values fit.
     codec_->decode_raw(msg.data(), msg.size(), shape, o);
     for (int64_t r = 0; r < rows; ++r) {
-      const bool seen = receiver_.seen(id[r]);
-      uint16_t* mr = receiver_.row(id[r]);
-      for (int64_t j = 0; j < per; ++j) {
-        const float v = (seen ? half_to_float(mr[j]) : 0.0F) + o[r * per + j];
-        o[r * per + j] = v;
-        store_half(mr + j, v);  // the sender checked that these values fit
-      }
+      aq::accumulate_row(receiver_.row(id[r]), receiver_.seen(id[r]), o + r * per, per,
+                         o + r * per);
       receiver_.mark_seen(id[r]);
     }
     publish_received(msg, shape, sample_ids);

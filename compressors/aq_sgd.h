@@ -18,12 +18,16 @@
 // Values that do not fit the fp16 buffers (non-finite, beyond 65504) are a
 // DataError.
 //
+// The per-element loops (fp16 conversions, delta, buffer update) are in
+// aq_kernels.h: an AVX-512 path checked bit for bit against a portable loop.
+//
 // Stats: delta_norm = ||a - m_s|| (the compressed difference; ||a|| in warm-up).
 // infer() applies the inner codec to a directly and changes no state.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "compressors/feedback.h"
 #include "compressors/sample_buffer.h"
@@ -76,6 +80,7 @@ class AqChannel : public CodecChannel {
   SampleBuffer sender_, receiver_;
   std::unique_ptr<Codec> plain_;  // the `none` codec for warm-up messages
   std::unique_ptr<Codec> mask_codec_;
+  std::vector<float> delta_;  // the sender's a - m_s, [rows * per], reused across sends
 };
 
 }  // namespace slowpipe::compressors

@@ -22,6 +22,7 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+#include "compressors/factory.h"
 #include "compressors/index_coding.h"
 #include "compressors/quantizer.h"
 #include "compressors/topk_select.h"
@@ -221,6 +222,51 @@ void BM_TopkCodec_EncodeDecode_Gpt2xl(benchmark::State& st) {
   topk_codec_round_trip(st, {1, 1024, 1600}, st.range(0) != 0);
 }
 
+// ---- one channel transfer of the demo's activation ----
+
+constexpr int64_t kDemoSamples = 1024, kDemoMicro = 4;
+
+// range(0): 0 memory, 1 disk store; range(1): 0 warm-up (epoch 0), 1 steady
+// state (epoch 1 after one pass: every sample seen). Cycles over the samples,
+// kDemoMicro ids per transfer, so rows come and go from the cache as in training.
+void channel_transfer(benchmark::State& st, const std::string& spec) {
+  at::set_num_threads(1);
+  sc::ChannelContext ctx;
+  ctx.name = "bench.aq";
+  ctx.num_samples = kDemoSamples;
+  ctx.aq_store = st.range(0) == 1 ? "disk" : "memory";
+  auto ch = sc::make_channel(spec, ctx);
+  at::manual_seed(0);
+  const at::Tensor base = at::randn({kDemoMicro, 64, 128});
+  const at::Tensor ids_all = at::randperm(kDemoSamples, at::kLong);
+  auto ids_at = [&](int64_t t) {
+    return ids_all.narrow(0, (t * kDemoMicro) % kDemoSamples, kDemoMicro);
+  };
+  const int64_t per_epoch = kDemoSamples / kDemoMicro;
+  for (int64_t t = 0; t < per_epoch; ++t) ch->transfer(base, ids_at(t), nullptr);  // untimed
+  if (st.range(1) == 1) ch->set_epoch(1);
+  int64_t t = 0;
+  for (auto _ : st) {
+    at::Tensor y = ch->transfer(base, ids_at(t++), nullptr);
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  st.SetBytesProcessed(st.iterations() * base.numel() * 4);
+}
+void BM_Transfer_AqQ2(benchmark::State& st) {
+  channel_transfer(st, "aq(q2)");
+}
+void BM_Transfer_Q2(benchmark::State& st) {
+  channel_transfer(st, "q2");
+}
+void BM_Transfer_None(benchmark::State& st) {
+  channel_transfer(st, "none");
+}
+void aq_args(benchmark::internal::Benchmark* b) {
+  for (int64_t disk : {0, 1})
+    for (int64_t steady : {0, 1}) b->Args({disk, steady});
+  b->ArgNames({"disk", "steady"})->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
 void quant_args(benchmark::internal::Benchmark* b) {
   for (int64_t mib : {2, 64})
     for (int64_t bits : {2, 4, 8}) b->Args({mib, bits});
@@ -259,5 +305,9 @@ BENCHMARK(BM_TopkCodec_EncodeDecode_Gpt2xl)
     ->ArgName("q8")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+BENCHMARK(BM_Transfer_AqQ2)->Apply(aq_args);
+BENCHMARK(BM_Transfer_Q2)->Args({0, 1})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Transfer_None)->Args({0, 1})->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -4,11 +4,26 @@
 // hand-off at each boundary, per-op timing and trace records; the goal is <= 5%
 // over the unsplit step with the same micro-batching. Also: the cost of the
 // clock reads that time every op. Single thread, as the trainer runs by default.
+//
+// AQ-SGD's cost (issue 14): the demo's fine-tuning step
+// (experiments/presets/demo-finetune.ini: 4 stages, 4 micro-batches of 4 under
+// 1F1B, batch 16, AdamW; activations [4, 64, 128] fp32 at each of the 3
+// boundaries) with compress.fw=aq(q2) against the fp32 step (none/none), memory
+// and disk store, backward none or q4 (the demo's). The two engines step in
+// turn over the same batches (a fixed permutation of the 1,024 demo windows),
+// so load on a shared machine hits both alike. Counters: `ratio` = median aq
+// step / median fp32 step of the same run; `pair_ratio` = median of each aq
+// step over the fp32 step just before it; `aq_codec_ms` = the aq engine's
+// encode + decode seconds per step. Phases: `steady` (epoch 1, every sample
+// seen: d = a - m, q2, m += D) and `warmup` (epoch 0: fp32 sent, m <- fp16(a)).
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <numeric>
+#include <random>
 
 #include "models/data_registry.h"
 #include "sim/engine.h"
@@ -63,6 +78,122 @@ void BM_Step_S4_M8_1F1B(benchmark::State& st) {
   engine_step(st, 4, 8, "1f1b");
 }
 
+// ---- the demo's step, aq(q2) against fp32 ----
+
+const slowpipe::models::Dataset& demo_data() {
+  static const auto d = [] {
+    slowpipe::models::DataConfig c;
+    c.name = "gcide";
+    c.begin = 0.9;
+    c.end = 1.0;
+    c.limit = 1024;
+    return slowpipe::models::make_dataset(c, 64);
+  }();
+  return *d;
+}
+
+constexpr int64_t kDemoBatch = 16;
+
+// One epoch of the demo data in batches of 16 (a fixed permutation of the ids).
+const std::vector<slowpipe::models::Batch>& demo_batches() {
+  static const auto batches = [] {
+    const int64_t n = demo_data().size(slowpipe::models::Split::kTrain);
+    std::vector<int64_t> perm(static_cast<size_t>(n));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), std::mt19937_64(1));
+    std::vector<slowpipe::models::Batch> out;
+    for (int64_t b = 0; b + kDemoBatch <= n; b += kDemoBatch)
+      out.push_back(
+          demo_data().get(slowpipe::models::Split::kTrain,
+                          std::vector<int64_t>(perm.begin() + b, perm.begin() + b + kDemoBatch)));
+    return out;
+  }();
+  return batches;
+}
+
+std::unique_ptr<slowpipe::sim::PipelineEngine> demo_engine(const char* fw, const char* bw,
+                                                           const char* store) {
+  slowpipe::sim::EngineSetup s;
+  s.data = demo_data().info();
+  s.pipeline.stages = 4;
+  s.pipeline.microbatches = 4;
+  s.pipeline.schedule = "1f1b";
+  s.pipeline.batch_size = kDemoBatch;
+  s.train_samples = demo_data().size(slowpipe::models::Split::kTrain);
+  s.compress.fw = fw;
+  s.compress.bw = bw;
+  s.compress.aq_store = store;
+  return std::make_unique<slowpipe::sim::PipelineEngine>(s);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.empty() ? 0 : v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+// Steps an fp32 engine and an aq(q2)/`bw` engine in turn. `steady`: one whole
+// warm-up epoch of the aq engine first, then epoch 1 (samples seen); else
+// epoch 0 throughout.
+void demo_aq_vs_none(benchmark::State& state, const char* bw, const char* store, bool steady) {
+  at::set_num_threads(1);
+  const auto& batches = demo_batches();
+  auto none = demo_engine("none", "none", "memory");
+  auto aq = demo_engine("aq(q2)", bw, store);
+  const int64_t total = 1000;
+  int64_t step = 0;
+  none->warm_up(batches[0], 2);
+  aq->warm_up(batches[0], 2);
+  if (steady) {  // untimed: the fp32 engine has no per-sample state to fill
+    for (const auto& b : batches) aq->train_step(b, step++, total);
+    none->set_epoch(1);
+    aq->set_epoch(1);
+  }
+  std::vector<double> none_s, aq_s, codec_s;
+  size_t next = 0;
+  for (auto _ : state) {
+    const auto& b = batches[next++ % batches.size()];
+    auto t0 = std::chrono::steady_clock::now();
+    auto r0 = none->train_step(b, step, total);
+    auto t1 = std::chrono::steady_clock::now();
+    auto r1 = aq->train_step(b, step++, total);
+    auto t2 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(r0.loss + r1.loss);
+    none_s.push_back(std::chrono::duration<double>(t1 - t0).count());
+    aq_s.push_back(std::chrono::duration<double>(t2 - t1).count());
+    double c = 0;
+    for (const auto* v : {&r1.fw, &r1.bw})
+      for (const auto& ch : *v) c += ch.encode_s + ch.decode_s;  // sums over the transfers
+    codec_s.push_back(c);
+  }
+  state.counters["none_ms"] = 1e3 * median(none_s);
+  state.counters["aq_ms"] = 1e3 * median(aq_s);
+  state.counters["aq_codec_ms"] = 1e3 * median(codec_s);  // encode + decode, all transfers
+  state.counters["ratio"] = median(aq_s) / median(none_s);
+  std::vector<double> pair(aq_s.size());  // each aq step against the fp32 step just before it
+  for (size_t i = 0; i < pair.size(); ++i) pair[i] = aq_s[i] / none_s[i];
+  state.counters["pair_ratio"] = median(pair);
+}
+
+void BM_DemoAq_Memory_Steady(benchmark::State& st) {
+  demo_aq_vs_none(st, "none", "memory", true);
+}
+void BM_DemoAq_Disk_Steady(benchmark::State& st) {
+  demo_aq_vs_none(st, "none", "disk", true);
+}
+void BM_DemoAq_Memory_Warmup(benchmark::State& st) {
+  demo_aq_vs_none(st, "none", "memory", false);
+}
+void BM_DemoAq_Disk_Warmup(benchmark::State& st) {
+  demo_aq_vs_none(st, "none", "disk", false);
+}
+void BM_DemoAqQ4_Memory_Steady(benchmark::State& st) {
+  demo_aq_vs_none(st, "q4", "memory", true);
+}
+void BM_DemoAqQ4_Disk_Steady(benchmark::State& st) {
+  demo_aq_vs_none(st, "q4", "disk", true);
+}
+
 void BM_OpTimerPair(benchmark::State& state) {
   // What timing one op costs: two clock reads and a subtraction.
   for (auto _ : state) {
@@ -80,5 +211,12 @@ BENCHMARK(BM_Step_Unsplit_M8)->Unit(benchmark::kMillisecond)->MinTime(3);
 BENCHMARK(BM_Step_S4_M8_GPipe)->Unit(benchmark::kMillisecond)->MinTime(3);
 BENCHMARK(BM_Step_S4_M8_1F1B)->Unit(benchmark::kMillisecond)->MinTime(3);
 BENCHMARK(BM_OpTimerPair);
+// 64 pairs of steps: one pass over the demo epoch.
+BENCHMARK(BM_DemoAq_Memory_Steady)->Unit(benchmark::kMillisecond)->Iterations(64);
+BENCHMARK(BM_DemoAq_Disk_Steady)->Unit(benchmark::kMillisecond)->Iterations(64);
+BENCHMARK(BM_DemoAq_Memory_Warmup)->Unit(benchmark::kMillisecond)->Iterations(64);
+BENCHMARK(BM_DemoAq_Disk_Warmup)->Unit(benchmark::kMillisecond)->Iterations(64);
+BENCHMARK(BM_DemoAqQ4_Memory_Steady)->Unit(benchmark::kMillisecond)->Iterations(64);
+BENCHMARK(BM_DemoAqQ4_Disk_Steady)->Unit(benchmark::kMillisecond)->Iterations(64);
 
 BENCHMARK_MAIN();

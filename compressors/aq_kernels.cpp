@@ -1,0 +1,198 @@
+// AQ-SGD's row loops; the contract is in aq_kernels.h. The AVX-512 paths are
+// compiled with function-level target attributes (as quant_simd.cpp) and run
+// only where simd::available() says the CPU has AVX-512F.
+#include "compressors/aq_kernels.h"
+
+#include "compressors/quant_simd.h"
+#include "compressors/quantizer.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+// GCC 12 warns about the deliberately undefined upper halves inside the
+// AVX-512 conversion intrinsics (as in quant_simd.cpp).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define SLOWPIPE_AQ_AVX512 1
+#define SLOWPIPE_AVX512 __attribute__((target("avx512f")))
+#endif
+
+namespace slowpipe::compressors::aq {
+
+namespace {
+
+// ---- portable reference loops ----
+// One compiled copy each (neither inlined nor cloned for constant arguments):
+// the AVX-512 paths hand vectors holding a NaN to these same loops, so a NaN
+// sum keeps the same payload either way (each copy may order the operands of a
+// commutative add differently, and x86 keeps the first one's payload when both
+// are NaN).
+#if defined(__clang__)
+#define SLOWPIPE_ONE_COPY [[gnu::noinline]]
+#else
+#define SLOWPIPE_ONE_COPY [[gnu::noipa]]
+#endif
+
+// Stores v as fp16; false when it does not fit (NaN, inf, |v| beyond 65504).
+inline bool store_half(uint16_t* slot, float v) {
+  uint16_t h = float_to_half(v);
+  *slot = h;
+  return (h & 0x7C00) != 0x7C00;
+}
+
+SLOWPIPE_ONE_COPY bool store_portable(const float* a, int64_t n, uint16_t* m, double* norm_sq) {
+  bool fits = true;
+  double s = norm_sq ? *norm_sq : 0.0;
+  for (int64_t j = 0; j < n; ++j) {
+    fits &= store_half(m + j, a[j]);
+    if (norm_sq) s += static_cast<double>(a[j]) * a[j];
+  }
+  if (norm_sq) *norm_sq = s;
+  return fits;
+}
+
+SLOWPIPE_ONE_COPY void delta_portable(const float* a, const uint16_t* m, bool seen, int64_t n,
+                                      float* d, double* norm_sq) {
+  double s = norm_sq ? *norm_sq : 0.0;
+  for (int64_t j = 0; j < n; ++j) {
+    const float v = a[j] - (seen ? half_to_float(m[j]) : 0.0F);
+    d[j] = v;
+    if (norm_sq) s += static_cast<double>(v) * v;
+  }
+  if (norm_sq) *norm_sq = s;
+}
+
+SLOWPIPE_ONE_COPY bool accumulate_portable(uint16_t* m, bool seen, const float* y, int64_t n,
+                                           float* out) {
+  bool fits = true;
+  for (int64_t j = 0; j < n; ++j) {
+    const float v = (seen ? half_to_float(m[j]) : 0.0F) + y[j];
+    if (out) out[j] = v;
+    fits &= store_half(m + j, v);
+  }
+  return fits;
+}
+
+// ---- AVX-512 paths: whole vectors of 16; return how many elements they did ----
+
+#ifdef SLOWPIPE_AQ_AVX512
+
+constexpr int kFp16RoundNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+SLOWPIPE_AVX512 inline bool has_nan(__m512 v) {
+  return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0;
+}
+
+// fp16 of v (no NaN lanes: the callers sent those vectors to the portable loop),
+// stored at m; false when a lane does not fit (all-ones exponent).
+SLOWPIPE_AVX512 inline bool store_vector(uint16_t* m, __m512 v) {
+  const __m256i h = _mm512_cvtps_ph(v, kFp16RoundNearest);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(m), h);
+  const __m256i exp = _mm256_set1_epi16(0x7C00);
+  return _mm256_testz_si256(_mm256_cmpeq_epi16(_mm256_and_si256(h, exp), exp),
+                            _mm256_set1_epi16(-1)) != 0;
+}
+
+SLOWPIPE_AVX512 inline __m512 load_half(const uint16_t* m) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(m)));
+}
+
+// *s += double(v[k])^2 for k = 0..15 in order (the products are exact in double).
+SLOWPIPE_AVX512 inline void add_squares(__m512 v, double* s) {
+  alignas(64) double sq[16];
+  const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+  const __m512d hi =
+      _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  _mm512_store_pd(sq, _mm512_mul_pd(lo, lo));
+  _mm512_store_pd(sq + 8, _mm512_mul_pd(hi, hi));
+  double t = *s;
+  for (double q : sq) t += q;
+  *s = t;
+}
+
+SLOWPIPE_AVX512 int64_t store_avx512(const float* a, int64_t n, uint16_t* m, double* norm_sq,
+                                     bool* fits) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(a + i);
+    if (has_nan(v)) {
+      *fits &= store_portable(a + i, 16, m + i, norm_sq);
+      continue;
+    }
+    *fits &= store_vector(m + i, v);
+    if (norm_sq) add_squares(v, norm_sq);
+  }
+  return i;
+}
+
+SLOWPIPE_AVX512 int64_t delta_avx512(const float* a, const uint16_t* m, bool seen, int64_t n,
+                                     float* d, double* norm_sq) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 prev = seen ? load_half(m + i) : _mm512_setzero_ps();
+    const __m512 v = _mm512_sub_ps(_mm512_loadu_ps(a + i), prev);
+    if (has_nan(v)) {
+      delta_portable(a + i, m + i, seen, 16, d + i, norm_sq);
+      continue;
+    }
+    _mm512_storeu_ps(d + i, v);
+    if (norm_sq) add_squares(v, norm_sq);
+  }
+  return i;
+}
+
+SLOWPIPE_AVX512 int64_t accumulate_avx512(uint16_t* m, bool seen, const float* y, int64_t n,
+                                          float* out, bool* fits) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 prev = seen ? load_half(m + i) : _mm512_setzero_ps();
+    const __m512 v = _mm512_add_ps(prev, _mm512_loadu_ps(y + i));
+    if (has_nan(v)) {
+      *fits &= accumulate_portable(m + i, seen, y + i, 16, out ? out + i : nullptr);
+      continue;
+    }
+    if (out) _mm512_storeu_ps(out + i, v);
+    *fits &= store_vector(m + i, v);
+  }
+  return i;
+}
+
+#else  // no AVX-512 paths in this build: simd::available() is false
+
+int64_t store_avx512(const float*, int64_t, uint16_t*, double*, bool*) {
+  return 0;
+}
+int64_t delta_avx512(const float*, const uint16_t*, bool, int64_t, float*, double*) {
+  return 0;
+}
+int64_t accumulate_avx512(uint16_t*, bool, const float*, int64_t, float*, bool*) {
+  return 0;
+}
+
+#endif
+
+bool use_simd(bool simd) {
+  return simd && simd::available();
+}
+
+}  // namespace
+
+bool store_row(const float* a, int64_t n, uint16_t* m, double* norm_sq, bool simd) {
+  bool fits = true;
+  const int64_t done = use_simd(simd) ? store_avx512(a, n, m, norm_sq, &fits) : 0;
+  fits &= store_portable(a + done, n - done, m + done, norm_sq);
+  return fits;
+}
+
+void delta_row(const float* a, const uint16_t* m, bool seen, int64_t n, float* d, double* norm_sq,
+               bool simd) {
+  const int64_t done = use_simd(simd) ? delta_avx512(a, m, seen, n, d, norm_sq) : 0;
+  delta_portable(a + done, m + done, seen, n - done, d + done, norm_sq);
+}
+
+bool accumulate_row(uint16_t* m, bool seen, const float* y, int64_t n, float* out, bool simd) {
+  bool fits = true;
+  const int64_t done = use_simd(simd) ? accumulate_avx512(m, seen, y, n, out, &fits) : 0;
+  fits &= accumulate_portable(m + done, seen, y + done, n - done, out ? out + done : nullptr);
+  return fits;
+}
+
+}  // namespace slowpipe::compressors::aq
