@@ -54,6 +54,10 @@ DistEngine::DistEngine(sim::EngineSetup setup, const sim::DistConfig& cfg,
                        const std::string& config_text)
     : setup_(std::move(setup)) {
   sim::validate(setup_.pipeline);
+  if (setup_.pipeline.virtual_stages > 1) {
+    throw UsageError("pipeline.virtual_stages = " + std::to_string(setup_.pipeline.virtual_stages) +
+                     ": distributed runs hold one model chunk per process (docs/distributed.md)");
+  }
   layout_ = {setup_.pipeline.stages, setup_.pipeline.replicas};
   if (cfg.world_size != layout_.world())
     throw UsageError("dist.world_size = " + std::to_string(cfg.world_size) +
@@ -84,8 +88,13 @@ DistEngine::DistEngine(sim::EngineSetup setup, const sim::DistConfig& cfg,
   agree_on_cuts();
   const int S = layout_.stages, M = setup_.pipeline.microbatches;
   const auto schedule = netmodel::make_schedule(setup_.pipeline.schedule, S, M);
-  order_ = sim::global_order(schedule, M);
-  my_ops_ = schedule[static_cast<size_t>(stage_)];
+  if (schedule.split_backward || schedule.chunks != S) {
+    throw UsageError("pipeline.schedule = " + setup_.pipeline.schedule +
+                     ": distributed runs take one model chunk per stage and whole backwards "
+                     "(gpipe, 1f1b); run it in one process (docs/distributed.md)");
+  }
+  order_ = sim::global_order(schedule);
+  my_ops_ = schedule.per_device[static_cast<size_t>(stage_)];
   for (int s = 0; s < S; ++s) {
     size_t n = 0;
     for (size_t b = cuts_[s]; b < cuts_[s + 1]; ++b) n += model_.blocks[b]->parameters().size();
@@ -321,6 +330,7 @@ sim::StepResult DistEngine::train_step(const models::Batch& batch, int64_t step,
     res.samples = batch.inputs.size(0);
     res.lr = sim::learning_rate(setup_.optim, step, total);
     res.trace.stages = layout_.stages;
+    res.trace.chunks = layout_.stages;
     res.trace.microbatches = setup_.pipeline.microbatches;
     res.trace.replicas = layout_.replicas;
     res.trace.schedule = setup_.pipeline.schedule;

@@ -62,8 +62,9 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
   // Every message this stage will receive, in the order its ops consume them.
   std::vector<int> from_up, from_down;
   for (const sim::PipelineOp& op : my_ops_) {
-    if (!op.backward && s > 0) from_up.push_back(act_tag(op.microbatch));
-    if (op.backward && s < S - 1) from_down.push_back(grad_tag(op.microbatch));
+    if (op.pass == netmodel::Pass::kForward && s > 0) from_up.push_back(act_tag(op.microbatch));
+    if (op.pass != netmodel::Pass::kForward && s < S - 1)
+      from_down.push_back(grad_tag(op.microbatch));
   }
   if (!from_up.empty()) comm_->prefetch(layout_.rank(r, s - 1), from_up);
   if (!from_down.empty()) comm_->prefetch(layout_.rank(r, s + 1), from_down);
@@ -75,7 +76,7 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
     const at::Tensor ids = setup_.shard_samples > 0
                                ? batch.ids.narrow(0, begin, mb) - r * setup_.shard_samples
                                : batch.ids.narrow(0, begin, mb);
-    if (!op.backward) {
+    if (op.pass == netmodel::Pass::kForward) {
       at::Tensor x;
       if (s == 0) {
         x = batch.inputs.narrow(0, begin, mb).to(device);
@@ -97,7 +98,8 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
         y = models::loss(task(), y, targets) * (static_cast<double>(mb) / shard);
       }
       sync();
-      rep.ops.push_back(sim::compute_op(OpKind::kForward, s, m, r, timer, flops_per_sample_ * mb));
+      rep.ops.push_back(
+          sim::compute_op(OpKind::kForward, {s, s, m, r}, timer, flops_per_sample_ * mb));
       outputs[mi] = y;
       if (s < S - 1) {
         if (!sim::all_finite(y))
@@ -109,7 +111,7 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
         fw_out_->send(y.detach(), ids, msg, &st);
         rep.fw_wire[static_cast<size_t>(s)] +=
             comm_->send(msg, dims_of(y), layout_.rank(r, s + 1), act_tag(m));
-        rep.ops.push_back(sim::message_op(OpKind::kSendActivation, s, m, r, y, st,
+        rep.ops.push_back(sim::message_op(OpKind::kSendActivation, {s, s, m, r, s + 1}, y, st,
                                           rep.fw[static_cast<size_t>(s)]));
       }
       continue;
@@ -137,7 +139,7 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
     }
     sync();
     rep.ops.push_back(
-        sim::compute_op(OpKind::kBackward, s, m, r, timer, 2.0 * flops_per_sample_ * mb));
+        sim::compute_op(OpKind::kBackward, {s, s, m, r}, timer, 2.0 * flops_per_sample_ * mb));
     if (s > 0) {
       const at::Tensor grad = inputs[mi].grad();
       if (!sim::all_finite(grad))
@@ -149,7 +151,7 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
       bw_out_->send(grad, ids, msg, &st);
       rep.bw_wire[static_cast<size_t>(s - 1)] +=
           comm_->send(msg, dims_of(grad), layout_.rank(r, s - 1), grad_tag(m));
-      rep.ops.push_back(sim::message_op(OpKind::kSendGradient, s, m, r, grad, st,
+      rep.ops.push_back(sim::message_op(OpKind::kSendGradient, {s, s, m, r, s - 1}, grad, st,
                                         rep.bw[static_cast<size_t>(s - 1)]));
     }
     outputs[mi] = at::Tensor();
@@ -183,7 +185,7 @@ void DistEngine::sync_gradients(RankReport& rep) {
       sum = sum.defined() ? sum + got : got.clone();
     }
   }
-  rep.ops.push_back(sim::message_op(OpKind::kAllReduce, s, -1, r, g, st, rep.grad));
+  rep.ops.push_back(sim::message_op(OpKind::kAllReduce, {s, s, -1, r}, g, st, rep.grad));
   sim::set_gradients(params_, (sum / D).to(g.device()));
 }
 
@@ -228,7 +230,7 @@ void DistEngine::clip_and_update(int64_t step, int64_t total, RankReport& rep) {
   optimizer_->set_lr(sim::learning_rate(setup_.optim, step, total));
   optimizer_->step();
   if (device.is_cuda()) torch::cuda::synchronize();
-  netmodel::TraceOp op = sim::compute_op(OpKind::kOptimizer, stage_, -1, replica_, timer,
+  netmodel::TraceOp op = sim::compute_op(OpKind::kOptimizer, {stage_, stage_, -1, replica_}, timer,
                                          optimizer_->flops_per_step());
   op.memory_bytes = optimizer_->memory_bytes_per_step();
   rep.ops.push_back(op);

@@ -163,14 +163,14 @@ sim::StepResult merge(const std::vector<RankReport>& reports, const Layout& layo
   auto& ops = out.trace.ops;
   for (int r = 0; r < D; ++r) {
     for (const sim::PipelineOp& p : order) {
-      auto& q = queue[static_cast<size_t>(layout.rank(r, p.stage))];
+      auto& q = queue[static_cast<size_t>(layout.rank(r, p.chunk))];
       if (q.empty()) throw std::logic_error("dist: a rank reported fewer ops than its schedule");
       ops.push_back(q.front());
       q.pop_front();
       if (!q.empty() && is_send(q.front().kind)) {
         netmodel::TraceOp send = q.front();
         q.pop_front();
-        const auto it = decode.find({static_cast<int>(send.kind), send.stage, send.microbatch, r});
+        const auto it = decode.find({static_cast<int>(send.kind), send.device, send.microbatch, r});
         if (it != decode.end()) send.decode_s = it->second;
         ops.push_back(send);
       }

@@ -22,12 +22,12 @@ bool is_message(OpKind k) {
   return k == OpKind::kSendActivation || k == OpKind::kSendGradient || k == OpKind::kAllReduce;
 }
 
-// An op class: kind, stage and shape. Exact comparison of the doubles is
+// An op class: kind, model chunk and shape. Exact comparison of the doubles is
 // intended: the engine computes them the same way at every step.
 using Key = std::tuple<int, int32_t, double, double, uint64_t, uint64_t>;
 
 Key key_of(const TraceOp& op) {
-  return {static_cast<int>(op.kind), op.stage, op.flops, op.memory_bytes, op.bytes, op.raw_bytes};
+  return {static_cast<int>(op.kind), op.chunk, op.flops, op.memory_bytes, op.bytes, op.raw_bytes};
 }
 
 struct Entry {
@@ -108,7 +108,7 @@ class CalibratedModel : public ComputeModel {
       const auto kind = static_cast<OpKind>(std::get<0>(k));
       const bool msg = is_message(kind);
       std::snprintf(buf, sizeof buf,
-                    "%s\n  {\"op\": \"%s\", \"stage\": %d, \"flops\": %.17g, "
+                    "%s\n  {\"op\": \"%s\", \"chunk\": %d, \"flops\": %.17g, "
                     "\"memory_bytes\": %.17g, \"bytes\": %llu, \"raw_bytes\": %llu, ",
                     first ? "" : ",", to_string(kind), std::get<1>(k), std::get<2>(k),
                     std::get<3>(k), static_cast<unsigned long long>(std::get<4>(k)),
@@ -170,7 +170,8 @@ class CalibratedModel : public ComputeModel {
       uint64_t bytes = 0, raw = 0;
       size_t n = 0;
       if (!(ls >> kind >> stage >> flops >> memory >> bytes >> raw >> thread_cpu >> steps >> n) ||
-          kind < 0 || kind > static_cast<int>(OpKind::kOptimizer) || steps < 0 || n > 100000000) {
+          kind < 0 || kind > static_cast<int>(OpKind::kBackwardWeight) || steps < 0 ||
+          n > 100000000) {
         bad("unreadable line '" + line.substr(0, 80) + "'");
       }
       Entry e;

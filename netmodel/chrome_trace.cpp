@@ -57,10 +57,13 @@ void append_spans(const Timeline& t, double offset_s, int step, nlohmann::json& 
   for (size_t i = 0; i < t.ops.size(); ++i) {
     const TraceOp& op = t.ops[i];
     const OpTiming& x = t.timing[i];
-    const int s = op.stage, r = op.replica;
+    const int s = op.device, r = op.replica;
     const std::string mb = std::to_string(op.microbatch);
-    nlohmann::json args = {
-        {"stage", s}, {"microbatch", op.microbatch}, {"replica", r}, {"step", step}};
+    nlohmann::json args = {{"stage", s},
+                           {"chunk", op.chunk},
+                           {"microbatch", op.microbatch},
+                           {"replica", r},
+                           {"step", step}};
     switch (op.kind) {
       case OpKind::kForward:
         span("F" + mb, "compute", r, s, x.start_s, x.end_s, args);
@@ -68,13 +71,19 @@ void append_spans(const Timeline& t, double offset_s, int step, nlohmann::json& 
       case OpKind::kBackward:
         span("B" + mb, "compute", r, s, x.start_s, x.end_s, args);
         break;
+      case OpKind::kBackwardInput:
+        span("B" + mb + " input", "compute", r, s, x.start_s, x.end_s, args);
+        break;
+      case OpKind::kBackwardWeight:
+        span("W" + mb, "compute", r, s, x.start_s, x.end_s, args);
+        break;
       case OpKind::kOptimizer:
         span("optimizer", "compute", r, s, x.start_s, x.end_s, args);
         break;
       case OpKind::kSendActivation:
       case OpKind::kSendGradient: {
         const bool act = op.kind == OpKind::kSendActivation;
-        const int to = act ? s + 1 : s - 1;
+        const int to = op.peer;
         args["bytes"] = op.bytes;
         span(std::string(act ? "encode a" : "encode g") + mb, "codec", r, s, x.encode_start_s,
              x.encode_end_s, args);

@@ -114,6 +114,10 @@ class FixedModel : public ComputeModel {
   double compute_s(const TraceOp& op) const override {
     if (op.kind == OpKind::kForward) return forward_s_;
     if (op.kind == OpKind::kBackward) return backward_s_;
+    // A split backward: the input and the weight halves.
+    if (op.kind == OpKind::kBackwardInput || op.kind == OpKind::kBackwardWeight) {
+      return backward_s_ / 2;
+    }
     return 0;
   }
   double encode_s(const TraceOp&) const override { return 0; }

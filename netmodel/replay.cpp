@@ -6,6 +6,8 @@
 #include <cmath>
 #include <deque>
 #include <ostream>
+#include <string>
+#include <unordered_map>
 
 #include "common/errors.h"
 #include "common/units.h"
@@ -36,7 +38,7 @@ struct Simulator::State {
   struct Message {
     bool ring = false;
     int32_t op = kNone;  // pipeline send: its op index
-    int32_t stage = 0;   // ring: stage, sending replica, step
+    int32_t chunk = 0;   // ring: chunk, sending replica, step
     int32_t from = 0;
     int32_t step = 0;
     uint32_t connection = 0;
@@ -53,6 +55,7 @@ struct Simulator::State {
     bool busy = false;
     std::deque<Pending> queue;
   };
+  enum ConnectionKind : uint64_t { kActivations, kGradients, kRing };
 
   State(const NetConfig& config, int stages, int replicas)
       : stages(stages), replicas(replicas), topology(config, stages, replicas, network) {}
@@ -69,21 +72,36 @@ struct Simulator::State {
   const NetConfig* config = nullptr;
   uint64_t* rng = nullptr;
   int M = 1;
+  int C = 1;                                 // chunks per replica
+  std::vector<int32_t> chunk_device;         // [chunk]: its device (stage position)
   std::vector<std::vector<int32_t>> stream;  // per device: op indices
   std::vector<size_t> cursor;
   std::vector<uint8_t> busy;
   std::vector<uint8_t> done;  // per op: compute finished / delivered / reduced
-  std::vector<int32_t> fwd, bwd, send_act, send_grad;  // [device * M + m]
-  std::vector<int32_t> all_reduce, optimizer;          // [device]
-  std::vector<int32_t> in_flight;                      // [device]
-  std::vector<int32_t> joined;                         // [stage]
+  // [(replica * C + chunk) * M + m]
+  std::vector<int32_t> fwd, bwd, wgt, send_act, send_grad;
+  std::vector<int32_t> all_reduce, optimizer;  // [replica * C + chunk]
+  std::vector<int32_t> in_flight;              // [device]
+  std::vector<int32_t> joined;                 // [chunk]
   std::vector<Message> messages;
-  std::vector<Connection> connections;  // [device * 3 + {activation, gradient, ring}]
+  std::vector<Connection> connections;
+  std::unordered_map<uint64_t, uint32_t> connection_index;  // (from, to, kind) -> connection
   std::vector<uint32_t> flow_message;
   std::vector<uint32_t> finished;
   uint64_t wake_version = ~0ull;
 
   int device(int r, int s) const { return r * stages + s; }
+  size_t slot(int r, int c, int m) const { return (static_cast<size_t>(r) * C + c) * M + m; }
+  size_t chunk_slot(int r, int c) const { return static_cast<size_t>(r) * C + c; }
+
+  uint32_t connection(int from_device, int to_device, ConnectionKind kind) {
+    const uint64_t key =
+        (static_cast<uint64_t>(from_device) << 34) | (static_cast<uint64_t>(to_device) << 2) | kind;
+    const auto [it, added] =
+        connection_index.emplace(key, static_cast<uint32_t>(connections.size()));
+    if (added) connections.emplace_back();
+    return it->second;
+  }
 
   double jitter_s() {
     if (config->jitter_s <= 0) return 0;
@@ -134,8 +152,10 @@ struct Simulator::State {
   // Input of op i ready? Also returns the op whose decode precedes it.
   bool ready(int32_t i, int32_t& decode_op) const {
     const TraceOp& op = trace->ops[i];
-    const int r = op.replica, s = op.stage, m = op.microbatch;
+    const int r = op.replica, c = op.chunk, m = op.microbatch;
     decode_op = kNone;
+    // The input crosses as message `msg` (another device) or is `producer`'s
+    // result on this device (no message).
     auto dep = [&](int32_t msg, int32_t producer) {
       if (msg != kNone) {
         decode_op = msg;
@@ -143,25 +163,25 @@ struct Simulator::State {
       }
       return producer == kNone || done[producer] != 0;
     };
+    auto after = [&](int32_t producer) { return producer == kNone || done[producer] != 0; };
     switch (op.kind) {
       case OpKind::kForward:
-        if (s == 0) return true;
-        return dep(send_act[device(r, s - 1) * M + m], fwd[device(r, s - 1) * M + m]);
+        if (c == 0) return true;
+        return dep(send_act[slot(r, c - 1, m)], fwd[slot(r, c - 1, m)]);
       case OpKind::kBackward:
-        if (s == stages - 1) return true;
-        return dep(send_grad[device(r, s + 1) * M + m], bwd[device(r, s + 1) * M + m]);
-      case OpKind::kSendActivation: {
-        const int32_t p = fwd[device(r, s) * M + m];
-        return p == kNone || done[p];
-      }
-      case OpKind::kSendGradient: {
-        const int32_t p = bwd[device(r, s) * M + m];
-        return p == kNone || done[p];
-      }
+      case OpKind::kBackwardInput:
+        if (c == C - 1) return true;
+        return dep(send_grad[slot(r, c + 1, m)], bwd[slot(r, c + 1, m)]);
+      case OpKind::kBackwardWeight:
+        return after(bwd[slot(r, c, m)]);
+      case OpKind::kSendActivation:
+        return after(fwd[slot(r, c, m)]);
+      case OpKind::kSendGradient:
+        return after(bwd[slot(r, c, m)]);
       case OpKind::kAllReduce:
         return true;
       case OpKind::kOptimizer:
-        return dep(all_reduce[device(r, s)], kNone);
+        return dep(all_reduce[chunk_slot(r, c)], kNone);
     }
     return true;
   }
@@ -198,69 +218,72 @@ struct Simulator::State {
     engine.schedule(end, kComputeDone, static_cast<uint32_t>(d), static_cast<uint64_t>(i));
   }
 
-  void wake_stage_neighbours(int r, int s) {
-    try_start(device(r, s));
-    if (s + 1 < stages) try_start(device(r, s + 1));
-    if (s > 0) try_start(device(r, s - 1));
+  // The devices that may wait on chunk c's ops: its own and its neighbours'.
+  void wake_chunk_neighbours(int r, int c) {
+    try_start(device(r, chunk_device[c]));
+    if (c + 1 < C) try_start(device(r, chunk_device[c + 1]));
+    if (c > 0) try_start(device(r, chunk_device[c - 1]));
   }
 
-  void start_ring_step(int s, int from, int step) {
-    const int32_t op = all_reduce[device(from, s)];
+  void start_ring_step(int c, int from, int step) {
+    const int32_t op = all_reduce[chunk_slot(from, c)];
     const double bytes = static_cast<double>(trace->ops[op].bytes) / replicas;
     Message m;
     m.ring = true;
-    m.stage = s;
+    m.chunk = c;
     m.from = from;
     m.step = step;
-    m.connection = static_cast<uint32_t>(device(from, s) * 3 + 2);
+    const int to = (from + 1) % replicas;
+    const int s = chunk_device[c];
+    m.connection = connection(device(from, s), device(to, s), kRing);
     const uint32_t id = new_message(m);
-    send(id, topology.host(from, s), topology.host((from + 1) % replicas, s), bytes);
+    send(id, topology.host(from, s), topology.host(to, s), bytes);
   }
 
-  void finish_all_reduce(int r, int s) {
-    const int32_t op = all_reduce[device(r, s)];
+  void finish_all_reduce(int r, int c) {
+    const int32_t op = all_reduce[chunk_slot(r, c)];
     done[op] = 1;
     out->timing[op].end_s = engine.now();
-    try_start(device(r, s));
+    try_start(device(r, chunk_device[c]));
   }
 
   void on_compute_done(int d, int32_t i) {
     busy[d] = 0;
     ++cursor[d];
     const TraceOp& op = trace->ops[i];
-    const int r = op.replica, s = op.stage;
+    const int r = op.replica, c = op.chunk;
     switch (op.kind) {
       case OpKind::kForward:
-        done[i] = 1;
-        break;
-      case OpKind::kBackward:
-        done[i] = 1;
-        --in_flight[d];
-        break;
+      case OpKind::kBackwardInput:
       case OpKind::kOptimizer:
         done[i] = 1;
         break;
+      case OpKind::kBackward:
+      case OpKind::kBackwardWeight:
+        done[i] = 1;
+        --in_flight[d];  // the micro-batch's activations are freed
+        break;
       case OpKind::kSendActivation:
       case OpKind::kSendGradient: {
-        const int to = op.kind == OpKind::kSendActivation ? s + 1 : s - 1;
         out->timing[i].start_s = engine.now();
         Message m;
         m.op = i;
-        m.connection = static_cast<uint32_t>(d * 3 + (op.kind == OpKind::kSendActivation ? 0 : 1));
-        send(new_message(m), topology.host(r, s), topology.host(r, to),
+        m.connection = connection(d, device(r, op.peer),
+                                  op.kind == OpKind::kSendActivation ? kActivations : kGradients);
+        send(new_message(m), topology.host(r, op.device), topology.host(r, op.peer),
              static_cast<double>(op.bytes));
         break;
       }
       case OpKind::kAllReduce:
         out->timing[i].start_s = engine.now();
         if (replicas == 1) {
-          finish_all_reduce(r, s);
-        } else if (++joined[s] == replicas) {
-          for (int k = 0; k < replicas; ++k) start_ring_step(s, k, 0);
+          finish_all_reduce(r, c);
+        } else if (++joined[c] == replicas) {
+          for (int k = 0; k < replicas; ++k) start_ring_step(c, k, 0);
         }
         break;
     }
-    wake_stage_neighbours(r, s);
+    wake_chunk_neighbours(r, c);
   }
 
   void on_arrival(uint32_t msg_id) {
@@ -269,15 +292,14 @@ struct Simulator::State {
       done[msg.op] = 1;
       out->timing[msg.op].end_s = engine.now();
       const TraceOp& op = trace->ops[msg.op];
-      const int to = op.kind == OpKind::kSendActivation ? op.stage + 1 : op.stage - 1;
-      try_start(device(op.replica, to));
+      try_start(device(op.replica, op.peer));
       return;
     }
     const int to = (msg.from + 1) % replicas;
     if (msg.step + 1 < 2 * (replicas - 1)) {
-      start_ring_step(msg.stage, to, msg.step + 1);
+      start_ring_step(msg.chunk, to, msg.step + 1);
     } else {
-      finish_all_reduce(to, msg.stage);
+      finish_all_reduce(to, msg.chunk);
     }
   }
 
@@ -298,6 +320,162 @@ struct Simulator::State {
       }
     }
     schedule_wake();
+  }
+
+  // Phase 1: clear the per-step state for `t`'s sizes.
+  void reset(const StepTrace& t, Timeline& timeline, const ComputeModel* model,
+             const NetConfig* net, uint64_t* stream_rng) {
+    const size_t devices = static_cast<size_t>(stages) * static_cast<size_t>(replicas);
+    const size_t chunk_slots = static_cast<size_t>(t.chunks) * static_cast<size_t>(replicas);
+    const size_t slots = chunk_slots * static_cast<size_t>(t.microbatches);
+    engine.reset();
+    network.reset();
+    wake_version = ~0ull;
+    trace = &t;
+    out = &timeline;
+    compute = model;
+    config = net;
+    rng = stream_rng;
+    M = t.microbatches;
+    C = t.chunks;
+    chunk_device.assign(C, kNone);
+    stream.resize(devices);
+    for (auto& v : stream) v.clear();
+    cursor.assign(devices, 0);
+    busy.assign(devices, 0);
+    done.assign(t.ops.size(), 0);
+    for (auto* v : {&fwd, &bwd, &wgt, &send_act, &send_grad}) v->assign(slots, kNone);
+    all_reduce.assign(chunk_slots, kNone);
+    optimizer.assign(chunk_slots, kNone);
+    in_flight.assign(devices, 0);
+    joined.assign(C, 0);
+    messages.clear();
+    connections.clear();
+    connection_index.clear();
+  }
+
+  // Phase 2: check every op and file it under its slot and its device's stream.
+  void index_ops() {
+    for (size_t k = 0; k < trace->ops.size(); ++k) {
+      const TraceOp& op = trace->ops[k];
+      const auto bad = [&](const std::string& why) {
+        throw DataError("op trace: op " + std::to_string(k) + " (" + to_string(op.kind) +
+                        ", device " + std::to_string(op.device) + ", chunk " +
+                        std::to_string(op.chunk) + ", micro-batch " +
+                        std::to_string(op.microbatch) + ", replica " + std::to_string(op.replica) +
+                        "): " + why);
+      };
+      check_op(op, bad);
+      int32_t* slot_of = nullptr;
+      switch (op.kind) {
+        case OpKind::kForward:
+          slot_of = &fwd[slot(op.replica, op.chunk, op.microbatch)];
+          break;
+        case OpKind::kBackward:
+        case OpKind::kBackwardInput:
+          slot_of = &bwd[slot(op.replica, op.chunk, op.microbatch)];
+          break;
+        case OpKind::kBackwardWeight:
+          slot_of = &wgt[slot(op.replica, op.chunk, op.microbatch)];
+          break;
+        case OpKind::kSendActivation:
+          slot_of = &send_act[slot(op.replica, op.chunk, op.microbatch)];
+          break;
+        case OpKind::kSendGradient:
+          slot_of = &send_grad[slot(op.replica, op.chunk, op.microbatch)];
+          break;
+        case OpKind::kAllReduce:
+          slot_of = &all_reduce[chunk_slot(op.replica, op.chunk)];
+          break;
+        case OpKind::kOptimizer:
+          slot_of = &optimizer[chunk_slot(op.replica, op.chunk)];
+          break;
+      }
+      if (*slot_of != kNone) bad("duplicate op");
+      *slot_of = static_cast<int32_t>(k);
+      stream[device(op.replica, op.device)].push_back(static_cast<int32_t>(k));
+    }
+    for (int c = 0; c < C; ++c) {
+      if (chunk_device[c] == kNone) chunk_device[c] = std::min(c, stages - 1);  // no ops
+    }
+    if (replicas > 1) {
+      for (int c = 0; c < C; ++c) {
+        int count = 0;
+        for (int r = 0; r < replicas; ++r) count += all_reduce[chunk_slot(r, c)] != kNone;
+        if (count != 0 && count != replicas) {
+          throw DataError("op trace: chunk " + std::to_string(c) +
+                          " has an all-reduce on some replicas only");
+        }
+      }
+    }
+  }
+
+  template <class Bad>
+  void check_op(const TraceOp& op, const Bad& bad) {
+    for (double v :
+         {op.compute_s, op.encode_s, op.decode_s, op.flops, op.thread_cpu_s, op.memory_bytes}) {
+      if (!std::isfinite(v) || v < 0) bad("negative or non-finite seconds or FLOPs");
+    }
+    if (op.device < 0 || op.device >= stages) bad("device out of range");
+    if (op.chunk < 0 || op.chunk >= C) bad("chunk out of range");
+    if (op.replica < 0 || op.replica >= replicas) bad("replica out of range");
+    if (chunk_device[op.chunk] == kNone) chunk_device[op.chunk] = op.device;
+    if (chunk_device[op.chunk] != op.device) bad("chunk's ops on two devices");
+    const bool per_mb = op.kind != OpKind::kAllReduce && op.kind != OpKind::kOptimizer;
+    if (per_mb && (op.microbatch < 0 || op.microbatch >= M)) bad("micro-batch out of range");
+    if (op.kind == OpKind::kSendActivation && op.chunk == C - 1) bad("last chunk sends activation");
+    if (op.kind == OpKind::kSendGradient && op.chunk == 0) bad("first chunk sends gradient");
+    const bool send = op.kind == OpKind::kSendActivation || op.kind == OpKind::kSendGradient;
+    if (send && (op.peer < 0 || op.peer >= stages)) bad("send to a device out of range");
+  }
+
+  // Phase 3: run the event loop until every stream is drained.
+  void run() {
+    for (int d = 0; d < stages * replicas; ++d) try_start(d);
+    engine.run([this](const Event& ev) {
+      switch (ev.type) {
+        case kComputeDone:
+          on_compute_done(static_cast<int>(ev.target), static_cast<int32_t>(ev.aux));
+          break;
+        case kNetWake:
+          on_net_wake(ev.aux);
+          break;
+        case kArrival:
+          on_arrival(ev.target);
+          break;
+        default:
+          break;
+      }
+    });
+    for (int d = 0; d < stages * replicas; ++d) {
+      if (cursor[d] < stream[d].size()) {
+        const TraceOp& op = trace->ops[stream[d][cursor[d]]];
+        throw DataError("op trace: replay stalled: replica " + std::to_string(op.replica) +
+                        " device " + std::to_string(op.device) + " waits forever on its " +
+                        to_string(op.kind) + " of chunk " + std::to_string(op.chunk) +
+                        ", micro-batch " + std::to_string(op.microbatch) +
+                        " (ops out of schedule order?)");
+      }
+    }
+  }
+
+  // Phase 4: step time, bubble and link usage.
+  void summarise() {
+    double step = 0;
+    for (const OpTiming& t : out->timing)
+      step = std::max({step, t.end_s, t.encode_end_s, t.decode_end_s});
+    out->step_s = step;
+    double total_busy = 0;
+    for (double b : out->device_busy_s) total_busy += b;
+    out->bubble_fraction =
+        step > 0 ? 1.0 - total_busy / (step * static_cast<double>(stages) * replicas) : 0.0;
+    for (uint32_t r = 0; r < network.resource_count(); ++r) {
+      out->links.push_back(
+          {network.resource_name(r), network.busy_s(r), network.carried_bits(r) / 8.0});
+    }
+    out->events = engine.processed();
+    trace = nullptr;
+    out = nullptr;
   }
 };
 
@@ -326,22 +504,17 @@ std::string Simulator::compute_description() const {
 }
 
 Timeline Simulator::replay(const StepTrace& trace) {
-  const int S = trace.stages, D = trace.replicas, M = trace.microbatches;
-  if (S < 1 || D < 1 || M < 1)
-    throw DataError("op trace: stages, replicas, micro-batches must be >= 1");
-  if (static_cast<double>(S) * D * M > 1e8) {
-    throw DataError("op trace: stages x replicas x micro-batches is implausibly large");
+  const int S = trace.stages, D = trace.replicas, M = trace.microbatches, C = trace.chunks;
+  if (S < 1 || D < 1 || M < 1 || C < 1)
+    throw DataError("op trace: stages, chunks, replicas, micro-batches must be >= 1");
+  if (static_cast<double>(C) * D * M > 1e8 || static_cast<double>(S) * D > 1e8) {
+    throw DataError("op trace: chunks x replicas x micro-batches is implausibly large");
   }
   if (!state_ || state_->stages != S || state_->replicas != D) {
     state_.reset();
     state_ = std::make_unique<State>(config_, S, D);
   }
-  State& st = *state_;
   const size_t devices = static_cast<size_t>(S) * static_cast<size_t>(D);
-  const size_t slots = devices * static_cast<size_t>(M);
-  st.engine.reset();
-  st.network.reset();
-  st.wake_version = ~0ull;
   Timeline out;
   out.stages = S;
   out.replicas = D;
@@ -350,123 +523,12 @@ Timeline Simulator::replay(const StepTrace& trace) {
   out.timing.assign(trace.ops.size(), OpTiming{});
   out.device_busy_s.assign(devices, 0.0);
   out.peak_activations.assign(devices, 0);
-  st.trace = &trace;
-  st.out = &out;
-  st.compute = compute_.get();
-  st.config = &config_;
-  st.rng = &rng_state_;
-  st.M = M;
-  st.stream.resize(devices);
-  for (auto& v : st.stream) v.clear();
-  st.cursor.assign(devices, 0);
-  st.busy.assign(devices, 0);
-  st.done.assign(trace.ops.size(), 0);
-  st.fwd.assign(slots, kNone);
-  st.bwd.assign(slots, kNone);
-  st.send_act.assign(slots, kNone);
-  st.send_grad.assign(slots, kNone);
-  st.all_reduce.assign(devices, kNone);
-  st.optimizer.assign(devices, kNone);
-  st.in_flight.assign(devices, 0);
-  st.joined.assign(S, 0);
-  st.messages.clear();
-  st.connections.assign(static_cast<size_t>(S) * D * 3, State::Connection{});
-
-  for (size_t k = 0; k < trace.ops.size(); ++k) {
-    const TraceOp& op = trace.ops[k];
-    const int32_t i = static_cast<int32_t>(k);
-    auto bad = [&](const std::string& why) {
-      throw DataError("op trace: op " + std::to_string(k) + " (" + to_string(op.kind) + ", stage " +
-                      std::to_string(op.stage) + ", micro-batch " + std::to_string(op.microbatch) +
-                      ", replica " + std::to_string(op.replica) + "): " + why);
-    };
-    for (double v :
-         {op.compute_s, op.encode_s, op.decode_s, op.flops, op.thread_cpu_s, op.memory_bytes}) {
-      if (!std::isfinite(v) || v < 0) bad("negative or non-finite seconds or FLOPs");
-    }
-    if (op.stage < 0 || op.stage >= S) bad("stage out of range");
-    if (op.replica < 0 || op.replica >= D) bad("replica out of range");
-    const bool per_mb = op.kind != OpKind::kAllReduce && op.kind != OpKind::kOptimizer;
-    if (per_mb && (op.microbatch < 0 || op.microbatch >= M)) bad("micro-batch out of range");
-    if (op.kind == OpKind::kSendActivation && op.stage == S - 1) bad("last stage sends activation");
-    if (op.kind == OpKind::kSendGradient && op.stage == 0) bad("first stage sends gradient");
-    const int d = st.device(op.replica, op.stage);
-    int32_t* slot = nullptr;
-    switch (op.kind) {
-      case OpKind::kForward:
-        slot = &st.fwd[d * M + op.microbatch];
-        break;
-      case OpKind::kBackward:
-        slot = &st.bwd[d * M + op.microbatch];
-        break;
-      case OpKind::kSendActivation:
-        slot = &st.send_act[d * M + op.microbatch];
-        break;
-      case OpKind::kSendGradient:
-        slot = &st.send_grad[d * M + op.microbatch];
-        break;
-      case OpKind::kAllReduce:
-        slot = &st.all_reduce[d];
-        break;
-      case OpKind::kOptimizer:
-        slot = &st.optimizer[d];
-        break;
-    }
-    if (*slot != kNone) bad("duplicate op");
-    *slot = i;
-    st.stream[d].push_back(i);
-  }
-  if (D > 1) {
-    for (int s = 0; s < S; ++s) {
-      int count = 0;
-      for (int r = 0; r < D; ++r) count += st.all_reduce[st.device(r, s)] != kNone;
-      if (count != 0 && count != D) {
-        throw DataError("op trace: stage " + std::to_string(s) +
-                        " has an all-reduce on some replicas only");
-      }
-    }
-  }
-
+  State& st = *state_;
+  st.reset(trace, out, compute_.get(), &config_, &rng_state_);
+  st.index_ops();
   compute_->observe(trace);
-  for (int d = 0; d < S * D; ++d) st.try_start(d);
-  st.engine.run([&st](const Event& ev) {
-    switch (ev.type) {
-      case kComputeDone:
-        st.on_compute_done(static_cast<int>(ev.target), static_cast<int32_t>(ev.aux));
-        break;
-      case kNetWake:
-        st.on_net_wake(ev.aux);
-        break;
-      case kArrival:
-        st.on_arrival(ev.target);
-        break;
-      default:
-        break;
-    }
-  });
-  out.events = st.engine.processed();
-  for (int d = 0; d < S * D; ++d) {
-    if (st.cursor[d] < st.stream[d].size()) {
-      const TraceOp& op = trace.ops[st.stream[d][st.cursor[d]]];
-      throw DataError("op trace: replay stalled: replica " + std::to_string(op.replica) +
-                      " stage " + std::to_string(op.stage) + " waits forever on its " +
-                      to_string(op.kind) + " of micro-batch " + std::to_string(op.microbatch) +
-                      " (ops out of schedule order?)");
-    }
-  }
-  double step = 0;
-  for (const OpTiming& t : out.timing)
-    step = std::max({step, t.end_s, t.encode_end_s, t.decode_end_s});
-  out.step_s = step;
-  double busy = 0;
-  for (double b : out.device_busy_s) busy += b;
-  out.bubble_fraction = step > 0 ? 1.0 - busy / (step * S * D) : 0.0;
-  for (uint32_t r = 0; r < st.network.resource_count(); ++r) {
-    out.links.push_back(
-        {st.network.resource_name(r), st.network.busy_s(r), st.network.carried_bits(r) / 8.0});
-  }
-  st.trace = nullptr;
-  st.out = nullptr;
+  st.run();
+  st.summarise();
   elapsed_s_ += out.step_s;
   ++steps_;
   return out;

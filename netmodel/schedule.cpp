@@ -1,76 +1,151 @@
-// The schedule family: each schedule is a function from (S, M) to per-stage
-// orders, registered by name with a one-line description.
+// The schedule family's registry, the checks every schedule passes, and the
+// round-robin chunk layout.
 #include "netmodel/schedule.h"
 
-#include <algorithm>
-#include <functional>
+#include <stdexcept>
 
 #include "common/errors.h"
 
 namespace slowpipe::netmodel {
+
+#define SLOWPIPE_SCHEDULE(f) ScheduleEntry f();
+#include "netmodel/schedules/list.h"
+#undef SLOWPIPE_SCHEDULE
+
 namespace {
 
-using Orders = std::vector<std::vector<ScheduledOp>>;
-
-Orders gpipe(int stages, int microbatches) {
-  Orders out(stages);
-  for (int s = 0; s < stages; ++s) {
-    for (int m = 0; m < microbatches; ++m) out[s].push_back({false, s, m});
-    for (int m = microbatches - 1; m >= 0; --m) out[s].push_back({true, s, m});
-  }
-  return out;
-}
-
-Orders one_f_one_b(int stages, int microbatches) {
-  Orders out(stages);
-  for (int s = 0; s < stages; ++s) {
-    const int warmup = std::min(stages - s - 1, microbatches);
-    int next_f = 0, next_b = 0;
-    for (; next_f < warmup; ++next_f) out[s].push_back({false, s, next_f});
-    while (next_f < microbatches) {
-      out[s].push_back({false, s, next_f++});
-      out[s].push_back({true, s, next_b++});
-    }
-    while (next_b < microbatches) out[s].push_back({true, s, next_b++});
-  }
-  return out;
-}
-
-struct Entry {
-  ScheduleInfo info;
-  std::function<Orders(int, int)> make;
-};
-
-const std::vector<Entry>& registry() {
-  static const std::vector<Entry> entries = {
-      {{"gpipe", "GPipe: all forwards, then all backwards (M activations in flight)"}, gpipe},
-      {{"1f1b", "1F1B (PipeDream-Flush): warm-up, one forward one backward, drain"}, one_f_one_b},
-  };
-  return entries;
+std::vector<ScheduleEntry>& entries() {
+  static std::vector<ScheduleEntry> all = [] {
+    std::vector<ScheduleEntry> v;
+#define SLOWPIPE_SCHEDULE(f) v.push_back(f());
+#include "netmodel/schedules/list.h"
+#undef SLOWPIPE_SCHEDULE
+    return v;
+  }();
+  return all;
 }
 
 }  // namespace
 
-const std::vector<ScheduleInfo>& schedules() {
-  static const std::vector<ScheduleInfo> infos = [] {
-    std::vector<ScheduleInfo> v;
-    for (const auto& e : registry()) v.push_back(e.info);
-    return v;
-  }();
-  return infos;
+const char* to_string(Pass pass) {
+  switch (pass) {
+    case Pass::kForward:
+      return "F";
+    case Pass::kBackward:
+      return "B";
+    case Pass::kBackwardInput:
+      return "B_input";
+    case Pass::kBackwardWeight:
+      return "B_weight";
+  }
+  return "?";
 }
 
-std::vector<std::vector<ScheduledOp>> make_schedule(const std::string& name, int stages,
-                                                    int microbatches) {
-  if (stages < 1 || microbatches < 1) {
-    throw UsageError("schedule '" + name + "': stages and micro-batches must be >= 1");
+const std::vector<ScheduleEntry>& schedule_registry() {
+  return entries();
+}
+
+std::vector<std::string> schedule_names() {
+  std::vector<std::string> names;
+  for (const auto& e : entries()) names.push_back(e.name);
+  return names;
+}
+
+void register_schedule(ScheduleEntry entry) {
+  if (entry.name.empty() || !entry.make) {
+    throw std::logic_error("register_schedule: a schedule needs a name and a builder");
   }
+  for (const auto& e : entries()) {
+    if (e.name == entry.name) {
+      throw std::logic_error("register_schedule: '" + entry.name + "' is registered already");
+    }
+  }
+  entries().push_back(std::move(entry));
+}
+
+const ScheduleEntry& find_schedule(const std::string& name) {
   std::string names;
-  for (const auto& e : registry()) {
-    if (e.info.name == name) return e.make(stages, microbatches);
-    names += (names.empty() ? "" : ", ") + e.info.name;
+  for (const auto& e : entries()) {
+    if (e.name == name) return e;
+    names += (names.empty() ? "" : ", ") + e.name;
   }
   throw UsageError("unknown schedule '" + name + "' (known: " + names + ")");
+}
+
+Schedule empty_schedule(const ScheduleRequest& request, bool split_backward) {
+  Schedule s;
+  s.devices = request.devices;
+  s.chunks = request.devices * request.virtual_stages;
+  s.microbatches = request.microbatches;
+  s.split_backward = split_backward;
+  s.device_of.resize(s.chunks);
+  for (int c = 0; c < s.chunks; ++c) s.device_of[c] = c % s.devices;
+  s.per_device.resize(s.devices);
+  return s;
+}
+
+Schedule make_schedule(const std::string& name, int devices, int microbatches, int virtual_stages) {
+  const ScheduleEntry& entry = find_schedule(name);
+  if (devices < 1 || microbatches < 1 || virtual_stages < 1) {
+    throw UsageError("schedule '" + name +
+                     "': stages, micro-batches and virtual stages must be >= 1");
+  }
+  if (virtual_stages > 1 && !entry.virtual_stages) {
+    throw UsageError("schedule '" + name + "' has one model chunk per stage " +
+                     "(pipeline.virtual_stages = " + std::to_string(virtual_stages) +
+                     " needs an interleaved schedule)");
+  }
+  Schedule s = entry.make({devices, microbatches, virtual_stages});
+  check_schedule(s);
+  return s;
+}
+
+void check_schedule(const Schedule& s) {
+  const auto fail = [](const std::string& why) { throw std::logic_error("schedule: " + why); };
+  if (static_cast<int>(s.device_of.size()) != s.chunks ||
+      static_cast<int>(s.per_device.size()) != s.devices) {
+    fail("chunk layout or device lists of the wrong size");
+  }
+  const size_t slots = static_cast<size_t>(s.chunks) * s.microbatches;
+  // Per (chunk, micro-batch): 1 once the forward is seen, then the backward
+  // pass(es) each add their bit.
+  std::vector<uint8_t> seen(slots, 0);
+  enum : uint8_t { kF = 1, kB = 2, kBI = 4, kBW = 8 };
+  for (int d = 0; d < s.devices; ++d) {
+    for (const ScheduledOp& op : s.per_device[d]) {
+      if (op.chunk < 0 || op.chunk >= s.chunks || op.microbatch < 0 ||
+          op.microbatch >= s.microbatches) {
+        fail("chunk or micro-batch out of range");
+      }
+      if (s.device_of[op.chunk] != d) fail("an op listed on a device that does not hold its chunk");
+      uint8_t& bits = seen[static_cast<size_t>(op.chunk) * s.microbatches + op.microbatch];
+      uint8_t bit = kF;
+      switch (op.pass) {
+        case Pass::kForward:
+          break;
+        case Pass::kBackward:
+          bit = kB;
+          if (s.split_backward) fail("a whole backward in a split-backward schedule");
+          break;
+        case Pass::kBackwardInput:
+          bit = kBI;
+          if (!s.split_backward) fail("a split backward in a schedule without them");
+          break;
+        case Pass::kBackwardWeight:
+          bit = kBW;
+          if (!s.split_backward) fail("a split backward in a schedule without them");
+          if (!(bits & kBI)) fail("a weight backward before its input backward");
+          break;
+      }
+      if (bits & bit) fail("an op listed twice");
+      if (bit != kF && !(bits & kF)) fail("a backward before its forward");
+      bits |= bit;
+    }
+  }
+  const uint8_t full = s.split_backward ? (kF | kBI | kBW) : (kF | kB);
+  for (uint8_t bits : seen) {
+    if (bits != full) fail("expected every pass once per chunk and micro-batch");
+  }
 }
 
 }  // namespace slowpipe::netmodel

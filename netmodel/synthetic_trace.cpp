@@ -6,47 +6,83 @@
 
 namespace slowpipe::netmodel {
 
-StepTrace build_trace(const std::string& schedule, int stages, int microbatches, int replicas,
+StepTrace build_trace(const Schedule& sched, const std::string& name, int replicas,
                       const std::function<void(TraceOp&)>& fill) {
   if (replicas < 1) throw UsageError("replicas must be >= 1");
-  const auto orders = make_schedule(schedule, stages, microbatches);
+  const int S = sched.devices, C = sched.chunks, M = sched.microbatches;
   StepTrace trace;
-  trace.stages = stages;
-  trace.microbatches = microbatches;
+  trace.stages = S;
+  trace.chunks = C;
+  trace.microbatches = M;
   trace.replicas = replicas;
-  trace.schedule = schedule;
-  trace.ops.reserve(static_cast<size_t>(replicas) * stages * (4 * microbatches + 2));
-  auto push = [&](OpKind kind, int r, int s, int m) {
+  trace.schedule = name;
+  trace.ops.reserve(static_cast<size_t>(replicas) * C * (5 * M + 2));
+  auto push = [&](OpKind kind, int r, int d, int c, int m, int peer = -1) {
     TraceOp op;
     op.kind = kind;
     op.replica = r;
-    op.stage = s;
+    op.device = d;
+    op.chunk = c;
+    op.peer = peer;
     op.microbatch = m;
     if (fill) fill(op);
     trace.ops.push_back(op);
   };
   for (int r = 0; r < replicas; ++r) {
-    for (int s = 0; s < stages; ++s) {
-      for (const ScheduledOp& x : orders[s]) {
-        if (!x.backward) {
-          push(OpKind::kForward, r, s, x.microbatch);
-          if (s + 1 < stages) push(OpKind::kSendActivation, r, s, x.microbatch);
-        } else {
-          push(OpKind::kBackward, r, s, x.microbatch);
-          if (s > 0) push(OpKind::kSendGradient, r, s, x.microbatch);
+    for (int d = 0; d < S; ++d) {
+      for (const ScheduledOp& x : sched.per_device[d]) {
+        const int c = x.chunk, m = x.microbatch;
+        switch (x.pass) {
+          case Pass::kForward:
+            push(OpKind::kForward, r, d, c, m);
+            if (c + 1 < C && sched.device_of[c + 1] != d) {
+              push(OpKind::kSendActivation, r, d, c, m, sched.device_of[c + 1]);
+            }
+            break;
+          case Pass::kBackward:
+          case Pass::kBackwardInput:
+            push(x.pass == Pass::kBackward ? OpKind::kBackward : OpKind::kBackwardInput, r, d, c,
+                 m);
+            if (c > 0 && sched.device_of[c - 1] != d) {
+              push(OpKind::kSendGradient, r, d, c, m, sched.device_of[c - 1]);
+            }
+            break;
+          case Pass::kBackwardWeight:
+            push(OpKind::kBackwardWeight, r, d, c, m);
+            break;
         }
       }
-      if (replicas > 1) push(OpKind::kAllReduce, r, s, -1);
-      push(OpKind::kOptimizer, r, s, -1);
+      for (int c = 0; c < C; ++c) {
+        if (sched.device_of[c] != d) continue;
+        if (replicas > 1) push(OpKind::kAllReduce, r, d, c, -1);
+        push(OpKind::kOptimizer, r, d, c, -1);
+      }
     }
   }
   return trace;
 }
 
-StepTrace make_synthetic_trace(const ModelShape& shape, const std::string& schedule, int replicas,
-                               const CodecSpecs& specs, const WireBytesFn& wire_bytes,
-                               const DevicePreset& device) {
-  check_model_shape(shape);
+StepTrace build_trace(const std::string& schedule, int stages, int microbatches, int replicas,
+                      const std::function<void(TraceOp&)>& fill, int virtual_stages) {
+  return build_trace(make_schedule(schedule, stages, microbatches, virtual_stages), schedule,
+                     replicas, fill);
+}
+
+StepTrace make_synthetic_trace(const ModelShape& device_shape, const std::string& schedule,
+                               int replicas, const CodecSpecs& specs, const WireBytesFn& wire_bytes,
+                               const DevicePreset& device, int virtual_stages) {
+  check_model_shape(device_shape);
+  // The layers are cut into stages x virtual stages chunks (one per stage
+  // without interleaving); the shape's own per-stage layers need v = 1.
+  ModelShape shape = device_shape;
+  if (virtual_stages > 1) {
+    if (!shape.stage_layers.empty()) {
+      throw UsageError("model shape '" + shape.name +
+                       "': per-stage layers cannot be cut into virtual stages");
+    }
+    shape.stages = device_shape.stages * virtual_stages;
+    check_model_shape(shape);
+  }
   const int M = shape.batch / shape.microbatch_size;
   // Each micro-batch of each stage and replica is a handful of trace ops of
   // ~100 bytes: refuse a step too large to hold before building it.
@@ -64,24 +100,30 @@ StepTrace make_synthetic_trace(const ModelShape& shape, const std::string& sched
                                          shape.hidden};  // [b, T, d]
   const uint64_t act_bytes = wire_bytes(specs.forward, boundary);
   const uint64_t grad_bytes = wire_bytes(specs.backward, boundary);
-  std::vector<double> fwd(shape.stages), params(shape.stages);
-  std::vector<uint64_t> reduce_bytes(shape.stages);
-  for (int s = 0; s < shape.stages; ++s) {
+  const int chunks = shape.stages;
+  std::vector<double> fwd(chunks), params(chunks);
+  std::vector<uint64_t> reduce_bytes(chunks);
+  for (int s = 0; s < chunks; ++s) {
     fwd[s] = forward_flops(shape, s);
     params[s] = stage_parameters(shape, s);
     reduce_bytes[s] = wire_bytes(specs.gradient, {static_cast<int64_t>(params[s])});  // [P_s]
   }
   const double flops_per_s = device.peak_flops * device.efficiency;
-  return build_trace(schedule, shape.stages, M, replicas, [&](TraceOp& op) {
+  const auto sched = make_schedule(schedule, device_shape.stages, M, virtual_stages);
+  return build_trace(sched, schedule, replicas, [&](TraceOp& op) {
     switch (op.kind) {
       case OpKind::kForward:
-        op.flops = fwd[op.stage];
+        op.flops = fwd[op.chunk];
         break;
       case OpKind::kBackward:
-        op.flops = 2 * fwd[op.stage];
+        op.flops = 2 * fwd[op.chunk];
+        break;
+      case OpKind::kBackwardInput:  // a split backward: input and weight halves
+      case OpKind::kBackwardWeight:
+        op.flops = fwd[op.chunk];
         break;
       case OpKind::kOptimizer:
-        op.flops = 10 * params[op.stage];
+        op.flops = 10 * params[op.chunk];
         break;  // AdamW, ~10 FLOPs/param
       case OpKind::kSendActivation:
         op.bytes = act_bytes;
@@ -90,7 +132,7 @@ StepTrace make_synthetic_trace(const ModelShape& shape, const std::string& sched
         op.bytes = grad_bytes;
         break;
       case OpKind::kAllReduce:
-        op.bytes = reduce_bytes[op.stage];
+        op.bytes = reduce_bytes[op.chunk];
         break;
     }
     op.compute_s = op.flops / flops_per_s;

@@ -2,10 +2,10 @@
 // built from a schedule (and, for what-if runs, a model shape) instead of a
 // real run. Used by `slowpipe timing`, the closed-form tests and the benchmarks.
 //
-// Op order per (replica, stage): the schedule's F/B order, each forward
-// followed by its activation send (not on the last stage) and each backward by
-// its gradient send (not on the first stage); then, when replicas > 1, one
-// all-reduce; then the optimizer.
+// Op order per (replica, device): the schedule's order, each forward followed
+// by its activation send and each (input) backward by its gradient send when
+// the neighbouring chunk lives on another device; then, per chunk of the
+// device, an all-reduce when replicas > 1 and the optimizer.
 #pragma once
 
 #include <cstdint>
@@ -15,13 +15,17 @@
 
 #include "netmodel/compute_model.h"
 #include "netmodel/model_shape.h"
+#include "netmodel/schedule.h"
 #include "netmodel/trace.h"
 
 namespace slowpipe::netmodel {
 
 // Builds the op skeleton; `fill` sets compute_s, flops, bytes, ... of each op.
-StepTrace build_trace(const std::string& schedule, int stages, int microbatches, int replicas,
+StepTrace build_trace(const Schedule& schedule, const std::string& name, int replicas,
                       const std::function<void(TraceOp&)>& fill);
+// The same for make_schedule(schedule, stages, microbatches, virtual_stages).
+StepTrace build_trace(const std::string& schedule, int stages, int microbatches, int replicas,
+                      const std::function<void(TraceOp&)>& fill, int virtual_stages = 1);
 
 // Exact bytes on the wire of a tensor of `shape` under a channel spec (the
 // lead passes compressors::wire_bytes).
@@ -37,12 +41,13 @@ struct CodecSpecs {
 // A step of `shape` (micro-batches = batch / microbatch_size) with analytic
 // FLOPs and compute seconds on `device`, message bytes from `wire_bytes`
 // (activations and their gradients: [microbatch_size, seq, hidden]; weight
-// gradients: [parameters of the stage]); codec seconds are 0.
+// gradients: [parameters of the chunk]); codec seconds are 0. With
+// virtual_stages = v > 1 the layers are cut into shape.stages x v chunks.
 // Largest synthetic step (trace ops) make_synthetic_trace builds: ~0.5 GB.
 constexpr double kMaxSyntheticOps = 4e6;
 
 StepTrace make_synthetic_trace(const ModelShape& shape, const std::string& schedule, int replicas,
                                const CodecSpecs& specs, const WireBytesFn& wire_bytes,
-                               const DevicePreset& device);
+                               const DevicePreset& device, int virtual_stages = 1);
 
 }  // namespace slowpipe::netmodel

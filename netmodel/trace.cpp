@@ -17,6 +17,10 @@ const char* to_string(OpKind kind) {
       return "all_reduce";
     case OpKind::kOptimizer:
       return "optimizer";
+    case OpKind::kBackwardInput:
+      return "backward_input";
+    case OpKind::kBackwardWeight:
+      return "backward_weight";
   }
   return "unknown";
 }

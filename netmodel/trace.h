@@ -2,17 +2,28 @@
 // (sim/) records it and the network model (netmodel/) replays it.
 //
 // Plain data, no libtorch. The engine appends ops in the global order in which
-// its single process executed them; the ops of one (replica, stage) appear in
-// that stage's schedule order. Dependencies are implied by the kinds:
-//   kSendActivation(s, m)  is issued by stage s after kForward(s, m) and must
-//                          arrive before kForward(s+1, m) starts;
-//   kSendGradient(s, m)    is issued by stage s after kBackward(s, m) and must
-//                          arrive before kBackward(s-1, m) starts;
-//   kAllReduce(s)          one per stage and replica, after every kBackward(s, *)
-//                          of that replica; the collective completes when all D
+// its single process executed them; the ops of one (replica, device) appear in
+// that device's schedule order. A device runs one or more model chunks
+// (netmodel/schedule.h); c below is a chunk, and a device's ops name their
+// chunk. Dependencies are implied by the kinds:
+//   kForward(c, m)         after kForward(c-1, m), through kSendActivation(c-1, m)
+//                          when chunks c-1 and c are on different devices;
+//   kSendActivation(c, m)  is issued by c's device after kForward(c, m), to the
+//                          device of chunk c+1 (`peer`); only between devices;
+//   kBackward(c, m)        the whole backward (kBackwardInput(c, m): the
+//                          input-gradient part of a split one); after the
+//                          backward of (c+1, m), through kSendGradient(c+1, m)
+//                          when c and c+1 are on different devices;
+//   kSendGradient(c, m)    issued after kBackward/kBackwardInput(c, m), to the
+//                          device of chunk c-1 (`peer`);
+//   kBackwardWeight(c, m)  the weight-gradient part of a split backward, after
+//                          kBackwardInput(c, m) on the same device;
+//   kAllReduce(c)          one per chunk and replica, after every backward of c
+//                          on that replica; the collective completes when all D
 //                          replicas have joined; `bytes` is this replica's message;
-//   kOptimizer(s)          after the all-reduce of stage s (or after the last
+//   kOptimizer(c)          after the all-reduce of chunk c (or after the last
 //                          backward when D = 1).
+// With one chunk per device (GPipe, 1F1B), chunk = device and peer = device ± 1.
 #pragma once
 
 #include <cstdint>
@@ -28,13 +39,21 @@ enum class OpKind : uint8_t {
   kSendGradient,
   kAllReduce,
   kOptimizer,
+  kBackwardInput,   // split backward: the input gradient (B of ZB-H1)
+  kBackwardWeight,  // split backward: the weight gradients (W of ZB-H1)
 };
+// kBackward, or kBackwardInput: the pass whose result crosses to chunk c-1.
+inline bool is_input_backward(OpKind k) {
+  return k == OpKind::kBackward || k == OpKind::kBackwardInput;
+}
 
 const char* to_string(OpKind kind);
 
 struct TraceOp {
   OpKind kind = OpKind::kForward;
-  int32_t stage = 0;        // the stage that runs or sends it
+  int32_t device = 0;       // the pipeline device (stage position) that runs or sends it
+  int32_t chunk = 0;        // the model chunk it belongs to (= device without interleaving)
+  int32_t peer = -1;        // sends: the receiving device; -1 otherwise
   int32_t microbatch = -1;  // -1 for kAllReduce and kOptimizer
   int32_t replica = 0;
   double compute_s = 0;  // measured wall seconds of compute (forward, backward, optimizer)
@@ -53,7 +72,8 @@ struct TraceOp {
 };
 
 struct StepTrace {
-  int32_t stages = 1;
+  int32_t stages = 1;  // pipeline devices per replica (pipeline.stages)
+  int32_t chunks = 1;  // model chunks per replica (stages x virtual stages)
   int32_t microbatches = 1;
   int32_t replicas = 1;
   std::string schedule = "gpipe";

@@ -131,7 +131,7 @@ int parse_count(const std::string& key, const std::string& v, int min) {
 void describe_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
   std::string shapes, scheds, presets;
   for (const auto& s : model_shapes()) shapes += (shapes.empty() ? "" : ", ") + s.name;
-  for (const auto& s : schedules()) scheds += (scheds.empty() ? "" : ", ") + s.name;
+  for (const auto& s : schedule_registry()) scheds += (scheds.empty() ? "" : ", ") + s.name;
   for (const auto& p : timing_presets()) presets += ", " + p.name;
   o.add_custom(
       "timing.preset", "choice",
@@ -171,6 +171,8 @@ void describe_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
       },
       [&c] { return device_of(c); });
   o.add("timing.stages", c.stages, "pipeline stages (0: the shape's)", 0, 4096);
+  o.add("timing.virtual_stages", c.virtual_stages,
+        "model chunks per stage (interleaved schedule; docs/schedules.md)", 1, 64);
   o.add("timing.batch", c.batch, "samples per replica and step (0: the shape's)", 0, 1 << 24);
   o.add("timing.microbatch", c.microbatch_size, "samples per micro-batch (0: the shape's)", 0,
         1 << 20);
@@ -231,6 +233,22 @@ ResolvedWhatIf resolve_what_if(const WhatIfConfig& c) {
                      e.what());
   }
   r.schedule = schedule_of(c);
+  if (c.virtual_stages > 1) {
+    if (!r.shape.stage_layers.empty()) r.shape.stage_layers.clear();  // even split into chunks
+    if (!find_schedule(r.schedule).virtual_stages) {
+      throw UsageError("timing.virtual_stages = " + std::to_string(c.virtual_stages) +
+                       " needs an interleaved schedule (timing.schedule = interleaved), not '" +
+                       r.schedule + "'");
+    }
+    ModelShape chunks = r.shape;
+    chunks.stages *= c.virtual_stages;
+    try {
+      check_model_shape(chunks);
+    } catch (const UsageError& e) {
+      throw UsageError("timing.virtual_stages = " + std::to_string(c.virtual_stages) + ": " +
+                       e.what());
+    }
+  }
   r.device = find_device("timing.device", device_of(c)).name;
   if (c.baseline == "both") {
     r.baselines = {"fp32", "fp16"};
@@ -309,8 +327,8 @@ WhatIfResult run_what_if(const WhatIfConfig& c, const NetConfig& net,
   auto trace_of = [&](const CodecSpecs& s) {
     std::string k = key_of(s);
     if (traces.count(k) == 0) {
-      traces.emplace(k,
-                     make_synthetic_trace(r.shape, r.schedule, c.replicas, s, wire_bytes, device));
+      traces.emplace(k, make_synthetic_trace(r.shape, r.schedule, c.replicas, s, wire_bytes, device,
+                                             c.virtual_stages));
     }
     return k;
   };

@@ -51,6 +51,7 @@ struct WhatIfConfig {
   int replicas = 1;
   std::string device;             // "" = preset's, else A100
   int stages = 0;                 // 0: the shape's
+  int virtual_stages = 1;         // model chunks per stage (interleaved schedules)
   int batch = 0;                  // 0: the shape's (samples per replica and step)
   int microbatch_size = 0;        // 0: the shape's
   std::string baseline = "fp32";  // fp32 | fp16 | both
@@ -63,7 +64,7 @@ struct WhatIfConfig {
 
 // Binds `timing.preset`, `timing.model`, `timing.fw`, `timing.bw`,
 // `timing.grad`, `timing.schedule`, `timing.replicas`, `timing.device`,
-// `timing.stages`, `timing.batch`, `timing.microbatch`, `timing.baseline`,
+// `timing.stages`, `timing.virtual_stages`, `timing.batch`, `timing.microbatch`, `timing.baseline`,
 // `timing.epochs`, `timing.warmup_epochs`, `timing.aq_warmup_epochs`,
 // `timing.steps_per_epoch`, `timing.bandwidth` (a comma list).
 void describe_options(WhatIfConfig& config, slowpipe::OptionSet& options);

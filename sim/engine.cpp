@@ -9,6 +9,7 @@
 #include <cmath>
 #include <ctime>
 #include <stdexcept>
+#include <utility>
 
 #include "common/errors.h"
 #include "compressors/factory.h"
@@ -44,8 +45,10 @@ PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
                      ", but this libtorch build has no CUDA device available");
   }
   cuda_ = device.is_cuda();
-  const int S = setup_.pipeline.stages;
   const int D = setup_.pipeline.replicas;
+  schedule_ = netmodel::make_schedule(setup_.pipeline.schedule, setup_.pipeline.stages,
+                                      setup_.pipeline.microbatches, setup_.pipeline.virtual_stages);
+  const int C = schedule_.chunks;  // model chunks; `stage` below is a chunk
 
   for (int r = 0; r < D; ++r) {
     auto rep = std::make_unique<Replica>();
@@ -55,15 +58,13 @@ PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
     replicas_.push_back(std::move(rep));
   }
   const auto user_cuts = parse_int_list("pipeline.cuts", setup_.pipeline.cuts);
-  cuts_ = models::resolve_cuts(replicas_[0]->model, S, user_cuts, setup_.pipeline.balance,
+  cuts_ = models::resolve_cuts(replicas_[0]->model, C, user_cuts, setup_.pipeline.balance,
                                setup_.probe);
-  order_ = global_order(
-      netmodel::make_schedule(setup_.pipeline.schedule, S, setup_.pipeline.microbatches),
-      setup_.pipeline.microbatches);
+  order_ = global_order(schedule_);
 
   for (int r = 0; r < D; ++r) {
     Replica& rep = *replicas_[r];
-    for (int s = 0; s < S; ++s) {
+    for (int s = 0; s < C; ++s) {
       std::vector<at::Tensor> params;
       double flops = 0;
       for (size_t b = cuts_[s]; b < cuts_[s + 1]; ++b) {
@@ -74,7 +75,7 @@ PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
       rep.optimizers.emplace_back(setup_.optim, params);
       rep.flops_per_sample.push_back(flops);
     }
-    for (int b = 0; b + 1 < S; ++b) {
+    for (int b = 0; b + 1 < C; ++b) {
       if (setup_.channel_factory) {
         rep.fw.push_back(setup_.channel_factory(ChannelRole::kForward, b, r));
         rep.bw.push_back(setup_.channel_factory(ChannelRole::kBackward, b, r));
@@ -88,7 +89,7 @@ PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
       }
     }
     if (D > 1) {
-      for (int s = 0; s < S; ++s) {
+      for (int s = 0; s < C; ++s) {
         if (setup_.channel_factory) {
           rep.grad.push_back(setup_.channel_factory(ChannelRole::kGradient, s, r));
         } else {
@@ -180,9 +181,23 @@ at::Tensor PipelineEngine::stage_forward(Replica& r, int stage, const at::Tensor
   return h;
 }
 
+// One replica's tensors in flight during a step, per (chunk, micro-batch).
+struct PipelineEngine::StepWork {
+  int replica = 0;
+  int64_t step = 0;
+  int64_t shard = 0, mb = 0;  // samples per replica shard and per micro-batch
+  const models::Batch* batch = nullptr;
+  std::vector<std::vector<at::Tensor>> inputs;    // the chunk's input leaf
+  std::vector<std::vector<at::Tensor>> outputs;   // its output (the scaled loss on the last)
+  std::vector<std::vector<at::Tensor>> grads_in;  // the gradient of the output
+  // Split backward: the input pass's measured wall and thread CPU seconds.
+  std::vector<std::vector<std::pair<double, double>>> input_pass;
+  double loss_sum = 0;
+};
+
 StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
                                       int64_t total_steps) {
-  const int S = stages();
+  const int C = stages();
   const int D = replicas();
   const int M = setup_.pipeline.microbatches;
   const int64_t B = batch.inputs.size(0);
@@ -190,18 +205,12 @@ StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
     throw UsageError("batch of " + std::to_string(B) + " samples does not split into " +
                      std::to_string(D) + " replicas x " + std::to_string(M) + " micro-batches");
   }
-  const int64_t shard = B / D;
-  const int64_t mb = shard / M;
-  const torch::Device device(setup_.device);
-  const auto sync = [this] {
-    if (cuda_) torch::cuda::synchronize();
-  };
-
   StepResult result;
   result.samples = B;
-  result.fw.resize(S - 1);
-  result.bw.resize(S - 1);
-  result.trace.stages = S;
+  result.fw.resize(C - 1);
+  result.bw.resize(C - 1);
+  result.trace.stages = schedule_.devices;
+  result.trace.chunks = C;
   result.trace.microbatches = M;
   result.trace.replicas = D;
   result.trace.schedule = setup_.pipeline.schedule;
@@ -210,91 +219,191 @@ StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
 
   double loss_sum = 0;
   for (int r = 0; r < D; ++r) {
-    Replica& rep = *replicas_[r];
-    for (auto& o : rep.optimizers) o.zero_grad();
-    // Per (stage, micro-batch): the stage's input leaf and its output (loss on the last stage).
-    std::vector<std::vector<at::Tensor>> inputs(S, std::vector<at::Tensor>(M));
-    std::vector<std::vector<at::Tensor>> outputs(S, std::vector<at::Tensor>(M));
-    std::vector<std::vector<at::Tensor>> grads_in(S, std::vector<at::Tensor>(M));
+    StepWork w;
+    w.replica = r;
+    w.step = step;
+    w.shard = B / D;
+    w.mb = w.shard / M;
+    w.batch = &batch;
+    for (auto* v : {&w.inputs, &w.outputs, &w.grads_in}) {
+      v->assign(C, std::vector<at::Tensor>(M));
+    }
+    w.input_pass.assign(C, std::vector<std::pair<double, double>>(M));
+    for (auto& o : replicas_[r]->optimizers) o.zero_grad();
     for (const PipelineOp& op : order_) {
-      const int s = op.stage;
-      const int m = op.microbatch;
-      const int64_t begin = r * shard + m * mb;
-      // Channels key per-sample state by the id within the replica's shard.
-      const at::Tensor ids = setup_.shard_samples > 0
-                                 ? batch.ids.narrow(0, begin, mb) - r * setup_.shard_samples
-                                 : batch.ids.narrow(0, begin, mb);
-      if (!op.backward) {
-        at::Tensor x = s == 0 ? batch.inputs.narrow(0, begin, mb).to(device) : inputs[s][m];
-        sync();
-        const OpTimer timer;
-        at::Tensor y = stage_forward(rep, s, x);
-        if (s == S - 1) {
-          const at::Tensor targets = batch.targets.narrow(0, begin, mb).to(device);
-          y = models::loss(task(), y, targets) * (static_cast<double>(mb) / shard);
-        }
-        sync();
-        result.trace.ops.push_back(
-            compute_op(netmodel::OpKind::kForward, s, m, r, timer, rep.flops_per_sample[s] * mb));
-        outputs[s][m] = y;
-        if (s < S - 1 && !all_finite(y)) {
-          throw NonFiniteError("non-finite activation at " + where(step, r, m) + ": stage " +
-                               std::to_string(s) + " output, forward across boundary " +
-                               std::to_string(s));
-        }
-        if (s < S - 1) {
-          compressors::TransferStats st;
-          const at::Tensor received = rep.fw[s]->transfer(y.detach(), ids, &st);
-          inputs[s + 1][m] = received.detach().requires_grad_(true);
-          result.trace.ops.push_back(
-              message_op(netmodel::OpKind::kSendActivation, s, m, r, y, st, result.fw[s]));
-        }
-      } else {
-        sync();
-        const OpTimer timer;
-        if (s == S - 1) {
-          const double loss = outputs[s][m].item<double>();
-          if (!std::isfinite(loss)) {
-            throw NonFiniteError("non-finite loss at " + where(step, r, m) + " (last stage " +
-                                 std::to_string(s) + ")");
-          }
-          loss_sum += loss;
-          outputs[s][m].backward();
-        } else {
-          outputs[s][m].backward(grads_in[s][m]);
-        }
-        sync();
-        result.trace.ops.push_back(compute_op(netmodel::OpKind::kBackward, s, m, r, timer,
-                                              2.0 * rep.flops_per_sample[s] * mb));
-        if (s > 0 && !all_finite(inputs[s][m].grad())) {
-          throw NonFiniteError("non-finite activation-gradient at " + where(step, r, m) +
-                               ": stage " + std::to_string(s) +
-                               " input, backward across boundary " + std::to_string(s - 1));
-        }
-        if (s > 0) {
-          compressors::TransferStats st;
-          grads_in[s - 1][m] = rep.bw[s - 1]->transfer(inputs[s][m].grad(), ids, &st);
-          result.trace.ops.push_back(message_op(netmodel::OpKind::kSendGradient, s, m, r,
-                                                inputs[s][m].grad(), st, result.bw[s - 1]));
-        }
-        outputs[s][m] = at::Tensor();
-        inputs[s][m] = at::Tensor();
-        grads_in[s][m] = at::Tensor();
+      switch (op.pass) {
+        case netmodel::Pass::kForward:
+          run_forward(w, op, result);
+          break;
+        case netmodel::Pass::kBackward:
+        case netmodel::Pass::kBackwardInput:
+          run_backward(w, op, result);
+          break;
+        case netmodel::Pass::kBackwardWeight:
+          run_weight_backward(w, op, result);
+          break;
       }
     }
+    loss_sum += w.loss_sum;
   }
   result.loss = loss_sum / D;
   if (D > 1) sync_gradients(result);
+  step_optimizers(result, step, total_steps);
+  finish_means(result.fw);
+  finish_means(result.bw);
+  finish_means(result.grad);
+  for (const auto& op : result.trace.ops) result.compute_s += op.compute_s;
+  return result;
+}
 
+at::Tensor PipelineEngine::microbatch_ids(const StepWork& w, int m) const {
+  const int64_t begin = w.replica * w.shard + m * w.mb;
+  // Channels key per-sample state by the id within the replica's shard.
+  return setup_.shard_samples > 0
+             ? w.batch->ids.narrow(0, begin, w.mb) - w.replica * setup_.shard_samples
+             : w.batch->ids.narrow(0, begin, w.mb);
+}
+
+void PipelineEngine::sync_device() const {
+  if (cuda_) torch::cuda::synchronize();
+}
+
+OpSite PipelineEngine::site(const StepWork& w, int chunk, int microbatch, int peer) const {
+  return {schedule_.device_of[chunk], chunk, microbatch, w.replica, peer};
+}
+
+void PipelineEngine::run_forward(StepWork& w, const PipelineOp& op, StepResult& result) {
+  const int C = stages(), c = op.chunk, m = op.microbatch, r = w.replica;
+  Replica& rep = *replicas_[r];
+  const torch::Device device(setup_.device);
+  const int64_t begin = r * w.shard + m * w.mb;
+  at::Tensor x = c == 0 ? w.batch->inputs.narrow(0, begin, w.mb).to(device) : w.inputs[c][m];
+  sync_device();
+  const OpTimer timer;
+  at::Tensor y = stage_forward(rep, c, x);
+  if (c == C - 1) {
+    const at::Tensor targets = w.batch->targets.narrow(0, begin, w.mb).to(device);
+    y = models::loss(task(), y, targets) * (static_cast<double>(w.mb) / w.shard);
+  }
+  sync_device();
+  result.trace.ops.push_back(
+      compute_op(netmodel::OpKind::kForward, site(w, c, m), timer, rep.flops_per_sample[c] * w.mb));
+  w.outputs[c][m] = y;
+  if (c == C - 1) return;
+  if (!all_finite(y)) {
+    throw NonFiniteError("non-finite activation at " + where(w.step, r, m) + ": stage " +
+                         std::to_string(c) + " output, forward across boundary " +
+                         std::to_string(c));
+  }
+  const int to = schedule_.device_of[c + 1];
+  if (to == schedule_.device_of[c]) {  // both chunks on one device: no message
+    w.inputs[c + 1][m] = y.detach().requires_grad_(true);
+    return;
+  }
+  compressors::TransferStats st;
+  const at::Tensor received = rep.fw[c]->transfer(y.detach(), microbatch_ids(w, m), &st);
+  w.inputs[c + 1][m] = received.detach().requires_grad_(true);
+  result.trace.ops.push_back(
+      message_op(netmodel::OpKind::kSendActivation, site(w, c, m, to), y, st, result.fw[c]));
+}
+
+void PipelineEngine::run_backward(StepWork& w, const PipelineOp& op, StepResult& result) {
+  const int C = stages(), c = op.chunk, m = op.microbatch, r = w.replica;
+  Replica& rep = *replicas_[r];
+  const bool split = op.pass == netmodel::Pass::kBackwardInput;
+  sync_device();
+  const OpTimer timer;
+  at::Tensor& out = w.outputs[c][m];
+  if (c == C - 1) {
+    const double loss = out.item<double>();
+    if (!std::isfinite(loss)) {
+      throw NonFiniteError("non-finite loss at " + where(w.step, r, m) + " (last stage " +
+                           std::to_string(c) + ")");
+    }
+    w.loss_sum += loss;
+  }
+  const at::Tensor grad_out = c == C - 1 ? at::Tensor() : w.grads_in[c][m];
+  at::Tensor input_grad;
+  if (!split) {
+    out.backward(grad_out);
+    if (c > 0) input_grad = w.inputs[c][m].grad();
+  } else if (c > 0) {
+    // The input gradient only; the graph stays for the weight pass.
+    input_grad = torch::autograd::grad({out}, {w.inputs[c][m]},
+                                       {grad_out.defined() ? grad_out : at::ones_like(out)},
+                                       /*retain_graph=*/true)[0];
+  }
+  sync_device();
+  // A split backward's input pass: about one forward's FLOPs (docs/schedules.md).
+  const double flops = (split ? 1.0 : 2.0) * rep.flops_per_sample[c] * w.mb;
+  result.trace.ops.push_back(
+      compute_op(split ? netmodel::OpKind::kBackwardInput : netmodel::OpKind::kBackward,
+                 site(w, c, m), timer, flops));
+  if (split) {
+    w.input_pass[c][m] = {result.trace.ops.back().compute_s, result.trace.ops.back().thread_cpu_s};
+  }
+  if (c > 0 && !all_finite(input_grad)) {
+    throw NonFiniteError("non-finite activation-gradient at " + where(w.step, r, m) + ": stage " +
+                         std::to_string(c) + " input, backward across boundary " +
+                         std::to_string(c - 1));
+  }
+  if (c > 0) {
+    const int to = schedule_.device_of[c - 1];
+    if (to == schedule_.device_of[c]) {
+      w.grads_in[c - 1][m] = input_grad;
+    } else {
+      compressors::TransferStats st;
+      w.grads_in[c - 1][m] = rep.bw[c - 1]->transfer(input_grad, microbatch_ids(w, m), &st);
+      result.trace.ops.push_back(message_op(netmodel::OpKind::kSendGradient, site(w, c, m, to),
+                                            input_grad, st, result.bw[c - 1]));
+    }
+  }
+  w.grads_in[c][m] = split ? grad_out : at::Tensor();
+  if (!split) {
+    out = at::Tensor();
+    w.inputs[c][m] = at::Tensor();
+  }
+}
+
+void PipelineEngine::run_weight_backward(StepWork& w, const PipelineOp& op, StepResult& result) {
+  const int C = stages(), c = op.chunk, m = op.microbatch;
+  Replica& rep = *replicas_[w.replica];
+  sync_device();
+  const OpTimer timer;
+  const at::Tensor& grad_out = w.grads_in[c][m];
+  std::vector<at::Tensor> params;
+  for (const auto& p : rep.stage_params[c]) {
+    if (p.requires_grad()) params.push_back(p);
+  }
+  torch::autograd::backward({w.outputs[c][m]}, {c == C - 1 ? at::Tensor() : grad_out},
+                            /*retain_graph=*/false,
+                            /*create_graph=*/false, params);
+  sync_device();
+  netmodel::TraceOp t = compute_op(netmodel::OpKind::kBackwardWeight, site(w, c, m), timer,
+                                   rep.flops_per_sample[c] * w.mb);
+  // libtorch walks the chunk's chain of activation gradients again to reach
+  // the parameters: what the input pass already measured is not counted twice.
+  if (c > 0) {
+    t.compute_s = std::max(0.0, t.compute_s - w.input_pass[c][m].first);
+    t.thread_cpu_s = std::max(0.0, t.thread_cpu_s - w.input_pass[c][m].second);
+  }
+  result.trace.ops.push_back(t);
+  w.outputs[c][m] = at::Tensor();
+  w.inputs[c][m] = at::Tensor();
+  w.grads_in[c][m] = at::Tensor();
+}
+
+void PipelineEngine::step_optimizers(StepResult& result, int64_t step, int64_t total_steps) {
+  const int C = stages();
   result.lr = learning_rate(setup_.optim, step, total_steps);
-  for (int r = 0; r < D; ++r) {
+  for (int r = 0; r < replicas(); ++r) {
     Replica& rep = *replicas_[r];
     std::vector<at::Tensor> all;
     for (const auto& p : rep.stage_params) all.insert(all.end(), p.begin(), p.end());
     const double norm = clip_global_norm(all, setup_.optim.clip);
     if (!std::isfinite(norm)) {
       int bad = 0;
-      for (int s = 0; s < S && bad == 0; ++s) {
+      for (int s = 0; s < C && bad == 0; ++s) {
         for (const auto& p : rep.stage_params[s]) {
           if (p.grad().defined() && !all_finite(p.grad())) bad = s + 1;
         }
@@ -304,23 +413,19 @@ StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
                            std::to_string(std::max(bad - 1, 0)) + ")");
     }
     if (r == 0) result.grad_norm = norm;
-    for (int s = 0; s < S; ++s) {
-      sync();
+    for (int s = 0; s < C; ++s) {
+      sync_device();
       const OpTimer timer;
       rep.optimizers[s].set_lr(result.lr);
       rep.optimizers[s].step();
-      sync();
-      netmodel::TraceOp op = compute_op(netmodel::OpKind::kOptimizer, s, -1, r, timer,
-                                        rep.optimizers[s].flops_per_step());
+      sync_device();
+      netmodel::TraceOp op =
+          compute_op(netmodel::OpKind::kOptimizer, OpSite{schedule_.device_of[s], s, -1, r}, timer,
+                     rep.optimizers[s].flops_per_step());
       op.memory_bytes = rep.optimizers[s].memory_bytes_per_step();
       result.trace.ops.push_back(op);
     }
   }
-  finish_means(result.fw);
-  finish_means(result.bw);
-  finish_means(result.grad);
-  for (const auto& op : result.trace.ops) result.compute_s += op.compute_s;
-  return result;
 }
 
 void PipelineEngine::sync_gradients(StepResult& result) {
@@ -335,8 +440,9 @@ void PipelineEngine::sync_gradients(StepResult& result) {
       compressors::TransferStats st;
       const at::Tensor received = rep.grad[s]->transfer(g, at::Tensor(), &st);
       sum = sum.defined() ? sum + received : received.clone();
-      result.trace.ops.push_back(
-          message_op(netmodel::OpKind::kAllReduce, s, -1, r, g, st, result.grad[s]));
+      result.trace.ops.push_back(message_op(netmodel::OpKind::kAllReduce,
+                                            OpSite{schedule_.device_of[s], s, -1, r}, g, st,
+                                            result.grad[s]));
     }
     const at::Tensor mean = sum / D;
     for (int r = 0; r < D; ++r) set_gradients(replicas_[r]->stage_params[s], mean);

@@ -1,11 +1,12 @@
 // The pipeline engine: D data-parallel replicas of a model cut into S stages, run
 // for real in one process, micro-batch by micro-batch, in the order a schedule
-// (GPipe, 1F1B) dictates. At every stage boundary the activation leaving a stage is
-// detached, sent through the boundary's forward channel and handed to the next
-// stage as a new leaf; its gradient comes back explicitly through the backward
-// channel. With D > 1 each stage's parameter gradients cross a gradient channel
-// and are averaged as an all-reduce would. Every op is timed and recorded in a
-// netmodel::StepTrace, which the network model replays into simulated time.
+// (netmodel/schedule.h: GPipe, 1F1B, interleaved, ZB-H1) dictates; with virtual
+// stages the model is cut into stages x v chunks, several per device. At every stage boundary the
+// activation leaving a stage is detached, sent through the boundary's forward channel and handed to
+// the next stage as a new leaf; its gradient comes back explicitly through the backward channel.
+// With D > 1 each stage's parameter gradients cross a gradient channel and are averaged as an
+// all-reduce would. Every op is timed and recorded in a netmodel::StepTrace, which the network
+// model replays into simulated time.
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -22,6 +23,7 @@
 #include "models/dataset.h"
 #include "models/model.h"
 #include "models/model_config.h"
+#include "netmodel/schedule.h"
 #include "netmodel/trace.h"
 #include "sim/executor.h"
 #include "sim/optimizer.h"
@@ -132,6 +134,8 @@ class StepEngine {
   virtual std::string rank_map() const { return ""; }
 };
 
+struct OpSite;  // engine_parts.h
+
 class PipelineEngine : public StepEngine {
  public:
   explicit PipelineEngine(EngineSetup setup);
@@ -153,7 +157,11 @@ class PipelineEngine : public StepEngine {
   // warm-up. Parameters, optimizer and channel states are left untouched.
   void warm_up(const models::Batch& batch, int passes) override;
 
+  // Model chunks C = pipeline.stages x pipeline.virtual_stages: the pieces the
+  // model is cut into, each with its own parameters, optimizer and (D > 1)
+  // gradient channel; boundary b lies between chunks b and b + 1.
   int stages() const override { return static_cast<int>(cuts_.size()) - 1; }
+  const netmodel::Schedule& schedule() const { return schedule_; }
   int replicas() const override { return static_cast<int>(replicas_.size()); }
   const std::vector<size_t>& cuts() const override { return cuts_; }
   const std::vector<PipelineOp>& order() const { return order_; }
@@ -175,9 +183,19 @@ class PipelineEngine : public StepEngine {
 
  private:
   struct Replica;
+  struct StepWork;
   at::Tensor stage_forward(Replica& r, int stage, const at::Tensor& x);
+  // The passes of one step (engine.cpp): each runs one op of the global order.
+  void run_forward(StepWork& w, const PipelineOp& op, StepResult& result);
+  void run_backward(StepWork& w, const PipelineOp& op, StepResult& result);
+  void run_weight_backward(StepWork& w, const PipelineOp& op, StepResult& result);
   void sync_gradients(StepResult& result);
+  void step_optimizers(StepResult& result, int64_t step, int64_t total_steps);
+  at::Tensor microbatch_ids(const StepWork& w, int microbatch) const;
+  OpSite site(const StepWork& w, int chunk, int microbatch, int peer = -1) const;
+  void sync_device() const;
   EngineSetup setup_;
+  netmodel::Schedule schedule_;
   std::vector<size_t> cuts_;
   std::vector<PipelineOp> order_;
   std::vector<std::unique_ptr<Replica>> replicas_;

@@ -40,29 +40,35 @@ compressors::ChannelContext channel_context(const EngineSetup& setup, const std:
   return ctx;
 }
 
-netmodel::TraceOp compute_op(netmodel::OpKind kind, int stage, int microbatch, int replica,
-                             const OpTimer& timer, double flops) {
+namespace {
+
+netmodel::TraceOp op_at(netmodel::OpKind kind, const OpSite& site) {
   netmodel::TraceOp op;
   op.kind = kind;
-  op.stage = stage;
-  op.microbatch = microbatch;
-  op.replica = replica;
+  op.device = site.device;
+  op.chunk = site.chunk;
+  op.peer = site.peer;
+  op.microbatch = site.microbatch;
+  op.replica = site.replica;
+  return op;
+}
+
+}  // namespace
+
+netmodel::TraceOp compute_op(netmodel::OpKind kind, const OpSite& site, const OpTimer& timer,
+                             double flops) {
+  netmodel::TraceOp op = op_at(kind, site);
   op.compute_s = timer.wall_s();
   op.thread_cpu_s = timer.cpu_s();
   op.flops = flops;
   return op;
 }
 
-netmodel::TraceOp message_op(netmodel::OpKind kind, int stage, int microbatch, int replica,
-                             const at::Tensor& sent, const compressors::TransferStats& st,
-                             ChannelSummary& sum) {
+netmodel::TraceOp message_op(netmodel::OpKind kind, const OpSite& site, const at::Tensor& sent,
+                             const compressors::TransferStats& st, ChannelSummary& sum) {
   add_transfer(sum, st);
-  netmodel::TraceOp op;
+  netmodel::TraceOp op = op_at(kind, site);
   op.raw_bytes = static_cast<uint64_t>(sent.numel()) * sizeof(float);
-  op.kind = kind;
-  op.stage = stage;
-  op.microbatch = microbatch;
-  op.replica = replica;
   op.encode_s = st.encode_s;
   op.decode_s = st.decode_s;
   op.bytes = st.bytes;

@@ -38,13 +38,22 @@ void add_transfer(ChannelSummary& sum, const compressors::TransferStats& st);
 compressors::ChannelContext channel_context(const EngineSetup& setup, const std::string& name,
                                             uint64_t salt);
 
-netmodel::TraceOp compute_op(netmodel::OpKind kind, int stage, int microbatch, int replica,
-                             const OpTimer& timer, double flops);
+// Where a trace op runs: its device (stage position), model chunk, micro-batch
+// (-1: per step) and replica; `peer` is the receiving device of a send.
+struct OpSite {
+  int device = 0;
+  int chunk = 0;
+  int microbatch = -1;
+  int replica = 0;
+  int peer = -1;
+};
+
+netmodel::TraceOp compute_op(netmodel::OpKind kind, const OpSite& site, const OpTimer& timer,
+                             double flops);
 
 // A message op (send or all-reduce) and its channel's accounting.
-netmodel::TraceOp message_op(netmodel::OpKind kind, int stage, int microbatch, int replica,
-                             const at::Tensor& sent, const compressors::TransferStats& st,
-                             ChannelSummary& sum);
+netmodel::TraceOp message_op(netmodel::OpKind kind, const OpSite& site, const at::Tensor& sent,
+                             const compressors::TransferStats& st, ChannelSummary& sum);
 
 bool all_finite(const at::Tensor& t);
 

@@ -93,7 +93,8 @@ void check_out(const RunConfig& run, bool resuming) {
 }
 
 void check_compression(const TrainConfig& c) {
-  const int boundaries = c.pipeline.stages - 1;
+  // Boundaries lie between model chunks (stages x virtual stages).
+  const int boundaries = c.pipeline.stages * c.pipeline.virtual_stages - 1;
   compressors::validate_compress_config(c.compress, boundaries, c.pipeline.replicas > 1);
   bool aq = false;
   for (int b = 0; b < boundaries; ++b) aq = aq || c.compress.fw_for(b).rfind("aq(", 0) == 0;
@@ -114,12 +115,13 @@ void check_compression(const TrainConfig& c) {
 // a network that cannot carry it (a bad net.links pair, a zero-rate link) is
 // reported now rather than after the data is loaded.
 void check_network(const TrainConfig& c) {
-  const netmodel::StepTrace trace =
-      netmodel::build_trace(c.pipeline.schedule, c.pipeline.stages, c.pipeline.microbatches,
-                            c.pipeline.replicas, [](netmodel::TraceOp& op) {
-                              op.compute_s = 1e-3;
-                              op.bytes = 1000;
-                            });
+  const netmodel::StepTrace trace = netmodel::build_trace(
+      c.pipeline.schedule, c.pipeline.stages, c.pipeline.microbatches, c.pipeline.replicas,
+      [](netmodel::TraceOp& op) {
+        op.compute_s = 1e-3;
+        op.bytes = 1000;
+      },
+      c.pipeline.virtual_stages);
   try {
     netmodel::Simulator probe(c.net);
     (void)probe.replay(trace);

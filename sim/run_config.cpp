@@ -3,6 +3,7 @@
 
 #include "common/errors.h"
 #include "common/units.h"
+#include "netmodel/schedule.h"
 
 namespace slowpipe::sim {
 
@@ -94,7 +95,8 @@ void describe_options(DistConfig& c, OptionSet& o) {
 void describe_options(PipelineConfig& c, OptionSet& o) {
   o.add("pipeline.stages", c.stages, "pipeline stages S the model is cut into", 1, 1024);
   o.add_custom(
-      "pipeline.cuts", "int list", "first block of stages 1..S-1, e.g. 2,4,6 (empty = balanced)",
+      "pipeline.cuts", "int list",
+      "first block of chunks 1..C-1 (C = stages x virtual stages), e.g. 2,4,6 (empty = balanced)",
       [&c](const std::string& v) {
         (void)parse_int_list("pipeline.cuts", v);  // validate the syntax now
         c.cuts = v;
@@ -103,7 +105,10 @@ void describe_options(PipelineConfig& c, OptionSet& o) {
   o.add_choice("pipeline.balance", c.balance, {"params", "time"},
                "how stages are balanced when no cuts are given");
   o.add("pipeline.microbatches", c.microbatches, "micro-batches M per batch", 1, 4096);
-  o.add_choice("pipeline.schedule", c.schedule, {"gpipe", "1f1b"}, "pipeline schedule");
+  o.add_choice("pipeline.schedule", c.schedule, netmodel::schedule_names(),
+               "pipeline schedule (docs/schedules.md)");
+  o.add("pipeline.virtual_stages", c.virtual_stages,
+        "model chunks per stage, C = S x v (interleaved schedule)", 1, 64);
   o.add("pipeline.replicas", c.replicas, "data-parallel replicas D", 1, 256);
   o.add("pipeline.batch_size", c.batch_size, "global batch size (all replicas)", 1, 1 << 20);
 }
@@ -115,6 +120,11 @@ void validate(const PipelineConfig& c) {
                      " does not split into replicas x microbatches = " + std::to_string(per) +
                      " equal micro-batches");
   }
+  if (c.virtual_stages > 1 && c.stages < 2) {
+    throw UsageError("pipeline.virtual_stages = " + std::to_string(c.virtual_stages) +
+                     " needs pipeline.stages >= 2 (chunks on one device are one stage)");
+  }
+  (void)netmodel::make_schedule(c.schedule, c.stages, c.microbatches, c.virtual_stages);
 }
 
 void describe_options(OptimConfig& c, OptionSet& o) {

@@ -51,16 +51,19 @@ struct DistConfig {
 void describe_options(DistConfig& c, OptionSet& o);
 
 struct PipelineConfig {
-  int stages = 4;
-  std::string cuts;                // "2,4,6": first block of stages 1..S-1; empty = balanced
+  int stages = 4;                  // pipeline devices per replica
+  std::string cuts;                // "2,4,6": first block of chunks 1..C-1; empty = balanced
   std::string balance = "params";  // params|time
   int microbatches = 1;
-  std::string schedule = "gpipe";  // gpipe|1f1b
+  std::string schedule = "gpipe";  // a name of netmodel::schedule_registry()
+  int virtual_stages = 1;          // model chunks per stage (interleaved schedules)
   int replicas = 1;
   int batch_size = 16;  // global batch (all replicas, all micro-batches)
 };
 void describe_options(PipelineConfig& c, OptionSet& o);
-// Throws UsageError when the batch does not split evenly.
+// Throws UsageError when the batch does not split evenly or the schedule
+// cannot run this layout (virtual stages on a schedule without them, or on one
+// stage; an interleaved M that is not a multiple of S).
 void validate(const PipelineConfig& c);
 
 struct OptimConfig {

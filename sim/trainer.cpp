@@ -483,9 +483,14 @@ TrainSummary train(const TrainConfig& cfg, const ResolvedConfig& resolved, bool 
       S > 1 ? ", fw " + join(engine.fw_specs(), ",") + ", bw " + join(engine.bw_specs(), ",")
             : ", no boundaries";
   progress.message("slowpipe train: " + std::to_string(run.total_steps) + " steps, " +
-                   std::to_string(S) + " stage(s) (block cuts " + join(cut_text, ",") + "), " +
-                   std::to_string(engine.replicas()) + " replica(s)" + channels + ", network " +
-                   netmodel::describe(cfg.net) + " -> " + cfg.run.out +
+                   std::to_string(cfg.pipeline.stages) + " stage(s)" +
+                   (cfg.pipeline.virtual_stages > 1
+                        ? " x " + std::to_string(cfg.pipeline.virtual_stages) +
+                              " virtual = " + std::to_string(S) + " chunks"
+                        : "") +
+                   ", schedule " + cfg.pipeline.schedule + " (block cuts " + join(cut_text, ",") +
+                   "), " + std::to_string(engine.replicas()) + " replica(s)" + channels +
+                   ", network " + netmodel::describe(cfg.net) + " -> " + cfg.run.out +
                    (resume ? " (resumed after step " + std::to_string(cur.steps_done) + ")" : ""));
   for (const std::string& line : channel_lines(cfg, engine, *run.data)) progress.message(line);
 

@@ -20,7 +20,8 @@ namespace {
 TraceOp op(OpKind kind, int stage, int mb, int replica) {
   TraceOp t;
   t.kind = kind;
-  t.stage = stage;
+  t.device = stage;
+  t.chunk = stage;
   t.microbatch = mb;
   t.replica = replica;
   t.compute_s = 0.001;
@@ -36,9 +37,9 @@ sd::RankReport report(int r, int s, int M, int D) {
   rep.fw_wire.assign(1, 0);
   rep.bw_wire.assign(1, 0);
   const auto schedule = slowpipe::netmodel::make_schedule("gpipe", 2, M);
-  for (const auto& p : schedule[static_cast<size_t>(s)]) {
+  for (const auto& p : schedule.per_device[static_cast<size_t>(s)]) {
     const int m = p.microbatch;
-    if (!p.backward) {
+    if (p.pass == slowpipe::netmodel::Pass::kForward) {
       rep.ops.push_back(op(OpKind::kForward, s, m, r));
       if (s == 0) {
         TraceOp send = op(OpKind::kSendActivation, 0, m, r);
@@ -102,8 +103,7 @@ TEST_CASE("dist: merged reports are in the single-process order") {
   reports.reserve(static_cast<size_t>(layout.world()));
   for (int rank = 0; rank < layout.world(); ++rank)
     reports.push_back(report(layout.replica_of(rank), layout.stage_of(rank), M, D));
-  const auto order =
-      slowpipe::sim::global_order(slowpipe::netmodel::make_schedule("gpipe", S, M), M);
+  const auto order = slowpipe::sim::global_order(slowpipe::netmodel::make_schedule("gpipe", S, M));
   const slowpipe::sim::StepResult res = sd::merge(reports, layout, order);
 
   // Losses: replica 0's in its last stage's order, then replica 1's.
@@ -115,15 +115,16 @@ TEST_CASE("dist: merged reports are in the single-process order") {
   REQUIRE(res.grad_norm == 1.5);  // replica 0's
 
   std::vector<std::string> got;
-  for (const auto& o : res.trace.ops) got.push_back(key(o.kind, o.stage, o.microbatch, o.replica));
+  for (const auto& o : res.trace.ops) got.push_back(key(o.kind, o.device, o.microbatch, o.replica));
   std::vector<std::string> expect;
   for (int r = 0; r < D; ++r) {
     for (const auto& p : order) {
+      const bool backward = p.pass != slowpipe::netmodel::Pass::kForward;
       expect.push_back(
-          key(p.backward ? OpKind::kBackward : OpKind::kForward, p.stage, p.microbatch, r));
-      if (!p.backward && p.stage == 0)
+          key(backward ? OpKind::kBackward : OpKind::kForward, p.chunk, p.microbatch, r));
+      if (!backward && p.chunk == 0)
         expect.push_back(key(OpKind::kSendActivation, 0, p.microbatch, r));
-      if (p.backward && p.stage == 1)
+      if (backward && p.chunk == 1)
         expect.push_back(key(OpKind::kSendGradient, 1, p.microbatch, r));
     }
   }

@@ -103,10 +103,10 @@ TEST_CASE("Replay: the sender keeps computing while its message is on the wire")
   const nm::Timeline tl = nm::replay(t, c);
   for (size_t i = 0; i < t.ops.size(); ++i) {
     const auto& op = t.ops[i];
-    if (op.kind == nm::OpKind::kForward && op.stage == 0 && op.microbatch == 1) {
+    if (op.kind == nm::OpKind::kForward && op.device == 0 && op.microbatch == 1) {
       CHECK(tl.timing[i].start_s == Approx(1.0));  // not after the first send's 10 s
     }
-    if (op.kind == nm::OpKind::kForward && op.stage == 1 && op.microbatch == 1) {
+    if (op.kind == nm::OpKind::kForward && op.device == 1 && op.microbatch == 1) {
       // m1 is queued behind m0 on their connection: m0 arrives at 11, m1 at 21
       CHECK(tl.timing[i].start_s == Approx(21.0));
     }
@@ -131,7 +131,7 @@ TEST_CASE("Replay: encode occupies the sender, decode the receiver") {
       CHECK(tl.timing[i].decode_start_s == Approx(1.25));
       CHECK(tl.timing[i].decode_end_s == Approx(1.75));
     }
-    if (op.kind == nm::OpKind::kForward && op.stage == 1)
+    if (op.kind == nm::OpKind::kForward && op.device == 1)
       CHECK(tl.timing[i].start_s == Approx(1.75));
   }
   CHECK(tl.device_busy_s[0] == Approx(1.25));
@@ -197,8 +197,20 @@ TEST_CASE("Replay: shared hosts, NICs and per-link overrides") {
 TEST_CASE("Replay: inconsistent traces are data errors") {
   nm::StepTrace t = uniform("gpipe", 2, 2, 1, 10);
   nm::StepTrace bad_stage = t;
-  bad_stage.ops[0].stage = 5;
+  bad_stage.ops[0].device = 5;
   CHECK_THROWS_AS(nm::replay(bad_stage, free_links("fixed:1")), slowpipe::DataError);
+  nm::StepTrace bad_chunk = t;
+  bad_chunk.ops[0].chunk = 5;
+  CHECK_THROWS_WITH(nm::replay(bad_chunk, free_links("fixed:1")), Catch::Contains("chunk"));
+  nm::StepTrace two_devices = t;  // chunk 0's forward on device 1
+  two_devices.ops[0].device = 1;
+  CHECK_THROWS_WITH(nm::replay(two_devices, free_links("fixed:1")), Catch::Contains("two devices"));
+  nm::StepTrace no_peer = t;
+  for (auto& op : no_peer.ops) {
+    if (op.kind == nm::OpKind::kSendActivation) op.peer = 7;
+  }
+  CHECK_THROWS_WITH(nm::replay(no_peer, free_links("fixed:1")),
+                    Catch::Contains("send to a device"));
   nm::StepTrace negative = t;
   negative.ops[1].compute_s = -1;
   CHECK_THROWS_WITH(nm::replay(negative, free_links("measured")), Catch::Contains("op 1"));
@@ -209,12 +221,16 @@ TEST_CASE("Replay: inconsistent traces are data errors") {
   // receiving the gradient of micro-batch 1: never.
   nm::StepTrace stall;
   stall.stages = 2;
+  stall.chunks = 2;
   stall.microbatches = 2;
   auto op = [](nm::OpKind k, int s, int m) {
     nm::TraceOp o;
     o.kind = k;
-    o.stage = s;
+    o.device = s;
+    o.chunk = s;
     o.microbatch = m;
+    if (k == nm::OpKind::kSendActivation) o.peer = s + 1;
+    if (k == nm::OpKind::kSendGradient) o.peer = s - 1;
     return o;
   };
   stall.ops = {op(nm::OpKind::kForward, 0, 0),     op(nm::OpKind::kBackward, 0, 1),

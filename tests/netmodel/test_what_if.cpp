@@ -58,7 +58,7 @@ TEST_CASE("Synthetic trace: byte sizes from the callback, FLOPs per op") {
     }
     if (op.kind == nm::OpKind::kAllReduce) ++reduces;
     if (op.kind == nm::OpKind::kBackward)
-      CHECK(op.flops == Approx(2 * nm::forward_flops(g, op.stage)));
+      CHECK(op.flops == Approx(2 * nm::forward_flops(g, op.chunk)));
   }
   CHECK(acts == 2 * 7 * 32);
   CHECK(grads == 2 * 7 * 32);

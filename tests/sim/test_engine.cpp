@@ -8,6 +8,7 @@
 
 #include "compressors/factory.h"
 #include "engine_fixture.h"
+#include "netmodel/replay.h"
 #include "netmodel/schedule.h"
 
 namespace {
@@ -121,6 +122,95 @@ TEST_CASE("Engine: GPipe, 1F1B, micro-batches and replicas agree with the unspli
   }
 }
 
+TEST_CASE("Engine: interleaved 1F1B and ZB-H1 agree with GPipe and the unsplit model") {
+  namespace nm = slowpipe::netmodel;
+  auto data = slowpipe::test::text_data(16);
+  const auto whole = slowpipe::test::run_steps(slowpipe::test::gpt_setup(*data, 1), *data, 12);
+  for (int D : {1, 2}) {
+    for (const char* codec : {"none", "q8"}) {
+      INFO("D=" << D << " codec " << codec);
+      // GPipe over 4 chunks on 4 stages is the reference for both: the same
+      // cut, the same channels at the same boundaries.
+      auto gpipe = slowpipe::test::gpt_setup(*data, 4);
+      gpipe.pipeline.microbatches = 4;
+      gpipe.pipeline.replicas = D;
+      gpipe.compress.fw = gpipe.compress.bw = codec;
+      const auto ref = slowpipe::test::run_steps(gpipe, *data, 12);
+      if (std::string(codec) == "none") require_close(ref.losses, whole.losses, 1e-5);
+      // Interleaved: 2 stages x 2 virtual stages = the same 4 chunks.
+      auto inter = gpipe;
+      inter.pipeline.stages = 2;
+      inter.pipeline.virtual_stages = 2;
+      inter.pipeline.schedule = "interleaved";
+      require_close(slowpipe::test::run_steps(inter, *data, 12).losses, ref.losses, 1e-5);
+      // ZB-H1: backward split into input and weight passes.
+      auto zb = gpipe;
+      zb.pipeline.schedule = "zb-h1";
+      require_close(slowpipe::test::run_steps(zb, *data, 12).losses, ref.losses, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("Engine: the trace of interleaved and ZB-H1 steps names chunks, devices and peers") {
+  namespace nm = slowpipe::netmodel;
+  auto data = slowpipe::test::text_data(16);
+  const auto batch = data->get(slowpipe::models::Split::kTrain, {0, 1, 2, 3, 4, 5, 6, 7});
+  auto inter = slowpipe::test::gpt_setup(*data, 2);
+  inter.pipeline.virtual_stages = 2;
+  inter.pipeline.schedule = "interleaved";
+  inter.pipeline.microbatches = 2;
+  PipelineEngine a(inter);
+  REQUIRE(a.stages() == 4);
+  const auto ra = a.train_step(batch, 0, 1);
+  CHECK(ra.trace.stages == 2);
+  CHECK(ra.trace.chunks == 4);
+  int sends = 0;
+  for (const auto& op : ra.trace.ops) {
+    CHECK(op.device == op.chunk % 2);
+    if (op.kind == nm::OpKind::kSendActivation) {
+      ++sends;
+      CHECK(op.peer == (op.chunk + 1) % 2);
+    }
+    if (op.kind == nm::OpKind::kSendGradient) {
+      ++sends;
+      CHECK(op.peer == (op.chunk - 1) % 2);
+    }
+  }
+  CHECK(sends == 2 * 3 * 2);  // 3 boundaries, both directions, 2 micro-batches
+  nm::NetConfig net;
+  net.preset = "1Gbps";
+  CHECK(nm::replay(ra.trace, net).step_s > 0);
+
+  auto zb = slowpipe::test::gpt_setup(*data, 4);
+  zb.pipeline.schedule = "zb-h1";
+  zb.pipeline.microbatches = 4;
+  PipelineEngine b(zb);
+  const auto rb = b.train_step(batch, 0, 1);
+  int inputs = 0, weights = 0;
+  for (const auto& op : rb.trace.ops) {
+    CHECK(op.kind != nm::OpKind::kBackward);
+    if (op.kind == nm::OpKind::kBackwardInput) ++inputs;
+    if (op.kind == nm::OpKind::kBackwardWeight) {
+      ++weights;
+      CHECK(op.compute_s >= 0);
+    }
+  }
+  CHECK(inputs == 4 * 4);
+  CHECK(weights == 4 * 4);
+  CHECK(nm::replay(rb.trace, net).step_s > 0);
+}
+
+TEST_CASE("Engine: virtual stages need an interleaved schedule and two stages") {
+  auto data = slowpipe::test::text_data(16);
+  auto s = slowpipe::test::gpt_setup(*data, 2);
+  s.pipeline.virtual_stages = 2;
+  CHECK_THROWS_WITH(PipelineEngine(s), Catch::Contains("interleaved"));
+  s = slowpipe::test::gpt_setup(*data, 1);
+  s.pipeline.schedule = "interleaved";
+  s.pipeline.virtual_stages = 2;
+  CHECK_THROWS_WITH(PipelineEngine(s), Catch::Contains("pipeline.stages >= 2"));
+}
+
 TEST_CASE("Engine: channel updates follow the schedule's order") {
   auto data = slowpipe::test::text_data(16);
   const int S = 4, M = 4;
@@ -139,10 +229,11 @@ TEST_CASE("Engine: channel updates follow the schedule's order") {
     // every B(s>0) sends backward on boundary s-1; micro-batch m starts at id 2m.
     std::vector<Record> expected;
     for (const auto& op : engine.order()) {
-      if (!op.backward && op.stage < S - 1) {
-        expected.push_back({ChannelRole::kForward, op.stage, 0, 2 * op.microbatch});
-      } else if (op.backward && op.stage > 0) {
-        expected.push_back({ChannelRole::kBackward, op.stage - 1, 0, 2 * op.microbatch});
+      const bool forward = op.pass == slowpipe::netmodel::Pass::kForward;
+      if (forward && op.chunk < S - 1) {
+        expected.push_back({ChannelRole::kForward, op.chunk, 0, 2 * op.microbatch});
+      } else if (!forward && op.chunk > 0) {
+        expected.push_back({ChannelRole::kBackward, op.chunk - 1, 0, 2 * op.microbatch});
       }
     }
     REQUIRE(log->size() == expected.size());
@@ -159,8 +250,8 @@ TEST_CASE("Engine: channel updates follow the schedule's order") {
       for (const auto& r : *log) {
         if (r.role == ChannelRole::kBackward && r.index == b) seen.push_back(r.first_id / 2);
       }
-      for (const auto& op : lists[b + 1]) {
-        if (op.backward) want.push_back(op.microbatch);
+      for (const auto& op : lists.per_device[b + 1]) {
+        if (op.pass != slowpipe::netmodel::Pass::kForward) want.push_back(op.microbatch);
       }
       CHECK(seen == want);
     }

@@ -58,7 +58,7 @@ TEST_CASE("Engine timing: thread CPU seconds, optimizer bytes, raw message bytes
         ++optimizers;
         double params = 0;  // of the stage's blocks
         const auto& cuts = engine.cuts();
-        for (size_t b = cuts[op.stage]; b < cuts[op.stage + 1]; ++b) {
+        for (size_t b = cuts[op.chunk]; b < cuts[op.chunk + 1]; ++b) {
           for (const auto& p : engine.model().blocks[b]->parameters()) {
             params += static_cast<double>(p.numel());
           }

@@ -1,4 +1,4 @@
-// The single-process executor's global order: stage orders kept, inputs exist.
+// The single-process executor's global order: device orders kept, inputs exist.
 #include <catch2/catch.hpp>
 #include <stdexcept>
 
@@ -7,25 +7,37 @@
 
 namespace {
 
+namespace nm = slowpipe::netmodel;
 using slowpipe::sim::PipelineOp;
 
-// Checks the invariants a global order must hold for S stages and M micro-batches.
-void check_valid(const std::vector<std::vector<PipelineOp>>& per_stage,
-                 const std::vector<PipelineOp>& order, int S, int M) {
-  REQUIRE(order.size() == static_cast<size_t>(2 * S * M));
-  std::vector<size_t> next(S, 0);
-  std::vector<std::vector<int>> f(S, std::vector<int>(M, 0)), b(S, std::vector<int>(M, 0));
+// Checks the invariants a global order must hold for a schedule.
+void check_valid(const nm::Schedule& s, const std::vector<PipelineOp>& order) {
+  const int C = s.chunks, M = s.microbatches;
+  size_t total = 0;
+  for (const auto& list : s.per_device) total += list.size();
+  REQUIRE(order.size() == total);
+  std::vector<size_t> next(s.devices, 0);
+  std::vector<std::vector<int>> f(C, std::vector<int>(M, 0)), b = f, w = f;
   for (const auto& op : order) {
-    // Each stage's own order is preserved.
-    REQUIRE(per_stage[op.stage][next[op.stage]] == op);
-    ++next[op.stage];
-    if (!op.backward) {
-      if (op.stage > 0) REQUIRE(f[op.stage - 1][op.microbatch] == 1);
-      f[op.stage][op.microbatch] = 1;
-    } else {
-      REQUIRE(f[op.stage][op.microbatch] == 1);
-      if (op.stage < S - 1) REQUIRE(b[op.stage + 1][op.microbatch] == 1);
-      b[op.stage][op.microbatch] = 1;
+    const int d = s.device_of[op.chunk], c = op.chunk, m = op.microbatch;
+    // Each device's own order is preserved.
+    REQUIRE(s.per_device[d][next[d]] == op);
+    ++next[d];
+    switch (op.pass) {
+      case nm::Pass::kForward:
+        if (c > 0) REQUIRE(f[c - 1][m] == 1);
+        f[c][m] = 1;
+        break;
+      case nm::Pass::kBackward:
+      case nm::Pass::kBackwardInput:
+        REQUIRE(f[c][m] == 1);
+        if (c < C - 1) REQUIRE(b[c + 1][m] == 1);
+        b[c][m] = 1;
+        break;
+      case nm::Pass::kBackwardWeight:
+        REQUIRE(b[c][m] == 1);
+        w[c][m] = 1;
+        break;
     }
   }
 }
@@ -33,13 +45,15 @@ void check_valid(const std::vector<std::vector<PipelineOp>>& per_stage,
 }  // namespace
 
 TEST_CASE("Executor: schedules become valid global orders") {
-  for (const char* name : {"gpipe", "1f1b"}) {
+  for (const auto& entry : nm::schedule_registry()) {
     for (int S : {1, 2, 4}) {
-      for (int M : {1, 3, 8}) {
-        const auto per_stage = slowpipe::netmodel::make_schedule(name, S, M);
-        const auto order = slowpipe::sim::global_order(per_stage, M);
-        INFO(name << " S=" << S << " M=" << M);
-        check_valid(per_stage, order, S, M);
+      for (int M : {1, 3, 4, 8}) {
+        for (int v : {1, 2}) {
+          if (v > 1 && (!entry.virtual_stages || M % S != 0)) continue;
+          const auto s = nm::make_schedule(entry.name, S, M, v);
+          INFO(entry.name << " S=" << S << " M=" << M << " v=" << v);
+          check_valid(s, slowpipe::sim::global_order(s));
+        }
       }
     }
   }
@@ -47,11 +61,16 @@ TEST_CASE("Executor: schedules become valid global orders") {
 
 TEST_CASE("Executor: a deadlocking or malformed schedule is refused") {
   // Stage 1 wants B(1,0) before F(1,0) has run: impossible.
-  std::vector<std::vector<PipelineOp>> bad = {
-      {{false, 0, 0}, {true, 0, 0}},
-      {{true, 1, 0}, {false, 1, 0}},
-  };
-  CHECK_THROWS_AS(slowpipe::sim::global_order(bad, 1), std::logic_error);
-  std::vector<std::vector<PipelineOp>> missing = {{{false, 0, 0}}};
-  CHECK_THROWS_AS(slowpipe::sim::global_order(missing, 1), std::logic_error);
+  nm::Schedule bad = nm::empty_schedule({2, 1, 1}, false);
+  bad.per_device = {{{nm::Pass::kForward, 0, 0}, {nm::Pass::kBackward, 0, 0}},
+                    {{nm::Pass::kBackward, 1, 0}, {nm::Pass::kForward, 1, 0}}};
+  CHECK_THROWS_AS(slowpipe::sim::global_order(bad), std::logic_error);
+  nm::Schedule missing = nm::empty_schedule({1, 1, 1}, false);
+  missing.per_device = {{{nm::Pass::kForward, 0, 0}}};
+  CHECK_THROWS_AS(slowpipe::sim::global_order(missing), std::logic_error);
+  // Stage 0 waits for B(1,0) before sending F(0,0): deadlock, every pass present.
+  nm::Schedule cycle = nm::empty_schedule({2, 1, 1}, false);
+  cycle.per_device = {{{nm::Pass::kBackward, 0, 0}, {nm::Pass::kForward, 0, 0}},
+                      {{nm::Pass::kForward, 1, 0}, {nm::Pass::kBackward, 1, 0}}};
+  CHECK_THROWS_AS(slowpipe::sim::global_order(cycle), std::logic_error);
 }
