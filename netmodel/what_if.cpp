@@ -409,9 +409,13 @@ void print_assumptions(const WhatIfConfig& c, const NetConfig& net, const WhatIf
      << m.mlp_ratio << ", " << m.score_terms << " attention score matmul(s)"
      << (m.lm_head ? ", LM head on the last stage" : ", no LM head") << "\n";
   const int micro = m.batch / m.microbatch_size;
-  os << "pipeline " << m.stages << " stages x " << c.replicas << " replica(s), schedule "
-     << r.schedule << ", batch " << m.batch << " per replica = " << micro << " micro-batches of "
-     << m.microbatch_size << "\n";
+  os << "pipeline " << m.stages << " stages";
+  if (c.virtual_stages > 1) {
+    os << " x " << c.virtual_stages << " virtual = " << m.stages * c.virtual_stages
+       << " chunks of the layers split evenly";
+  }
+  os << " x " << c.replicas << " replica(s), schedule " << r.schedule << ", batch " << m.batch
+     << " per replica = " << micro << " micro-batches of " << m.microbatch_size << "\n";
   const DevicePreset& d = find_device("timing.device", r.device);
   os << "device " << d.name << ": peak " << fmt("%.4g", d.peak_flops / 1e12)
      << " TFLOP/s x utilisation " << fmt("%.0f", d.efficiency * 100)
