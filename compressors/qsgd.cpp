@@ -63,13 +63,14 @@ void Qsgd::encode_payload(const float* x, const Shape& shape, uint8_t* out) {
     const int64_t start = b * d, len = std::min(d, n - start);
     const float norm = qsgd_norm(x + start, len);
     std::memcpy(out + 4 * b, &norm, 4);
+    if (!(norm > 0)) {
+      std::memset(codes.data() + start, 0, static_cast<size_t>(len));
+      continue;
+    }
     for (int64_t i = start; i < start + len; ++i) {
-      int level = 0;
-      if (norm > 0) {
-        const double t = s * std::fabs(static_cast<double>(x[i])) / norm;  // in [0, S]
-        level = static_cast<int>(std::floor(t + stochastic_uniform(seed, i)));
-        level = std::min(level, config_.levels);
-      }
+      const double t = s * std::fabs(static_cast<double>(x[i])) / norm;  // in [0, S]
+      int level = static_cast<int>(t + stochastic_uniform(seed, i));     // floor: t + u >= 0
+      level = std::min(level, config_.levels);
       codes[i] = static_cast<uint8_t>((level << 1) | (level > 0 && x[i] < 0 ? 1 : 0));
     }
   }
