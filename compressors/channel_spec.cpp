@@ -7,6 +7,7 @@
 #include <iomanip>
 
 #include "common/errors.h"
+#include "compressors/powersgd.h"
 #include "compressors/quantizer.h"
 #include "compressors/sparsifier.h"
 
@@ -95,6 +96,12 @@ void validate_role(const std::string& key, const std::string& spec, ChannelRole 
     throw UsageError(key + ": " + e.what());
   }
   const bool shared = is_shared(tree);
+  MatrixView view = MatrixView::kSquare;
+  if (role == ChannelRole::kGradient && tree.stages.front().name == "powersgd" &&
+      powersgd_view_given(tree.stages.front(), &view) && view != MatrixView::kSquare)
+    fail(
+        "gradients cross as one flat [1, N] tensor, a one-row matrix in this view, which "
+        "PowerSGD sends uncompressed; leave the view out (compress.grad uses 'square')");
   if (role == ChannelRole::kGradient && tree.scheme == "aq")
     fail(
         "AQ-SGD keys its buffers by sample id and cannot carry data-parallel gradients (use a "
@@ -123,20 +130,30 @@ std::string canonical_spec(const std::string& spec) {
   return canonical(tree, *parse_codec(tree, 0, /*backward=*/true));
 }
 
-std::string gradient_spec(const std::string& spec) {
-  SpecTree tree = parse_spec(spec);
-  std::unique_ptr<Codec> codec = parse_codec(tree, 0, /*backward=*/false);
-  if (tree.stages.size() != 1 || !dynamic_cast<const Quantizer*>(codec.get())) return spec;
+namespace {
+// The canonical spec of a one-stage `tree` with `option` appended to its stage.
+std::string with_option(const SpecTree& tree, const std::string& option) {
   const SpecStage& stage = tree.stages.front();
-  for (const SpecArg& a : stage.args)
-    if (a.key == "group" || a.value == "channel" || a.value == "row" || a.value == "tensor")
-      return spec;  // explicit granularity
   std::string codec_text = stage.name;
   for (const SpecArg& a : stage.args)
     codec_text += ":" + (a.key.empty() ? a.value : a.key + "=" + a.value);
-  codec_text += ":group=" + std::to_string(kGradientGroup);
+  codec_text += option;
   return canonical_spec(tree.scheme == "direct" ? codec_text
                                                 : tree.scheme + "(" + codec_text + ")");
+}
+}  // namespace
+
+std::string gradient_spec(const std::string& spec) {
+  SpecTree tree = parse_spec(spec);
+  std::unique_ptr<Codec> codec = parse_codec(tree, 0, /*backward=*/false);
+  const SpecStage& stage = tree.stages.front();
+  if (dynamic_cast<const PowerSgd*>(codec.get()) && !powersgd_view_given(stage, nullptr))
+    return with_option(tree, ":square");  // [1, N] -> a square-ish matrix
+  if (tree.stages.size() != 1 || !dynamic_cast<const Quantizer*>(codec.get())) return spec;
+  for (const SpecArg& a : stage.args)
+    if (a.key == "group" || a.value == "channel" || a.value == "row" || a.value == "tensor")
+      return spec;  // explicit granularity
+  return with_option(tree, ":group=" + std::to_string(kGradientGroup));
 }
 
 uint64_t wire_bytes(const std::string& spec, const Shape& shape) {
@@ -168,14 +185,15 @@ uint64_t wire_bytes(const std::string& fw_spec, const std::string& bw_spec, cons
 void print_registry(std::ostream& os) {
   os << "Codecs (spec grammar: docs/codec-spec.md):\n";
   for (const CodecInfo& c : codec_registry())
-    os << "  " << std::left << std::setw(7) << c.name << c.description << "\n"
-       << "         " << c.syntax << "\n";
+    os << "  " << std::left << std::setw(9) << c.name << c.description << "\n"
+       << "           " << c.syntax << "\n";
   os << "Feedback schemes (wrap a codec):\n";
   for (const SchemeInfo& s : scheme_registry())
-    os << "  " << std::left << std::setw(7) << s.name << s.description << "\n"
-       << "         " << s.syntax << "\n";
+    os << "  " << std::left << std::setw(9) << s.name << s.description << "\n"
+       << "           " << s.syntax << "\n";
   os << "Examples: none  fp16  q4  q2:stochastic  q4:group=64  topk:0.1  topk:0.1+q8  randk:0.2\n"
-        "          ef(topk:0.1)  ef21(q4)  aq(q2)  aq(topk:0.3)   backward only: topk:shared\n";
+        "          ef(topk:0.1)  ef21(q4)  aq(q2)  aq(topk:0.3)   backward only: topk:shared\n"
+        "          ef(powersgd:4) (PowerSGD as published)  qsgd:s=4  qsgd:s=15:bucket=512\n";
 }
 
 }  // namespace slowpipe::compressors

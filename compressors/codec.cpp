@@ -10,6 +10,8 @@
 
 #include "common/errors.h"
 #include "compressors/cast_codecs.h"
+#include "compressors/powersgd.h"
+#include "compressors/qsgd.h"
 #include "compressors/quant_kernels.h"
 #include "compressors/quantizer.h"
 #include "compressors/sparsifier.h"
@@ -90,6 +92,12 @@ const std::vector<CodecInfo>& codec_registry() {
        make_topk},
       {"randk", "randk:K[:row|tensor][:unbiased] ; then optional +VALUES",
        "keep a uniformly random K-fraction per row", make_randk},
+      {"powersgd", "powersgd:R[:last|rows|square][:fp16]",
+       "PowerSGD rank R, warm-started (use ef(...) as published): (rows + cols) * R values",
+       make_powersgd},
+      {"qsgd", "qsgd:s=S[:bucket=D]",
+       "QSGD: per bucket of D (128) an fp32 L2 norm, per element sign + stochastic level 0..S",
+       make_qsgd},
   };
   return registry;
 }
@@ -135,9 +143,9 @@ std::unique_ptr<Codec> make_codec(const SpecTree& tree, uint64_t seed) {
   }
   const SpecStage& second = tree.stages[1];
   if (second.name == "topk" || second.name == "randk" || second.name == "sign")
-    stage_error(
-        ctx, second.pos,
-        "expected a value codec after '+' (none, fp16, bf16, q1..q8), got '" + second.name + "'");
+    stage_error(ctx, second.pos,
+                "expected a value codec after '+' (none, fp16, bf16, q1..q8, qsgd), got '" +
+                    second.name + "'");
   make_sparsifier(first, ctx, nullptr);  // report the first stage's errors first
   CodecBuildContext value_ctx = ctx;
   value_ctx.value_stage = true;

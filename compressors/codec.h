@@ -74,6 +74,10 @@ class Codec {
   // RandK generators), for checkpoints; see Channel::save_state.
   virtual void save_state(const std::string& /*prefix*/, CodecState& /*out*/) const {}
   virtual void load_state(const std::string& /*prefix*/, const CodecState& /*in*/) {}
+  // State too large for words (PowerSGD's factor Q), as fp32 arrays; channels
+  // save and restore it with save_state's words (checkpoints, infer()).
+  virtual void save_arrays(const std::string& /*prefix*/, CodecArrays& /*out*/) const {}
+  virtual void load_arrays(const std::string& /*prefix*/, const CodecArrays& /*in*/) {}
   // Sparsifiers: the selection of the last encode; others: null.
   virtual const SparseSelection* last_selection() const { return nullptr; }
 };

@@ -8,12 +8,16 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "common/errors.h"
 
 namespace slowpipe::compressors {
 
 using CodecState = std::map<std::string, uint64_t>;
+// Larger codec state (PowerSGD's warm-start factor Q): named fp32 arrays,
+// kept by channels as fp32 tensors (state_dict.h: put_codec_arrays).
+using CodecArrays = std::map<std::string, std::vector<float>>;
 
 inline void put_u64(CodecState& out, const std::string& key, uint64_t value) {
   out[key] = value;

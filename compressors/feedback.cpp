@@ -138,9 +138,13 @@ void CodecChannel::save_state(const std::string& prefix, StateDict& out) const {
   CodecState codec_state;
   codec_->save_state(prefix + "codec.", codec_state);
   put_codec_state(out, codec_state);
+  CodecArrays arrays;
+  codec_->save_arrays(prefix + "codec_f32.", arrays);
+  put_codec_arrays(out, arrays);
 }
 void CodecChannel::load_state(const std::string& prefix, const StateDict& in) {
   codec_->load_state(prefix + "codec.", get_codec_state(in, prefix + "codec."));
+  codec_->load_arrays(prefix + "codec_f32.", get_codec_arrays(in, prefix + "codec_f32."));
 }
 
 double CodecChannel::seconds_since(Clock::time_point t0) {
@@ -184,11 +188,14 @@ at::Tensor CodecChannel::infer(const at::Tensor& x, TransferStats* stats) {
   // random streams, so a run with or without evaluations trains alike.
   CodecState codec_state;
   codec_->save_state("", codec_state);
+  CodecArrays codec_arrays;  // PowerSGD's warm-start factor
+  codec_->save_arrays("", codec_arrays);
   Message msg;
   const Shape shape = shape_of(xc);
   encode_timed(*codec_, xc.data_ptr<float>(), shape, msg, stats);
   decode_timed(*codec_, msg, shape, out.data_ptr<float>(), stats);
   codec_->load_state("", codec_state);
+  codec_->load_arrays("", codec_arrays);
   if (stats)
     stats->rel_error = relative_error(xc.data_ptr<float>(), out.data_ptr<float>(), xc.numel());
   return like_input(out, x);

@@ -69,4 +69,15 @@ CodecState get_codec_state(const StateDict& in, const std::string& prefix) {
   return state;
 }
 
+void put_codec_arrays(StateDict& out, const CodecArrays& arrays) {
+  for (const auto& [key, values] : arrays) put_floats(out, key, values);
+}
+
+CodecArrays get_codec_arrays(const StateDict& in, const std::string& prefix) {
+  CodecArrays arrays;
+  for (auto it = in.lower_bound(prefix); it != in.end() && it->first.rfind(prefix, 0) == 0; ++it)
+    arrays[it->first] = get_floats(in, it->first, -1);
+  return arrays;
+}
+
 }  // namespace slowpipe::compressors

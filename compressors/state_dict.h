@@ -37,5 +37,9 @@ void put_codec_state(StateDict& out, const CodecState& state);
 // DataError for one that is not an int64 scalar); the codec's load_state then
 // names any key that is missing.
 CodecState get_codec_state(const StateDict& in, const std::string& prefix);
+// A codec's arrays (codec_state.h), each as an fp32 tensor; every key of `in`
+// that starts with `prefix`, read back as fp32 (DataError for another dtype).
+void put_codec_arrays(StateDict& out, const CodecArrays& arrays);
+CodecArrays get_codec_arrays(const StateDict& in, const std::string& prefix);
 
 }  // namespace slowpipe::compressors

@@ -2,7 +2,7 @@
 //
 // Input layout: byte 0 picks a codec spec from kSpecs (every codec, every
 // quantizer granularity, min-max, stochastic, fp32 scales, sparsifiers with and
-// without a value codec); bytes 1-3 pick a shape of rank 1..3 with at most
+// without a value codec, PowerSGD, QSGD); bytes 1-3 pick a shape of rank 1..3 with at most
 // 4096 elements; byte 4 picks a mode; the rest is the message or the tensor.
 //   mode 0: the rest decoded as is (mostly wrong lengths: must be DataError);
 //   mode 1: the rest cut or zero-padded to the exact message length, then decoded;
@@ -74,6 +74,14 @@ const char* const kSpecs[] = {
     "randk:0.1+q4",
     "randk:0.4:unbiased+q8:tensor",
     "randk:0.5+q3:group=3",
+    "powersgd:1",
+    "powersgd:2:fp16",
+    "powersgd:3:square",
+    "powersgd:1:rows",
+    "qsgd:s=1",
+    "qsgd:s=4:bucket=16",
+    "qsgd:s=127:bucket=3",
+    "topk:0.2+qsgd:s=2",
 };
 constexpr size_t kNumSpecs = sizeof(kSpecs) / sizeof(kSpecs[0]);
 

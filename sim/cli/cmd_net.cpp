@@ -81,6 +81,7 @@ int cmd_timing(const Args& args) {
   if (compressors::parse_spec(specs.gradient).scheme == "aq")
     throw UsageError("timing.grad = " + specs.gradient +
                      ": AQ-SGD cannot carry parameter gradients");
+  compressors::validate_role("timing.grad", specs.gradient, compressors::ChannelRole::kGradient);
   // Gradients are sized as training sends them: compressors::gradient_spec gives
   // a q<b> codec without a scale granularity grouped scales (docs/codec-spec.md).
   what_if.specs.gradient = compressors::gradient_spec(specs.gradient);

@@ -26,7 +26,8 @@ struct Step {
 at::Tensor batch(int t) {
   at::Tensor base = at::sin(at::arange(6 * 4 * 8, at::kFloat).reshape({6, 4, 8}) * 0.37);
   at::Tensor ids = at::arange(2, at::kLong) + 2 * (t % 3);
-  return base.index_select(0, ids) + 0.05 * static_cast<double>(t) * at::cos(base.index_select(0, ids) * (t + 1));
+  return base.index_select(0, ids) +
+         0.05 * static_cast<double>(t) * at::cos(base.index_select(0, ids) * (t + 1));
 }
 at::Tensor ids_of(int t) {
   return at::arange(2, at::kLong) + 2 * (t % 3);
@@ -106,6 +107,8 @@ TEST_CASE("Channel state: save, load into a fresh channel, continue bit for bit"
       {"aq(topk:0.3)", "topk:shared", "disk"},
       {"topk:0.3", "topk:shared+q4:stochastic", "memory"},
       {"ef(topk:0.2+q8)", "topk:shared", "memory"},
+      {"ef(powersgd:3)", "ef21(powersgd:2:fp16)", "memory"},
+      {"qsgd:s=4:bucket=16", "aq(powersgd:2)", "memory"},
   };
   for (const Case& c : cases)
     for (int n : {0, 2, 4}) {

@@ -91,6 +91,8 @@ TEST_CASE("send + receive on two channels equals transfer on one, every scheme")
   check_boundary("aq(q2)", "q8", 0, 1);
   check_boundary("aq(q2)", "aq(q4)", 1, 2);
   check_boundary("q4", "ef(q2)", 1, 1);  // plain warm-up in epoch 0
+  check_boundary("ef(powersgd:2)", "ef21(powersgd:1:fp16)", 0, 1);
+  check_boundary("qsgd:s=4", "aq(powersgd:2)", 1, 2);
 }
 
 TEST_CASE("send + receive equals transfer with topk:shared backwards (a mask store per side)") {
@@ -106,7 +108,8 @@ TEST_CASE("send + receive equals transfer with topk:shared backwards (a mask sto
 
 TEST_CASE("Gradient channels split alike, and the sender's state stays in the sender") {
   const sc::ChannelContext ctx = context(0, 1);
-  for (const std::string spec : {"q4:group=128", "ef(q2:group=128)", "ef21(topk:0.1)"}) {
+  for (const std::string spec : {"q4:group=128", "ef(q2:group=128)", "ef21(topk:0.1)",
+                                 "ef(powersgd:2:square)", "qsgd:s=8:bucket=64"}) {
     INFO(spec);
     auto one = sc::make_channel(spec, ctx), up = sc::make_channel(spec, ctx),
          down = sc::make_channel(spec, ctx);

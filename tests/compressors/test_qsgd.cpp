@@ -1,0 +1,176 @@
+// QSGD (compressors/qsgd.h): exact wire sizes, the stored L2 norms and the
+// levels against a naive reference, unbiasedness over many seeds, the spec and
+// its errors, the decoder's checks, and that it is not q<b>:stochastic:group.
+#include <ATen/ATen.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/errors.h"
+#include "compressors/channel_spec.h"
+#include "compressors/qsgd.h"
+#include "compressors/quant_kernels.h"
+
+namespace sc = slowpipe::compressors;
+
+namespace {
+
+std::vector<float> floats(const at::Tensor& t) {
+  at::Tensor c = t.contiguous();
+  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+// The naive norm: sum of squares in double, square root, rounded up to fp32.
+float naive_norm(const std::vector<float>& x, size_t start, size_t len) {
+  double sq = 0;
+  for (size_t i = start; i < start + len; ++i) sq += static_cast<double>(x[i]) * x[i];
+  const double norm = std::sqrt(sq);
+  float f = static_cast<float>(norm);
+  if (f < norm) f = std::nextafter(f, INFINITY);
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("QSGD: exact wire sizes") {
+  // 4 bytes per bucket + (1 + ceil(log2(S + 1))) bits per element.
+  // [64, 1024], s = 4, D = 128: 512 norms (2,048 B) + 65,536 * 4 bits (32,768 B).
+  REQUIRE(sc::wire_bytes("qsgd:s=4", {64, 1024}) == 34816);
+  REQUIRE(sc::wire_bytes("qsgd:s=1", {64, 1024}) == 2048 + 16384);              // 2 bits
+  REQUIRE(sc::wire_bytes("qsgd:s=3:bucket=512", {64, 1024}) == 512 + 24576);    // 3 bits
+  REQUIRE(sc::wire_bytes("qsgd:s=127", {10}) == 4 + 10);                        // 8 bits
+  REQUIRE(sc::wire_bytes("qsgd:s=15", {3, 100}) == 4 * 3 + (300 * 5 + 7) / 8);  // 300 = 2*128 + 44
+  REQUIRE(sc::wire_bytes("topk:0.1+qsgd:s=4", {2, 1000}) ==
+          sc::wire_bytes("topk:0.1+none", {2, 1000}) - 4 * 200 + 4 * 2 + 100);
+  for (const std::string spec : {"qsgd:s=1", "qsgd:s=4:bucket=7", "qsgd:s=127:bucket=1"}) {
+    auto codec = sc::make_codec(spec, 1);
+    for (const sc::Shape& shape :
+         {sc::Shape{3, 50}, sc::Shape{1}, sc::Shape{0, 4}, sc::Shape{5, 2, 9}})
+      REQUIRE(codec->encode(at::randn(at::IntArrayRef(shape))).size() ==
+              sc::wire_bytes(spec, shape));
+  }
+}
+
+TEST_CASE("QSGD: L2-norm scaling and levels against a naive reference") {
+  at::manual_seed(1);
+  for (const std::string spec :
+       {"qsgd:s=1", "qsgd:s=4", "qsgd:s=5:bucket=33", "qsgd:s=127:bucket=1000"}) {
+    INFO(spec);
+    auto codec = sc::make_codec(spec, 3);
+    const auto& cfg = dynamic_cast<const sc::Qsgd&>(*codec).config();
+    const at::Tensor x = at::randn({7, 150}) * 3;
+    const std::vector<float> xv = floats(x);
+    const sc::Message msg = codec->encode(x);
+    const std::vector<float> out = floats(codec->decode(msg, {7, 150}));
+    const int64_t n = 1050, buckets = (n + cfg.bucket - 1) / cfg.bucket;
+    int rounded_up = 0, rounded_down = 0;
+    for (int64_t b = 0; b < buckets; ++b) {
+      const size_t start = b * cfg.bucket, len = std::min<int64_t>(cfg.bucket, n - start);
+      const float norm = naive_norm(xv, start, len);
+      float stored;
+      std::memcpy(&stored, msg.data() + 4 * b, 4);
+      REQUIRE(stored == norm);
+      for (size_t i = start; i < start + len; ++i) {
+        const double t = cfg.levels * std::fabs(static_cast<double>(xv[i])) / norm;
+        const double lo = std::floor(t), hi = std::min<double>(lo + 1, cfg.levels);
+        const double mag = std::fabs(static_cast<double>(out[i]));
+        const bool is_lo = mag == static_cast<float>(norm * lo / cfg.levels);
+        const bool is_hi = mag == static_cast<float>(norm * hi / cfg.levels);
+        INFO("element " << i << ": x " << xv[i] << ", out " << out[i] << ", t " << t);
+        REQUIRE((is_lo || is_hi));
+        rounded_up += is_hi && !is_lo;
+        rounded_down += is_lo && !is_hi;
+        if (out[i] != 0) REQUIRE(std::signbit(out[i]) == std::signbit(xv[i]));
+      }
+    }
+    // Stochastic, not nearest: both directions occur.
+    REQUIRE(rounded_up > 0);
+    REQUIRE(rounded_down > 0);
+  }
+  // The norm, not the max: one large value among small ones keeps the small
+  // ones' level near 0, and the large one decodes to at most the norm.
+  auto codec = sc::make_codec("qsgd:s=2:bucket=4", 0);
+  const at::Tensor x = at::tensor({3.0F, 4.0F, 0.0F, 0.0F});
+  const std::vector<float> out = floats(codec->decode(codec->encode(x), {4}));
+  for (float v : out) {
+    const bool on_grid = v == 0.0F || v == 2.5F || v == 5.0F;  // 5 * {0, 1/2, 1}
+    REQUIRE(on_grid);
+  }
+}
+
+TEST_CASE("QSGD: unbiased (the mean over many encodes approaches the input)") {
+  at::manual_seed(2);
+  const at::Tensor x = at::randn({4, 64});
+  auto codec = sc::make_codec("qsgd:s=2:bucket=64", 5);
+  at::Tensor sum = at::zeros({4, 64}, at::kDouble);
+  const int runs = 4000;
+  for (int k = 0; k < runs; ++k)  // every encode draws new uniforms (the counter)
+    sum += codec->decode(codec->encode(x), {4, 64}).to(at::kDouble);
+  const at::Tensor mean = sum / runs;
+  // Each element's variance is at most (norm / (2 s))^2: 5 standard errors.
+  double max_norm = 0;
+  for (int row = 0; row < 4; ++row)
+    max_norm = std::max(max_norm, x.slice(0, row, row + 1).norm().item<double>());
+  const double tol = 5 * max_norm / (2 * 2) / std::sqrt(runs);
+  REQUIRE((mean - x.to(at::kDouble)).abs().max().item<double>() < tol);
+  // The control: nearest rounding on the same grid is biased far beyond tol.
+  double nearest_bias = 0;
+  const std::vector<float> xv = floats(x);
+  for (int64_t i = 0; i < 256; ++i) {
+    const double norm = x.slice(0, i / 64, i / 64 + 1).norm().item<double>();
+    const double level = std::round(2 * std::fabs(xv[i]) / norm);
+    nearest_bias = std::max(nearest_bias, std::fabs(norm * level / 2 - std::fabs(xv[i])));
+  }
+  REQUIRE(nearest_bias > 4 * tol);
+}
+
+TEST_CASE("QSGD: spec, errors with positions, state, decoder checks") {
+  REQUIRE(sc::canonical_spec("qsgd:bucket=128:s=4") == "qsgd:s=4");
+  REQUIRE(sc::canonical_spec("ef(qsgd:s=8:bucket=512)") == "ef(qsgd:s=8:bucket=512)");
+  REQUIRE(sc::gradient_spec("qsgd:s=4") == "qsgd:s=4");
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"qsgd", "at position 5: expected ':s=S'"},
+      {"qsgd:4", "at position 6: expected a qsgd option"},
+      {"qsgd:s=0", "at position 6: expected s=S"},
+      {"qsgd:s=128", "at position 6: expected s=S"},
+      {"qsgd:s=4:bucket=0", "at position 10: expected bucket=D"},
+      {"qsgd:s=4:s=8", "at position 10: 's=8' conflicts with 's=4'"},
+      {"qsgd:s=4+q8", "'+' may only follow topk or randk"},
+  };
+  for (const auto& [spec, what] : bad) {
+    INFO(spec);
+    try {
+      sc::validate_spec(spec, false);
+      FAIL("accepted");
+    } catch (const slowpipe::UsageError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(what));
+    }
+  }
+  // The rounding stream is state: a restored counter repeats the bytes.
+  auto a = sc::make_codec("qsgd:s=3", 4), b = sc::make_codec("qsgd:s=3", 4);
+  const at::Tensor x = at::randn({5, 40});
+  a->encode(x);
+  sc::CodecState st;
+  a->save_state("", st);
+  b->load_state("", st);
+  const sc::Message m = a->encode(x);
+  REQUIRE(b->encode(x) == m);
+  REQUIRE(sc::make_codec("qsgd:s=3", 4)->encode(x) != m);  // the control
+  // Decoder: a level above s, a negative norm, a wrong length.
+  auto c = sc::make_codec("qsgd:s=4", 4);  // 3 level bits: 5..7 are not levels
+  sc::Message mc = c->encode(x);
+  mc[4 * 2] = 0xFF;  // first code byte (2 buckets): level 7
+  REQUIRE_THROWS_AS(c->decode(mc, {5, 40}), slowpipe::DataError);
+  mc = c->encode(x);
+  const float neg = -1.0F;
+  std::memcpy(mc.data(), &neg, 4);
+  REQUIRE_THROWS_AS(c->decode(mc, {5, 40}), slowpipe::DataError);
+  mc.pop_back();
+  REQUIRE_THROWS_AS(c->decode(mc, {5, 40}), slowpipe::DataError);
+  at::Tensor y = at::randn({5, 40});
+  y.data_ptr<float>()[17] = INFINITY;
+  REQUIRE_THROWS_AS(c->encode(y), slowpipe::DataError);
+}
