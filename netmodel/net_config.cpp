@@ -130,7 +130,7 @@ void describe_options(NetConfig& c, slowpipe::OptionSet& o) {
       [&c](const std::string& v) { c.jitter_s = parse_duration_s("net.jitter", v); },
       [&c] { return format_duration(c.jitter_s); });
   o.add("net.efficiency", c.efficiency,
-        "payload fraction of the link rate (TCP, 1500-byte MTU: 1448/1514 = 0.957)", 1e-6, 1.0);
+        "payload fraction of the link rate (TCP, 1500-byte MTU: 1448/1514 = 0.9564)", 1e-6, 1.0);
   o.add_custom(
       "net.overhead", "bytes|duration",
       "per-message overhead: bytes added to each message (64B) or seconds added to its latency "

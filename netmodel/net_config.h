@@ -9,7 +9,7 @@
 // unless `net.links` overrides that pair. Optionally each host has a NIC
 // (`net.nic_bandwidth`, egress and ingress resources) shared by all its flows.
 // Assumptions: protocol efficiency multiplies the bandwidth (TCP payload per
-// Ethernet frame 1448/1514 ≈ 0.957); per-message overhead is fixed bytes or
+// Ethernet frame: 1448/1514 = 0.9564; docs/netmodel.md); per-message overhead is fixed bytes or
 // seconds; jitter adds a seeded exponential delay to each message's latency.
 #pragma once
 
@@ -49,7 +49,7 @@ struct NetConfig {
   double bandwidth_bps = 0;  // 0: the preset's
   double latency_s = -1;     // < 0: the preset's
   double jitter_s = 0;       // mean of the exponential extra latency per message
-  double efficiency = 0.957;
+  double efficiency = 0.9564;
   double overhead_bytes = 0;  // added to every message
   double overhead_s = 0;      // added to every message's latency
   std::string compute = "calibrated";  // kDefaultComputeModel (compute_model.h)
@@ -69,7 +69,7 @@ double effective_latency_s(const NetConfig& config);
 // Host of device (replica, stage) for `stages` stages per replica.
 int host_of(const NetConfig& config, int stages, int replica, int stage);
 
-// A one-line summary, e.g. "preset 10Gbps: 10Gbps, 50us, efficiency 0.957".
+// A one-line summary, e.g. "preset 10Gbps: 10Gbps, 50us, efficiency 0.9564".
 std::string describe(const NetConfig& config);
 
 }  // namespace slowpipe::netmodel

@@ -229,7 +229,7 @@ TEST_CASE("What-if: the printout states every assumption") {
         "message activation [1,1024,1600] fw aq(q4): 800KiB (fp32 6.25MiB, fp16 3.125MiB)",
         "message activation-gradient [1,1024,1600] bw q8: 1.5625MiB",
         "message parameter-gradient all-reduce", "not sent with 1 replica", "50us",
-        "efficiency 0.957", "3 epoch(s) x 100 steps", "fw 1, bw 1, grad 0", "fp32 step s",
+        "efficiency 0.9564", "3 epoch(s) x 100 steps", "fw 1, bw 1, grad 0", "fp32 step s",
         "fp16 step s", "run h (fp16 warm-up)", "100Mbps"}) {
     CAPTURE(fact);
     CHECK_THAT(out, Catch::Contains(fact));

@@ -48,6 +48,8 @@ TEST_CASE("Engine timing: thread CPU seconds, optimizer bytes, raw message bytes
     switch (op.kind) {
       case OpKind::kForward:
       case OpKind::kBackward:
+      case OpKind::kBackwardInput:  // not in these schedules; timed like the others
+      case OpKind::kBackwardWeight:
         CHECK(op.thread_cpu_s > 0);
         // One thread cannot spend more CPU time than the wall time it took
         // (plus the clocks' granularity).
