@@ -32,9 +32,8 @@ void validate_boundary_overrides(const CompressConfig& c, int num_boundaries) {
     for (const auto& [b, spec] : *m)
       if (b < 0 || b >= num_boundaries)
         throw UsageError(key + " names boundary " + std::to_string(b) + ", but the pipeline has " +
-                         (num_boundaries > 0
-                              ? "boundaries 0.." + std::to_string(num_boundaries - 1)
-                              : std::string("no boundary (one stage)")));
+                         (num_boundaries > 0 ? "boundaries 0.." + std::to_string(num_boundaries - 1)
+                                             : std::string("no boundary (one stage)")));
   }
 }
 
@@ -90,6 +89,13 @@ void describe_options(CompressConfig& c, slowpipe::OptionSet& o) {
               "backward (activation-gradient) channel of every boundary; topk:shared reuses the "
               "forward mask");
   spec_option("compress.grad", c.grad, false, "data-parallel gradient channel, e.g. ef(topk:0.01)");
+  o.add_choice("compress.grad_sync", c.grad_sync, {"allreduce", "momentum"},
+               "what replicas exchange through compress.grad: gradients (all-reduce) or the "
+               "optimizer's momentum, sharded (AQ-SGD; docs/grad-sync.md)");
+  o.add("compress.momentum_warmup_steps", c.momentum_warmup_steps,
+        "grad_sync = momentum: first steps all-reduce uncompressed gradients (AdamW's second "
+        "moment is frozen after them)",
+        1, int64_t{1} << 40);
   o.add_custom(
       "compress.fw_at", "list", "per-boundary forward overrides, I:SPEC,... (I = 0-based boundary)",
       [&c](const std::string& v) { c.fw_at = parse_boundary_specs("compress.fw_at", v, false); },

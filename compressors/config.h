@@ -8,6 +8,7 @@
 // on commas; each item splits at its first ':'.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -16,9 +17,16 @@
 namespace slowpipe::compressors {
 
 struct CompressConfig {
-  std::string fw = "none";                  // compress.fw
-  std::string bw = "none";                  // compress.bw
-  std::string grad = "none";                // compress.grad (data-parallel gradients)
+  std::string fw = "none";    // compress.fw
+  std::string bw = "none";    // compress.bw
+  std::string grad = "none";  // compress.grad (data-parallel gradients)
+  // What data-parallel replicas exchange (docs/grad-sync.md): "allreduce" =
+  // each stage's gradient through compress.grad, averaged; "momentum" = each
+  // replica's optimizer first moment through compress.grad, sharded across the
+  // replicas parameter-server style (AQ-SGD's end-to-end compression), after
+  // momentum_warmup_steps steps of "allreduce" with uncompressed gradients.
+  std::string grad_sync = "allreduce";
+  int64_t momentum_warmup_steps = 100;
   std::map<int, std::string> fw_at, bw_at;  // per-boundary overrides
   int warmup_epochs = 0;                    // every boundary channel sends fp32 in [0, W)
   int aq_warmup_epochs = 1;                 // AQ-SGD: max(warmup_epochs, aq_warmup_epochs)
@@ -29,7 +37,8 @@ struct CompressConfig {
   std::string bw_for(int boundary) const;
 };
 
-// Binds compress.fw, compress.bw, compress.grad, compress.fw_at, compress.bw_at,
+// Binds compress.fw, compress.bw, compress.grad, compress.grad_sync,
+// compress.momentum_warmup_steps, compress.fw_at, compress.bw_at,
 // compress.warmup_epochs, compress.aq_warmup_epochs, compress.aq_store, compress.aq_dir. Spec
 // strings are validated when set (UsageError naming the key and the spec position).
 void describe_options(CompressConfig& config, slowpipe::OptionSet& options);
@@ -41,8 +50,7 @@ void describe_options(CompressConfig& config, slowpipe::OptionSet& options);
 // factory.h: topk:shared needs a sparsifying forward at that boundary); and,
 // when `data_parallel` (replicas > 1), compress.grad can carry gradients (no
 // aq(...), no topk:shared). Throws UsageError naming the key and the boundary.
-void validate_compress_config(const CompressConfig& config, int num_boundaries,
-                              bool data_parallel);
+void validate_compress_config(const CompressConfig& config, int num_boundaries, bool data_parallel);
 // The boundary-index part alone.
 void validate_boundary_overrides(const CompressConfig& config, int num_boundaries);
 

@@ -54,6 +54,11 @@ DistEngine::DistEngine(sim::EngineSetup setup, const sim::DistConfig& cfg,
                        const std::string& config_text)
     : setup_(std::move(setup)) {
   sim::validate(setup_.pipeline);
+  if (setup_.compress.grad_sync != "allreduce" && setup_.pipeline.replicas > 1) {
+    throw UsageError("compress.grad_sync = " + setup_.compress.grad_sync +
+                     ": distributed runs all-reduce gradients; run the momentum exchange in one "
+                     "process (docs/grad-sync.md)");
+  }
   if (setup_.pipeline.virtual_stages > 1) {
     throw UsageError("pipeline.virtual_stages = " + std::to_string(setup_.pipeline.virtual_stages) +
                      ": distributed runs hold one model chunk per process (docs/distributed.md)");

@@ -37,9 +37,11 @@ uint64_t next_u64(uint64_t& state) {
 struct Simulator::State {
   struct Message {
     bool ring = false;
-    int32_t op = kNone;  // pipeline send: its op index
-    int32_t chunk = 0;   // ring: chunk, sending replica, step
+    uint8_t shard_phase = 0;  // sharded exchange: 1 = to the shard's server, 2 = back
+    int32_t op = kNone;       // pipeline send: its op index
+    int32_t chunk = 0;        // ring and exchange: chunk, sending replica, step / receiver
     int32_t from = 0;
+    int32_t to = 0;
     int32_t step = 0;
     uint32_t connection = 0;
     double latency_s = 0;
@@ -55,7 +57,7 @@ struct Simulator::State {
     bool busy = false;
     std::deque<Pending> queue;
   };
-  enum ConnectionKind : uint64_t { kActivations, kGradients, kRing };
+  enum ConnectionKind : uint64_t { kActivations, kGradients, kRing, kExchange };
 
   State(const NetConfig& config, int stages, int replicas)
       : stages(stages), replicas(replicas), topology(config, stages, replicas, network) {}
@@ -83,6 +85,9 @@ struct Simulator::State {
   std::vector<int32_t> all_reduce, optimizer;  // [replica * C + chunk]
   std::vector<int32_t> in_flight;              // [device]
   std::vector<int32_t> joined;                 // [chunk]
+  // Sharded exchange, [replica * C + chunk]: shards received as the server,
+  // averaged shards received back.
+  std::vector<int32_t> shards_in, shards_back;
   std::vector<Message> messages;
   std::vector<Connection> connections;
   std::unordered_map<uint64_t, uint32_t> connection_index;  // (from, to, kind) -> connection
@@ -240,6 +245,44 @@ struct Simulator::State {
     send(id, topology.host(from, s), topology.host(to, s), bytes);
   }
 
+  // Sharded exchange: replica `from` sends 1/D of its message (phase 1, to the
+  // shard's server `to`) or of the server's averaged shard (phase 2, back).
+  void send_shard(int c, int from, int to, uint8_t phase) {
+    const int32_t op = all_reduce[chunk_slot(from, c)];
+    const double bytes = static_cast<double>(trace->ops[op].bytes) / replicas;
+    Message m;
+    m.ring = true;
+    m.shard_phase = phase;
+    m.chunk = c;
+    m.from = from;
+    m.to = to;
+    const int s = chunk_device[c];
+    m.connection = connection(device(from, s), device(to, s), kExchange);
+    const uint32_t id = new_message(m);
+    send(id, topology.host(from, s), topology.host(to, s), bytes);
+  }
+
+  // Replica r has its averaged moment once it served its own shard (all D-1
+  // shards in) and got every other server's average back.
+  void maybe_finish_exchange(int r, int c) {
+    const size_t k = chunk_slot(r, c);
+    if (shards_in[k] == replicas - 1 && shards_back[k] == replicas - 1) finish_all_reduce(r, c);
+  }
+
+  void on_shard_arrival(const Message& msg) {
+    const int c = msg.chunk;
+    if (msg.shard_phase == 1) {
+      if (++shards_in[chunk_slot(msg.to, c)] == replicas - 1) {
+        for (int k = 0; k < replicas; ++k) {
+          if (k != msg.to) send_shard(c, msg.to, k, 2);
+        }
+      }
+    } else {
+      ++shards_back[chunk_slot(msg.to, c)];
+    }
+    maybe_finish_exchange(msg.to, c);
+  }
+
   void finish_all_reduce(int r, int c) {
     const int32_t op = all_reduce[chunk_slot(r, c)];
     done[op] = 1;
@@ -279,7 +322,15 @@ struct Simulator::State {
         if (replicas == 1) {
           finish_all_reduce(r, c);
         } else if (++joined[c] == replicas) {
-          for (int k = 0; k < replicas; ++k) start_ring_step(c, k, 0);
+          for (int k = 0; k < replicas; ++k) {
+            if (!trace->sharded_exchange) {
+              start_ring_step(c, k, 0);
+              continue;
+            }
+            for (int j = 0; j < replicas; ++j) {
+              if (j != k) send_shard(c, k, j, 1);
+            }
+          }
         }
         break;
     }
@@ -293,6 +344,10 @@ struct Simulator::State {
       out->timing[msg.op].end_s = engine.now();
       const TraceOp& op = trace->ops[msg.op];
       try_start(device(op.replica, op.peer));
+      return;
+    }
+    if (msg.shard_phase != 0) {
+      on_shard_arrival(msg);
       return;
     }
     const int to = (msg.from + 1) % replicas;
@@ -349,6 +404,8 @@ struct Simulator::State {
     optimizer.assign(chunk_slots, kNone);
     in_flight.assign(devices, 0);
     joined.assign(C, 0);
+    shards_in.assign(chunk_slots, 0);
+    shards_back.assign(chunk_slots, 0);
     messages.clear();
     connections.clear();
     connection_index.clear();

@@ -17,7 +17,13 @@
 //  * all-reduce: after the encode, each replica joins; when all D have joined,
 //    a ring all-reduce runs 2(D-1) steps, each replica sending bytes/D to its
 //    successor and starting step k+1 when step k's chunk arrived; the decode
-//    time is spent before the optimizer. D = 1: completes at once.
+//    time is spent before the optimizer. D = 1: completes at once. With
+//    StepTrace::sharded_exchange (compress.grad_sync = momentum) the collective
+//    is a sharded parameter-server exchange instead: each replica sends bytes/D
+//    to every other replica (the servers of the other shards); a server that
+//    has all D-1 shards sends bytes/D (of its own message) back to every other
+//    replica; a replica completes once it has served its shard and received
+//    the D-1 averages.
 // Leaves out: memory limits, compute/communication contention on one device,
 // per-step codec time of a compressed all-reduce beyond one encode and decode.
 #pragma once

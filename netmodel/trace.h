@@ -77,6 +77,11 @@ struct StepTrace {
   int32_t microbatches = 1;
   int32_t replicas = 1;
   std::string schedule = "gpipe";
+  // The kAllReduce ops are sharded exchanges (compress.grad_sync = momentum,
+  // docs/grad-sync.md) instead of ring all-reduces: each replica sends 1/D of
+  // its message to every other replica, and each then sends the averaged 1/D
+  // back to every other.
+  bool sharded_exchange = false;
   // True when every compute op's thread_cpu_s holds its whole CPU time (one
   // compute thread on a CPU device); false: only the wall seconds are known.
   bool thread_cpu = false;

@@ -162,6 +162,9 @@ void describe_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
       },
       [&c] { return schedule_of(c); });
   o.add("timing.replicas", c.replicas, "data-parallel replicas (ring all-reduce)", 1, 4096);
+  o.add_choice("timing.grad_sync", c.grad_sync, {"allreduce", "momentum"},
+               "replicas' exchange: ring all-reduce, or the sharded exchange of AQ-SGD's "
+               "momentum compression (timing.grad sizes both; docs/grad-sync.md)");
   o.add_custom(
       "timing.device", "choice",
       "device of the synthetic compute times (V100, A100, H100); default the preset's, else A100",
@@ -327,8 +330,10 @@ WhatIfResult run_what_if(const WhatIfConfig& c, const NetConfig& net,
   auto trace_of = [&](const CodecSpecs& s) {
     std::string k = key_of(s);
     if (traces.count(k) == 0) {
-      traces.emplace(k, make_synthetic_trace(r.shape, r.schedule, c.replicas, s, wire_bytes, device,
-                                             c.virtual_stages));
+      StepTrace t = make_synthetic_trace(r.shape, r.schedule, c.replicas, s, wire_bytes, device,
+                                         c.virtual_stages);
+      t.sharded_exchange = c.grad_sync == "momentum";
+      traces.emplace(k, std::move(t));
     }
     return k;
   };

@@ -94,13 +94,16 @@ PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
           rep.grad.push_back(setup_.channel_factory(ChannelRole::kGradient, s, r));
         } else {
           const std::string name = "r" + std::to_string(r) + ".grad" + std::to_string(s);
+          // Momentum exchange: gradients cross uncompressed during its warm-up only.
+          const bool momentum = setup_.compress.grad_sync == "momentum";
           rep.grad.push_back(compressors::make_channel(
-              compressors::gradient_spec(setup_.compress.grad),
+              compressors::gradient_spec(momentum ? "none" : setup_.compress.grad),
               channel_context(setup_, name, static_cast<uint64_t>(r) * 4096 + 2048 + s)));
         }
       }
     }
   }
+  build_momentum_channels();
 }
 
 PipelineEngine::~PipelineEngine() = default;
@@ -129,6 +132,8 @@ uint64_t PipelineEngine::channel_state_bytes() const {
     for (const auto& c : r->fw) n += c->state_bytes();
     for (const auto& c : r->bw) n += c->state_bytes();
     for (const auto& c : r->grad) n += c->state_bytes();
+    for (const auto& c : r->momentum) n += c->state_bytes();
+    for (const auto& c : r->momentum_server) n += c->state_bytes();
   }
   return n;
 }
@@ -150,6 +155,8 @@ void PipelineEngine::set_epoch(int epoch) {
     for (auto& c : r->fw) c->set_epoch(epoch);
     for (auto& c : r->bw) c->set_epoch(epoch);
     for (auto& c : r->grad) c->set_epoch(epoch);
+    for (auto& c : r->momentum) c->set_epoch(epoch);
+    for (auto& c : r->momentum_server) c->set_epoch(epoch);
   }
 }
 
@@ -247,8 +254,12 @@ StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
     loss_sum += w.loss_sum;
   }
   result.loss = loss_sum / D;
-  if (D > 1) sync_gradients(result);
-  step_optimizers(result, step, total_steps);
+  if (momentum_exchange_active(step)) {
+    exchange_momentum(result, step, total_steps);
+  } else {
+    if (D > 1) sync_gradients(result);
+    step_optimizers(result, step, total_steps);
+  }
   finish_means(result.fw);
   finish_means(result.bw);
   finish_means(result.grad);
@@ -393,25 +404,31 @@ void PipelineEngine::run_weight_backward(StepWork& w, const PipelineOp& op, Step
   w.grads_in[c][m] = at::Tensor();
 }
 
+double PipelineEngine::clip_replica(int r, int64_t step) {
+  Replica& rep = *replicas_[r];
+  std::vector<at::Tensor> all;
+  for (const auto& p : rep.stage_params) all.insert(all.end(), p.begin(), p.end());
+  const double norm = clip_global_norm(all, setup_.optim.clip);
+  if (!std::isfinite(norm)) {
+    int bad = 0;
+    for (int s = 0; s < stages() && bad == 0; ++s) {
+      for (const auto& p : rep.stage_params[s]) {
+        if (p.grad().defined() && !all_finite(p.grad())) bad = s + 1;
+      }
+    }
+    throw NonFiniteError("non-finite parameter gradient at step " + std::to_string(step + 1) +
+                         " (replica " + std::to_string(r) + ", stage " +
+                         std::to_string(std::max(bad - 1, 0)) + ")");
+  }
+  return norm;
+}
+
 void PipelineEngine::step_optimizers(StepResult& result, int64_t step, int64_t total_steps) {
   const int C = stages();
   result.lr = learning_rate(setup_.optim, step, total_steps);
   for (int r = 0; r < replicas(); ++r) {
     Replica& rep = *replicas_[r];
-    std::vector<at::Tensor> all;
-    for (const auto& p : rep.stage_params) all.insert(all.end(), p.begin(), p.end());
-    const double norm = clip_global_norm(all, setup_.optim.clip);
-    if (!std::isfinite(norm)) {
-      int bad = 0;
-      for (int s = 0; s < C && bad == 0; ++s) {
-        for (const auto& p : rep.stage_params[s]) {
-          if (p.grad().defined() && !all_finite(p.grad())) bad = s + 1;
-        }
-      }
-      throw NonFiniteError("non-finite parameter gradient at step " + std::to_string(step + 1) +
-                           " (replica " + std::to_string(r) + ", stage " +
-                           std::to_string(std::max(bad - 1, 0)) + ")");
-    }
+    const double norm = clip_replica(r, step);
     if (r == 0) result.grad_norm = norm;
     for (int s = 0; s < C; ++s) {
       sync_device();

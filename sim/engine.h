@@ -190,7 +190,13 @@ class PipelineEngine : public StepEngine {
   void run_backward(StepWork& w, const PipelineOp& op, StepResult& result);
   void run_weight_backward(StepWork& w, const PipelineOp& op, StepResult& result);
   void sync_gradients(StepResult& result);
+  // Clips replica r's gradients by the global norm (throws NonFiniteError).
+  double clip_replica(int r, int64_t step);
   void step_optimizers(StepResult& result, int64_t step, int64_t total_steps);
+  // compress.grad_sync = momentum (engine_momentum.cpp).
+  void build_momentum_channels();
+  bool momentum_exchange_active(int64_t step) const;
+  void exchange_momentum(StepResult& result, int64_t step, int64_t total_steps);
   at::Tensor microbatch_ids(const StepWork& w, int microbatch) const;
   OpSite site(const StepWork& w, int chunk, int microbatch, int peer = -1) const;
   void sync_device() const;

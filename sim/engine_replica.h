@@ -20,7 +20,11 @@ struct PipelineEngine::Replica {
   std::vector<std::vector<at::Tensor>> stage_params;          // per stage
   std::vector<std::unique_ptr<compressors::Channel>> fw, bw;  // per boundary
   std::vector<std::unique_ptr<compressors::Channel>> grad;    // per stage (D > 1)
-  std::vector<double> flops_per_sample;                       // per stage, forward
+  // compress.grad_sync = momentum (D > 1; engine_momentum.cpp): this replica's
+  // worker channel of every (chunk, shard), [chunk * D + shard], and its
+  // server channel of its own shard of every chunk, [chunk].
+  std::vector<std::unique_ptr<compressors::Channel>> momentum, momentum_server;
+  std::vector<double> flops_per_sample;  // per stage, forward
 };
 
 }  // namespace slowpipe::sim

@@ -69,6 +69,8 @@ void PipelineEngine::save_state(torch::serialize::OutputArchive& archive) const 
     for_each_channel(rep.fw, rp + "fw", save);
     for_each_channel(rep.bw, rp + "bw", save);
     for_each_channel(rep.grad, rp + "grad", save);
+    for_each_channel(rep.momentum, rp + "momentum", save);
+    for_each_channel(rep.momentum_server, rp + "momentum_server", save);
   }
   torch::serialize::OutputArchive ch;
   for (const auto& [key, t] : channels) ch.write(key, t);
@@ -132,6 +134,8 @@ void PipelineEngine::load_state(torch::serialize::InputArchive& archive) {
     for_each_channel(rep.fw, rp + "fw", load);
     for_each_channel(rep.bw, rp + "bw", load);
     for_each_channel(rep.grad, rp + "grad", load);
+    for_each_channel(rep.momentum, rp + "momentum", load);
+    for_each_channel(rep.momentum_server, rp + "momentum_server", load);
   }
 }
 

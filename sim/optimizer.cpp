@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <stdexcept>
 #include <string>
 
 #include "common/errors.h"
@@ -40,7 +41,7 @@ double clip_global_norm(const std::vector<at::Tensor>& params, double max_norm) 
 }
 
 StageOptimizer::StageOptimizer(const OptimConfig& c, std::vector<at::Tensor> params)
-    : params_(std::move(params)) {
+    : params_(std::move(params)), config_(c) {
   const bool adamw = c.name != "sgd";
   tensors_per_element_ = adamw ? 7 : c.momentum != 0 ? 5 : 3;
   flops_per_element_ = adamw ? 10 : c.momentum != 0 ? 4 : 2;
@@ -98,6 +99,78 @@ std::vector<at::Tensor> StageOptimizer::state_tensors() const {
     }
   }
   return out;
+}
+
+namespace {
+
+template <class State>
+State* state_of(torch::optim::Optimizer& opt, const at::Tensor& p) {
+  auto& state = opt.state();
+  auto it = state.find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+  return it == state.end() ? nullptr : dynamic_cast<State*>(it->second.get());
+}
+
+}  // namespace
+
+bool StageOptimizer::has_moments() const {
+  for (const auto& p : params_) {
+    const bool sgd = config_.name == "sgd";
+    if (sgd && config_.momentum == 0) return false;  // no momentum to exchange
+    if (sgd ? !state_of<torch::optim::SGDParamState>(*opt_, p)
+            : !state_of<torch::optim::AdamWParamState>(*opt_, p)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+at::Tensor StageOptimizer::next_momentum() const {
+  torch::NoGradGuard no_grad;
+  std::vector<at::Tensor> parts;
+  parts.reserve(params_.size());
+  for (const auto& p : params_) {
+    const at::Tensor g = p.grad().defined() ? p.grad() : at::zeros_like(p);
+    if (config_.name == "sgd") {
+      const auto* s = state_of<torch::optim::SGDParamState>(*opt_, p);
+      at::Tensor d = config_.weight_decay != 0 ? g + config_.weight_decay * p : g;
+      parts.push_back((s->momentum_buffer() * config_.momentum + d).reshape({-1}));
+    } else {
+      const auto* a = state_of<torch::optim::AdamWParamState>(*opt_, p);
+      parts.push_back((a->exp_avg() * config_.beta1 + g * (1.0 - config_.beta1)).reshape({-1}));
+    }
+  }
+  return torch::cat(parts).to(at::kFloat).unsqueeze(0);
+}
+
+void StageOptimizer::step_with_momentum(const at::Tensor& mean) {
+  torch::NoGradGuard no_grad;
+  const at::Tensor flat = mean.reshape({-1});
+  const double lr = opt_->param_groups().front().options().get_lr();
+  int64_t offset = 0;
+  for (auto& p : params_) {
+    const int64_t n = p.numel();
+    const at::Tensor m = flat.narrow(0, offset, n).view(p.sizes()).to(p.device(), p.dtype());
+    offset += n;
+    if (config_.name == "sgd") {
+      auto* s = state_of<torch::optim::SGDParamState>(*opt_, p);
+      s->momentum_buffer().copy_(m);
+      p.add_(s->momentum_buffer(), -lr);
+    } else {
+      // AdamW as libtorch computes it, with the exchanged first moment and the
+      // second moment frozen.
+      auto* a = state_of<torch::optim::AdamWParamState>(*opt_, p);
+      a->step(a->step() + 1);
+      a->exp_avg().copy_(m);
+      p.mul_(1.0 - lr * config_.weight_decay);
+      const double bc1 = 1.0 - std::pow(config_.beta1, static_cast<double>(a->step()));
+      const double bc2 = 1.0 - std::pow(config_.beta2, static_cast<double>(a->step()));
+      const at::Tensor denom = (a->exp_avg_sq().sqrt() / std::sqrt(bc2)).add_(1e-8);
+      p.addcdiv_(a->exp_avg(), denom, -lr / bc1);
+    }
+  }
+  if (offset != flat.numel()) {
+    throw std::logic_error("step_with_momentum: the momentum does not fit the parameters");
+  }
 }
 
 void StageOptimizer::save(torch::serialize::OutputArchive& archive) const {

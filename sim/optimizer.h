@@ -18,7 +18,7 @@ class Optimizer;
 namespace torch::serialize {
 class OutputArchive;
 class InputArchive;
-}
+}  // namespace torch::serialize
 
 namespace slowpipe::sim {
 
@@ -49,6 +49,18 @@ class StageOptimizer {
   const std::vector<at::Tensor>& params() const { return params_; }
   // Every optimizer state tensor (momentum buffers, Adam moments), in a stable order.
   std::vector<at::Tensor> state_tensors() const;
+  // compress.grad_sync = momentum (docs/grad-sync.md). has_moments(): every
+  // parameter has optimizer state (after the first step). next_momentum():
+  // this replica's next first moment from its own gradients, flat [1, N] in
+  // parameter order (SGD: momentum x m + (g + weight_decay x p); AdamW:
+  // beta1 x m + (1 - beta1) x g), the parameters and state unchanged.
+  // step_with_momentum(mean): stores the exchanged first moment `mean` ([1, N]
+  // or [N]) as the optimizer's and updates the parameters with it (AdamW: the
+  // second moment stays as it is, frozen; the step count and bias corrections
+  // go on). With every replica passing the same mean, replicas stay identical.
+  bool has_moments() const;
+  at::Tensor next_momentum() const;
+  void step_with_momentum(const at::Tensor& mean);
   // Every piece of optimizer state (moments, step counts, the current lr), for
   // bitwise resume. load() throws DataError when the archive does not fit.
   void save(torch::serialize::OutputArchive& archive) const;
@@ -56,6 +68,7 @@ class StageOptimizer {
 
  private:
   std::vector<at::Tensor> params_;
+  OptimConfig config_;
   std::unique_ptr<torch::optim::Optimizer> opt_;
   int tensors_per_element_ = 0;  // tensors streamed per parameter element
   double flops_per_element_ = 0;

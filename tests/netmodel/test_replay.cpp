@@ -96,6 +96,28 @@ TEST_CASE("Replay: ring all-reduce takes 2(D-1)/D bytes/bandwidth + 2(D-1) laten
   }
 }
 
+TEST_CASE("Replay: the sharded exchange sends bytes/D to and from every other replica") {
+  for (int D : {2, 3, 4, 8}) {
+    const double bytes = 4e6, bw = 1e9, lat = 2e-3;
+    nm::StepTrace t = nm::build_trace("gpipe", 1, 1, D, [&](nm::TraceOp& op) {
+      if (op.kind == nm::OpKind::kAllReduce) op.bytes = static_cast<uint64_t>(bytes);
+    });
+    t.sharded_exchange = true;
+    // A link per pair of hosts: the D-1 shards of a phase travel side by side.
+    const nm::Timeline tl = nm::replay(t, link(bw, lat, "fixed:0"));
+    CHECK(tl.step_s == Approx(2.0 * (bytes / D * 8 / bw + lat)).epsilon(1e-9));
+    double carried = 0;
+    for (const auto& l : tl.links) carried += l.bytes;
+    CHECK(carried == Approx(2.0 * D * (D - 1) * bytes / D));
+    // One NIC per host: its D-1 shards share it, as much data as the ring's but
+    // 2 latencies instead of 2(D-1).
+    nm::NetConfig nic = link(bw, lat, "fixed:0");
+    nic.nic_bandwidth_bps = bw;
+    const nm::Timeline tn = nm::replay(t, nic);
+    CHECK(tn.step_s == Approx(2.0 * (D - 1) / D * bytes * 8 / bw + 2 * lat).epsilon(1e-9));
+  }
+}
+
 TEST_CASE("Replay: the sender keeps computing while its message is on the wire") {
   // 2 stages, 2 micro-batches, GPipe, forward 1 s; each activation takes 10 s on the wire.
   nm::NetConfig c = link(8e6, 0, "fixed:1/0");
