@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/options.h"
+#include "common/registry.h"
 
 namespace slowpipe::netmodel {
 
@@ -29,7 +30,7 @@ struct NetPreset {
 };
 
 // The preset registry, in display order.
-const std::vector<NetPreset>& net_presets();
+const Registry<NetPreset>& net_presets();
 // Throws UsageError naming `net.preset` and listing the presets.
 const NetPreset& find_net_preset(const std::string& name);
 
