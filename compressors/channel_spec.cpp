@@ -16,8 +16,7 @@ const Registry<SchemeInfo>& scheme_registry() {
       "feedback scheme",
       {
           {"direct", "CODEC or direct(CODEC)", "send C(x); no state"},
-          {"ef", "ef(CODEC)",
-           "error feedback: send C(x + e), keep e = x + e - C(x + e) (sender)"},
+          {"ef", "ef(CODEC)", "error feedback: send C(x + e), keep e = x + e - C(x + e) (sender)"},
           {"ef21", "ef21(CODEC)", "EF21: send C(x - g), both sides g += D(C(x - g)), output g"},
           {"aq", "aq(CODEC)",
            "AQ-SGD: per-sample fp16 buffers, send C(a - m(xi)) after warm-up epochs",

@@ -78,8 +78,8 @@ void StageOptions::claim(const std::string& family, const SpecArg& arg) {
 const Registry<CodecInfo>& codec_registry() {
   // "q<digit>..." is the entry "q", listed as "q1..q8".
   const auto key_of = [](const std::string& name) {
-    const bool q = name.size() >= 2 && name[0] == 'q' &&
-                   std::isdigit(static_cast<unsigned char>(name[1]));
+    const bool q =
+        name.size() >= 2 && name[0] == 'q' && std::isdigit(static_cast<unsigned char>(name[1]));
     return q ? std::string("q") : name;
   };
   const auto label_of = [](const CodecInfo& c) {
@@ -88,8 +88,8 @@ const Registry<CodecInfo>& codec_registry() {
   static const Registry<CodecInfo> registry(
       "codec",
       {
-          {"none", "none", "fp32 as is, 4 bytes per element (a true pass-through)",
-           make_fp32_codec, /*value_codec=*/true},
+          {"none", "none", "fp32 as is, 4 bytes per element (a true pass-through)", make_fp32_codec,
+           /*value_codec=*/true},
           {"fp16", "fp16", "IEEE half precision, 2 bytes per element", make_fp16_codec,
            /*value_codec=*/true},
           {"bf16", "bf16", "bfloat16 (8-bit exponent), 2 bytes per element", make_bf16_codec,
@@ -123,9 +123,9 @@ std::string codec_labels(bool (*pick)(const CodecInfo&), const std::string& sep)
 const CodecInfo& codec_of(const SpecStage& stage, const CodecBuildContext& ctx) {
   const CodecInfo* info = codec_registry().find(stage.name);
   if (!info)
-    stage_error(ctx, stage.pos,
-                "expected a codec name (" + codec_registry().known() + "), got '" + stage.name +
-                    "'");
+    stage_error(
+        ctx, stage.pos,
+        "expected a codec name (" + codec_registry().known() + "), got '" + stage.name + "'");
   return *info;
 }
 

@@ -2,6 +2,7 @@
 // form; errors name the 1-based position and what was expected; config keys
 // validate specs when set.
 #include <ATen/ATen.h>
+
 #include <catch2/catch.hpp>
 #include <sstream>
 
@@ -303,18 +304,18 @@ TEST_CASE("Codec registry: patterns, roles and the names in messages come from t
   REQUIRE(values == std::vector<std::string>{"none", "fp16", "bf16", "q"});
   // The messages list what the entries say, as they did when the names were
   // written out by hand.
-  const auto msg = [](const std::string& spec) {
-    return error_of([&] { sc::make_codec(spec); });
-  };
+  const auto msg = [](const std::string& spec) { return error_of([&] { sc::make_codec(spec); }); };
   REQUIRE(msg("zip") ==
           "bad spec 'zip' at position 1: expected a codec name (none, fp16, bf16, q1..q8, sign, "
           "topk, randk), got 'zip'");
   REQUIRE(msg("q4+q8").find("'+' may only follow topk or randk (it encodes their kept values)") !=
           std::string::npos);
-  REQUIRE(msg("topk:0.1+sign").find("expected a value codec after '+' (none, fp16, bf16, "
-                                    "q1..q8), got 'sign'") != std::string::npos);
-  REQUIRE(error_of([] { sc::validate_spec("foo(q4)", false); })
-              .find("expected a feedback scheme (direct, ef, ef21, aq), got 'foo'") !=
+  REQUIRE(msg("topk:0.1+sign")
+              .find("expected a value codec after '+' (none, fp16, bf16, "
+                    "q1..q8), got 'sign'") != std::string::npos);
+  REQUIRE(error_of([] {
+            sc::validate_spec("foo(q4)", false);
+          }).find("expected a feedback scheme (direct, ef, ef21, aq), got 'foo'") !=
           std::string::npos);
 }
 
