@@ -19,14 +19,18 @@
 namespace slowpipe::netmodel {
 
 const Registry<DevicePreset>& device_presets() {
-  static const Registry<DevicePreset> devices("device", {
-      {"V100", 125e12, 0.35, 900e9, 0.80,
-       "NVIDIA V100 SXM2: 125 TFLOP/s fp16 tensor, 35% MFU assumed; 900 GB/s HBM2, 80% assumed"},
-      {"A100", 312e12, 0.40, 1555e9, 0.80,
-       "NVIDIA A100 40GB: 312 TFLOP/s bf16 dense, 40% MFU assumed; 1555 GB/s HBM2, 80% assumed"},
-      {"H100", 989e12, 0.40, 3350e9, 0.80,
-       "NVIDIA H100 SXM: 989 TFLOP/s bf16 dense, 40% MFU assumed; 3350 GB/s HBM3, 80% assumed"},
-  });
+  static const Registry<DevicePreset> devices(
+      "device",
+      {
+          {"V100", 125e12, 0.35, 900e9, 0.80,
+           "NVIDIA V100 SXM2: 125 TFLOP/s fp16 tensor, 35% MFU assumed; 900 GB/s HBM2, 80% "
+           "assumed"},
+          {"A100", 312e12, 0.40, 1555e9, 0.80,
+           "NVIDIA A100 40GB: 312 TFLOP/s bf16 dense, 40% MFU assumed; 1555 GB/s HBM2, 80% "
+           "assumed"},
+          {"H100", 989e12, 0.40, 3350e9, 0.80,
+           "NVIDIA H100 SXM: 989 TFLOP/s bf16 dense, 40% MFU assumed; 3350 GB/s HBM3, 80% assumed"},
+      });
   return devices;
 }
 

@@ -19,21 +19,23 @@
 namespace slowpipe::netmodel {
 
 const Registry<NetPreset>& net_presets() {
-  static const Registry<NetPreset> presets("preset", {
-      {"none", INFINITY, 0, "ideal network: unlimited bandwidth, zero latency (compute only)"},
-      {"100Gbps", 100e9, 5e-6, "datacenter, 100 Gbit/s, 5 us"},
-      {"10Gbps", 10e9, 50e-6, "datacenter, 10 Gbit/s, 50 us (AQ-SGD's fastest setting)"},
-      {"1Gbps", 1e9, 50e-6, "datacenter link shaped to 1 Gbit/s, 50 us"},
-      {"500Mbps", 500e6, 50e-6, "datacenter link shaped to 500 Mbit/s, 50 us"},
-      {"300Mbps", 300e6, 50e-6, "datacenter link shaped to 300 Mbit/s, 50 us"},
-      {"100Mbps", 100e6, 50e-6, "datacenter link shaped to 100 Mbit/s, 50 us"},
-      {"geo-us-west-east", 0.79e9, 67e-3,
-       "reference figure: US west <-> US east, 67 ms, 0.79 Gbit/s (measured inter-region)"},
-      {"geo-us-europe", 0.5e9, 80e-3,
-       "illustrative: US east <-> western Europe, ~80 ms, ~0.5 Gbit/s (order of magnitude)"},
-      {"geo-us-asia", 0.3e9, 120e-3,
-       "illustrative: US west <-> East Asia, ~120 ms, ~0.3 Gbit/s (order of magnitude)"},
-  });
+  static const Registry<NetPreset> presets(
+      "preset",
+      {
+          {"none", INFINITY, 0, "ideal network: unlimited bandwidth, zero latency (compute only)"},
+          {"100Gbps", 100e9, 5e-6, "datacenter, 100 Gbit/s, 5 us"},
+          {"10Gbps", 10e9, 50e-6, "datacenter, 10 Gbit/s, 50 us (AQ-SGD's fastest setting)"},
+          {"1Gbps", 1e9, 50e-6, "datacenter link shaped to 1 Gbit/s, 50 us"},
+          {"500Mbps", 500e6, 50e-6, "datacenter link shaped to 500 Mbit/s, 50 us"},
+          {"300Mbps", 300e6, 50e-6, "datacenter link shaped to 300 Mbit/s, 50 us"},
+          {"100Mbps", 100e6, 50e-6, "datacenter link shaped to 100 Mbit/s, 50 us"},
+          {"geo-us-west-east", 0.79e9, 67e-3,
+           "reference figure: US west <-> US east, 67 ms, 0.79 Gbit/s (measured inter-region)"},
+          {"geo-us-europe", 0.5e9, 80e-3,
+           "illustrative: US east <-> western Europe, ~80 ms, ~0.5 Gbit/s (order of magnitude)"},
+          {"geo-us-asia", 0.3e9, 120e-3,
+           "illustrative: US west <-> East Asia, ~120 ms, ~0.3 Gbit/s (order of magnitude)"},
+      });
   return presets;
 }
 

@@ -51,8 +51,8 @@ struct NetConfig {
   double latency_s = -1;     // < 0: the preset's
   double jitter_s = 0;       // mean of the exponential extra latency per message
   double efficiency = 0.957;
-  double overhead_bytes = 0;  // added to every message
-  double overhead_s = 0;      // added to every message's latency
+  double overhead_bytes = 0;           // added to every message
+  double overhead_s = 0;               // added to every message's latency
   std::string compute = "calibrated";  // kDefaultComputeModel (compute_model.h)
   int64_t seed = 1;
   int stages_per_host = 1;
