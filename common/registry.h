@@ -46,8 +46,7 @@ class Registry {
   // (a programming error, not a user's).
   const Entry& add(Entry entry) {
     if (entry.name.empty()) throw std::logic_error(noun_ + " registered with an empty name");
-    if (find_exact(entry.name))
-      throw std::logic_error(noun_ + " registered twice: " + entry.name);
+    if (find_exact(entry.name)) throw std::logic_error(noun_ + " registered twice: " + entry.name);
     entries_.push_back(std::move(entry));
     return entries_.back();
   }
