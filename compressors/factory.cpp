@@ -72,12 +72,11 @@ struct SchemeChannel {
 
 const SchemeFactory& scheme_factory(const std::string& name) {
   static const Registry<SchemeChannel> factories = [] {
-    Registry<SchemeChannel> f("channel factory", {
-                                                     {"direct", plain_factory<DirectChannel>()},
-                                                     {"ef", plain_factory<EfChannel>()},
-                                                     {"ef21", plain_factory<Ef21Channel>()},
-                                                     {"aq", &make_aq},
-                                                 });
+    Registry<SchemeChannel> f("channel factory");
+    f.add({"direct", plain_factory<DirectChannel>()});
+    f.add({"ef", plain_factory<EfChannel>()});
+    f.add({"ef21", plain_factory<Ef21Channel>()});
+    f.add({"aq", &make_aq});
     // One factory per registered scheme, and no other.
     for (const SchemeInfo& s : scheme_registry())
       if (!f.find(s.name)) throw std::logic_error("scheme '" + s.name + "' has no channel factory");
