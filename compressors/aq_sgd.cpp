@@ -115,11 +115,7 @@ void AqChannel::send(const at::Tensor& x, const at::Tensor& sample_ids, Message&
     publish_sent(sample_ids);
   }
   if (!fits) refuse_buffer_overflow(a, n);
-  if (stats) {
-    stats->bytes += msg.size();
-    stats->encode_s += seconds_since(t0);
-    stats->delta_norm = std::sqrt(norm_sq);  // ||a|| in warm-up
-  }
+  add_sent(stats, msg, t0, std::sqrt(norm_sq));  // delta_norm: ||a|| in warm-up
 }
 
 at::Tensor AqChannel::receive(const Message& msg, const Shape& shape, const at::Tensor& sample_ids,
@@ -154,7 +150,7 @@ at::Tensor AqChannel::receive(const Message& msg, const Shape& shape, const at::
     }
     publish_received(msg, shape, sample_ids);
   }
-  if (stats) stats->decode_s += seconds_since(t0);
+  add_received(stats, t0);
   return out;
 }
 

@@ -10,8 +10,7 @@ at::Tensor Channel::transfer(const at::Tensor& x, const at::Tensor& sample_ids,
   const at::Tensor xc = to_cpu_float(x);
   send(xc, sample_ids, wire_, stats);
   const at::Tensor out = receive(wire_, shape_of(xc), sample_ids, stats);
-  if (stats)
-    stats->rel_error = relative_error(xc.data_ptr<float>(), out.data_ptr<float>(), xc.numel());
+  set_rel_error(stats, xc, out);
   return like_input(out, x);
 }
 

@@ -9,6 +9,7 @@
 
 #include <ATen/Tensor.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26,6 +27,28 @@ struct TransferStats {
   double encode_s = 0;    // sender-side seconds
   double decode_s = 0;    // receiver-side seconds
 };
+
+// The one place channels fill TransferStats; `stats` may be null (nothing is
+// recorded). A sender pass that began at t0 and wrote `msg` adds its bytes and
+// seconds (and sets delta_norm, where the scheme measures one); a receiver
+// pass adds its seconds.
+using StatsClock = std::chrono::steady_clock;
+inline double seconds_since(StatsClock::time_point t0) {
+  return std::chrono::duration<double>(StatsClock::now() - t0).count();
+}
+inline void add_sent(TransferStats* stats, const Message& msg, StatsClock::time_point t0) {
+  if (!stats) return;
+  stats->bytes += msg.size();
+  stats->encode_s += seconds_since(t0);
+}
+inline void add_sent(TransferStats* stats, const Message& msg, StatsClock::time_point t0,
+                     double delta_norm) {
+  add_sent(stats, msg, t0);
+  if (stats) stats->delta_norm = delta_norm;
+}
+inline void add_received(TransferStats* stats, StatsClock::time_point t0) {
+  if (stats) stats->decode_s += seconds_since(t0);
+}
 
 class Channel {
  public:

@@ -1,7 +1,6 @@
 // What a channel spec means without building the channel; see channel_spec.h.
-// Moved from factory.cpp unchanged (the scheme registry without its factories,
-// which factory.cpp binds by name), so that it links no libtorch; new here is
-// validate_boundary, the pairing check make_boundary made inline.
+// The scheme registry holds no channel factories (factory.cpp binds them by
+// name), so that this file links no libtorch.
 #include "compressors/channel_spec.h"
 
 #include <iomanip>
@@ -13,24 +12,17 @@
 
 namespace slowpipe::compressors {
 
-namespace {
-
-const SchemeInfo* find_scheme(const std::string& name) {
-  for (const SchemeInfo& s : scheme_registry())
-    if (s.name == name) return &s;
-  return nullptr;
-}
-
-}  // namespace
-
-const std::vector<SchemeInfo>& scheme_registry() {
-  static const std::vector<SchemeInfo> registry = {
-      {"direct", "CODEC or direct(CODEC)", "send C(x); no state"},
-      {"ef", "ef(CODEC)", "error feedback: send C(x + e), keep e = x + e - C(x + e) (sender)"},
-      {"ef21", "ef21(CODEC)", "EF21: send C(x - g), both sides g += D(C(x - g)), output g"},
-      {"aq", "aq(CODEC)",
-       "AQ-SGD: per-sample fp16 buffers, send C(a - m(xi)) after warm-up epochs"},
-  };
+const Registry<SchemeInfo>& scheme_registry() {
+  static const Registry<SchemeInfo> registry(
+      "feedback scheme",
+      {
+          {"direct", "CODEC or direct(CODEC)", "send C(x); no state"},
+          {"ef", "ef(CODEC)", "error feedback: send C(x + e), keep e = x + e - C(x + e) (sender)"},
+          {"ef21", "ef21(CODEC)", "EF21: send C(x - g), both sides g += D(C(x - g)), output g"},
+          {"aq", "aq(CODEC)",
+           "AQ-SGD: per-sample fp16 buffers, send C(a - m(xi)) after warm-up epochs",
+           /*own_warmup=*/true, /*keyed_by_sample=*/true},
+      });
   return registry;
 }
 
@@ -40,8 +32,8 @@ bool is_shared(const SpecTree& tree) {
          s.args.front().value == "shared";
 }
 bool sparsifies(const SpecTree& tree) {
-  const std::string& n = tree.stages.front().name;
-  return (n == "topk" || n == "randk") && !is_shared(tree);
+  const CodecInfo* c = codec_registry().find(tree.stages.front().name);
+  return c && c->with_values && !is_shared(tree);
 }
 
 std::string canonical(const SpecTree& tree, const Codec& codec) {
@@ -50,12 +42,10 @@ std::string canonical(const SpecTree& tree, const Codec& codec) {
 
 // Parses and checks the scheme; builds the codec.
 std::unique_ptr<Codec> parse_codec(const SpecTree& tree, uint64_t seed, bool backward) {
-  if (!find_scheme(tree.scheme)) {
-    std::string names;
-    for (const SchemeInfo& s : scheme_registry()) names += (names.empty() ? "" : ", ") + s.name;
+  if (!scheme_registry().find(tree.scheme))
     spec_error(tree.text, tree.scheme_pos,
-               "expected a feedback scheme (" + names + "), got '" + tree.scheme + "'");
-  }
+               "expected a feedback scheme (" + scheme_registry().known() + "), got '" +
+                   tree.scheme + "'");
   std::unique_ptr<Codec> codec = make_codec(tree, seed);
   if (is_shared(tree)) {
     if (!backward)
@@ -102,7 +92,8 @@ void validate_role(const std::string& key, const std::string& spec, ChannelRole 
     fail(
         "gradients cross as one flat [1, N] tensor, a one-row matrix in this view, which "
         "PowerSGD sends uncompressed; leave the view out (compress.grad uses 'square')");
-  if (role == ChannelRole::kGradient && tree.scheme == "aq")
+  // parse_codec checked the scheme is registered.
+  if (role == ChannelRole::kGradient && scheme_registry().find(tree.scheme)->keyed_by_sample)
     fail(
         "AQ-SGD keys its buffers by sample id and cannot carry data-parallel gradients (use a "
         "codec, ef(...) or ef21(...))");

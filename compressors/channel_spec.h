@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/registry.h"
 #include "compressors/codec.h"
 #include "compressors/spec.h"
 
@@ -25,8 +26,13 @@ struct SchemeInfo {
   std::string name;         // "direct", "ef", "ef21", "aq"
   std::string syntax;       // "ef(CODEC)"
   std::string description;  // one line
+  // Runs its own warm-up (AQ-SGD fills its buffers): make_boundary does not
+  // wrap it in a WarmupChannel.
+  bool own_warmup = false;
+  // Keys its state by sample id: cannot carry data-parallel gradients.
+  bool keyed_by_sample = false;
 };
-const std::vector<SchemeInfo>& scheme_registry();
+const Registry<SchemeInfo>& scheme_registry();
 
 // Validates a spec (UsageError); `backward` allows topk:shared.
 void validate_spec(const std::string& spec, bool backward);

@@ -77,55 +77,64 @@ void StageOptions::claim(const std::string& family, const SpecArg& arg) {
   claimed_.emplace_back(family, &arg);
 }
 
-const std::vector<CodecInfo>& codec_registry() {
-  static const std::vector<CodecInfo> registry = {
-      {"none", "none", "fp32 as is, 4 bytes per element (a true pass-through)", make_fp32_codec},
-      {"fp16", "fp16", "IEEE half precision, 2 bytes per element", make_fp16_codec},
-      {"bf16", "bf16", "bfloat16 (8-bit exponent), 2 bytes per element", make_bf16_codec},
-      {"q", "q<1..8>[:stochastic][:tensor|row|channel|group=G][:minmax][:fp32]",
-       "uniform quantization, bit-packed; default max-abs, fp16 scale per channel, nearest",
-       make_quantizer},
-      {"sign", "sign[:row|tensor]", "1 bit per element plus an fp32 scale (mean |x|) per row",
-       make_sign_codec},
-      {"topk", "topk:K[:row|tensor] | topk:shared ; then optional +VALUES",
-       "keep the K-fraction largest magnitudes per row; shared = reuse the forward mask",
-       make_topk},
-      {"randk", "randk:K[:row|tensor][:unbiased] ; then optional +VALUES",
-       "keep a uniformly random K-fraction per row", make_randk},
-      {"powersgd", "powersgd:R[:last|rows|square][:fp16]",
-       "PowerSGD rank R, warm-started (use ef(...) as published): (rows + cols) * R values",
-       make_powersgd},
-      {"qsgd", "qsgd:s=S[:bucket=D]",
-       "QSGD: per bucket of D (128) an fp32 L2 norm, per element sign + stochastic level 0..S",
-       make_qsgd},
+const Registry<CodecInfo>& codec_registry() {
+  // "q<digit>..." is the entry "q", listed as "q1..q8".
+  const auto key_of = [](const std::string& name) {
+    const bool q =
+        name.size() >= 2 && name[0] == 'q' && std::isdigit(static_cast<unsigned char>(name[1]));
+    return q ? std::string("q") : name;
   };
+  const auto label_of = [](const CodecInfo& c) {
+    return c.name == "q" ? std::string("q1..q8") : c.name;
+  };
+  static const Registry<CodecInfo> registry(
+      "codec",
+      {
+          {"none", "none", "fp32 as is, 4 bytes per element (a true pass-through)", make_fp32_codec,
+           /*value_codec=*/true},
+          {"fp16", "fp16", "IEEE half precision, 2 bytes per element", make_fp16_codec,
+           /*value_codec=*/true},
+          {"bf16", "bf16", "bfloat16 (8-bit exponent), 2 bytes per element", make_bf16_codec,
+           /*value_codec=*/true},
+          {"q", "q<1..8>[:stochastic][:tensor|row|channel|group=G][:minmax][:fp32]",
+           "uniform quantization, bit-packed; default max-abs, fp16 scale per channel, nearest",
+           make_quantizer, /*value_codec=*/true},
+          {"sign", "sign[:row|tensor]", "1 bit per element plus an fp32 scale (mean |x|) per row",
+           make_sign_codec},
+          {"topk", "topk:K[:row|tensor] | topk:shared ; then optional +VALUES",
+           "keep the K-fraction largest magnitudes per row; shared = reuse the forward mask",
+           make_topk, /*value_codec=*/false, make_sparsifier},
+          {"randk", "randk:K[:row|tensor][:unbiased] ; then optional +VALUES",
+           "keep a uniformly random K-fraction per row", make_randk, /*value_codec=*/false,
+           make_sparsifier},
+          {"powersgd", "powersgd:R[:last|rows|square][:fp16]",
+           "PowerSGD rank R, warm-started (use ef(...) as published): (rows + cols) * R values",
+           make_powersgd},
+          {"qsgd", "qsgd:s=S[:bucket=D]",
+           "QSGD: per bucket of D (128) an fp32 L2 norm, per element sign + stochastic level 0..S",
+           make_qsgd, /*value_codec=*/true},
+      },
+      key_of, label_of);
   return registry;
 }
 
 namespace {
 
-const CodecInfo* find_codec(const std::string& name) {
-  std::string key = name;
-  if (name.size() >= 2 && name[0] == 'q' && std::isdigit(static_cast<unsigned char>(name[1])))
-    key = "q";
-  for (const CodecInfo& info : codec_registry())
-    if (info.name == key) return &info;
-  return nullptr;
-}
-
-std::string codec_names() {
+// The labels of the codecs `pick` selects, joined by `sep`.
+std::string codec_labels(bool (*pick)(const CodecInfo&), const std::string& sep) {
   std::string s;
-  for (const CodecInfo& info : codec_registry())
-    s += (s.empty() ? "" : ", ") + (info.name == "q" ? std::string("q1..q8") : info.name);
+  for (const CodecInfo& c : codec_registry())
+    if (pick(c)) s += (s.empty() ? "" : sep) + codec_registry().label(c);
   return s;
 }
 
-std::unique_ptr<Codec> build_stage(const SpecStage& stage, const CodecBuildContext& ctx) {
-  const CodecInfo* info = find_codec(stage.name);
+const CodecInfo& codec_of(const SpecStage& stage, const CodecBuildContext& ctx) {
+  const CodecInfo* info = codec_registry().find(stage.name);
   if (!info)
-    stage_error(ctx, stage.pos,
-                "expected a codec name (" + codec_names() + "), got '" + stage.name + "'");
-  return info->factory(stage, ctx);
+    stage_error(
+        ctx, stage.pos,
+        "expected a codec name (" + codec_registry().known() + "), got '" + stage.name + "'");
+  return *info;
 }
 
 }  // namespace
@@ -135,23 +144,26 @@ std::unique_ptr<Codec> make_codec(const SpecTree& tree, uint64_t seed) {
   ctx.text = &tree.text;
   ctx.seed = seed;
   const SpecStage& first = tree.stages.front();
-  if (tree.stages.size() == 1) return build_stage(first, ctx);
-  if (first.name != "topk" && first.name != "randk") {
-    if (!find_codec(first.name)) build_stage(first, ctx);  // reports the unknown name first
+  const CodecInfo& sparsifier = codec_of(first, ctx);  // reports an unknown name first
+  if (tree.stages.size() == 1) return sparsifier.factory(first, ctx);
+  if (!sparsifier.with_values)
     stage_error(ctx, tree.plus_pos,
-                "'+' may only follow topk or randk (it encodes their kept values)");
-  }
+                "'+' may only follow " +
+                    codec_labels([](const CodecInfo& c) { return bool(c.with_values); }, " or ") +
+                    " (it encodes their kept values)");
   const SpecStage& second = tree.stages[1];
-  if (second.name == "topk" || second.name == "randk" || second.name == "sign")
+  const CodecInfo* value = codec_registry().find(second.name);
+  if (value && !value->value_codec)
     stage_error(ctx, second.pos,
-                "expected a value codec after '+' (none, fp16, bf16, q1..q8, qsgd), got '" +
-                    second.name + "'");
-  make_sparsifier(first, ctx, nullptr);  // report the first stage's errors first
+                "expected a value codec after '+' (" +
+                    codec_labels([](const CodecInfo& c) { return c.value_codec; }, ", ") +
+                    "), got '" + second.name + "'");
+  sparsifier.with_values(first, ctx, nullptr);  // report the first stage's errors first
   CodecBuildContext value_ctx = ctx;
   value_ctx.value_stage = true;
   value_ctx.seed = seed ^ 0xA5A5A5A5ULL;
-  std::unique_ptr<Codec> values = build_stage(second, value_ctx);
-  return make_sparsifier(first, ctx, std::move(values));
+  std::unique_ptr<Codec> values = codec_of(second, value_ctx).factory(second, value_ctx);
+  return sparsifier.with_values(first, ctx, std::move(values));
 }
 
 std::unique_ptr<Codec> make_codec(const std::string& spec, uint64_t seed) {

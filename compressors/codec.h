@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "common/registry.h"
 #include "compressors/codec_state.h"
 #include "compressors/spec.h"
 
@@ -82,7 +83,7 @@ class Codec {
   virtual const SparseSelection* last_selection() const { return nullptr; }
 };
 
-// Registry of codec names. A factory gets the parsed stage; `value_stage` is true
+// The codec registry. A factory gets the parsed stage; `value_stage` is true
 // for the stage after '+', which encodes a sparsifier's kept values ([rows, k]).
 struct CodecBuildContext {
   const std::string* text = nullptr;  // whole spec, for error messages
@@ -91,13 +92,21 @@ struct CodecBuildContext {
 };
 using CodecFactory =
     std::function<std::unique_ptr<Codec>(const SpecStage&, const CodecBuildContext&)>;
+// A sparsifier's factory for "A+B": `values` (B's codec) encodes the kept values.
+using SparsifierFactory = std::function<std::unique_ptr<Codec>(
+    const SpecStage&, const CodecBuildContext&, std::unique_ptr<Codec> values)>;
 struct CodecInfo {
   std::string name;         // registry key: "q" covers q1..q8
   std::string syntax;       // "q<bits>[:stochastic][:tensor|row|channel|group=G][:minmax][:fp32]"
   std::string description;  // one line
   CodecFactory factory;
+  // May follow '+' and encode a sparsifier's kept values (none, fp16, q4, ...).
+  bool value_codec = false;
+  // Sparsifiers only (set: may precede '+'): builds the codec with its value codec.
+  SparsifierFactory with_values = nullptr;
 };
-const std::vector<CodecInfo>& codec_registry();
+// In listing order; "q4" finds the entry "q", listed as "q1..q8".
+const Registry<CodecInfo>& codec_registry();
 
 // Builds the codec of a parsed spec's stages (the scheme is ignored).
 std::unique_ptr<Codec> make_codec(const SpecTree& tree, uint64_t seed);

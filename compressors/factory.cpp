@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <map>
 #include <stdexcept>
 
 #include "common/errors.h"
@@ -31,59 +30,63 @@ std::string aq_path(const ChannelContext& ctx, const std::string& side) {
   return (dir / (name + "." + std::to_string(::getpid()) + "." + side + ".f16")).string();
 }
 
+// A scheme's channel, given the mask stores of a topk:shared boundary.
+template <class C>
+std::unique_ptr<Channel> with_masks(std::unique_ptr<C> channel, const ChannelContext& ctx) {
+  if (ctx.up_masks) channel->share_masks(ctx.up_masks, ctx.down_masks);
+  return channel;
+}
+
+template <class C>
+SchemeFactory plain_factory() {
+  return [](const SpecTree& t, std::unique_ptr<Codec> c, const ChannelContext& ctx) {
+    std::string spec = canonical(t, *c);
+    return with_masks(std::make_unique<C>(std::move(c), spec), ctx);
+  };
+}
+
+std::unique_ptr<Channel> make_aq(const SpecTree& t, std::unique_ptr<Codec> c,
+                                 const ChannelContext& ctx) {
+  AqConfig a;
+  a.warmup_epochs = std::max(ctx.warmup_epochs, ctx.plain_warmup_epochs);
+  a.silent_mask_epochs = ctx.plain_warmup_epochs;
+  a.num_samples = ctx.num_samples;
+  a.store = ctx.aq_store;
+  if (a.store == "disk") {
+    a.sender_path = aq_path(ctx, "sender");
+    a.receiver_path = aq_path(ctx, "receiver");
+  }
+  std::string spec = canonical(t, *c);
+  auto aq = std::make_unique<AqChannel>(std::move(c), spec, a);
+  // Its receiver rebuilds the warm-up masks with a codec of its own.
+  if (ctx.up_masks) aq->set_receiver_mask_codec(parse_codec(t, ctx.seed, false));
+  return with_masks(std::move(aq), ctx);
+}
+
+struct SchemeChannel {
+  std::string name;  // a scheme of scheme_registry()
+  SchemeFactory make;
+};
+
 }  // namespace
 
 const SchemeFactory& scheme_factory(const std::string& name) {
-  static const std::map<std::string, SchemeFactory> factories = [] {
-    std::map<std::string, SchemeFactory> f = {
-        {"direct",
-         [](const SpecTree& t, std::unique_ptr<Codec> c,
-            const ChannelContext&) -> std::unique_ptr<Channel> {
-           std::string spec = canonical(t, *c);
-           return std::make_unique<DirectChannel>(std::move(c), spec);
-         }},
-        {"ef",
-         [](const SpecTree& t, std::unique_ptr<Codec> c,
-            const ChannelContext&) -> std::unique_ptr<Channel> {
-           std::string spec = canonical(t, *c);
-           return std::make_unique<EfChannel>(std::move(c), spec);
-         }},
-        {"ef21",
-         [](const SpecTree& t, std::unique_ptr<Codec> c,
-            const ChannelContext&) -> std::unique_ptr<Channel> {
-           std::string spec = canonical(t, *c);
-           return std::make_unique<Ef21Channel>(std::move(c), spec);
-         }},
-        {"aq",
-         [](const SpecTree& t, std::unique_ptr<Codec> c,
-            const ChannelContext& ctx) -> std::unique_ptr<Channel> {
-           AqConfig a;
-           a.warmup_epochs = std::max(ctx.warmup_epochs, ctx.plain_warmup_epochs);
-           a.silent_mask_epochs = ctx.plain_warmup_epochs;
-           a.num_samples = ctx.num_samples;
-           a.store = ctx.aq_store;
-           if (a.store == "disk") {
-             a.sender_path = aq_path(ctx, "sender");
-             a.receiver_path = aq_path(ctx, "receiver");
-           }
-           std::string spec = canonical(t, *c);
-           return std::make_unique<AqChannel>(std::move(c), spec, a);
-         }},
-    };
+  static const Registry<SchemeChannel> factories = [] {
+    Registry<SchemeChannel> f("channel factory");
+    f.add({"direct", plain_factory<DirectChannel>()});
+    f.add({"ef", plain_factory<EfChannel>()});
+    f.add({"ef21", plain_factory<Ef21Channel>()});
+    f.add({"aq", &make_aq});
     // One factory per registered scheme, and no other.
-    size_t bound = 0;
-    for (const SchemeInfo& s : scheme_registry()) {
-      if (!f.count(s.name))
-        throw std::logic_error("scheme '" + s.name + "' has no channel factory");
-      ++bound;
-    }
-    if (bound != f.size())
+    for (const SchemeInfo& s : scheme_registry())
+      if (!f.find(s.name)) throw std::logic_error("scheme '" + s.name + "' has no channel factory");
+    if (f.size() != scheme_registry().size())
       throw std::logic_error("a channel factory names a scheme missing from scheme_registry()");
     return f;
   }();
-  auto it = factories.find(name);
-  if (it == factories.end()) throw std::logic_error("no channel factory for scheme '" + name + "'");
-  return it->second;
+  const SchemeChannel* entry = factories.find(name);
+  if (!entry) throw std::logic_error("no channel factory for scheme '" + name + "'");
+  return entry->make;
 }
 
 std::unique_ptr<Channel> make_channel(const std::string& spec, const ChannelContext& ctx) {
@@ -101,29 +104,32 @@ Boundary make_boundary(const std::string& fw_spec, const std::string& bw_spec,
   fw_ctx.name = ctx.name + ".fw";
   bw_ctx.name = ctx.name + ".bw";
   bw_ctx.seed = ctx.seed ^ 0xB0B0B0B0B0B0ULL;
+  const bool shared = is_shared(bw_tree);
+  if (shared) {  // one store per side of the boundary (feedback.h)
+    fw_ctx.up_masks = std::make_shared<MaskStore>();
+    fw_ctx.down_masks = std::make_shared<MaskStore>();
+  }
   Boundary b;
   std::unique_ptr<Codec> fw_codec = parse_codec(fw_tree, fw_ctx.seed, false);
   std::unique_ptr<Codec> bw_codec = parse_codec(bw_tree, bw_ctx.seed, true);
   b.fw = scheme_factory(fw_tree.scheme)(fw_tree, std::move(fw_codec), fw_ctx);
-  if (is_shared(bw_tree)) {
-    // One store per side of the boundary (feedback.h).
-    auto up = std::make_shared<MaskStore>(), down = std::make_shared<MaskStore>();
-    dynamic_cast<CodecChannel&>(*b.fw).share_masks(up, down);
-    if (auto* aq = dynamic_cast<AqChannel*>(b.fw.get()))
-      aq->set_receiver_mask_codec(parse_codec(fw_tree, fw_ctx.seed, false));
+  if (shared) {
     std::string spec = bw_codec->spec();
     auto bw = std::make_unique<SharedMaskChannel>(std::move(bw_codec), spec);
-    bw->share_masks(up, down);
+    bw->share_masks(fw_ctx.up_masks, fw_ctx.down_masks);
     b.bw = std::move(bw);
   } else {
     b.bw = scheme_factory(bw_tree.scheme)(bw_tree, std::move(bw_codec), bw_ctx);
   }
-  // AQ-SGD runs its own warm-up (it fills its buffers); every other channel,
-  // topk:shared included, is wrapped. A wrapped forward publishes no mask in
-  // warm-up, and its topk:shared backward takes none then.
+  // A scheme with its own warm-up (AQ-SGD fills its buffers) is left as is;
+  // every other channel, topk:shared included, is wrapped. A wrapped forward
+  // publishes no mask in warm-up, and its topk:shared backward takes none then.
   const int w = ctx.plain_warmup_epochs;
-  if (w > 0 && fw_tree.scheme != "aq") b.fw = std::make_unique<WarmupChannel>(std::move(b.fw), w);
-  if (w > 0 && bw_tree.scheme != "aq") b.bw = std::make_unique<WarmupChannel>(std::move(b.bw), w);
+  const auto own_warmup = [](const SpecTree& t) {
+    return scheme_registry().find(t.scheme)->own_warmup;  // validated above
+  };
+  if (w > 0 && !own_warmup(fw_tree)) b.fw = std::make_unique<WarmupChannel>(std::move(b.fw), w);
+  if (w > 0 && !own_warmup(bw_tree)) b.bw = std::make_unique<WarmupChannel>(std::move(b.bw), w);
   return b;
 }
 

@@ -17,6 +17,8 @@
 
 namespace slowpipe::compressors {
 
+class MaskStore;  // feedback.h
+
 struct ChannelContext {
   std::string name = "channel";  // e.g. "b0.fw"; names AQ's disk files
   int64_t num_samples = 0;       // sample ids are in [0, num_samples); 0 = unknown
@@ -29,12 +31,17 @@ struct ChannelContext {
   std::string aq_store = "memory";  // memory | disk
   std::string aq_dir;               // disk store folder; "" = the system temp folder
   uint64_t seed = 0;                // stochastic rounding, RandK
+  // A forward channel whose backward is `topk:shared`: the stores it publishes
+  // its masks to, sender side (up) and receiver side (down); null otherwise.
+  // Set by make_boundary; every scheme's factory passes them to its channel.
+  std::shared_ptr<MaskStore> up_masks, down_masks;
 };
 
 // The channel factory of each scheme of scheme_registry() (channel_spec.h),
-// bound by name: the names, syntax and descriptions live there alone. Throws
-// std::logic_error when a registered scheme has no factory or a factory no
-// registered scheme (a programming error, found by the first call).
+// bound by name: the names, syntax, descriptions and flags live there alone
+// (that registry links no libtorch). Throws std::logic_error when a registered
+// scheme has no factory or a factory no registered scheme (a programming
+// error, found by the first call).
 using SchemeFactory = std::function<std::unique_ptr<Channel>(
     const SpecTree&, std::unique_ptr<Codec>, const ChannelContext&)>;
 const SchemeFactory& scheme_factory(const std::string& name);

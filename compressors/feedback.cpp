@@ -131,6 +131,11 @@ double relative_error(const float* x, const float* x_hat, int64_t n) {
   return den > 0 ? std::sqrt(num / den) : 0.0;
 }
 
+void set_rel_error(TransferStats* stats, const at::Tensor& x, const at::Tensor& x_hat) {
+  if (stats)
+    stats->rel_error = relative_error(x.data_ptr<float>(), x_hat.data_ptr<float>(), x.numel());
+}
+
 CodecChannel::CodecChannel(std::unique_ptr<Codec> codec, std::string spec)
     : codec_(std::move(codec)), spec_(std::move(spec)) {}
 
@@ -147,25 +152,18 @@ void CodecChannel::load_state(const std::string& prefix, const StateDict& in) {
   codec_->load_arrays(prefix + "codec_f32.", get_codec_arrays(in, prefix + "codec_f32."));
 }
 
-double CodecChannel::seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 void CodecChannel::encode_timed(Codec& codec, const float* x, const Shape& shape, Message& msg,
                                 TransferStats* stats) {
   const auto t0 = Clock::now();
   codec.encode_raw(x, shape, msg);
-  if (stats) {
-    stats->bytes += msg.size();
-    stats->encode_s += seconds_since(t0);
-  }
+  add_sent(stats, msg, t0);
 }
 
 void CodecChannel::decode_timed(Codec& codec, const Message& msg, const Shape& shape, float* out,
                                 TransferStats* stats) const {
   const auto t0 = Clock::now();
   codec.decode_raw(msg.data(), msg.size(), shape, out);
-  if (stats) stats->decode_s += seconds_since(t0);
+  add_received(stats, t0);
 }
 
 void CodecChannel::publish_sent(const at::Tensor& sample_ids) {
@@ -196,8 +194,7 @@ at::Tensor CodecChannel::infer(const at::Tensor& x, TransferStats* stats) {
   decode_timed(*codec_, msg, shape, out.data_ptr<float>(), stats);
   codec_->load_state("", codec_state);
   codec_->load_arrays("", codec_arrays);
-  if (stats)
-    stats->rel_error = relative_error(xc.data_ptr<float>(), out.data_ptr<float>(), xc.numel());
+  set_rel_error(stats, xc, out);
   return like_input(out, x);
 }
 
@@ -244,10 +241,7 @@ void EfChannel::send(const at::Tensor& x, const at::Tensor& sample_ids, Message&
   scratch_.resize(static_cast<size_t>(n));
   codec_->decode_raw(msg.data(), msg.size(), shape, scratch_.data());  // x_hat = D(C(p))
   for (int64_t i = 0; i < n; ++i) error_[i] = p[i] - scratch_[i];      // e <- p - x_hat
-  if (stats) {
-    stats->bytes += msg.size();
-    stats->encode_s += seconds_since(t0);
-  }
+  add_sent(stats, msg, t0);
   publish_sent(sample_ids);
 }
 
@@ -321,11 +315,7 @@ void Ef21Channel::send(const at::Tensor& x, const at::Tensor& sample_ids, Messag
   scratch_.resize(static_cast<size_t>(n));
   codec_->decode_raw(msg.data(), msg.size(), shape, scratch_.data());
   for (int64_t i = 0; i < n; ++i) sender_[i] += scratch_[i];
-  if (stats) {
-    stats->bytes += msg.size();
-    stats->encode_s += seconds_since(t0);
-    stats->delta_norm = std::sqrt(delta_sq);
-  }
+  add_sent(stats, msg, t0, std::sqrt(delta_sq));
   publish_sent(sample_ids);
 }
 
@@ -341,7 +331,7 @@ at::Tensor Ef21Channel::receive(const Message& msg, const Shape& shape,
     receiver_[i] += o[i];
     o[i] = receiver_[i];
   }
-  if (stats) stats->decode_s += seconds_since(t0);
+  add_received(stats, t0);
   publish_received(msg, shape, sample_ids);
   return out;
 }

@@ -72,8 +72,7 @@ class CodecChannel : public Channel {
   Codec& codec() { return *codec_; }
 
  protected:
-  using Clock = std::chrono::steady_clock;
-  static double seconds_since(Clock::time_point t0);
+  using Clock = StatsClock;
   // Encodes x (CPU fp32, `shape`) into msg; adds bytes and encode_s.
   void encode_timed(Codec& codec, const float* x, const Shape& shape, Message& msg,
                     TransferStats* stats);
@@ -166,5 +165,8 @@ at::Tensor like_input(const at::Tensor& result, const at::Tensor& input);
 Shape shape_of(const at::Tensor& x);
 // ||x - x_hat|| / ||x|| over n values (0 when ||x|| = 0).
 double relative_error(const float* x, const float* x_hat, int64_t n);
+// Sets stats->rel_error of x (CPU fp32) against what came out (same shape);
+// null stats: nothing.
+void set_rel_error(TransferStats* stats, const at::Tensor& x, const at::Tensor& x_hat);
 
 }  // namespace slowpipe::compressors

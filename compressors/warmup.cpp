@@ -3,8 +3,6 @@
 
 #include <ATen/ATen.h>
 
-#include <chrono>
-
 #include "compressors/feedback.h"
 #include "compressors/state_dict.h"
 
@@ -13,32 +11,22 @@ namespace slowpipe::compressors {
 WarmupChannel::WarmupChannel(std::unique_ptr<Channel> inner, int epochs)
     : inner_(std::move(inner)), epochs_(epochs), plain_(make_codec("none")) {}
 
-namespace {
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-}  // namespace
-
 void WarmupChannel::send(const at::Tensor& x, const at::Tensor& sample_ids, Message& msg,
                          TransferStats* stats) {
   if (!in_warmup()) return inner_->send(x, sample_ids, msg, stats);
   const at::Tensor xc = to_cpu_float(x);
-  const auto t0 = Clock::now();
+  const auto t0 = StatsClock::now();
   plain_->encode_raw(xc.data_ptr<float>(), shape_of(xc), msg);
-  if (stats) {  // fp32 is exact: delta_norm stays 0
-    stats->bytes += msg.size();
-    stats->encode_s += since(t0);
-  }
+  add_sent(stats, msg, t0);  // fp32 is exact: delta_norm stays 0
 }
 
 at::Tensor WarmupChannel::receive(const Message& msg, const Shape& shape,
                                   const at::Tensor& sample_ids, TransferStats* stats) {
   if (!in_warmup()) return inner_->receive(msg, shape, sample_ids, stats);
   at::Tensor out = at::empty(at::IntArrayRef(shape), at::TensorOptions().dtype(at::kFloat));
-  const auto t0 = Clock::now();
+  const auto t0 = StatsClock::now();
   plain_->decode_raw(msg.data(), msg.size(), shape, out.data_ptr<float>());
-  if (stats) stats->decode_s += since(t0);
+  add_received(stats, t0);
   return out;
 }
 

@@ -1,7 +1,6 @@
-// The data-set registry and make_dataset. Built-ins are listed in one table.
+// The data-set registry and make_dataset. Built-ins are registered on first
+// use, through register_dataset.
 #include "models/data_registry.h"
-
-#include <stdexcept>
 
 #include "common/errors.h"
 #include "common/units.h"
@@ -34,43 +33,51 @@ std::unique_ptr<Dataset> make_fashion(const DataConfig& cfg, const std::string& 
   return std::make_unique<FashionMnist>(path, cfg);
 }
 
-std::vector<DatasetEntry>& registry() {
-  static std::vector<DatasetEntry> entries = {
-      {"gcide", "GCIDE dictionary (Webster 1913 + WordNet) as raw bytes, ~40 MB of text",
-       kGcidePath, kGcidePackage, &make_gcide},
-      {"fashion-mnist", "Fashion-MNIST 28x28 clothing images, 10 classes (60k train, 10k val)",
-       kFashionMnistDir, kFashionMnistPackage, &make_fashion, /*path_is_directory=*/true},
-      {"text", "any text file (plain or gzip) as raw bytes; needs data.path", "", "", &make_text},
-  };
+Registry<DatasetEntry>& registry() {
+  static Registry<DatasetEntry> entries("data set");
   return entries;
+}
+
+// The built-ins, registered as any other data set is.
+void register_builtins() {
+  register_dataset({"gcide",
+                    "GCIDE dictionary (Webster 1913 + WordNet) as raw bytes, ~40 MB of text",
+                    kGcidePath, kGcidePackage, &make_gcide});
+  register_dataset({"fashion-mnist",
+                    "Fashion-MNIST 28x28 clothing images, 10 classes (60k train, 10k val)",
+                    kFashionMnistDir, kFashionMnistPackage, &make_fashion,
+                    /*path_is_directory=*/true});
+  register_dataset(
+      {"text", "any text file (plain or gzip) as raw bytes; needs data.path", "", "", &make_text});
+}
+
+// The registry with the built-ins in it: they are registered on first use,
+// before any other data set; register_dataset reaches here again while they are.
+Registry<DatasetEntry>& filled() {
+  static bool started = false;
+  if (!started) {
+    started = true;
+    register_builtins();
+  }
+  return registry();
 }
 
 }  // namespace
 
-const std::vector<DatasetEntry>& dataset_registry() {
-  return registry();
+const Registry<DatasetEntry>& dataset_registry() {
+  return filled();
 }
 
 std::vector<std::string> dataset_names() {
-  std::vector<std::string> out;
-  for (const auto& e : registry()) out.push_back(e.name);
-  return out;
+  return filled().names();
 }
 
 void register_dataset(DatasetEntry entry) {
-  for (const auto& e : registry()) {
-    if (e.name == entry.name) throw std::logic_error("data set registered twice: " + entry.name);
-  }
-  registry().push_back(std::move(entry));
+  filled().add(std::move(entry));
 }
 
 const DatasetEntry& find_dataset(const std::string& name) {
-  std::string known;
-  for (const auto& e : registry()) {
-    if (e.name == name) return e;
-    known += (known.empty() ? "" : ", ") + e.name;
-  }
-  throw UsageError("unknown data set '" + name + "' (data.name: one of " + known + ")");
+  return filled().at("data.name", name);
 }
 
 std::string data_path_key(const DataConfig& cfg) {

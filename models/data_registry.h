@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/registry.h"
 #include "models/data_config.h"
 #include "models/dataset.h"
 
@@ -29,12 +30,13 @@ struct DatasetEntry {
   bool path_is_directory = false;  // data.path names a directory (fashion-mnist)
 };
 
-// Built-ins first ("gcide", "fashion-mnist", "text"), then registered ones.
-const std::vector<DatasetEntry>& dataset_registry();
+// Built-ins first ("gcide", "fashion-mnist", "text", added through
+// register_dataset on first use), then registered ones.
+const Registry<DatasetEntry>& dataset_registry();
 std::vector<std::string> dataset_names();
-// Adds a data set; a duplicate name throws std::logic_error.
+// Adds a data set; an empty or duplicate name throws std::logic_error.
 void register_dataset(DatasetEntry entry);
-// Throws UsageError for an unknown name, listing the known ones.
+// Throws UsageError naming data.name for an unknown name, listing the known ones.
 const DatasetEntry& find_dataset(const std::string& name);
 
 // The option a data set's path came from, for messages: "data.path", or

@@ -1,10 +1,9 @@
-// The model registry and build_model. Built-in models are listed in one table
-// here (no static-initialiser registration, which a static library may drop).
+// The model registry and build_model. Built-in models are registered here on
+// first use, through register_model (no static-initialiser registration, which
+// a static library may drop).
 #include "models/registry.h"
 
 #include <torch/torch.h>
-
-#include <stdexcept>
 
 #include "common/errors.h"
 #include "models/checkpoint.h"
@@ -13,47 +12,58 @@
 namespace slowpipe::models {
 namespace {
 
-std::vector<ModelEntry>& registry() {
-  static std::vector<ModelEntry> entries = {
-      {"gpt", "GPT-style byte-level decoder LM: embedding, pre-LN transformer blocks, LM head",
-       &build_gpt, {"model.layers", "model.d_model", "model.heads", "model.seq_len"},
-       &footprint_gpt},
+Registry<ModelEntry>& registry() {
+  static Registry<ModelEntry> entries("model");
+  return entries;
+}
+
+// The built-ins, registered as any other model is.
+void register_builtins() {
+  register_model({"gpt",
+                  "GPT-style byte-level decoder LM: embedding, pre-LN transformer blocks, LM head",
+                  &build_gpt,
+                  {"model.layers", "model.d_model", "model.heads", "model.seq_len"},
+                  &footprint_gpt});
+  register_model(
       {"cnn",
        "residual CNN for 28x28 images: stem conv, residual blocks (one stride-2), pool+linear",
-       &build_cnn, {"model.layers", "model.channels", "data.classes", "data.sample_shape"},
-       &footprint_cnn},
-      {"mlp", "multi-layer perceptron: flatten+linear+ReLU blocks, linear head", &build_mlp,
-       {"model.layers", "model.hidden", "data.classes", "data.sample_shape"}, &footprint_mlp},
-  };
-  return entries;
+       &build_cnn,
+       {"model.layers", "model.channels", "data.classes", "data.sample_shape"},
+       &footprint_cnn});
+  register_model({"mlp",
+                  "multi-layer perceptron: flatten+linear+ReLU blocks, linear head",
+                  &build_mlp,
+                  {"model.layers", "model.hidden", "data.classes", "data.sample_shape"},
+                  &footprint_mlp});
+}
+
+// The registry with the built-ins in it: they are registered on first use,
+// before any other model; register_model reaches here again while they are.
+Registry<ModelEntry>& filled() {
+  static bool started = false;
+  if (!started) {
+    started = true;
+    register_builtins();
+  }
+  return registry();
 }
 
 }  // namespace
 
-const std::vector<ModelEntry>& model_registry() {
-  return registry();
+const Registry<ModelEntry>& model_registry() {
+  return filled();
 }
 
 std::vector<std::string> model_names() {
-  std::vector<std::string> out;
-  for (const auto& e : registry()) out.push_back(e.name);
-  return out;
+  return filled().names();
 }
 
 void register_model(ModelEntry entry) {
-  for (const auto& e : registry()) {
-    if (e.name == entry.name) throw std::logic_error("model registered twice: " + entry.name);
-  }
-  registry().push_back(std::move(entry));
+  filled().add(std::move(entry));
 }
 
 const ModelEntry& find_model(const std::string& name) {
-  std::string known;
-  for (const auto& e : registry()) {
-    if (e.name == name) return e;
-    known += (known.empty() ? "" : ", ") + e.name;
-  }
-  throw UsageError("unknown model '" + name + "' (model.name: one of " + known + ")");
+  return filled().at("model.name", name);
 }
 
 Model build_model(const ModelConfig& cfg, const DatasetInfo& data, uint64_t seed) {

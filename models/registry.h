@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/registry.h"
 #include "models/dataset.h"
 #include "models/model.h"
 #include "models/model_config.h"
@@ -42,14 +43,15 @@ struct ModelEntry {
   FootprintFn footprint = nullptr;
 };
 
-// Every registered model, built-ins first ("gpt", "cnn", "mlp"), then those
-// added by register_model, in registration order.
-const std::vector<ModelEntry>& model_registry();
+// Every registered model, built-ins first ("gpt", "cnn", "mlp", added through
+// register_model on first use), then those added by register_model, in
+// registration order.
+const Registry<ModelEntry>& model_registry();
 std::vector<std::string> model_names();
-// Adds a model (e.g. from an experiment's own source file). A duplicate name
-// throws std::logic_error.
+// Adds a model (e.g. from an experiment's own source file). An empty or
+// duplicate name throws std::logic_error.
 void register_model(ModelEntry entry);
-// Throws UsageError for an unknown name, listing the known ones.
+// Throws UsageError naming model.name for an unknown name, listing the known ones.
 const ModelEntry& find_model(const std::string& name);
 
 // Checks the config fits this machine (validate_model_config), seeds libtorch

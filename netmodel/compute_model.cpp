@@ -1,4 +1,5 @@
-// The compute-time model family and the device presets.
+// The compute-time model family (one registry: the listing and the dispatch)
+// and the device presets.
 //
 // Device figures are vendor datasheet numbers (docs/netmodel.md, "Compute-time
 // models"): dense fp16/bf16 tensor-core peaks V100 SXM2 125 TFLOP/s, A100 312
@@ -17,42 +18,24 @@
 
 namespace slowpipe::netmodel {
 
-const std::vector<DevicePreset>& device_presets() {
-  static const std::vector<DevicePreset> devices = {
-      {"V100", 125e12, 0.35, 900e9, 0.80,
-       "NVIDIA V100 SXM2: 125 TFLOP/s fp16 tensor, 35% MFU assumed; 900 GB/s HBM2, 80% assumed"},
-      {"A100", 312e12, 0.40, 1555e9, 0.80,
-       "NVIDIA A100 40GB: 312 TFLOP/s bf16 dense, 40% MFU assumed; 1555 GB/s HBM2, 80% assumed"},
-      {"H100", 989e12, 0.40, 3350e9, 0.80,
-       "NVIDIA H100 SXM: 989 TFLOP/s bf16 dense, 40% MFU assumed; 3350 GB/s HBM3, 80% assumed"},
-  };
+const Registry<DevicePreset>& device_presets() {
+  static const Registry<DevicePreset> devices(
+      "device",
+      {
+          {"V100", 125e12, 0.35, 900e9, 0.80,
+           "NVIDIA V100 SXM2: 125 TFLOP/s fp16 tensor, 35% MFU assumed; 900 GB/s HBM2, 80% "
+           "assumed"},
+          {"A100", 312e12, 0.40, 1555e9, 0.80,
+           "NVIDIA A100 40GB: 312 TFLOP/s bf16 dense, 40% MFU assumed; 1555 GB/s HBM2, 80% "
+           "assumed"},
+          {"H100", 989e12, 0.40, 3350e9, 0.80,
+           "NVIDIA H100 SXM: 989 TFLOP/s bf16 dense, 40% MFU assumed; 3350 GB/s HBM3, 80% assumed"},
+      });
   return devices;
 }
 
 const DevicePreset& find_device(const std::string& key, const std::string& name) {
-  std::string names;
-  for (const auto& d : device_presets()) {
-    if (d.name == name) return d;
-    names += (names.empty() ? "" : ", ") + d.name;
-  }
-  throw UsageError("bad value for '" + key + "': unknown device '" + name + "' (known: " + names +
-                   ")");
-}
-
-const std::vector<ComputeModelInfo>& compute_models() {
-  static const std::vector<ComputeModelInfo> models = {
-      {"calibrated", "calibrated[:W[:min|median]]",
-       "per op kind, stage and shape: the min (or median) of its first W steps' seconds "
-       "(default W 20), replayed unchanged"},
-      {"measured", "measured", "wall seconds measured by the pipeline engine at every step"},
-      {"scaled", "scaled:F", "measured seconds divided by F (a device F times faster)"},
-      {"analytic", "analytic:DEVICE",
-       "roofline: FLOPs / achieved FLOP/s, memory bytes / achieved bandwidth; devices V100, "
-       "A100, H100"},
-      {"fixed", "fixed:S[/B]",
-       "every forward S seconds, every backward B (default S), optimizer and codecs free"},
-  };
-  return models;
+  return device_presets().at(key, name);
 }
 
 std::string ComputeModel::describe_json() const {
@@ -132,40 +115,84 @@ class FixedModel : public ComputeModel {
 
 }  // namespace
 
+namespace {
+
+// UsageError unless the spec has an argument after ':' ("e.g. NAME:EXAMPLE").
+void need_arg(const std::string& arg, const std::string& key, const std::string& spec,
+              const char* what, const char* example) {
+  if (arg.empty()) {
+    throw UsageError("bad value for '" + key + "': '" + spec + "' needs " + what + " (e.g. " +
+                     spec.substr(0, spec.find(':')) + ":" + example + ")");
+  }
+}
+
+std::unique_ptr<ComputeModel> make_measured(const std::string& arg, const std::string& key,
+                                            const std::string& spec) {
+  if (!arg.empty()) compute_models().unknown(key, spec);
+  return std::make_unique<MeasuredModel>();
+}
+
+std::unique_ptr<ComputeModel> make_scaled(const std::string& arg, const std::string& key,
+                                          const std::string& spec) {
+  need_arg(arg, key, spec, "a speed-up factor", "2");
+  const double f = parse_float(key, arg);
+  if (!(f > 0)) throw UsageError("bad value for '" + key + "': scale factor must be > 0");
+  return std::make_unique<ScaledModel>(f);
+}
+
+std::unique_ptr<ComputeModel> make_analytic(const std::string& arg, const std::string& key,
+                                            const std::string& spec) {
+  need_arg(arg, key, spec, "a device", "A100");
+  return std::make_unique<AnalyticModel>(find_device(key, arg));
+}
+
+std::unique_ptr<ComputeModel> make_fixed(const std::string& arg, const std::string& key,
+                                         const std::string& spec) {
+  need_arg(arg, key, spec, "seconds", "2");
+  const auto slash = arg.find('/');
+  const double f = parse_float(key, arg.substr(0, slash));
+  const double b = slash == std::string::npos ? f : parse_float(key, arg.substr(slash + 1));
+  if (f < 0 || b < 0) throw UsageError("bad value for '" + key + "': fixed seconds must be >= 0");
+  return std::make_unique<FixedModel>(f, b);
+}
+
+std::unique_ptr<ComputeModel> make_calibrated(const std::string& arg, const std::string& key,
+                                              const std::string& /*spec*/) {
+  return make_calibrated_model(arg, key);
+}
+
+}  // namespace
+
+const Registry<ComputeModelInfo>& compute_models() {
+  static const Registry<ComputeModelInfo> models(
+      "compute model",
+      {
+          {"calibrated", "calibrated[:W[:min|median]]",
+           "per op kind, stage and shape: the min (or median) of its first W steps' seconds "
+           "(default W 20), replayed unchanged",
+           &make_calibrated},
+          {"measured", "measured", "wall seconds measured by the pipeline engine at every step",
+           &make_measured},
+          {"scaled", "scaled:F", "measured seconds divided by F (a device F times faster)",
+           &make_scaled},
+          {"analytic", "analytic:DEVICE",
+           "roofline: FLOPs / achieved FLOP/s, memory bytes / achieved bandwidth; devices " +
+               device_presets().known(),
+           &make_analytic},
+          {"fixed", "fixed:S[/B]",
+           "every forward S seconds, every backward B (default S), optimizer and codecs free",
+           &make_fixed},
+      },
+      /*key_of=*/{}, [](const ComputeModelInfo& m) { return m.usage; });
+  return models;
+}
+
 std::unique_ptr<ComputeModel> make_compute_model(const std::string& spec, const std::string& key) {
   const auto colon = spec.find(':');
-  const std::string name = spec.substr(0, colon);
   const std::string arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
-  auto need_arg = [&](const char* what) {
-    if (arg.empty()) {
-      throw UsageError("bad value for '" + key + "': '" + spec + "' needs " + what + " (e.g. " +
-                       name + ":" + (name == "analytic" ? "A100" : "2") + ")");
-    }
-  };
-  if (name == "calibrated") return make_calibrated_model(arg, key);
-  if (name == "measured" && arg.empty()) return std::make_unique<MeasuredModel>();
-  if (name == "scaled") {
-    need_arg("a speed-up factor");
-    const double f = parse_float(key, arg);
-    if (!(f > 0)) throw UsageError("bad value for '" + key + "': scale factor must be > 0");
-    return std::make_unique<ScaledModel>(f);
-  }
-  if (name == "analytic") {
-    need_arg("a device");
-    return std::make_unique<AnalyticModel>(find_device(key, arg));
-  }
-  if (name == "fixed") {
-    need_arg("seconds");
-    const auto slash = arg.find('/');
-    const double f = parse_float(key, arg.substr(0, slash));
-    const double b = slash == std::string::npos ? f : parse_float(key, arg.substr(slash + 1));
-    if (f < 0 || b < 0) throw UsageError("bad value for '" + key + "': fixed seconds must be >= 0");
-    return std::make_unique<FixedModel>(f, b);
-  }
-  std::string names;
-  for (const auto& m : compute_models()) names += (names.empty() ? "" : ", ") + m.usage;
-  throw UsageError("bad value for '" + key + "': unknown compute model '" + spec +
-                   "' (known: " + names + ")");
+  const ComputeModelInfo* m = compute_models().find(spec.substr(0, colon));
+  if (!m) compute_models().unknown(key, spec);
+  return m->make(arg, key, spec);
 }
 
 }  // namespace slowpipe::netmodel

@@ -20,10 +20,12 @@
 // memory traffic of forward and backward and every codec's own arithmetic.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/registry.h"
 #include "netmodel/trace.h"
 
 namespace slowpipe::netmodel {
@@ -36,7 +38,7 @@ struct DevicePreset {
   double memory_efficiency;     // achieved fraction of it by streaming kernels
   std::string description;
 };
-const std::vector<DevicePreset>& device_presets();
+const Registry<DevicePreset>& device_presets();
 // Throws UsageError naming `key` and listing the devices.
 const DevicePreset& find_device(const std::string& key, const std::string& name);
 
@@ -58,12 +60,19 @@ class ComputeModel {
   virtual void load_state(const std::string&) {}
 };
 
+// Builds a model from the text after "NAME:" ("" when there is none); `key`
+// and `spec` (the whole value) are for UsageErrors.
+using ComputeModelFactory = std::function<std::unique_ptr<ComputeModel>(
+    const std::string& arg, const std::string& key, const std::string& spec)>;
 struct ComputeModelInfo {
   std::string name;         // "calibrated", "measured", "scaled", "analytic", "fixed"
-  std::string usage;        // "scaled:F"
+  std::string usage;        // "scaled:F"; how the registry lists it
   std::string description;  // one line
+  ComputeModelFactory make;
 };
-const std::vector<ComputeModelInfo>& compute_models();
+// The family and its dispatch: make_compute_model calls the entry its name
+// (the spec up to ':') finds.
+const Registry<ComputeModelInfo>& compute_models();
 
 // The default of `net.compute`.
 inline constexpr const char* kDefaultComputeModel = "calibrated";

@@ -9,14 +9,14 @@
 
 namespace slowpipe::netmodel {
 
-const std::vector<ModelShape>& model_shapes() {
-  static const std::vector<ModelShape> shapes = [] {
-    std::vector<ModelShape> v;
+const Registry<ModelShape>& model_shapes() {
+  static const Registry<ModelShape> shapes = [] {
+    Registry<ModelShape> v("model shape");
     ModelShape gpt;
     gpt.name = "gpt2-xl";
     gpt.description =
         "GPT-2 XL (1.5B): 48 layers, d 1600, seq 1024, 8 stages, micro-batch 1, batch 32";
-    v.push_back(gpt);
+    v.add(gpt);
     ModelShape deb;
     deb.name = "deberta-xxl";
     deb.description =
@@ -27,7 +27,7 @@ const std::vector<ModelShape>& model_shapes() {
     deb.vocab = 128100;
     deb.score_terms = 3;
     deb.lm_head = false;
-    v.push_back(deb);
+    v.add(deb);
     ModelShape small;
     small.name = "gpt2-small";
     small.description =
@@ -36,20 +36,14 @@ const std::vector<ModelShape>& model_shapes() {
     small.hidden = 768;
     small.stages = 4;
     small.batch = 8;
-    v.push_back(small);
+    v.add(small);
     return v;
   }();
   return shapes;
 }
 
 const ModelShape& find_model_shape(const std::string& key, const std::string& name) {
-  std::string names;
-  for (const auto& s : model_shapes()) {
-    if (s.name == name) return s;
-    names += (names.empty() ? "" : ", ") + s.name;
-  }
-  throw UsageError("bad value for '" + key + "': unknown model shape '" + name +
-                   "' (known: " + names + ")");
+  return model_shapes().at(key, name);
 }
 
 void check_model_shape(const ModelShape& m) {

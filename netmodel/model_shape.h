@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "common/registry.h"
+
 namespace slowpipe::netmodel {
 
 struct ModelShape {
@@ -33,7 +35,7 @@ struct ModelShape {
   std::vector<int> stage_layers;
 };
 
-const std::vector<ModelShape>& model_shapes();
+const Registry<ModelShape>& model_shapes();
 // Throws UsageError naming `key` and listing the shapes.
 const ModelShape& find_model_shape(const std::string& key, const std::string& name);
 

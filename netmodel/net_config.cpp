@@ -18,33 +18,29 @@
 
 namespace slowpipe::netmodel {
 
-const std::vector<NetPreset>& net_presets() {
-  static const std::vector<NetPreset> presets = {
-      {"none", INFINITY, 0, "ideal network: unlimited bandwidth, zero latency (compute only)"},
-      {"100Gbps", 100e9, 5e-6, "datacenter, 100 Gbit/s, 5 us"},
-      {"10Gbps", 10e9, 50e-6, "datacenter, 10 Gbit/s, 50 us (AQ-SGD's fastest setting)"},
-      {"1Gbps", 1e9, 50e-6, "datacenter link shaped to 1 Gbit/s, 50 us"},
-      {"500Mbps", 500e6, 50e-6, "datacenter link shaped to 500 Mbit/s, 50 us"},
-      {"300Mbps", 300e6, 50e-6, "datacenter link shaped to 300 Mbit/s, 50 us"},
-      {"100Mbps", 100e6, 50e-6, "datacenter link shaped to 100 Mbit/s, 50 us"},
-      {"geo-us-west-east", 0.79e9, 67e-3,
-       "reference figure: US west <-> US east, 67 ms, 0.79 Gbit/s (measured inter-region)"},
-      {"geo-us-europe", 0.5e9, 80e-3,
-       "illustrative: US east <-> western Europe, ~80 ms, ~0.5 Gbit/s (order of magnitude)"},
-      {"geo-us-asia", 0.3e9, 120e-3,
-       "illustrative: US west <-> East Asia, ~120 ms, ~0.3 Gbit/s (order of magnitude)"},
-  };
+const Registry<NetPreset>& net_presets() {
+  static const Registry<NetPreset> presets(
+      "preset",
+      {
+          {"none", INFINITY, 0, "ideal network: unlimited bandwidth, zero latency (compute only)"},
+          {"100Gbps", 100e9, 5e-6, "datacenter, 100 Gbit/s, 5 us"},
+          {"10Gbps", 10e9, 50e-6, "datacenter, 10 Gbit/s, 50 us (AQ-SGD's fastest setting)"},
+          {"1Gbps", 1e9, 50e-6, "datacenter link shaped to 1 Gbit/s, 50 us"},
+          {"500Mbps", 500e6, 50e-6, "datacenter link shaped to 500 Mbit/s, 50 us"},
+          {"300Mbps", 300e6, 50e-6, "datacenter link shaped to 300 Mbit/s, 50 us"},
+          {"100Mbps", 100e6, 50e-6, "datacenter link shaped to 100 Mbit/s, 50 us"},
+          {"geo-us-west-east", 0.79e9, 67e-3,
+           "reference figure: US west <-> US east, 67 ms, 0.79 Gbit/s (measured inter-region)"},
+          {"geo-us-europe", 0.5e9, 80e-3,
+           "illustrative: US east <-> western Europe, ~80 ms, ~0.5 Gbit/s (order of magnitude)"},
+          {"geo-us-asia", 0.3e9, 120e-3,
+           "illustrative: US west <-> East Asia, ~120 ms, ~0.3 Gbit/s (order of magnitude)"},
+      });
   return presets;
 }
 
 const NetPreset& find_net_preset(const std::string& name) {
-  for (const auto& p : net_presets()) {
-    if (p.name == name) return p;
-  }
-  std::string names;
-  for (const auto& p : net_presets()) names += (names.empty() ? "" : ", ") + p.name;
-  throw UsageError("bad value for 'net.preset': unknown preset '" + name + "' (known: " + names +
-                   ")");
+  return net_presets().at("net.preset", name);
 }
 
 namespace {
@@ -62,13 +58,6 @@ std::vector<std::string> split(const std::string& text, char sep) {
   }
   out.push_back(cur);
   return out;
-}
-
-bool is_preset(const std::string& name) {
-  for (const auto& p : net_presets()) {
-    if (p.name == name) return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -89,10 +78,9 @@ std::vector<LinkOverride> parse_link_overrides(const std::string& key, const std
     if (o.host_a < 0 || o.host_b < 0 || o.host_a == o.host_b) {
       throw UsageError("bad value for '" + key + "': '" + item + "' needs two distinct hosts >= 0");
     }
-    if (is_preset(parts[1])) {
-      const NetPreset& p = find_net_preset(parts[1]);
-      o.bandwidth_bps = p.bandwidth_bps;
-      o.latency_s = p.latency_s;
+    if (const NetPreset* p = net_presets().find(parts[1])) {
+      o.bandwidth_bps = p->bandwidth_bps;
+      o.latency_s = p->latency_s;
     } else {
       o.bandwidth_bps = parse_bandwidth_bps(key, parts[1]);
       o.latency_s = -1;  // the default link's
@@ -104,10 +92,9 @@ std::vector<LinkOverride> parse_link_overrides(const std::string& key, const std
 }
 
 void describe_options(NetConfig& c, slowpipe::OptionSet& o) {
-  std::string presets;
-  for (const auto& p : net_presets()) presets += (presets.empty() ? "" : ", ") + p.name;
   o.add_custom(
-      "net.preset", "choice", "named network (" + presets + "); net.bandwidth/latency override it",
+      "net.preset", "choice",
+      "named network (" + net_presets().known() + "); net.bandwidth/latency override it",
       [&c](const std::string& v) {
         find_net_preset(v);
         c.preset = v;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/options.h"
+#include "common/registry.h"
 
 namespace slowpipe::netmodel {
 
@@ -29,7 +30,7 @@ struct NetPreset {
 };
 
 // The preset registry, in display order.
-const std::vector<NetPreset>& net_presets();
+const Registry<NetPreset>& net_presets();
 // Throws UsageError naming `net.preset` and listing the presets.
 const NetPreset& find_net_preset(const std::string& name);
 
@@ -50,8 +51,8 @@ struct NetConfig {
   double latency_s = -1;     // < 0: the preset's
   double jitter_s = 0;       // mean of the exponential extra latency per message
   double efficiency = 0.9564;
-  double overhead_bytes = 0;  // added to every message
-  double overhead_s = 0;      // added to every message's latency
+  double overhead_bytes = 0;           // added to every message
+  double overhead_s = 0;               // added to every message's latency
   std::string compute = "calibrated";  // kDefaultComputeModel (compute_model.h)
   int64_t seed = 1;
   int stages_per_host = 1;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "common/errors.h"
+#include "common/registry.h"
 
 namespace slowpipe::netmodel {
 
@@ -14,15 +15,22 @@ namespace slowpipe::netmodel {
 
 namespace {
 
-std::vector<ScheduleEntry>& entries() {
-  static std::vector<ScheduleEntry> all = [] {
-    std::vector<ScheduleEntry> v;
-#define SLOWPIPE_SCHEDULE(f) v.push_back(f());
+Registry<ScheduleEntry>& table() {
+  static Registry<ScheduleEntry> entries("schedule");
+  return entries;
+}
+
+// The registry with the built-ins (schedules/list.h) in it: registered through
+// register_schedule on first use, before any other schedule.
+Registry<ScheduleEntry>& filled() {
+  static bool started = false;
+  if (!started) {
+    started = true;
+#define SLOWPIPE_SCHEDULE(f) register_schedule(f());
 #include "netmodel/schedules/list.h"
 #undef SLOWPIPE_SCHEDULE
-    return v;
-  }();
-  return all;
+  }
+  return table();
 }
 
 }  // namespace
@@ -41,35 +49,22 @@ const char* to_string(Pass pass) {
   return "?";
 }
 
-const std::vector<ScheduleEntry>& schedule_registry() {
-  return entries();
+const Registry<ScheduleEntry>& schedule_registry() {
+  return filled();
 }
 
 std::vector<std::string> schedule_names() {
-  std::vector<std::string> names;
-  for (const auto& e : entries()) names.push_back(e.name);
-  return names;
+  return filled().names();
 }
 
 void register_schedule(ScheduleEntry entry) {
-  if (entry.name.empty() || !entry.make) {
-    throw std::logic_error("register_schedule: a schedule needs a name and a builder");
-  }
-  for (const auto& e : entries()) {
-    if (e.name == entry.name) {
-      throw std::logic_error("register_schedule: '" + entry.name + "' is registered already");
-    }
-  }
-  entries().push_back(std::move(entry));
+  if (!entry.make)
+    throw std::logic_error("schedule '" + entry.name + "' registered without a builder");
+  filled().add(std::move(entry));
 }
 
-const ScheduleEntry& find_schedule(const std::string& name) {
-  std::string names;
-  for (const auto& e : entries()) {
-    if (e.name == name) return e;
-    names += (names.empty() ? "" : ", ") + e.name;
-  }
-  throw UsageError("unknown schedule '" + name + "' (known: " + names + ")");
+const ScheduleEntry& find_schedule(const std::string& name, const std::string& key) {
+  return filled().at(key, name);
 }
 
 Schedule empty_schedule(const ScheduleRequest& request, bool split_backward) {

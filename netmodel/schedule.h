@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "common/registry.h"
+
 namespace slowpipe::netmodel {
 
 enum class Pass : uint8_t {
@@ -66,12 +68,14 @@ struct ScheduleEntry {
 
 // The built-in schedules (netmodel/schedules/list.h), then any added by
 // register_schedule, in registration order.
-const std::vector<ScheduleEntry>& schedule_registry();
+const Registry<ScheduleEntry>& schedule_registry();
 std::vector<std::string> schedule_names();
 // Throws std::logic_error for a duplicate or empty name.
 void register_schedule(ScheduleEntry entry);
-// Throws UsageError for an unknown name, listing the known ones.
-const ScheduleEntry& find_schedule(const std::string& name);
+// Throws UsageError for an unknown name ("bad value for 'KEY': unknown
+// schedule ...", listing the known ones).
+const ScheduleEntry& find_schedule(const std::string& name,
+                                   const std::string& key = "pipeline.schedule");
 
 // Builds a schedule and checks it (check_schedule). Throws UsageError for an
 // unknown name, devices/micro-batches/virtual stages < 1, virtual stages > 1

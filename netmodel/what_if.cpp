@@ -15,10 +15,10 @@
 
 namespace slowpipe::netmodel {
 
-const std::vector<TimingPreset>& timing_presets() {
+const Registry<TimingPreset>& timing_presets() {
   // Facts and sources: docs/netmodel.md, "The AQ-SGD presets".
-  static const std::vector<TimingPreset> presets = [] {
-    std::vector<TimingPreset> v;
+  static const Registry<TimingPreset> presets = [] {
+    Registry<TimingPreset> v("preset");
     TimingPreset gpt;
     gpt.name = "aqsgd-gpt2xl";
     gpt.description =
@@ -32,7 +32,7 @@ const std::vector<TimingPreset>& timing_presets() {
     gpt.epochs = 10;
     gpt.warmup_epochs = 1;
     gpt.codecs_used = "the reference ran fw aq(q4), bw q8";
-    v.push_back(gpt);
+    v.add(gpt);
     TimingPreset deb;
     deb.name = "aqsgd-deberta";
     deb.description =
@@ -46,20 +46,16 @@ const std::vector<TimingPreset>& timing_presets() {
     deb.epochs = 10;
     deb.warmup_epochs = 1;
     deb.codecs_used = "the reference ran fw aq(q3), bw q6";
-    v.push_back(deb);
+    v.add(deb);
     return v;
   }();
   return presets;
 }
 
 const TimingPreset& find_timing_preset(const std::string& key, const std::string& name) {
-  std::string names;
-  for (const auto& p : timing_presets()) {
-    if (p.name == name) return p;
-    names += (names.empty() ? "" : ", ") + p.name;
-  }
+  if (const TimingPreset* p = timing_presets().find(name)) return *p;
   throw UsageError("bad value for '" + key + "': unknown preset '" + name + "' (known: none, " +
-                   names + ")");
+                   timing_presets().known() + ")");
 }
 
 namespace {
@@ -129,10 +125,9 @@ int parse_count(const std::string& key, const std::string& v, int min) {
 }  // namespace
 
 void describe_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
-  std::string shapes, scheds, presets;
-  for (const auto& s : model_shapes()) shapes += (shapes.empty() ? "" : ", ") + s.name;
-  for (const auto& s : schedule_registry()) scheds += (scheds.empty() ? "" : ", ") + s.name;
-  for (const auto& p : timing_presets()) presets += ", " + p.name;
+  const std::string shapes = model_shapes().known();
+  const std::string scheds = schedule_registry().known();
+  const std::string presets = ", " + timing_presets().known();
   o.add_custom(
       "timing.preset", "choice",
       "published set-up (none" + presets +
@@ -157,7 +152,7 @@ void describe_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
       "timing.schedule", "choice",
       "pipeline schedule (" + scheds + "); default the preset's, else gpipe",
       [&c](const std::string& v) {
-        make_schedule(v, 1, 1);
+        find_schedule(v, "timing.schedule");
         c.schedule = v;
       },
       [&c] { return schedule_of(c); });
@@ -167,7 +162,8 @@ void describe_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
                "momentum compression (timing.grad sizes both; docs/grad-sync.md)");
   o.add_custom(
       "timing.device", "choice",
-      "device of the synthetic compute times (V100, A100, H100); default the preset's, else A100",
+      "device of the synthetic compute times (" + device_presets().known() +
+          "); default the preset's, else A100",
       [&c](const std::string& v) {
         find_device("timing.device", v);
         c.device = v;

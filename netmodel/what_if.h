@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/options.h"
+#include "common/registry.h"
 #include "netmodel/net_config.h"
 #include "netmodel/synthetic_trace.h"
 
@@ -37,8 +38,8 @@ struct TimingPreset {
   int warmup_epochs = 0;    // every boundary channel
   std::string codecs_used;  // what the source ran, for the banner
 };
-const std::vector<TimingPreset>& timing_presets();
-// Throws UsageError naming `key` and listing the presets.
+const Registry<TimingPreset>& timing_presets();
+// Throws UsageError naming `key` and listing the presets (and "none").
 const TimingPreset& find_timing_preset(const std::string& key, const std::string& name);
 
 // Empty strings and negative or zero counts mean "the preset's, else the

@@ -1,6 +1,9 @@
-// train(): set-up (checks, data, engine, network, run log, resume), the step
-// loop, and the end of a run (final evaluation, status). The log's columns are
-// declared in train_log.cpp; resume checkpoints live in run_state.cpp.
+// train() in its phases: set-up (preflight, build_run: data, engine, network;
+// open_log: new or resumed log, the checkpoint loaded once), the banner
+// (announce), the step loop (run_steps over train_one_step, with log_eval and
+// checkpoint), and the end of a run (finish_run: status, closing attributes).
+// The log's schema, every column with its unit, description and fill, is one
+// table per log table in train_log.cpp; resume checkpoints live in run_state.cpp.
 #include "sim/trainer.h"
 
 #include <torch/torch.h>
@@ -413,6 +416,8 @@ class CheckpointClock {
     // one costs (<= 2% overhead), and at least 30 s.
     return seconds_since(last_) >= std::max(30.0, 50.0 * last_write_s_);
   }
+  // Counts the auto interval from now.
+  void start() { last_ = Clock::now(); }
   void written(double seconds) {
     last_write_s_ = seconds;
     total_s_ += seconds;
@@ -429,6 +434,199 @@ class CheckpointClock {
   double total_s_ = 0;
   int count_ = 0;
 };
+
+// The step loop's shared state: the run, its summary, the progress display and
+// the checkpoint clock.
+struct Session {
+  Session(const TrainConfig& c, Run& r, TrainSummary& out, std::string config_fp,
+          Clock::time_point started)
+      : cfg(c),
+        run(r),
+        summary(out),
+        fp(std::move(config_fp)),
+        wall_start(started),
+        wall_before(r.cursor.wall_time_s),
+        progress(c.run.progress, r.total_steps),
+        checkpoints(c.run) {}
+  // Wall seconds of the whole run, earlier attempts included.
+  double wall_now() const { return wall_before + seconds_since(wall_start); }
+
+  const TrainConfig& cfg;
+  Run& run;
+  TrainSummary& summary;
+  const std::string fp;
+  const Clock::time_point wall_start;
+  const double wall_before;  // of the attempts before a resume
+  Progress progress;
+  CheckpointClock checkpoints;
+  // Distributed runs write no resume checkpoints (docs/distributed.md).
+  bool can_checkpoint() const { return !cfg.dist.enabled(); }
+};
+
+// The banner: steps, stages, cuts, channels and network, then each channel's size.
+void announce(Session& s, bool resume) {
+  const StepEngine& engine = *s.run.engine;
+  const int S = engine.stages();
+  std::vector<std::string> cut_text;
+  for (size_t c : engine.cuts()) cut_text.push_back(std::to_string(c));
+  const std::string channels =
+      S > 1 ? ", fw " + join(engine.fw_specs(), ",") + ", bw " + join(engine.bw_specs(), ",")
+            : ", no boundaries";
+  const PipelineConfig& p = s.cfg.pipeline;
+  const std::string layout =
+      std::to_string(p.stages) + " stage(s)" +
+      (p.virtual_stages > 1 ? " x " + std::to_string(p.virtual_stages) +
+                                  " virtual = " + std::to_string(S) + " chunks"
+                            : "") +
+      ", schedule " + p.schedule;
+  s.progress.message(
+      "slowpipe train: " + std::to_string(s.run.total_steps) + " steps, " + layout +
+      " (block cuts " + join(cut_text, ",") + "), " + std::to_string(engine.replicas()) +
+      " replica(s)" + channels + ", network " + netmodel::describe(s.cfg.net) + " -> " +
+      s.cfg.run.out +
+      (resume ? " (resumed after step " + std::to_string(s.run.cursor.steps_done) + ")" : ""));
+  for (const std::string& line : channel_lines(s.cfg, engine, *s.run.data))
+    s.progress.message(line);
+}
+
+// One eval row at `step`, and its line on the display.
+void log_eval(Session& s, int64_t step) {
+  TrainerCursor& cur = s.run.cursor;
+  fault_point("eval");
+  EvalRecord e = evaluate(*s.run.engine, *s.run.data, s.cfg.eval, s.cfg.pipeline.batch_size);
+  e.step = step;
+  e.epoch = std::max(cur.epoch, 0);
+  e.sim_time_s = cur.sim_time_s;
+  s.run.log->append("eval", make_row(s.run.eval_cols, e));
+  ++cur.eval_rows;
+  s.summary.final_eval_loss = e.loss;
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "eval @ step %lld: loss %.4f  %s %.4f  (compressed: %.4f, %.4f)",
+                static_cast<long long>(step), e.loss, s.run.eval_cols[4].info.name.c_str(),
+                e.metric, e.loss_c, e.metric_c);
+  s.progress.message(buf);
+}
+
+// A resume checkpoint of where the run is now.
+void checkpoint(Session& s) {
+  TrainerCursor& cur = s.run.cursor;
+  s.run.log->flush();  // rows up to the checkpoint are on disk before it exists
+  sync_file(s.cfg.run.out);
+  cur.net = s.run.network->carry();
+  cur.wall_time_s = s.wall_now();
+  s.checkpoints.written(
+      write_resume_checkpoint(s.cfg.run.out, *s.run.engine, cur, s.fp, s.cfg.run.checkpoint_keep));
+}
+
+// One optimizer step: the batch, the engine's step, its simulated time, the
+// train row, the optional trace, the display, and what is due after it (an
+// evaluation, a checkpoint).
+void train_one_step(Session& s) {
+  Run& run = s.run;
+  TrainerCursor& cur = run.cursor;
+  const int64_t step = cur.steps_done;
+  const auto t0 = Clock::now();
+  const models::SampledBatch sampled = run.sampler->next();
+  if (sampled.epoch != cur.epoch) {
+    cur.epoch = static_cast<int>(sampled.epoch);
+    run.engine->set_epoch(cur.epoch);
+  }
+  const models::Batch batch = run.data->get(models::Split::kTrain, sampled.indices);
+  const StepResult r = run.engine->train_step(batch, step, run.total_steps);
+  const netmodel::Timeline timeline = run.network->replay(r.trace);
+  cur.sim_time_s += timeline.step_s;
+  cur.samples += r.samples;
+  cur.steps_done = step + 1;
+  StepRecord rec;
+  rec.step = step + 1;
+  rec.epoch = cur.epoch;
+  rec.result = &r;
+  rec.samples = cur.samples;
+  rec.step_s = seconds_since(t0);
+  rec.wall_s = s.wall_now();
+  rec.sim_step_s = timeline.step_s;
+  rec.sim_time_s = cur.sim_time_s;
+  rec.channel_state_bytes = run.engine->channel_state_bytes();
+  rec.dist_step_s = r.dist_step_s;
+  run.log->append("train", make_row(run.train_cols, rec));
+  ++cur.train_rows;
+  fault_point("step");
+  fault_point("error-step");
+  const RunConfig& rc = s.cfg.run;
+  if (rc.trace_every > 0 && (step + 1) % rc.trace_every == 0) {
+    std::ostringstream os;
+    netmodel::write_chrome_trace(timeline, os);
+    run.log->put_text("trace_step_" + std::to_string(step + 1), os.str());
+  }
+  s.summary.final_loss = r.loss;
+  s.progress.update(step + 1, cur.epoch, r.loss, "sim " + format_duration(cur.sim_time_s));
+  const bool last = step + 1 >= run.total_steps;
+  if (s.cfg.eval.every > 0 && (step + 1) % s.cfg.eval.every == 0 && !last) log_eval(s, step + 1);
+  if (s.can_checkpoint() && !last && s.checkpoints.due(step + 1)) checkpoint(s);
+}
+
+// The step loop, until the last step or a signal, then the final evaluation.
+// A diverged run ends with its status; any other error marks the log failed
+// and is rethrown.
+void run_steps(Session& s) {
+  TrainerCursor& cur = s.run.cursor;
+  TrainSummary& summary = s.summary;
+  RunLog& log = *s.run.log;
+  try {
+    // Where the run starts (a fine-tuning run: the loaded model), once: a
+    // resumed run's log already holds this row.
+    if (s.cfg.eval.at_start && cur.steps_done == 0 && cur.eval_rows == 0) log_eval(s, 0);
+    while (cur.steps_done < s.run.total_steps && !g_stop) train_one_step(s);
+    s.progress.finish();
+    summary.status = g_stop ? RunStatus::kInterrupted : RunStatus::kComplete;
+    // An interrupted run is checkpointed first: its final evaluation row lies
+    // beyond the checkpoint and is rewritten by the resumed run.
+    if (summary.status == RunStatus::kInterrupted && s.can_checkpoint() &&
+        s.cfg.run.checkpoint_every != RunConfig::kCheckpointOff) {
+      checkpoint(s);
+    }
+    if (cur.steps_done > 0) log_eval(s, cur.steps_done);
+    s.run.engine->finish();  // distributed: every rank ends here
+  } catch (const NonFiniteError& e) {
+    s.progress.finish();
+    summary.status = RunStatus::kDiverged;
+    summary.message = e.what();
+    log.set_attribute("error", summary.message);
+    s.progress.message("slowpipe train: diverged: " + summary.message);
+  } catch (const std::exception& e) {
+    s.progress.finish();
+    log.set_attribute("status", "failed");
+    const auto* c10 = dynamic_cast<const c10::Error*>(&e);
+    log.set_attribute("error", c10 ? c10->what_without_backtrace() : e.what());
+    log.flush();
+    throw;
+  }
+}
+
+// The end of a run: the model checkpoint (run.save), the summary and the log's
+// closing attributes and blobs.
+void finish_run(Session& s) {
+  TrainSummary& summary = s.summary;
+  RunLog& log = *s.run.log;
+  if (summary.status == RunStatus::kComplete && !s.cfg.run.save.empty()) {
+    models::save_checkpoint(s.run.engine->model(), s.cfg.run.save);
+    s.progress.message("checkpoint written to " + s.cfg.run.save);
+  }
+  summary.steps = s.run.cursor.steps_done;
+  summary.sim_time_s = s.run.cursor.sim_time_s;
+  summary.wall_time_s = s.wall_now();
+  log.set_attribute("status", status_name(summary.status));
+  log.set_attribute("steps_done", static_cast<double>(summary.steps));
+  log.set_attribute("wall_time_s", summary.wall_time_s);
+  log.set_attribute("sim_time_s", summary.sim_time_s);
+  // What the compute model assumed (docs/hdf5-schema.md, blob `calibration`).
+  log.put_text("calibration", s.run.network->compute_description());
+  // What resume checkpoints cost this attempt (after a resume: since then).
+  log.set_attribute("checkpoints_written", static_cast<double>(s.checkpoints.count()));
+  log.set_attribute("checkpoint_time_s", s.checkpoints.total_s());
+  log.flush();
+  if (summary.status == RunStatus::kComplete) remove_checkpoints(s.cfg.run.out);
+}
 
 }  // namespace
 
@@ -465,147 +663,13 @@ TrainSummary train(const TrainConfig& cfg, const ResolvedConfig& resolved, bool 
     summary.out = "(rank " + std::to_string(cfg.dist.rank) + " of " + cfg.run.out + ")";
     return summary;
   }
-  // Distributed runs write no resume checkpoints (docs/distributed.md).
-  const bool can_checkpoint = !cfg.dist.enabled();
   open_log(run, cfg, resolved, resume, fp, summary);
-  RunLog& log = *run.log;
-  StepEngine& engine = *run.engine;
-  TrainerCursor& cur = run.cursor;
-  const double wall_before = cur.wall_time_s;
-  const auto wall_now = [&] { return wall_before + seconds_since(wall_start); };
-
-  const int S = engine.stages();
   SignalScope signals;
-  Progress progress(cfg.run.progress, run.total_steps);
-  std::vector<std::string> cut_text;
-  for (size_t c : engine.cuts()) cut_text.push_back(std::to_string(c));
-  const std::string channels =
-      S > 1 ? ", fw " + join(engine.fw_specs(), ",") + ", bw " + join(engine.bw_specs(), ",")
-            : ", no boundaries";
-  progress.message("slowpipe train: " + std::to_string(run.total_steps) + " steps, " +
-                   std::to_string(cfg.pipeline.stages) + " stage(s)" +
-                   (cfg.pipeline.virtual_stages > 1
-                        ? " x " + std::to_string(cfg.pipeline.virtual_stages) +
-                              " virtual = " + std::to_string(S) + " chunks"
-                        : "") +
-                   ", schedule " + cfg.pipeline.schedule + " (block cuts " + join(cut_text, ",") +
-                   "), " + std::to_string(engine.replicas()) + " replica(s)" + channels +
-                   ", network " + netmodel::describe(cfg.net) + " -> " + cfg.run.out +
-                   (resume ? " (resumed after step " + std::to_string(cur.steps_done) + ")" : ""));
-  for (const std::string& line : channel_lines(cfg, engine, *run.data)) progress.message(line);
-
-  const auto log_eval = [&](int64_t step) {
-    fault_point("eval");
-    EvalRecord e = evaluate(engine, *run.data, cfg.eval, cfg.pipeline.batch_size);
-    e.step = step;
-    e.epoch = std::max(cur.epoch, 0);
-    e.sim_time_s = cur.sim_time_s;
-    log.append("eval", make_row(run.eval_cols, e));
-    ++cur.eval_rows;
-    summary.final_eval_loss = e.loss;
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "eval @ step %lld: loss %.4f  %s %.4f  (compressed: %.4f, %.4f)",
-                  static_cast<long long>(step), e.loss, run.eval_cols[4].info.name.c_str(),
-                  e.metric, e.loss_c, e.metric_c);
-    progress.message(buf);
-  };
-  CheckpointClock checkpoints(cfg.run);
-  const auto checkpoint = [&] {
-    log.flush();  // rows up to the checkpoint are on disk before it exists
-    sync_file(cfg.run.out);
-    cur.net = run.network->carry();
-    cur.wall_time_s = wall_now();
-    checkpoints.written(
-        write_resume_checkpoint(cfg.run.out, engine, cur, fp, cfg.run.checkpoint_keep));
-  };
-
-  try {
-    // Where the run starts (a fine-tuning run: the loaded model), once: a
-    // resumed run's log already holds this row.
-    if (cfg.eval.at_start && cur.steps_done == 0 && cur.eval_rows == 0) log_eval(0);
-    while (cur.steps_done < run.total_steps && !g_stop) {
-      const int64_t step = cur.steps_done;
-      const auto t0 = Clock::now();
-      const models::SampledBatch sampled = run.sampler->next();
-      if (sampled.epoch != cur.epoch) {
-        cur.epoch = static_cast<int>(sampled.epoch);
-        engine.set_epoch(cur.epoch);
-      }
-      const models::Batch batch = run.data->get(models::Split::kTrain, sampled.indices);
-      const StepResult r = engine.train_step(batch, step, run.total_steps);
-      const netmodel::Timeline timeline = run.network->replay(r.trace);
-      cur.sim_time_s += timeline.step_s;
-      cur.samples += r.samples;
-      cur.steps_done = step + 1;
-      StepRecord rec;
-      rec.step = step + 1;
-      rec.epoch = cur.epoch;
-      rec.result = &r;
-      rec.samples = cur.samples;
-      rec.step_s = seconds_since(t0);
-      rec.wall_s = wall_now();
-      rec.sim_step_s = timeline.step_s;
-      rec.sim_time_s = cur.sim_time_s;
-      rec.channel_state_bytes = engine.channel_state_bytes();
-      rec.dist_step_s = r.dist_step_s;
-      log.append("train", make_row(run.train_cols, rec));
-      ++cur.train_rows;
-      fault_point("step");
-      fault_point("error-step");
-      if (cfg.run.trace_every > 0 && (step + 1) % cfg.run.trace_every == 0) {
-        std::ostringstream os;
-        netmodel::write_chrome_trace(timeline, os);
-        log.put_text("trace_step_" + std::to_string(step + 1), os.str());
-      }
-      summary.final_loss = r.loss;
-      progress.update(step + 1, cur.epoch, r.loss, "sim " + format_duration(cur.sim_time_s));
-      if (cfg.eval.every > 0 && (step + 1) % cfg.eval.every == 0 && step + 1 < run.total_steps) {
-        log_eval(step + 1);
-      }
-      if (can_checkpoint && step + 1 < run.total_steps && checkpoints.due(step + 1)) checkpoint();
-    }
-    progress.finish();
-    summary.status = g_stop ? RunStatus::kInterrupted : RunStatus::kComplete;
-    // An interrupted run is checkpointed first: its final evaluation row lies
-    // beyond the checkpoint and is rewritten by the resumed run.
-    if (summary.status == RunStatus::kInterrupted && can_checkpoint &&
-        cfg.run.checkpoint_every != RunConfig::kCheckpointOff) {
-      checkpoint();
-    }
-    if (cur.steps_done > 0) log_eval(cur.steps_done);
-    engine.finish();  // distributed: every rank ends here
-  } catch (const NonFiniteError& e) {
-    progress.finish();
-    summary.status = RunStatus::kDiverged;
-    summary.message = e.what();
-    log.set_attribute("error", summary.message);
-    progress.message("slowpipe train: diverged: " + summary.message);
-  } catch (const std::exception& e) {
-    progress.finish();
-    log.set_attribute("status", "failed");
-    const auto* c10 = dynamic_cast<const c10::Error*>(&e);
-    log.set_attribute("error", c10 ? c10->what_without_backtrace() : e.what());
-    log.flush();
-    throw;
-  }
-  if (summary.status == RunStatus::kComplete && !cfg.run.save.empty()) {
-    models::save_checkpoint(engine.model(), cfg.run.save);
-    progress.message("checkpoint written to " + cfg.run.save);
-  }
-  summary.steps = cur.steps_done;
-  summary.sim_time_s = cur.sim_time_s;
-  summary.wall_time_s = wall_now();
-  log.set_attribute("status", status_name(summary.status));
-  log.set_attribute("steps_done", static_cast<double>(summary.steps));
-  log.set_attribute("wall_time_s", summary.wall_time_s);
-  log.set_attribute("sim_time_s", summary.sim_time_s);
-  // What the compute model assumed (docs/hdf5-schema.md, blob `calibration`).
-  log.put_text("calibration", run.network->compute_description());
-  // What resume checkpoints cost this attempt (after a resume: since then).
-  log.set_attribute("checkpoints_written", static_cast<double>(checkpoints.count()));
-  log.set_attribute("checkpoint_time_s", checkpoints.total_s());
-  log.flush();
-  if (summary.status == RunStatus::kComplete) remove_checkpoints(cfg.run.out);
+  Session session(cfg, run, summary, fp, wall_start);
+  announce(session, resume);
+  session.checkpoints.start();  // the banner's forward pass is not run time
+  run_steps(session);
+  finish_run(session);
   return summary;
 }
 

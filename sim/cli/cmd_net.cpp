@@ -18,7 +18,8 @@ namespace slowpipe::cli {
 
 int cmd_timing(const Args& args) {
   po::options_description desc(
-      "usage: slowpipe timing [--preset aqsgd-gpt2xl|aqsgd-deberta] [--model gpt2-xl]\n"
+      "usage: slowpipe timing [--preset " + netmodel::timing_presets().known("|") +
+      "] [--model gpt2-xl]\n"
       "                       [--fw SPEC] [--bw SPEC] [--grad SPEC] [--baseline fp32|fp16|both]\n"
       "                       [--epochs N] [--bandwidth 10Gbps,1Gbps,...] [--set KEY=VALUE]...\n"
       "                       [--tsv]\n\n"

@@ -1,6 +1,8 @@
 // Spec grammar: the documented examples parse and round-trip to canonical
 // form; errors name the 1-based position and what was expected; config keys
 // validate specs when set.
+#include <ATen/ATen.h>
+
 #include <catch2/catch.hpp>
 #include <sstream>
 
@@ -284,4 +286,61 @@ TEST_CASE("Schemes: every registered name has a channel factory, and the pairing
   }
   REQUIRE(error_of([] { sc::validate_boundary("q4", "topk:shared"); }).find("does not sparsify") !=
           std::string::npos);
+}
+
+TEST_CASE("Codec registry: patterns, roles and the names in messages come from the entries") {
+  const auto& codecs = sc::codec_registry();
+  REQUIRE(codecs.find("q7") != nullptr);
+  REQUIRE(codecs.find("q7")->name == "q");
+  REQUIRE(codecs.find("q") == codecs.find("q1"));
+  REQUIRE(codecs.find("qq") == nullptr);
+  REQUIRE(codecs.known() == "none, fp16, bf16, q1..q8, sign, topk, randk");
+  std::vector<std::string> sparsifiers, values;
+  for (const sc::CodecInfo& c : codecs) {
+    if (c.with_values) sparsifiers.push_back(c.name);
+    if (c.value_codec) values.push_back(c.name);
+  }
+  REQUIRE(sparsifiers == std::vector<std::string>{"topk", "randk"});
+  REQUIRE(values == std::vector<std::string>{"none", "fp16", "bf16", "q"});
+  // The messages list what the entries say, as they did when the names were
+  // written out by hand.
+  const auto msg = [](const std::string& spec) { return error_of([&] { sc::make_codec(spec); }); };
+  REQUIRE(msg("zip") ==
+          "bad spec 'zip' at position 1: expected a codec name (none, fp16, bf16, q1..q8, sign, "
+          "topk, randk), got 'zip'");
+  REQUIRE(msg("q4+q8").find("'+' may only follow topk or randk (it encodes their kept values)") !=
+          std::string::npos);
+  REQUIRE(msg("topk:0.1+sign")
+              .find("expected a value codec after '+' (none, fp16, bf16, "
+                    "q1..q8), got 'sign'") != std::string::npos);
+  REQUIRE(error_of([] {
+            sc::validate_spec("foo(q4)", false);
+          }).find("expected a feedback scheme (direct, ef, ef21, aq), got 'foo'") !=
+          std::string::npos);
+}
+
+TEST_CASE("Scheme registry: flags replace the scheme names in the factory and the checks") {
+  for (const sc::SchemeInfo& s : sc::scheme_registry()) {
+    INFO(s.name);
+    REQUIRE(s.own_warmup == (s.name == "aq"));
+    REQUIRE(s.keyed_by_sample == (s.name == "aq"));
+  }
+  // A topk:shared backward after a sparsifying forward under every scheme:
+  // each factory hands the boundary's mask stores to its channel.
+  sc::ChannelContext ctx;
+  ctx.num_samples = 8;
+  ctx.plain_warmup_epochs = 0;
+  ctx.warmup_epochs = 0;
+  for (const sc::SchemeInfo& s : sc::scheme_registry()) {
+    INFO(s.name);
+    const std::string fw = s.name == "direct" ? "topk:0.25" : s.name + "(topk:0.25)";
+    sc::Boundary b = sc::make_boundary(fw, "topk:shared", ctx);
+    const at::Tensor ids = at::arange(2, at::kLong);
+    const at::Tensor x = at::randn({2, 8});
+    const at::Tensor y = b.fw->transfer(x, ids, nullptr);
+    const at::Tensor g = at::randn({2, 8});
+    const at::Tensor h = b.bw->transfer(g, ids, nullptr);
+    // The backward keeps exactly the forward's positions.
+    REQUIRE(at::equal(h.ne(0), y.ne(0).logical_and(g.ne(0))));
+  }
 }

@@ -240,7 +240,34 @@ TEST_CASE("ModelConfig: keys and defaults") {
   CHECK_THROWS_AS(opts.set("model.name", "rnn"), slowpipe::UsageError);
   CHECK_THROWS_AS(opts.set("model.layers", "0"), slowpipe::UsageError);
   CHECK_THROWS_AS(opts.set("model.dropout", "1"), slowpipe::UsageError);
-  CHECK(sm::model_names() == std::vector<std::string>{"gpt", "cnn", "mlp"});
+  // The built-ins first (another test case registers a model after them).
+  const auto names = sm::model_names();
+  CHECK(std::vector<std::string>(names.begin(), names.begin() + 3) ==
+        std::vector<std::string>{"gpt", "cnn", "mlp"});
+}
+
+TEST_CASE("Model registry: the built-ins and a user's model go through register_model") {
+  const size_t before = sm::model_registry().size();
+  CHECK(before >= 3);
+  CHECK(sm::find_model("cnn").shape_keys.front() == "model.layers");
+  sm::ModelEntry tiny;
+  tiny.name = "test-registry-tiny";
+  tiny.description = "a model registered by a test";
+  tiny.build = [](const sm::ModelConfig& cfg, const sm::DatasetInfo& data) {
+    return sm::build_mlp(cfg, data);
+  };
+  sm::register_model(tiny);
+  CHECK(sm::model_registry().size() == before + 1);
+  CHECK(sm::model_names().back() == "test-registry-tiny");
+  CHECK(sm::find_model("test-registry-tiny").description == "a model registered by a test");
+  // A built-in's name is taken: the built-ins were registered the same way.
+  sm::ModelEntry dup = tiny;
+  dup.name = "gpt";
+  CHECK_THROWS_AS(sm::register_model(dup), std::logic_error);
+  CHECK_THROWS_AS(sm::register_model(tiny), std::logic_error);
+  CHECK_THROWS_WITH(sm::find_model("rnn"), Catch::Contains("'model.name'") &&
+                                               Catch::Contains("unknown model 'rnn'") &&
+                                               Catch::Contains("gpt, cnn, mlp"));
 }
 
 TEST_CASE("loss and correct: cross-entropy and argmax hits") {

@@ -163,3 +163,25 @@ TEST_CASE("DataConfig: keys, defaults and bad values") {
   CHECK_THROWS_AS(opts.set("data.limit", "-1"), slowpipe::UsageError);
   CHECK_THROWS_AS(sm::find_dataset("imagenet"), slowpipe::UsageError);
 }
+
+TEST_CASE("Data-set registry: the built-ins and a user's data set go through register_dataset") {
+  const auto names = sm::dataset_names();
+  REQUIRE(names.size() >= 3);
+  CHECK(std::vector<std::string>(names.begin(), names.begin() + 3) ==
+        std::vector<std::string>{"gcide", "fashion-mnist", "text"});
+  CHECK(sm::find_dataset("fashion-mnist").path_is_directory);
+  sm::DatasetEntry e;
+  e.name = "test-registry-bytes";
+  e.description = "a data set registered by a test";
+  e.make = [](const sm::DataConfig&, const std::string&, int64_t) {
+    return std::unique_ptr<sm::Dataset>();
+  };
+  sm::register_dataset(e);
+  CHECK(sm::dataset_names().back() == "test-registry-bytes");
+  CHECK(sm::find_dataset("test-registry-bytes").default_path.empty());
+  CHECK_THROWS_AS(sm::register_dataset(e), std::logic_error);
+  e.name = "gcide";
+  CHECK_THROWS_AS(sm::register_dataset(e), std::logic_error);
+  CHECK_THROWS_WITH(sm::find_dataset("imagenet"),
+                    Catch::Contains("'data.name'") && Catch::Contains("unknown data set"));
+}

@@ -188,9 +188,10 @@ TEST_CASE("Schedules: unknown names and bad sizes are usage errors") {
 }
 
 TEST_CASE("Schedules: the registry refuses duplicates and takes new schedules") {
-  CHECK_THROWS_AS(nm::register_schedule({"gpipe", "again", nm::schedule_registry()[0].make}),
-                  std::logic_error);
-  CHECK_THROWS_AS(nm::register_schedule({"", "no name", nm::schedule_registry()[0].make}),
+  CHECK_THROWS_AS(
+      nm::register_schedule({"gpipe", "again", nm::schedule_registry().entries()[0].make}),
+      std::logic_error);
+  CHECK_THROWS_AS(nm::register_schedule({"", "no name", nm::schedule_registry().entries()[0].make}),
                   std::logic_error);
   // A broken schedule (a backward before its forward) is caught by make_schedule.
   nm::register_schedule({"test-backwards-first", "B before F", [](const nm::ScheduleRequest& r) {
