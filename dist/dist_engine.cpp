@@ -59,6 +59,13 @@ DistEngine::DistEngine(sim::EngineSetup setup, const sim::DistConfig& cfg,
                      ": distributed runs all-reduce gradients; run the momentum exchange in one "
                      "process (docs/grad-sync.md)");
   }
+  if (netmodel::make_schedule(setup_.pipeline.schedule, setup_.pipeline.stages,
+                              setup_.pipeline.microbatches)
+          .split_backward) {
+    throw UsageError("pipeline.schedule = " + setup_.pipeline.schedule +
+                     ": distributed runs run whole backwards (gpipe, 1f1b, interleaved with one "
+                     "chunk per stage); run it in one process (docs/distributed.md)");
+  }
   if (setup_.pipeline.virtual_stages > 1) {
     throw UsageError("pipeline.virtual_stages = " + std::to_string(setup_.pipeline.virtual_stages) +
                      ": distributed runs hold one model chunk per process (docs/distributed.md)");
@@ -93,11 +100,6 @@ DistEngine::DistEngine(sim::EngineSetup setup, const sim::DistConfig& cfg,
   agree_on_cuts();
   const int S = layout_.stages, M = setup_.pipeline.microbatches;
   const auto schedule = netmodel::make_schedule(setup_.pipeline.schedule, S, M);
-  if (schedule.split_backward || schedule.chunks != S) {
-    throw UsageError("pipeline.schedule = " + setup_.pipeline.schedule +
-                     ": distributed runs take one model chunk per stage and whole backwards "
-                     "(gpipe, 1f1b); run it in one process (docs/distributed.md)");
-  }
   order_ = sim::global_order(schedule);
   my_ops_ = schedule.per_device[static_cast<size_t>(stage_)];
   for (int s = 0; s < S; ++s) {

@@ -7,7 +7,8 @@
 #     topk:shared backward and AQ-SGD alike;
 #   - a rank killed with SIGKILL: every other rank exits within the promised
 #     time, naming the dead rank and the step; the log is readable, status failed;
-#   - refused at start-up: mismatched configurations, a wrong --nproc, resume;
+#   - refused at start-up: mismatched configurations, a wrong --nproc, resume,
+#     split backwards, virtual stages, the momentum exchange;
 #     an unreachable rendezvous times out with a clear error;
 #   - a diverged run (NaN on a rank) ends with exit 4 and status diverged.
 # Usage: test_dist.sh PATH/TO/slowpipe SOURCE_DIR
@@ -109,6 +110,13 @@ fi
 expect 2 "pipeline.stages x pipeline.replicas" -- "$bin" launch --nproc 3 -- "${small[@]}" "${dp[@]}" --out w.h5
 expect 2 "cannot --resume" -- "$bin" launch --nproc 4 -- --resume fp32-n.h5
 expect 2 "needs --nproc" -- "$bin" launch -- "${small[@]}"
+expect 2 "run whole backwards" -- "$bin" launch --nproc 2 -- "${small[@]}" \
+  --set pipeline.stages=2 --set pipeline.schedule=zb-h1 --out z.h5
+expect 2 "one model chunk per process" -- "$bin" launch --nproc 2 -- "${small[@]}" \
+  --set pipeline.stages=2 --set pipeline.schedule=interleaved --set pipeline.virtual_stages=2 \
+  --set pipeline.microbatches=2 --out v.h5
+expect 2 "run the momentum exchange in one process" -- "$bin" launch --nproc 4 -- "${small[@]}" \
+  "${dp[@]}" --set compress.grad_sync=momentum --out g.h5
 port=$((20000 + RANDOM % 20000))
 ( WORLD_SIZE=2 RANK=1 MASTER_PORT=$port "$bin" train "${small[@]}" --set pipeline.stages=2 --seed 2 \
     --out m.h5 >m1.log 2>&1 ) &
