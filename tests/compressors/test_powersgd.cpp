@@ -285,6 +285,7 @@ TEST_CASE("PowerSGD: checkpoints carry the warm start; infer() leaves it alone")
   at::manual_seed(9);
   const sc::Shape shape = {5, 4, 12};
   std::vector<at::Tensor> xs;
+  xs.reserve(6);
   for (int t = 0; t < 6; ++t) xs.push_back(at::randn(at::IntArrayRef(shape)));
   for (const std::string spec : {"ef(powersgd:3)", "powersgd:2:fp16"}) {
     INFO(spec);
