@@ -407,8 +407,12 @@ struct Simulator::State {
     shards_in.assign(chunk_slots, 0);
     shards_back.assign(chunk_slots, 0);
     messages.clear();
-    connections.clear();
-    connection_index.clear();
+    // Connections are device pairs: the index stays from step to step (the
+    // same pairs talk every step), only their queues start empty.
+    for (Connection& conn : connections) {
+      conn.busy = false;
+      conn.queue.clear();
+    }
   }
 
   // Phase 2: check every op and file it under its slot and its device's stream.

@@ -50,13 +50,14 @@ uint64_t wire_bytes(const std::string& spec, const std::vector<int64_t>& shape) 
 }
 
 nm::StepTrace gpt2_xl_trace(const std::string& schedule, int replicas, const std::string& fw,
-                            const std::string& bw) {
+                            const std::string& bw, int virtual_stages = 1) {
   nm::CodecSpecs specs;
   specs.forward = fw;
   specs.backward = bw;
   specs.gradient = replicas > 1 ? "q8" : "none";
   return nm::make_synthetic_trace(nm::find_model_shape("bench", "gpt2-xl"), schedule, replicas,
-                                  specs, wire_bytes, nm::find_device("bench", "A100"));
+                                  specs, wire_bytes, nm::find_device("bench", "A100"),
+                                  virtual_stages);
 }
 
 void BM_EventEngineHold(benchmark::State& state) {
@@ -102,8 +103,9 @@ void BM_FlowNetworkChurn(benchmark::State& state) {
 }
 BENCHMARK(BM_FlowNetworkChurn)->Arg(4)->Arg(16)->Arg(64);
 
-void BM_ReplayStep(benchmark::State& state, const std::string& schedule, int replicas) {
-  const nm::StepTrace trace = gpt2_xl_trace(schedule, replicas, "q4", "q8");
+void BM_ReplayStep(benchmark::State& state, const std::string& schedule, int replicas,
+                   int virtual_stages = 1) {
+  const nm::StepTrace trace = gpt2_xl_trace(schedule, replicas, "q4", "q8", virtual_stages);
   nm::NetConfig config;
   config.preset = "500Mbps";
   config.jitter_s = 1e-4;
@@ -123,6 +125,10 @@ BENCHMARK_CAPTURE(BM_ReplayStep, gpt2_xl_gpipe, std::string("gpipe"), 1)
 BENCHMARK_CAPTURE(BM_ReplayStep, gpt2_xl_1f1b, std::string("1f1b"), 1)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_ReplayStep, gpt2_xl_gpipe_4_replicas, std::string("gpipe"), 4)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_ReplayStep, gpt2_xl_interleaved_v2, std::string("interleaved"), 1, 2)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_ReplayStep, gpt2_xl_zb_h1, std::string("zb-h1"), 1)
     ->Unit(benchmark::kMicrosecond);
 
 // The goal: 1,000 steps of the GPT-2 XL preset, well under one second.
