@@ -98,6 +98,7 @@ TEST_CASE("Momentum exchange: the error-feedback state resumes bit for bit") {
     slowpipe::models::EpochSampler sampler(data->size(slowpipe::models::Split::kTrain), 8, 7, true,
                                            true);
     std::vector<slowpipe::models::Batch> v;
+    v.reserve(8);
     for (int i = 0; i < 8; ++i) {
       v.push_back(data->get(slowpipe::models::Split::kTrain, sampler.next().indices));
     }
@@ -105,6 +106,7 @@ TEST_CASE("Momentum exchange: the error-feedback state resumes bit for bit") {
   }();
   PipelineEngine whole(setup);
   std::vector<double> expect;
+  expect.reserve(8);
   for (int i = 0; i < 8; ++i) expect.push_back(whole.train_step(batches[i], i, 8).loss);
   PipelineEngine first(setup);
   for (int i = 0; i < 4; ++i) first.train_step(batches[i], i, 8);
