@@ -1,6 +1,6 @@
-// AQ-SGD's row loops; the contract is in aq_kernels.h. The AVX-512 paths are
-// compiled with function-level target attributes (as quant_simd.cpp) and run
-// only where simd::available() says the CPU has AVX-512F.
+// AQ-SGD's row loops; the contract is in aq_kernels.h. The AVX-512 and AVX2 +
+// F16C paths are compiled with function-level target attributes (as
+// quant_simd.cpp) and run only where the CPU has those instructions.
 #include "compressors/aq_kernels.h"
 
 #include "compressors/quant_simd.h"
@@ -9,10 +9,14 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 // GCC 12 warns about the deliberately undefined upper halves inside the
-// AVX-512 conversion intrinsics (as in quant_simd.cpp).
+// AVX-512 conversion intrinsics (as in quant_simd.cpp); clang has no such warning.
+#ifndef __clang__
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#define SLOWPIPE_AQ_AVX512 1
+#endif
+#include <cpuid.h>
+#define SLOWPIPE_AQ_SIMD 1
 #define SLOWPIPE_AVX512 __attribute__((target("avx512f")))
+#define SLOWPIPE_AVX2 __attribute__((target("avx2,f16c")))
 #endif
 
 namespace slowpipe::compressors::aq {
@@ -71,11 +75,23 @@ SLOWPIPE_ONE_COPY bool accumulate_portable(uint16_t* m, bool seen, const float* 
   return fits;
 }
 
-// ---- AVX-512 paths: whole vectors of 16; return how many elements they did ----
+// ---- SIMD paths: whole vectors (16 or 8 lanes); return how many elements they did ----
 
-#ifdef SLOWPIPE_AQ_AVX512
+#ifdef SLOWPIPE_AQ_SIMD
 
 constexpr int kFp16RoundNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+bool cpu_has_avx2_f16c() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+    return f16c && __builtin_cpu_supports("avx2") != 0;
+  }();
+  return has;
+}
+
+// -- AVX-512F: 16 lanes --
 
 SLOWPIPE_AVX512 inline bool has_nan(__m512 v) {
   return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0;
@@ -155,8 +171,86 @@ SLOWPIPE_AVX512 int64_t accumulate_avx512(uint16_t* m, bool seen, const float* y
   return i;
 }
 
-#else  // no AVX-512 paths in this build: simd::available() is false
+// -- AVX2 + F16C: 8 lanes, the same steps --
 
+SLOWPIPE_AVX2 inline bool has_nan8(__m256 v) {
+  return _mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0;
+}
+
+SLOWPIPE_AVX2 inline bool store_vector8(uint16_t* m, __m256 v) {
+  const __m128i h = _mm256_cvtps_ph(v, kFp16RoundNearest);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(m), h);
+  const __m128i exp = _mm_set1_epi16(0x7C00);
+  return _mm_testz_si128(_mm_cmpeq_epi16(_mm_and_si128(h, exp), exp), _mm_set1_epi16(-1)) != 0;
+}
+
+SLOWPIPE_AVX2 inline __m256 load_half8(const uint16_t* m) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m)));
+}
+
+SLOWPIPE_AVX2 inline void add_squares8(__m256 v, double* s) {
+  alignas(32) double sq[8];
+  const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+  const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+  _mm256_store_pd(sq, _mm256_mul_pd(lo, lo));
+  _mm256_store_pd(sq + 4, _mm256_mul_pd(hi, hi));
+  double t = *s;
+  for (double q : sq) t += q;
+  *s = t;
+}
+
+SLOWPIPE_AVX2 int64_t store_avx2(const float* a, int64_t n, uint16_t* m, double* norm_sq,
+                                 bool* fits) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(a + i);
+    if (has_nan8(v)) {
+      *fits &= store_portable(a + i, 8, m + i, norm_sq);
+      continue;
+    }
+    *fits &= store_vector8(m + i, v);
+    if (norm_sq) add_squares8(v, norm_sq);
+  }
+  return i;
+}
+
+SLOWPIPE_AVX2 int64_t delta_avx2(const float* a, const uint16_t* m, bool seen, int64_t n, float* d,
+                                 double* norm_sq) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 prev = seen ? load_half8(m + i) : _mm256_setzero_ps();
+    const __m256 v = _mm256_sub_ps(_mm256_loadu_ps(a + i), prev);
+    if (has_nan8(v)) {
+      delta_portable(a + i, m + i, seen, 8, d + i, norm_sq);
+      continue;
+    }
+    _mm256_storeu_ps(d + i, v);
+    if (norm_sq) add_squares8(v, norm_sq);
+  }
+  return i;
+}
+
+SLOWPIPE_AVX2 int64_t accumulate_avx2(uint16_t* m, bool seen, const float* y, int64_t n, float* out,
+                                      bool* fits) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 prev = seen ? load_half8(m + i) : _mm256_setzero_ps();
+    const __m256 v = _mm256_add_ps(prev, _mm256_loadu_ps(y + i));
+    if (has_nan8(v)) {
+      *fits &= accumulate_portable(m + i, seen, y + i, 8, out ? out + i : nullptr);
+      continue;
+    }
+    if (out) _mm256_storeu_ps(out + i, v);
+    *fits &= store_vector8(m + i, v);
+  }
+  return i;
+}
+
+#else  // no SIMD paths in this build: only Isa::kPortable is available
+
+bool cpu_has_avx2_f16c() {
+  return false;
+}
 int64_t store_avx512(const float*, int64_t, uint16_t*, double*, bool*) {
   return 0;
 }
@@ -166,31 +260,87 @@ int64_t delta_avx512(const float*, const uint16_t*, bool, int64_t, float*, doubl
 int64_t accumulate_avx512(uint16_t*, bool, const float*, int64_t, float*, bool*) {
   return 0;
 }
+int64_t store_avx2(const float*, int64_t, uint16_t*, double*, bool*) {
+  return 0;
+}
+int64_t delta_avx2(const float*, const uint16_t*, bool, int64_t, float*, double*) {
+  return 0;
+}
+int64_t accumulate_avx2(uint16_t*, bool, const float*, int64_t, float*, bool*) {
+  return 0;
+}
 
 #endif
 
-bool use_simd(bool simd) {
-  return simd && simd::available();
+// The loops that run for `isa`: kAuto -> the widest available; an unavailable
+// ISA -> the portable loops.
+Isa resolve(Isa isa) {
+  if (isa == Isa::kAuto)
+    return isa_available(Isa::kAvx512) ? Isa::kAvx512
+           : isa_available(Isa::kAvx2) ? Isa::kAvx2
+                                       : Isa::kPortable;
+  return isa_available(isa) ? isa : Isa::kPortable;
 }
 
 }  // namespace
 
-bool store_row(const float* a, int64_t n, uint16_t* m, double* norm_sq, bool simd) {
+bool isa_available(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512:
+      return simd::available();
+    case Isa::kAvx2:
+      return cpu_has_avx2_f16c();
+    default:
+      return true;
+  }
+}
+
+bool store_row(const float* a, int64_t n, uint16_t* m, double* norm_sq, Isa isa) {
   bool fits = true;
-  const int64_t done = use_simd(simd) ? store_avx512(a, n, m, norm_sq, &fits) : 0;
+  int64_t done = 0;
+  switch (resolve(isa)) {
+    case Isa::kAvx512:
+      done = store_avx512(a, n, m, norm_sq, &fits);
+      break;
+    case Isa::kAvx2:
+      done = store_avx2(a, n, m, norm_sq, &fits);
+      break;
+    default:
+      break;
+  }
   fits &= store_portable(a + done, n - done, m + done, norm_sq);
   return fits;
 }
 
 void delta_row(const float* a, const uint16_t* m, bool seen, int64_t n, float* d, double* norm_sq,
-               bool simd) {
-  const int64_t done = use_simd(simd) ? delta_avx512(a, m, seen, n, d, norm_sq) : 0;
+               Isa isa) {
+  int64_t done = 0;
+  switch (resolve(isa)) {
+    case Isa::kAvx512:
+      done = delta_avx512(a, m, seen, n, d, norm_sq);
+      break;
+    case Isa::kAvx2:
+      done = delta_avx2(a, m, seen, n, d, norm_sq);
+      break;
+    default:
+      break;
+  }
   delta_portable(a + done, m + done, seen, n - done, d + done, norm_sq);
 }
 
-bool accumulate_row(uint16_t* m, bool seen, const float* y, int64_t n, float* out, bool simd) {
+bool accumulate_row(uint16_t* m, bool seen, const float* y, int64_t n, float* out, Isa isa) {
   bool fits = true;
-  const int64_t done = use_simd(simd) ? accumulate_avx512(m, seen, y, n, out, &fits) : 0;
+  int64_t done = 0;
+  switch (resolve(isa)) {
+    case Isa::kAvx512:
+      done = accumulate_avx512(m, seen, y, n, out, &fits);
+      break;
+    case Isa::kAvx2:
+      done = accumulate_avx2(m, seen, y, n, out, &fits);
+      break;
+    default:
+      break;
+  }
   fits &= accumulate_portable(m + done, seen, y + done, n - done, out ? out + done : nullptr);
   return fits;
 }

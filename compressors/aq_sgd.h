@@ -19,7 +19,8 @@
 // DataError.
 //
 // The per-element loops (fp16 conversions, delta, buffer update) are in
-// aq_kernels.h: an AVX-512 path checked bit for bit against a portable loop.
+// aq_kernels.h: AVX-512 and AVX2 + F16C paths checked bit for bit against the
+// portable loops.
 //
 // Stats: delta_norm = ||a - m_s|| (the compressed difference; ||a|| in warm-up).
 // infer() applies the inner codec to a directly and changes no state.
