@@ -39,7 +39,10 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), 4 * a.size()) == 0;
 }
 bool same_bits(double a, double b) {
-  return std::memcmp(&a, &b, 8) == 0;
+  uint64_t x = 0, y = 0;
+  std::memcpy(&x, &a, 8);
+  std::memcpy(&y, &b, 8);
+  return x == y;
 }
 
 // Activations with the values that stress fp16 stores: NaN (quiet, signalling,
