@@ -36,7 +36,7 @@ uint64_t next_u64(uint64_t& state) {
 
 struct Simulator::State {
   struct Message {
-    bool ring = false;
+    bool collective = false;  // a ring step or an exchange shard (else a pipeline send)
     uint8_t shard_phase = 0;  // sharded exchange: 1 = to the shard's server, 2 = back
     int32_t op = kNone;       // pipeline send: its op index
     int32_t chunk = 0;        // ring and exchange: chunk, sending replica, step / receiver
@@ -230,36 +230,31 @@ struct Simulator::State {
     if (c > 0) try_start(device(r, chunk_device[c - 1]));
   }
 
-  void start_ring_step(int c, int from, int step) {
+  // A message of chunk c's collective from replica `from` to replica `to`:
+  // 1/D of the sender's all-reduce message (ring step, or exchange shard).
+  void send_collective(Message m, int c, int from, int to, ConnectionKind kind) {
     const int32_t op = all_reduce[chunk_slot(from, c)];
     const double bytes = static_cast<double>(trace->ops[op].bytes) / replicas;
-    Message m;
-    m.ring = true;
-    m.chunk = c;
-    m.from = from;
-    m.step = step;
-    const int to = (from + 1) % replicas;
-    const int s = chunk_device[c];
-    m.connection = connection(device(from, s), device(to, s), kRing);
-    const uint32_t id = new_message(m);
-    send(id, topology.host(from, s), topology.host(to, s), bytes);
-  }
-
-  // Sharded exchange: replica `from` sends 1/D of its message (phase 1, to the
-  // shard's server `to`) or of the server's averaged shard (phase 2, back).
-  void send_shard(int c, int from, int to, uint8_t phase) {
-    const int32_t op = all_reduce[chunk_slot(from, c)];
-    const double bytes = static_cast<double>(trace->ops[op].bytes) / replicas;
-    Message m;
-    m.ring = true;
-    m.shard_phase = phase;
+    m.collective = true;
     m.chunk = c;
     m.from = from;
     m.to = to;
     const int s = chunk_device[c];
-    m.connection = connection(device(from, s), device(to, s), kExchange);
-    const uint32_t id = new_message(m);
-    send(id, topology.host(from, s), topology.host(to, s), bytes);
+    m.connection = connection(device(from, s), device(to, s), kind);
+    send(new_message(m), topology.host(from, s), topology.host(to, s), bytes);
+  }
+
+  void start_ring_step(int c, int from, int step) {
+    Message m;
+    m.step = step;
+    send_collective(m, c, from, (from + 1) % replicas, kRing);
+  }
+
+  // Sharded exchange: phase 1 to the shard's server `to`, phase 2 back from it.
+  void send_shard(int c, int from, int to, uint8_t phase) {
+    Message m;
+    m.shard_phase = phase;
+    send_collective(m, c, from, to, kExchange);
   }
 
   // Replica r has its averaged moment once it served its own shard (all D-1
@@ -339,7 +334,7 @@ struct Simulator::State {
 
   void on_arrival(uint32_t msg_id) {
     const Message msg = messages[msg_id];
-    if (!msg.ring) {
+    if (!msg.collective) {
       done[msg.op] = 1;
       out->timing[msg.op].end_s = engine.now();
       const TraceOp& op = trace->ops[msg.op];

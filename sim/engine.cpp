@@ -369,10 +369,10 @@ void PipelineEngine::run_backward(StepWork& w, const PipelineOp& op, StepResult&
                                             input_grad, st, result.bw[c - 1]));
     }
   }
-  w.grads_in[c][m] = split ? grad_out : at::Tensor();
-  if (!split) {
+  if (!split) {  // a split backward keeps them for its weight pass
     out = at::Tensor();
     w.inputs[c][m] = at::Tensor();
+    w.grads_in[c][m] = at::Tensor();
   }
 }
 
