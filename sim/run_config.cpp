@@ -22,6 +22,10 @@ void describe_options(RunConfig& c, OptionSet& o) {
   o.add("run.label", c.label, "label of this run in plots (empty = derived from the config)");
   o.add("run.overwrite", c.overwrite, "replace run.out if it exists");
   o.add("run.threads", c.threads, "libtorch intra-op threads", 1, 256);
+  o.add_choice("run.kernels", c.kernels, {"native", "portable"},
+               "CPU kernels: native = the fastest for this CPU (losses may differ across "
+               "CPUs), portable = the same on every x86-64 CPU with AVX2+FMA "
+               "(docs/reproducibility.md)");
   o.add("run.flush_every", c.flush_every, "run-log rows between flushes to disk", 1, 100000);
   o.add_choice("run.progress", c.progress, {"auto", "line", "plain", "none"},
                "progress display: auto = one updating line on a terminal, plain lines otherwise");

@@ -20,6 +20,7 @@ struct RunConfig {
   std::string label;  // plot label; empty = derived from the config
   bool overwrite = false;
   int threads = 1;                // libtorch intra-op threads (1 is fastest on 2 cores)
+  std::string kernels = "native";  // native|portable CPU kernels (kernel_policy.h)
   int flush_every = 10;           // run-log rows between flushes
   std::string progress = "auto";  // auto|line|plain|none
   std::string save = "";          // checkpoint written at the end of the run

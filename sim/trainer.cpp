@@ -32,6 +32,7 @@
 #include "netmodel/chrome_trace.h"
 #include "netmodel/replay.h"
 #include "sim/engine.h"
+#include "sim/kernel_policy.h"
 #include "sim/preflight.h"
 #include "sim/progress.h"
 #include "sim/run_state.h"
@@ -228,6 +229,7 @@ void write_attributes(RunLog& log, const TrainConfig& cfg, const ResolvedConfig&
   log.set_attribute("slowpipe.build_type", kBuildType);
   log.set_attribute("slowpipe.compiler", kCompiler);
   log.set_attribute("host.cpu", cpu_name());
+  for (const auto& [k, v] : kernel_provenance(cfg.run.kernels)) log.set_attribute(k, v);
   log.set_attribute("torch.version", TORCH_VERSION);
   log.set_attribute("host", host_name());
   log.set_attribute("start_time", iso_utc_now());

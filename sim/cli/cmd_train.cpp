@@ -10,6 +10,7 @@
 #include "dist/dist_engine.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/config_args.h"
+#include "sim/kernel_policy.h"
 #include "sim/runlog.h"
 #include "sim/trainer.h"
 
@@ -122,6 +123,9 @@ int cmd_train(const Args& args) {
   } else {
     apply_torchrun_env(options);
     apply_config_args(options, configs, sets, shortcuts);
+  }
+  for (const std::string& w : sim::apply_kernel_policy(config.run.kernels, config.run.device)) {
+    std::fprintf(stderr, "slowpipe train: warning: %s\n", w.c_str());
   }
   const sim::TrainSummary s =
       sim::train(config, options.resolved(), !resume.empty(), dist::engine_factory());
