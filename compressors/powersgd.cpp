@@ -96,20 +96,49 @@ void project(const MatrixRef& m, const float* q, int r, std::vector<double>& p) 
   }
 }
 
-// Modified Gram-Schmidt on the columns of p [rows, r], in place: each column is
-// normalised, then its component removed from the later columns. A column of
-// norm 0 (M of rank below r) stays 0.
+// Thresholds of the orthogonalisation (docs/codec-spec.md, "PowerSGD", step 2),
+// relative to a column's norm before its earlier columns are removed.
+// Below kReorthogonalize a second pass follows: one pass leaves the column
+// orthogonal only to about (double rounding) / (what remains), so a large
+// cancellation needs it; above it the second pass would change no fp32 bit.
+constexpr double kReorthogonalize = 1e-3;
+// At or below kDependent what remains is double rounding (about sqrt(rows) *
+// 2^-53 of the norm): the column is in the span of the earlier ones and
+// becomes exactly 0 (normalising it would duplicate an earlier column).
+constexpr double kDependent = 1e-10;
+
+double column_norm(const std::vector<double>& p, int64_t rows, int r, int k) {
+  double sq = 0;
+  for (int64_t i = 0; i < rows; ++i) sq += p[i * r + k] * p[i * r + k];
+  return std::sqrt(sq);
+}
+
+// Column k of p minus its components along the (finished) columns 0..k-1, one
+// after the other (modified Gram-Schmidt).
+void remove_earlier(std::vector<double>& p, int64_t rows, int r, int k) {
+  for (int l = 0; l < k; ++l) {
+    double dot = 0;
+    for (int64_t i = 0; i < rows; ++i) dot += p[i * r + l] * p[i * r + k];
+    for (int64_t i = 0; i < rows; ++i) p[i * r + k] -= dot * p[i * r + l];
+  }
+}
+
+// Gram-Schmidt on the columns of p [rows, r], in place, column by column:
+// earlier components removed (twice when the first pass cancels below
+// kReorthogonalize of the norm), then normalised, or set to exactly 0 when at
+// most kDependent of the norm remains (M of rank below r, M = 0). The nonzero
+// columns are orthonormal to double precision, so P^ P^T never scales M up.
 void orthogonalize(std::vector<double>& p, int64_t rows, int r) {
   for (int k = 0; k < r; ++k) {
-    double sq = 0;
-    for (int64_t i = 0; i < rows; ++i) sq += p[i * r + k] * p[i * r + k];
-    const double norm = std::sqrt(sq);
-    for (int64_t i = 0; i < rows; ++i) p[i * r + k] = norm > 0 ? p[i * r + k] / norm : 0.0;
-    for (int l = k + 1; l < r; ++l) {
-      double dot = 0;
-      for (int64_t i = 0; i < rows; ++i) dot += p[i * r + k] * p[i * r + l];
-      for (int64_t i = 0; i < rows; ++i) p[i * r + l] -= dot * p[i * r + k];
+    const double before = column_norm(p, rows, r, k);
+    remove_earlier(p, rows, r, k);
+    double norm = column_norm(p, rows, r, k);
+    if (norm <= kReorthogonalize * before) {
+      remove_earlier(p, rows, r, k);
+      norm = column_norm(p, rows, r, k);
     }
+    const bool dependent = !(norm > kDependent * before);  // also before == 0
+    for (int64_t i = 0; i < rows; ++i) p[i * r + k] = dependent ? 0.0 : p[i * r + k] / norm;
   }
 }
 
@@ -125,6 +154,20 @@ void back_project(const MatrixRef& m, const float* p_hat, int r, std::vector<dou
       double* qj = &q[j * r];
       for (int k = 0; k < r; ++k) qj[k] += v * pi[k];
     }
+  }
+}
+
+// Every column of q [cols, r] that is entirely zero (its P^ column was zero in
+// the previous encode, or it underflowed fp16) becomes that column of the
+// seeded init; without this a zero column stays zero for good (P = M Q).
+void reseed_zero_columns(std::vector<float>& q, uint64_t seed, int64_t cols, int r) {
+  std::vector<float> init;
+  for (int k = 0; k < r; ++k) {
+    bool zero = true;
+    for (int64_t j = 0; j < cols && zero; ++j) zero = q[j * r + k] == 0.0F;
+    if (!zero) continue;
+    if (init.empty()) init = powersgd_init(seed, cols, r);
+    for (int64_t j = 0; j < cols; ++j) q[j * r + k] = init[j * r + k];
   }
 }
 
@@ -183,7 +226,8 @@ void PowerSgd::encode_payload(const float* x, const Shape& shape, uint8_t* out) 
   const int r = g.rank;
   const MatrixRef m{x, g.rows, g.cols, g.numel};
   const bool restart = !active_ || shape != shape_;
-  const std::vector<float> q_prev = restart ? powersgd_init(seed_, g.cols, r) : q_;
+  std::vector<float> q_prev = restart ? powersgd_init(seed_, g.cols, r) : q_;
+  if (!restart) reseed_zero_columns(q_prev, seed_, g.cols, r);
 
   std::vector<double> p;  // [rows, r]
   project(m, q_prev.data(), r, p);

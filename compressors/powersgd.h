@@ -6,11 +6,17 @@
 //
 // The tensor is seen as a matrix M [n, m] (MatrixView). With the factor Q
 // [m, R] kept from the previous encode of the same shape (else the seeded
-// standard-normal init):
+// standard-normal init; a column of Q that is all zero is re-seeded from the
+// init's column, so a zero tensor or a rank-deficient one never stops it):
 //   P  = M Q                 [n, R]
-//   P^ = orth(P)             [n, R]  modified Gram-Schmidt, in double
+//   P^ = orth(P)             [n, R]  Gram-Schmidt in double, a second pass
+//                                    after a large cancellation; a column left
+//                                    at rounding level (M of rank < R) is 0
 //   Q  = M^T P^              [m, R]  kept for the next encode (warm start)
 //   M^ = P^ Q^T              [n, m]  what the receiver reconstructs
+// The nonzero columns of P^ are orthonormal, so M^ = P^ P^T M is a projection
+// of M: never larger than M, and M itself (to rounding) when M has rank <= R
+// and M Q spans its columns (any Q in general position).
 // The message is [P^][Q] ((n + m) R values, fp32 or fp16), so the decoder is a
 // plain product and keeps no state; only the encoder (the sender) holds Q.
 // When (n + m) R >= numel the factors would not be smaller than the tensor and

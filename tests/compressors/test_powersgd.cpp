@@ -1,5 +1,5 @@
 // PowerSGD (compressors/powersgd.h) against a naive double-precision reference
-// (plain loops, classical Gram-Schmidt), the warm-start rules (second step from
+// (powersgd_reference.h), the warm-start rules (second step from
 // the first step's Q; fresh codec, other shape or other seed from the seeded
 // init), error feedback through ef(...), exact rank-R inputs, exact wire sizes,
 // the sender/receiver split, checkpoints, the spec and the decoder's checks.
@@ -16,47 +16,19 @@
 #include "compressors/feedback.h"
 #include "compressors/powersgd.h"
 #include "compressors/quantizer.h"
+#include "powersgd_reference.h"
 #include "spec_checks.h"
 
 namespace sc = slowpipe::compressors;
 
 namespace {
 
-using Matrix = std::vector<double>;  // row-major
+using Matrix = sc::naive::Matrix;  // row-major
 
 // The naive reference of one power step: M [n, m] (zero-padded), Q0 [m, r].
-struct Reference {
-  Matrix p_hat, q, approx;  // [n, r], [m, r], [n, m]
-};
+using Reference = sc::naive::PowerStep;
 Reference naive_step(const Matrix& mat, int64_t n, int64_t m, const Matrix& q0, int r) {
-  Reference ref;
-  Matrix p(n * r, 0.0);
-  for (int64_t i = 0; i < n; ++i)
-    for (int k = 0; k < r; ++k)
-      for (int64_t j = 0; j < m; ++j) p[i * r + k] += mat[i * m + j] * q0[j * r + k];
-  // Classical Gram-Schmidt: column k minus its projections on the earlier
-  // (already orthonormal) columns, then normalised.
-  ref.p_hat = p;
-  for (int k = 0; k < r; ++k) {
-    for (int l = 0; l < k; ++l) {
-      double dot = 0;
-      for (int64_t i = 0; i < n; ++i) dot += ref.p_hat[i * r + l] * p[i * r + k];
-      for (int64_t i = 0; i < n; ++i) ref.p_hat[i * r + k] -= dot * ref.p_hat[i * r + l];
-    }
-    double norm = 0;
-    for (int64_t i = 0; i < n; ++i) norm += ref.p_hat[i * r + k] * ref.p_hat[i * r + k];
-    norm = std::sqrt(norm);
-    for (int64_t i = 0; i < n; ++i) ref.p_hat[i * r + k] /= norm;
-  }
-  ref.q.assign(m * r, 0.0);
-  for (int64_t j = 0; j < m; ++j)
-    for (int k = 0; k < r; ++k)
-      for (int64_t i = 0; i < n; ++i) ref.q[j * r + k] += mat[i * m + j] * ref.p_hat[i * r + k];
-  ref.approx.assign(n * m, 0.0);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < m; ++j)
-      for (int k = 0; k < r; ++k) ref.approx[i * m + j] += ref.p_hat[i * r + k] * ref.q[j * r + k];
-  return ref;
+  return sc::naive::power_step(mat, n, m, q0, r);
 }
 
 std::vector<float> floats(const at::Tensor& t) {
