@@ -111,6 +111,7 @@ DistEngine::DistEngine(sim::EngineSetup setup, const sim::DistConfig& cfg,
     for (const auto& p : model_.blocks[b]->parameters()) params_.push_back(p);
     flops_per_sample_ += model_.blocks[b]->forward_flops_per_sample();
   }
+  forward_kernels_ = sim::forward_kernels(model_, cuts_[stage_], cuts_[stage_ + 1]);
   optimizer_ = std::make_unique<sim::StageOptimizer>(setup_.optim, params_);
   build_channels();
 }

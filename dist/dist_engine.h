@@ -96,6 +96,7 @@ class DistEngine : public sim::StepEngine {
   std::vector<size_t> params_per_stage_;  // tensors with a gradient slot, per stage
   std::unique_ptr<sim::StageOptimizer> optimizer_;
   double flops_per_sample_ = 0;
+  int forward_kernels_ = 0;  // of this stage's forward (sim::forward_kernels)
   // Boundary s (this rank sends forward, receives backward) and s - 1 (receives
   // forward, sends backward); gradient channels of every replica of this stage.
   std::unique_ptr<compressors::Channel> fw_out_, bw_in_, fw_in_, bw_out_;

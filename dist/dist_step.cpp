@@ -100,6 +100,7 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
       sync();
       rep.ops.push_back(
           sim::compute_op(OpKind::kForward, {s, s, m, r}, timer, flops_per_sample_ * mb));
+      rep.ops.back().kernels = forward_kernels_;
       outputs[mi] = y;
       if (s < S - 1) {
         if (!sim::all_finite(y))
@@ -140,6 +141,7 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
     sync();
     rep.ops.push_back(
         sim::compute_op(OpKind::kBackward, {s, s, m, r}, timer, 2.0 * flops_per_sample_ * mb));
+    rep.ops.back().kernels = 2 * forward_kernels_;
     if (s > 0) {
       const at::Tensor grad = inputs[mi].grad();
       if (!sim::all_finite(grad))
@@ -233,6 +235,7 @@ void DistEngine::clip_and_update(int64_t step, int64_t total, RankReport& rep) {
   netmodel::TraceOp op = sim::compute_op(OpKind::kOptimizer, {stage_, stage_, -1, replica_}, timer,
                                          optimizer_->flops_per_step());
   op.memory_bytes = optimizer_->memory_bytes_per_step();
+  op.kernels = static_cast<int>(params_.size());
   rep.ops.push_back(op);
 }
 

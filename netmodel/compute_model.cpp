@@ -2,11 +2,17 @@
 // and the device presets.
 //
 // Device figures are vendor datasheet numbers (docs/netmodel.md, "Compute-time
-// models"): dense fp16/bf16 tensor-core peaks V100 SXM2 125 TFLOP/s, A100 312
-// TFLOP/s, H100 SXM 989 TFLOP/s; memory bandwidths V100 SXM2 900 GB/s, A100
-// 40 GB 1,555 GB/s, H100 SXM 3,350 GB/s. The efficiencies are assumptions:
+// models"): dense fp16/bf16 tensor-core peaks (fp32 accumulate) V100 SXM2 125
+// TFLOP/s, A100 312 TFLOP/s, H100 SXM 989 TFLOP/s, GeForce RTX 4090 165.2
+// TFLOP/s; memory bandwidths V100 SXM2 900 GB/s, A100 40 GB 1,555 GB/s, H100
+// SXM 3,350 GB/s, RTX 4090 1,008 GB/s. The efficiencies are assumptions:
 // typical model FLOP utilisations of large transformer training (35-40%) and
-// 80% of peak bandwidth for streaming kernels (optimizer steps, codecs).
+// 80% of peak bandwidth for streaming kernels (optimizer steps, codecs). The
+// launch cost, 5 us per kernel on every device, is an assumption too: the
+// order of a CUDA launch from an eager framework (docs/netmodel.md). Launches
+// are asynchronous: the host issues the next kernels while earlier ones run,
+// so an op takes the longer of its device work and its launches (a floor),
+// not their sum.
 #include "netmodel/compute_model.h"
 
 #include <algorithm>
@@ -18,24 +24,39 @@
 
 namespace slowpipe::netmodel {
 
+namespace {
+constexpr double kLaunchS = 5e-6;  // one kernel launch, every device
+}  // namespace
+
 const Registry<DevicePreset>& device_presets() {
   static const Registry<DevicePreset> devices(
       "device",
       {
-          {"V100", 125e12, 0.35, 900e9, 0.80,
+          {"RTX4090", 165.2e12, 0.40, 1008e9, 0.80, kLaunchS,
+           "NVIDIA GeForce RTX 4090 (the default): 165.2 TFLOP/s fp16/bf16 tensor with fp32 "
+           "accumulate, 40% MFU assumed; 1008 GB/s GDDR6X, 80% assumed; 5 us per kernel"},
+          {"V100", 125e12, 0.35, 900e9, 0.80, kLaunchS,
            "NVIDIA V100 SXM2: 125 TFLOP/s fp16 tensor, 35% MFU assumed; 900 GB/s HBM2, 80% "
-           "assumed"},
-          {"A100", 312e12, 0.40, 1555e9, 0.80,
+           "assumed; 5 us per kernel"},
+          {"A100", 312e12, 0.40, 1555e9, 0.80, kLaunchS,
            "NVIDIA A100 40GB: 312 TFLOP/s bf16 dense, 40% MFU assumed; 1555 GB/s HBM2, 80% "
-           "assumed"},
-          {"H100", 989e12, 0.40, 3350e9, 0.80,
-           "NVIDIA H100 SXM: 989 TFLOP/s bf16 dense, 40% MFU assumed; 3350 GB/s HBM3, 80% assumed"},
+           "assumed; 5 us per kernel"},
+          {"H100", 989e12, 0.40, 3350e9, 0.80, kLaunchS,
+           "NVIDIA H100 SXM: 989 TFLOP/s bf16 dense, 40% MFU assumed; 3350 GB/s HBM3, 80% "
+           "assumed; 5 us per kernel"},
       });
   return devices;
 }
 
 const DevicePreset& find_device(const std::string& key, const std::string& name) {
   return device_presets().at(key, name);
+}
+
+std::string compute_device_label(const std::string& spec) {
+  const std::string analytic = "analytic:";
+  if (spec.rfind(analytic, 0) == 0) return spec.substr(analytic.size());
+  if (spec.rfind("fixed", 0) == 0) return spec;
+  return "host-timed (" + spec + ")";
 }
 
 std::string ComputeModel::describe_json() const {
@@ -64,28 +85,34 @@ class AnalyticModel : public ComputeModel {
  public:
   explicit AnalyticModel(DevicePreset device) : device_(std::move(device)) {}
   double compute_s(const TraceOp& op) const override {
-    return std::max(op.flops / flops_per_s(), op.memory_bytes / bytes_per_s());
+    return std::max({op.flops / flops_per_s(), op.memory_bytes / bytes_per_s(),
+                     op.kernels * device_.kernel_launch_s});
   }
   // A codec pass reads its input and writes its output once: the fp32 tensor
-  // and the wire message.
-  double encode_s(const TraceOp& op) const override { return stream_s(op); }
-  double decode_s(const TraceOp& op) const override { return stream_s(op); }
+  // and the wire message. A message sent as is (codec none: as many wire
+  // bytes as fp32 bytes) has no pass.
+  double encode_s(const TraceOp& op) const override { return pass_s(op); }
+  double decode_s(const TraceOp& op) const override { return pass_s(op); }
   std::string spec() const override { return "analytic:" + device_.name; }
   std::string describe_json() const override {
     char buf[400];
     std::snprintf(buf, sizeof buf,
                   "{\"model\": \"%s\", \"peak_flops\": %.6g, \"efficiency\": %.6g, "
-                  "\"memory_bandwidth_Bps\": %.6g, \"memory_efficiency\": %.6g}",
+                  "\"memory_bandwidth_Bps\": %.6g, \"memory_efficiency\": %.6g, "
+                  "\"kernel_launch_s\": %.6g, \"codec_pass_kernels\": %d}",
                   spec().c_str(), device_.peak_flops, device_.efficiency,
-                  device_.memory_bandwidth_Bps, device_.memory_efficiency);
+                  device_.memory_bandwidth_Bps, device_.memory_efficiency, device_.kernel_launch_s,
+                  kCodecPassKernels);
     return buf;
   }
 
  private:
   double flops_per_s() const { return device_.peak_flops * device_.efficiency; }
   double bytes_per_s() const { return device_.memory_bandwidth_Bps * device_.memory_efficiency; }
-  double stream_s(const TraceOp& op) const {
-    return static_cast<double>(op.raw_bytes + op.bytes) / bytes_per_s();
+  double pass_s(const TraceOp& op) const {
+    if (op.bytes == op.raw_bytes) return 0;
+    return std::max(static_cast<double>(op.raw_bytes + op.bytes) / bytes_per_s(),
+                    kCodecPassKernels * device_.kernel_launch_s);
   }
   DevicePreset device_;
 };
@@ -167,18 +194,20 @@ const Registry<ComputeModelInfo>& compute_models() {
   static const Registry<ComputeModelInfo> models(
       "compute model",
       {
+          {"analytic", "analytic:DEVICE",
+           "(default analytic:RTX4090) roofline: FLOPs / achieved FLOP/s, memory bytes / "
+           "achieved bandwidth, with a floor of one launch per kernel; deterministic; devices " +
+               device_presets().known(),
+           &make_analytic},
           {"calibrated", "calibrated[:W[:min|median]]",
-           "per op kind, stage and shape: the min (or median) of its first W steps' seconds "
-           "(default W 20), replayed unchanged",
+           "host-dependent: per op kind, stage and shape, the min (or median) of its first W "
+           "steps' seconds on this machine (default W 20), replayed unchanged",
            &make_calibrated},
-          {"measured", "measured", "wall seconds measured by the pipeline engine at every step",
+          {"measured", "measured",
+           "host-dependent: wall seconds measured by the pipeline engine at every step",
            &make_measured},
           {"scaled", "scaled:F", "measured seconds divided by F (a device F times faster)",
            &make_scaled},
-          {"analytic", "analytic:DEVICE",
-           "roofline: FLOPs / achieved FLOP/s, memory bytes / achieved bandwidth; devices " +
-               device_presets().known(),
-           &make_analytic},
           {"fixed", "fixed:S[/B]",
            "every forward S seconds, every backward B (default S), optimizer and codecs free",
            &make_fixed},

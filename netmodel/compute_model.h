@@ -1,23 +1,29 @@
 // Compute-time models: how long each compute op and each codec pass of a
 // trace takes on the simulated device (`net.compute`).
 //
-//   calibrated[:W[:STAT]]  (default) each op kind's seconds, per stage and op
-//                     shape, measured over the first W steps in which it
-//                     appears (STAT = min, default, or median), then
-//                     replayed unchanged: the simulated time of a run does not
-//                     follow the machine's load (calibrated_model.h);
+//   analytic:DEVICE   (default analytic:RTX4090) a roofline per op with a
+//                     launch floor: max(FLOPs / achieved FLOP/s, memory bytes
+//                     / achieved bandwidth, kernels x launch seconds); a codec
+//                     pass streams its input and output through device memory,
+//                     with a floor of kCodecPassKernels launches.
+//                     Deterministic and host-independent: no measured second
+//                     enters, so the same config gives the same simulated
+//                     time, bit for bit, on any machine, loaded or not;
+//   calibrated[:W[:STAT]]  each op kind's seconds, per stage and op shape,
+//                     measured on this host over the first W steps in which
+//                     it appears (STAT = min, default, or median), then
+//                     replayed unchanged (calibrated_model.h). Host-dependent:
+//                     follows this machine's speed, not its load;
 //   measured          the seconds the pipeline engine measured at every step
 //                     (wall clock of this machine, load included);
 //   scaled:F          measured / F, standing in for a device F times faster;
-//   analytic:DEVICE   a roofline per op: max(FLOPs / achieved FLOP/s, memory
-//                     bytes / achieved memory bandwidth); codecs stream their
-//                     input and output through device memory. Deterministic:
-//                     no measured time enters;
 //   fixed:S[/B]       every forward takes S seconds and every backward B
 //                     (default S); optimizer steps and codecs take 0.
-// Leaves out: kernel launch overheads, overlap of compute and communication on
-// one device beyond what the schedule allows; `analytic` leaves out the
-// memory traffic of forward and backward and every codec's own arithmetic.
+// Leaves out: overlap of compute and communication on one device beyond what
+// the schedule allows; `analytic` leaves out the memory traffic of forward
+// and backward (weights, activations), every codec's own arithmetic, and the
+// kernel-by-kernel interplay of launches and work (per op, the longer of the
+// two totals: launches are asynchronous).
 #pragma once
 
 #include <functional>
@@ -36,8 +42,14 @@ struct DevicePreset {
   double efficiency;            // achieved fraction of peak (model FLOP utilisation)
   double memory_bandwidth_Bps;  // peak device-memory bandwidth, bytes/s
   double memory_efficiency;     // achieved fraction of it by streaming kernels
+  double kernel_launch_s;       // fixed cost of one kernel launch (the launch floor)
   std::string description;
 };
+// The device of the default compute model, and kernels of one codec pass (a
+// reduction for the scale, norm or threshold, and the pass that writes the
+// message).
+inline constexpr const char* kDefaultDevice = "RTX4090";
+inline constexpr int kCodecPassKernels = 2;
 const Registry<DevicePreset>& device_presets();
 // Throws UsageError naming `key` and listing the devices.
 const DevicePreset& find_device(const std::string& key, const std::string& name);
@@ -74,8 +86,13 @@ struct ComputeModelInfo {
 // (the spec up to ':') finds.
 const Registry<ComputeModelInfo>& compute_models();
 
-// The default of `net.compute`.
-inline constexpr const char* kDefaultComputeModel = "calibrated";
+// The default of `net.compute`: deterministic, on the default device
+// (docs/netmodel.md, "The default device").
+inline constexpr const char* kDefaultComputeModel = "analytic:RTX4090";
+// The device a compute-model spec simulates ("RTX4090" for analytic:RTX4090),
+// or its spec when it names none ("calibrated:20:min", "measured"): what
+// banners, summaries and plot titles print.
+std::string compute_device_label(const std::string& spec);
 
 // Builds a model from its spec ("analytic:A100"); throws UsageError naming `key`.
 std::unique_ptr<ComputeModel> make_compute_model(const std::string& spec,

@@ -99,4 +99,22 @@ double stage_parameters(const ModelShape& m, int stage) {
   return p;
 }
 
+namespace {
+constexpr int kParametrisedPerLayer = 6;  // LayerNorm x 2, QKV, projection, MLP x 2
+}  // namespace
+
+int forward_kernels(const ModelShape& m, int stage) {
+  int k = 2 * kParametrisedPerLayer * layers_of_stage(m, stage);
+  if (stage == 0) k += 2 * 2;
+  if (m.lm_head && stage == m.stages - 1) k += 2 * 2;
+  return k;
+}
+
+int parameter_tensors(const ModelShape& m, int stage) {
+  int n = 2 * kParametrisedPerLayer * layers_of_stage(m, stage);
+  if (stage == 0) n += 2;
+  if (m.lm_head && stage == m.stages - 1) n += 2;
+  return n;
+}
+
 }  // namespace slowpipe::netmodel

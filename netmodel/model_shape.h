@@ -53,5 +53,16 @@ double forward_flops(const ModelShape& shape, int stage);
 // Parameters of stage s (12 d^2 per layer for r = 4, plus embeddings on the
 // first stage).
 double stage_parameters(const ModelShape& shape, int stage);
+// Kernels of one forward of stage s, by the rule the pipeline engine applies
+// to a real model (docs/netmodel.md, "Launch floor"): two per parametrised
+// layer (its own kernel and one element-wise kernel beside it), so 12 per
+// transformer layer (two LayerNorms, QKV, output projection, two MLP
+// matrices), 4 for the token and position embeddings on the first stage and
+// 4 for the LM head (LayerNorm, projection) on the last.
+int forward_kernels(const ModelShape& shape, int stage);
+// Parameter tensors of stage s (one optimizer kernel each): a weight and a
+// bias per parametrised layer of a transformer layer (12), the two embedding
+// tables on the first stage, the final LayerNorm's two on the last.
+int parameter_tensors(const ModelShape& shape, int stage);
 
 }  // namespace slowpipe::netmodel

@@ -135,9 +135,10 @@ void describe_options(NetConfig& c, slowpipe::OptionSet& o) {
         return c.overhead_s > 0 ? format_duration(c.overhead_s) : format_bytes(c.overhead_bytes);
       });
   o.add("net.compute", c.compute,
-        "compute-time model: calibrated[:W[:min|median]] (per-op seconds calibrated over the "
-        "first W steps, then fixed) | measured | scaled:F | analytic:DEVICE | "
-        "fixed:SECONDS[/BACKWARD_S]");
+        "compute-time model: analytic:DEVICE (roofline plus launch floor on a named device; "
+        "deterministic, the same on any host) | calibrated[:W[:min|median]] (per-op seconds of "
+        "this host over the first W steps, then fixed) | measured (this host, every step) | "
+        "scaled:F | fixed:SECONDS[/BACKWARD_S]");
   o.add("net.seed", c.seed, "seed of the jitter random stream", 0);
   o.add("net.stages_per_host", c.stages_per_host,
         "consecutive stages of a replica sharing one host (their messages are free)", 1, 1 << 20);

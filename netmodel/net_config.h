@@ -51,9 +51,9 @@ struct NetConfig {
   double latency_s = -1;     // < 0: the preset's
   double jitter_s = 0;       // mean of the exponential extra latency per message
   double efficiency = 0.9564;
-  double overhead_bytes = 0;           // added to every message
-  double overhead_s = 0;               // added to every message's latency
-  std::string compute = "calibrated";  // kDefaultComputeModel (compute_model.h)
+  double overhead_bytes = 0;                 // added to every message
+  double overhead_s = 0;                     // added to every message's latency
+  std::string compute = "analytic:RTX4090";  // kDefaultComputeModel (compute_model.h)
   int64_t seed = 1;
   int stages_per_host = 1;
   double nic_bandwidth_bps = 0;  // 0: unlimited NICs

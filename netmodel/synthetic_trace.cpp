@@ -101,6 +101,8 @@ StepTrace make_synthetic_trace(const ModelShape& device_shape, const std::string
   const uint64_t act_bytes = wire_bytes(specs.forward, boundary);
   const uint64_t grad_bytes = wire_bytes(specs.backward, boundary);
   const int chunks = shape.stages;
+  const uint64_t act_raw = 4ull * static_cast<uint64_t>(shape.microbatch_size * shape.seq *
+                                                        shape.hidden);  // fp32 [b, T, d]
   std::vector<double> fwd(chunks), params(chunks);
   std::vector<uint64_t> reduce_bytes(chunks);
   for (int s = 0; s < chunks; ++s) {
@@ -108,34 +110,45 @@ StepTrace make_synthetic_trace(const ModelShape& device_shape, const std::string
     params[s] = stage_parameters(shape, s);
     reduce_bytes[s] = wire_bytes(specs.gradient, {static_cast<int64_t>(params[s])});  // [P_s]
   }
-  const double flops_per_s = device.peak_flops * device.efficiency;
+  // compute_s: the device's analytic seconds, what calibrated, measured and
+  // scaled replay; the analytic models recompute them from the same fields.
+  const auto analytic = make_compute_model("analytic:" + device.name, "timing.device");
   const auto sched = make_schedule(schedule, device_shape.stages, M, virtual_stages);
   return build_trace(sched, schedule, replicas, [&](TraceOp& op) {
+    const int c = op.chunk;
     switch (op.kind) {
       case OpKind::kForward:
-        op.flops = fwd[op.chunk];
+        op.flops = fwd[c];
+        op.kernels = forward_kernels(shape, c);
         break;
       case OpKind::kBackward:
-        op.flops = 2 * fwd[op.chunk];
+        op.flops = 2 * fwd[c];
+        op.kernels = 2 * forward_kernels(shape, c);
         break;
       case OpKind::kBackwardInput:  // a split backward: input and weight halves
       case OpKind::kBackwardWeight:
-        op.flops = fwd[op.chunk];
+        op.flops = fwd[c];
+        op.kernels = forward_kernels(shape, c);
         break;
-      case OpKind::kOptimizer:
-        op.flops = 10 * params[op.chunk];
-        break;  // AdamW, ~10 FLOPs/param
+      case OpKind::kOptimizer:  // AdamW: ~10 FLOPs and 7 fp32 tensors per parameter
+        op.flops = 10 * params[c];
+        op.memory_bytes = 28 * params[c];
+        op.kernels = parameter_tensors(shape, c);
+        break;
       case OpKind::kSendActivation:
         op.bytes = act_bytes;
+        op.raw_bytes = act_raw;
         break;
       case OpKind::kSendGradient:
         op.bytes = grad_bytes;
+        op.raw_bytes = act_raw;
         break;
       case OpKind::kAllReduce:
-        op.bytes = reduce_bytes[op.chunk];
+        op.bytes = reduce_bytes[c];
+        op.raw_bytes = 4 * static_cast<uint64_t>(params[c]);
         break;
     }
-    op.compute_s = op.flops / flops_per_s;
+    op.compute_s = analytic->compute_s(op);
   });
 }
 

@@ -39,9 +39,11 @@ struct CodecSpecs {
 };
 
 // A step of `shape` (micro-batches = batch / microbatch_size) with analytic
-// FLOPs and compute seconds on `device`, message bytes from `wire_bytes`
+// FLOPs, kernels, optimizer memory bytes and compute seconds (analytic on
+// `device`), message bytes from `wire_bytes` and their fp32 sizes
 // (activations and their gradients: [microbatch_size, seq, hidden]; weight
-// gradients: [parameters of the chunk]); codec seconds are 0. With
+// gradients: [parameters of the chunk]); measured codec seconds are 0 (the
+// analytic model computes its own from the byte counts). With
 // virtual_stages = v > 1 the layers are cut into shape.stages x v chunks.
 // Largest synthetic step (trace ops) make_synthetic_trace builds: ~0.5 GB.
 constexpr double kMaxSyntheticOps = 4e6;

@@ -69,6 +69,10 @@ struct TraceOp {
   // Sends, all-reduce: bytes of the tensor before encoding (fp32), which the
   // analytic codec model streams through device memory.
   uint64_t raw_bytes = 0;
+  // Compute ops: device kernels the op launches, counted from the model's
+  // structure (docs/netmodel.md, "Launch floor"); the analytic model charges
+  // each a fixed launch cost, so that tiny models are not simulated as free.
+  int32_t kernels = 0;
 };
 
 struct StepTrace {

@@ -312,6 +312,12 @@ MessageSizes message_sizes(const ModelShape& shape, const CodecSpecs& specs,
 
 }  // namespace
 
+NetConfig with_timing_device(const NetConfig& net, const std::string& device) {
+  NetConfig n = net;
+  if (n.compute == kDefaultComputeModel) n.compute = "analytic:" + device;
+  return n;
+}
+
 WhatIfResult run_what_if(const WhatIfConfig& c, const NetConfig& net,
                          const WireBytesFn& wire_bytes) {
   WhatIfResult result;
@@ -344,8 +350,9 @@ WhatIfResult run_what_if(const WhatIfConfig& c, const NetConfig& net,
     }
   }
   const double steps = c.steps_per_epoch;
+  const NetConfig timed = with_timing_device(net, r.device);
   for (double bps : c.bandwidths_bps) {
-    NetConfig point = net;
+    NetConfig point = timed;
     point.bandwidth_bps = bps;
     std::map<std::string, Timeline> timelines;
     for (const auto& [k, trace] : traces) {
@@ -420,14 +427,17 @@ void print_assumptions(const WhatIfConfig& c, const NetConfig& net, const WhatIf
   const DevicePreset& d = find_device("timing.device", r.device);
   os << "device " << d.name << ": peak " << fmt("%.4g", d.peak_flops / 1e12)
      << " TFLOP/s x utilisation " << fmt("%.0f", d.efficiency * 100)
-     << "% = " << fmt("%.4g", d.peak_flops * d.efficiency / 1e12)
-     << " TFLOP/s achieved; backward 2 x forward FLOPs, optimizer 10 FLOPs/parameter, codecs 0 s\n";
-  const std::string& cm = net.compute;
+     << "% = " << fmt("%.4g", d.peak_flops * d.efficiency / 1e12) << " TFLOP/s achieved, "
+     << fmt("%.4g", d.kernel_launch_s * 1e6)
+     << " us per kernel; backward 2 x forward FLOPs, optimizer 28 bytes/parameter, codec passes "
+        "stream their bytes\n";
+  const std::string cm = with_timing_device(net, r.device).compute;
   os << "compute model net.compute=" << cm
-     << (cm.rfind("analytic", 0) == 0 ? " (its own device's roofline replaces the device line)"
-         : cm.rfind("fixed", 0) == 0  ? " (fixed op seconds replace the device line)"
-         : cm.rfind("scaled", 0) == 0 ? " (the device line's seconds, divided)"
-                                      : " (replays the device line's seconds)")
+     << (cm == "analytic:" + d.name     ? " (the device line's roofline plus launch floor)"
+         : cm.rfind("analytic", 0) == 0 ? " (its own device's roofline replaces the device line)"
+         : cm.rfind("fixed", 0) == 0    ? " (fixed op seconds replace the device line)"
+         : cm.rfind("scaled", 0) == 0   ? " (the device line's seconds, divided)"
+                                        : " (replays the device line's seconds)")
      << "\n";
   const std::string shape = "[" + std::to_string(m.microbatch_size) + "," + std::to_string(m.seq) +
                             "," + std::to_string(m.hidden) + "]";

@@ -119,6 +119,9 @@ struct WhatIfResult {
 
 WhatIfResult run_what_if(const WhatIfConfig& config, const NetConfig& net,
                          const WireBytesFn& wire_bytes);
+// `net` with net.compute at its default (kDefaultComputeModel) replaced by the
+// analytic model of timing.device: a what-if times the device it names.
+NetConfig with_timing_device(const NetConfig& net, const std::string& device);
 void print_what_if(const WhatIfConfig& config, const NetConfig& net, const WhatIfResult& result,
                    std::ostream& os);
 // The rows as TSV (`slowpipe timing --tsv`), one line per bandwidth:

@@ -74,6 +74,7 @@ PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
       rep.stage_params.push_back(params);
       rep.optimizers.emplace_back(setup_.optim, params);
       rep.flops_per_sample.push_back(flops);
+      rep.forward_kernels.push_back(forward_kernels(rep.model, cuts_[s], cuts_[s + 1]));
     }
     for (int b = 0; b + 1 < C; ++b) {
       if (setup_.channel_factory) {
@@ -299,6 +300,7 @@ void PipelineEngine::run_forward(StepWork& w, const PipelineOp& op, StepResult& 
   sync_device();
   result.trace.ops.push_back(
       compute_op(netmodel::OpKind::kForward, site(w, c, m), timer, rep.flops_per_sample[c] * w.mb));
+  result.trace.ops.back().kernels = rep.forward_kernels[c];
   w.outputs[c][m] = y;
   if (c == C - 1) return;
   if (!all_finite(y)) {
@@ -350,6 +352,7 @@ void PipelineEngine::run_backward(StepWork& w, const PipelineOp& op, StepResult&
   result.trace.ops.push_back(
       compute_op(split ? netmodel::OpKind::kBackwardInput : netmodel::OpKind::kBackward,
                  site(w, c, m), timer, flops));
+  result.trace.ops.back().kernels = (split ? 1 : 2) * rep.forward_kernels[c];
   if (split) {
     w.input_pass[c][m] = {result.trace.ops.back().compute_s, result.trace.ops.back().thread_cpu_s};
   }
@@ -392,6 +395,7 @@ void PipelineEngine::run_weight_backward(StepWork& w, const PipelineOp& op, Step
   sync_device();
   netmodel::TraceOp t = compute_op(netmodel::OpKind::kBackwardWeight, site(w, c, m), timer,
                                    rep.flops_per_sample[c] * w.mb);
+  t.kernels = rep.forward_kernels[c];
   // libtorch walks the chunk's chain of activation gradients again to reach
   // the parameters: what the input pass already measured is not counted twice.
   if (c > 0) {
@@ -440,6 +444,7 @@ void PipelineEngine::step_optimizers(StepResult& result, int64_t step, int64_t t
           compute_op(netmodel::OpKind::kOptimizer, OpSite{schedule_.device_of[s], s, -1, r}, timer,
                      rep.optimizers[s].flops_per_step());
       op.memory_bytes = rep.optimizers[s].memory_bytes_per_step();
+      op.kernels = static_cast<int>(rep.stage_params[s].size());
       result.trace.ops.push_back(op);
     }
   }

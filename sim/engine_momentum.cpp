@@ -131,6 +131,7 @@ void PipelineEngine::exchange_momentum(StepResult& result, int64_t step, int64_t
           compute_op(netmodel::OpKind::kOptimizer, OpSite{schedule_.device_of[c], c, -1, r}, timer,
                      rep.optimizers[c].flops_per_step());
       op.memory_bytes = rep.optimizers[c].memory_bytes_per_step();
+      op.kernels = static_cast<int>(rep.stage_params[c].size());
       result.trace.ops.push_back(op);
     }
   }

@@ -75,6 +75,16 @@ netmodel::TraceOp message_op(netmodel::OpKind kind, const OpSite& site, const at
   return op;
 }
 
+int forward_kernels(const models::Model& model, size_t begin, size_t end) {
+  int kernels = 0;
+  for (size_t b = begin; b < end; ++b) {
+    for (const auto& m : model.blocks[b]->modules(/*include_self=*/false)) {
+      if (m->children().empty() && !m->parameters(/*recurse=*/false).empty()) kernels += 2;
+    }
+  }
+  return kernels;
+}
+
 bool all_finite(const at::Tensor& t) {
   return t.isfinite().all().item<bool>();
 }

@@ -51,6 +51,15 @@ struct OpSite {
 netmodel::TraceOp compute_op(netmodel::OpKind kind, const OpSite& site, const OpTimer& timer,
                              double flops);
 
+// Kernels of one forward of blocks [begin, end) of `model`, counted from its
+// structure, for the analytic launch floor (docs/netmodel.md, "Launch
+// floor"): two per leaf module holding parameters (a Linear, LayerNorm,
+// Embedding, convolution or GroupNorm: its own kernel and one element-wise
+// kernel beside it: activation, residual add, dropout or reshape). A
+// backward launches twice a forward's, each half of a split backward one
+// forward's, an optimizer step one per parameter tensor.
+int forward_kernels(const models::Model& model, size_t begin, size_t end);
+
 // A message op (send or all-reduce) and its channel's accounting.
 netmodel::TraceOp message_op(netmodel::OpKind kind, const OpSite& site, const at::Tensor& sent,
                              const compressors::TransferStats& st, ChannelSummary& sum);

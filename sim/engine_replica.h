@@ -25,6 +25,7 @@ struct PipelineEngine::Replica {
   // server channel of its own shard of every chunk, [chunk].
   std::vector<std::unique_ptr<compressors::Channel>> momentum, momentum_server;
   std::vector<double> flops_per_sample;  // per stage, forward
+  std::vector<int> forward_kernels;      // per stage: kernels of one forward
 };
 
 }  // namespace slowpipe::sim

@@ -30,6 +30,7 @@
 #include "models/data_registry.h"
 #include "models/registry.h"
 #include "netmodel/chrome_trace.h"
+#include "netmodel/compute_model.h"
 #include "netmodel/replay.h"
 #include "sim/engine.h"
 #include "sim/kernel_policy.h"
@@ -484,7 +485,8 @@ void announce(Session& s, bool resume) {
   s.progress.message(
       "slowpipe train: " + std::to_string(s.run.total_steps) + " steps, " + layout +
       " (block cuts " + join(cut_text, ",") + "), " + std::to_string(engine.replicas()) +
-      " replica(s)" + channels + ", network " + netmodel::describe(s.cfg.net) + " -> " +
+      " replica(s)" + channels + ", network " + netmodel::describe(s.cfg.net) +
+      ", simulated device " + netmodel::compute_device_label(s.cfg.net.compute) + " -> " +
       s.cfg.run.out +
       (resume ? " (resumed after step " + std::to_string(s.run.cursor.steps_done) + ")" : ""));
   for (const std::string& line : channel_lines(s.cfg, engine, *s.run.data))

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "netmodel/compute_model.h"
 #include "sim/runlog.h"
 #include "study/plot_gnuplot.h"
 #include "study/plot_series.h"
@@ -139,10 +140,25 @@ void write_curve_data(Context& ctx) {
   }
 }
 
+// ", simulated on RTX4090": the devices of the runs' net.compute
+// (netmodel::compute_device_label), for the titles of plots against simulated
+// time; "" when no run names one.
+std::string simulated_on(const Context& ctx) {
+  std::set<std::string> devices;
+  for (const RunStats& run : *ctx.runs) {
+    const auto it = run.config.find("net.compute");
+    if (it != run.config.end()) devices.insert(netmodel::compute_device_label(it->second));
+  }
+  std::string list;
+  for (const auto& d : devices) list += (list.empty() ? "" : ", ") + d;
+  return list.empty() ? "" : ", simulated on " + list;
+}
+
 void train_plots(Context& ctx) {
   for (const bool vs_time : {false, true}) {
     const std::string name = vs_time ? "train_loss_vs_sim_time" : "train_loss_vs_step";
-    std::string script = gp_preamble(name + ".png", "training loss");
+    std::string script =
+        gp_preamble(name + ".png", "training loss" + (vs_time ? simulated_on(ctx) : ""));
     script += "set xlabel " + gp_quote(vs_time ? "simulated time [s]" : "step") + "\n";
     script += "set ylabel " +
               gp_quote("train loss [nats], trailing mean of " +
@@ -176,7 +192,8 @@ void eval_plots(Context& ctx) {
     const std::string& metric = ctx.metrics[m];
     for (const bool vs_time : {false, true}) {
       const std::string name = "eval_" + metric + (vs_time ? "_vs_sim_time" : "_vs_step");
-      std::string script = gp_preamble(name + ".png", "evaluation: " + metric_label(metric));
+      std::string script = gp_preamble(name + ".png", "evaluation: " + metric_label(metric) +
+                                                          (vs_time ? simulated_on(ctx) : ""));
       script += "set xlabel " + gp_quote(vs_time ? "simulated time [s]" : "step") + "\n";
       script += "set ylabel " + gp_quote(metric_label(metric)) + "\n";
       std::string plots;
@@ -312,7 +329,7 @@ void target_plot(Context& ctx) {
   }
   std::ostringstream title;
   title << "simulated time to train loss \u2264 " << ctx.options.target_loss
-        << " (trailing mean of " << ctx.options.smooth_window << " steps)";
+        << " (trailing mean of " << ctx.options.smooth_window << " steps)" << simulated_on(ctx);
   summary_plot(ctx, name, title.str(), "bandwidth [Mbit/s]", "simulated time to target [s]", false,
                lines, {}, false);
   if (unreached > 0) {

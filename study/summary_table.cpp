@@ -5,7 +5,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <sstream>
+
+#include "netmodel/compute_model.h"
 
 namespace slowpipe::study {
 namespace {
@@ -43,6 +46,26 @@ struct Row {
   std::vector<std::string> cells;
 };
 
+// The simulated devices of the runs (netmodel::compute_device_label of their
+// net.compute; a log without it is left out), e.g. {"RTX4090"}.
+std::set<std::string> simulated_devices(const SummaryTable& table) {
+  std::set<std::string> out;
+  for (const auto& group : table.groups) {
+    for (const RunStats* run : group.runs) {
+      const auto it = run->config.find("net.compute");
+      if (it != run->config.end()) out.insert(netmodel::compute_device_label(it->second));
+    }
+  }
+  return out;
+}
+
+// "sim time [s]" -> "sim time on RTX4090 [s]" when every run simulated one device.
+std::string with_device(const std::string& title, const std::set<std::string>& devices) {
+  const std::string tag = "sim time";
+  if (devices.size() != 1 || title.rfind(tag, 0) != 0) return title;
+  return tag + " on " + *devices.begin() + title.substr(tag.size());
+}
+
 // Header and rows of the text and Markdown forms; `numeric[c]`: right-aligned.
 void text_rows(const SummaryTable& table, std::vector<std::string>& header, std::vector<Row>& rows,
                std::vector<bool>& numeric) {
@@ -52,8 +75,10 @@ void text_rows(const SummaryTable& table, std::vector<std::string>& header, std:
   numeric.push_back(table.grouped);
   header.push_back("status");
   numeric.push_back(false);
+  const std::set<std::string> devices = simulated_devices(table);
   for (const auto& col : table.columns) {
-    header.push_back(col.id == "time_to_target_s" ? target_title(table.options) : col.title);
+    header.push_back(with_device(
+        col.id == "time_to_target_s" ? target_title(table.options) : col.title, devices));
     numeric.push_back(true);
   }
   for (const auto& group : table.groups) {
@@ -83,6 +108,13 @@ std::vector<std::string> notes(const SummaryTable& table) {
       << ": simulated time at the first step whose train loss, averaged over the last "
       << table.options.smooth_window << " steps, is at or below it.";
     out.push_back(s.str());
+  }
+  const std::set<std::string> devices = simulated_devices(table);
+  if (devices.size() > 1) {
+    std::string list;
+    for (const auto& d : devices) list += (list.empty() ? "" : ", ") + d;
+    out.push_back("sim time: the runs simulate different devices (" + list +
+                  "; net.compute): their times do not compare.");
   }
   if (table.grouped) {
     out.push_back(

@@ -3,16 +3,19 @@
 # "Compute-time models"):
 #  - two identical runs under analytic:A100 give bitwise identical simulated
 #    columns (no measured second enters: optimizer and codecs are modelled);
-#  - the default model is `calibrated`: the log holds its `calibration` blob,
-#    and once the window has closed every step of the same shape replays the
-#    same simulated step time;
-#  - a run killed after its window and resumed replays the same calibrated
-#    step time (the calibration travels in the resume checkpoint).
+#  - the default model is analytic:RTX4090 (the banner names the device), and
+#    the same run twice, once beside two busy loops, gives bitwise identical
+#    simulated columns; a run killed and resumed gives the uninterrupted run's;
+#  - the host-dependent `calibrated` model: the log holds its `calibration`
+#    blob, and once the window has closed every step of the same shape replays
+#    the same simulated step time, also across a kill and resume (the
+#    calibration travels in the resume checkpoint).
 #   tests/cli/test_sim_time.sh PATH/TO/slowpipe SOURCE_DIR
 set -uo pipefail
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+busy=()
+trap 'for p in "${busy[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work"' EXIT
 cd "$work"
 export OMP_NUM_THREADS=1
 for i in $(seq 1 200); do echo "line $i: activations cross a slow link, compressed"; done >corpus.txt
@@ -40,7 +43,8 @@ step_times_after() {
 # 1. analytic: bitwise identical twice, with 2 replicas (all-reduce codec) too.
 for r in 1 2; do
   for k in a b; do
-    "$bin" train "${base[@]}" --set run.steps=6 --set pipeline.replicas=$r --set compress.grad=q8 \
+    grad=(); [ "$r" -gt 1 ] && grad=(--set compress.grad=q8)  # one replica exchanges none
+    "$bin" train "${base[@]}" --set run.steps=6 --set pipeline.replicas=$r "${grad[@]}" \
       --set net.compute=analytic:A100 --out "analytic-$r-$k.h5" >/dev/null 2>&1 ||
       { echo "FAILED: analytic run $r-$k"; fail=1; }
   done
@@ -51,11 +55,39 @@ for r in 1 2; do
     'BEGIN { exit !(t > 0) }'
 done
 
-# 2. the default model, calibrated over 3 steps, then frozen.
-"$bin" train "${base[@]}" --set run.steps=8 --out default.h5 >/dev/null 2>&1 ||
+# 2. the default model: analytic on the default device, whatever the load.
+"$bin" train "${base[@]}" --set run.steps=8 --set run.progress=plain --out quiet.h5 \
+  >/dev/null 2>banner.txt ||
   { echo "FAILED: default run"; fail=1; }
-check "the default compute model is calibrated (spec calibrated:20:min)" \
-  grep -q '^config.net.compute	calibrated$' <("$bin" export default.h5 --attrs)
+check "the default compute model is analytic:RTX4090" \
+  grep -q '^config.net.compute	analytic:RTX4090$' <("$bin" export quiet.h5 --attrs)
+check "the banner names the simulated device" grep -q 'simulated device RTX4090' banner.txt
+# The same run beside two busy loops (each bounded to 5 minutes, killed after).
+for k in 1 2; do
+  timeout 300 sh -c 'while :; do :; done' &
+  busy+=($!)
+done
+"$bin" train "${base[@]}" --set run.steps=8 --out busy.h5 >/dev/null 2>&1 ||
+  { echo "FAILED: default run beside two busy loops"; fail=1; }
+for p in "${busy[@]}"; do kill "$p" 2>/dev/null; done
+busy=()
+check "default model: identical simulated columns quiet and beside two busy loops" \
+  cmp -s <(sim_cols quiet.h5) <(sim_cols busy.h5)
+check "default model: the simulated columns are not empty" \
+  test "$(sim_cols quiet.h5 | wc -l)" -ge 9
+# Killed after step 6 (checkpoint at step 4) and resumed: the uninterrupted run's columns.
+(SLOWPIPE_FAULT=step:6 "$bin" train "${base[@]}" --set run.steps=8 --set run.checkpoint_every=4 \
+  --out killed.h5 >/dev/null 2>&1) 2>/dev/null
+"$bin" train --resume killed.h5 >/dev/null 2>&1 || { echo "FAILED: default resume"; fail=1; }
+check "default model: a killed and resumed run has the uninterrupted run's simulated columns" \
+  cmp -s <(sim_cols quiet.h5) <(sim_cols killed.h5)
+check "default model: the resumed run's sim_time_s attribute equals the uninterrupted run's" \
+  test "$("$bin" export killed.h5 --attrs | grep '^sim_time_s')" = \
+  "$("$bin" export quiet.h5 --attrs | grep '^sim_time_s')"
+
+# 3. calibrated (host-dependent): over 3 steps, then frozen.
+"$bin" train "${base[@]}" --set run.steps=8 --set net.compute=calibrated --out default.h5 \
+  >/dev/null 2>&1 || { echo "FAILED: calibrated run"; fail=1; }
 check "the calibration blob names the model, the statistic and the classes" \
   grep -q '"model": "calibrated:20:min".*"statistic": "min"' <("$bin" export default.h5 --blob calibration)
 check "the calibration blob lists forward, backward, optimizer and send classes" \
@@ -65,7 +97,7 @@ check "the calibration blob lists forward, backward, optimizer and send classes"
 check "calibrated:3: steps 3..8 replay one simulated step time" \
   test "$(step_times_after cal.h5 2 | wc -l)" -eq 1
 
-# 3. killed after the window (checkpoint at step 4), resumed: the same step time.
+# 4. calibrated, killed after the window (checkpoint at step 4), resumed: the same step time.
 (SLOWPIPE_FAULT=step:6 "$bin" train "${base[@]}" --set run.steps=10 --set net.compute=calibrated:3 \
   --set run.checkpoint_every=4 --out resumed.h5 >/dev/null 2>&1) 2>/dev/null
 "$bin" train --resume resumed.h5 >/dev/null 2>&1 || { echo "FAILED: resume"; fail=1; }

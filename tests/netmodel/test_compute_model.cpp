@@ -1,6 +1,7 @@
 // The calibrated compute model (window, statistic, clock, classes, resume
-// state) and the analytic model's determinism (optimizer and codec seconds
-// from bytes and device constants, never from measurements).
+// state) and the analytic model: roofline plus launch floor, optimizer and
+// codec seconds from bytes and device constants, never from measurements, and
+// the default `net.compute` is analytic on the default device.
 #include <catch2/catch.hpp>
 
 #include "common/errors.h"
@@ -126,7 +127,7 @@ TEST_CASE("Calibrated: the state survives save and load bit for bit") {
 TEST_CASE("Calibrated: the simulator replays a frozen step time whatever is measured later") {
   nm::NetConfig cfg;
   cfg.preset = "1Gbps";
-  REQUIRE(cfg.compute == "calibrated");  // the default
+  cfg.compute = "calibrated";
   nm::StepTrace base = nm::build_trace("1f1b", 2, 4, 1, [](nm::TraceOp& op) {
     op.bytes = 4096;
     op.compute_s = op.kind == nm::OpKind::kOptimizer ? 0.001 : 0.01;
@@ -179,9 +180,20 @@ TEST_CASE("Analytic: optimizer and codecs from bytes, no measured second enters"
   send.raw_bytes = 16000;
   send.encode_s = 0.25;  // measured: ignored
   send.decode_s = 0.75;
-  const double stream = 17000 / (a100.memory_bandwidth_Bps * a100.memory_efficiency);
+  send.bytes = 1000000;  // large enough that streaming outlasts the pass's launches
+  send.raw_bytes = 16000000;
+  const double stream = 17000000 / (a100.memory_bandwidth_Bps * a100.memory_efficiency);
+  REQUIRE(stream > nm::kCodecPassKernels * a100.kernel_launch_s);
   CHECK(model->encode_s(send) == stream);
   CHECK(model->decode_s(send) == stream);
+  // A small message: the pass's launches are its floor.
+  send.bytes = 10;
+  send.raw_bytes = 160;
+  CHECK(model->encode_s(send) == nm::kCodecPassKernels * a100.kernel_launch_s);
+  // A message sent as is (codec none: wire bytes = fp32 bytes) has no pass.
+  send.bytes = send.raw_bytes;
+  CHECK(model->encode_s(send) == 0);
+  CHECK(model->decode_s(send) == 0);
 
   // Two traces that differ only in their measured seconds replay identically.
   const auto trace = [](double noise) {
@@ -202,4 +214,74 @@ TEST_CASE("Analytic: optimizer and codecs from bytes, no measured second enters"
   CHECK(x.step_s == y.step_s);
   CHECK(x.bubble_fraction == y.bubble_fraction);
   for (size_t i = 0; i < x.timing.size(); ++i) CHECK(x.timing[i].end_s == y.timing[i].end_s);
+}
+
+TEST_CASE("Analytic: a floor of one launch per kernel, so a tiny op is not free") {
+  for (const auto& name : {"RTX4090", "V100", "A100", "H100"}) {
+    CAPTURE(name);
+    const nm::DevicePreset& d = nm::find_device("net.compute", name);
+    REQUIRE(d.kernel_launch_s > 0);
+    auto model = nm::make_compute_model(std::string("analytic:") + name);
+    // A large op hides its launches: the roofline alone.
+    nm::TraceOp big = forward(1e13);
+    const double roofline = 1e13 / (d.peak_flops * d.efficiency);
+    big.kernels = 12;
+    REQUIRE(roofline > 12 * d.kernel_launch_s);
+    CHECK(model->compute_s(big) == roofline);
+    // A tiny op: its launches, never 0, and twice the kernels take twice as long.
+    nm::TraceOp tiny = forward(1e3);
+    CHECK(model->compute_s(tiny) < 1e-9);  // no kernels counted: nearly free
+    tiny.kernels = 12;
+    CHECK(model->compute_s(tiny) == 12 * d.kernel_launch_s);
+    tiny.kernels = 24;
+    CHECK(model->compute_s(tiny) == 24 * d.kernel_launch_s);
+    // Memory-bound: bytes over achieved bandwidth when they outlast the launches.
+    nm::TraceOp opt;
+    opt.kind = nm::OpKind::kOptimizer;
+    opt.memory_bytes = 28e9;
+    opt.kernels = 3;
+    CHECK(model->compute_s(opt) == 28e9 / (d.memory_bandwidth_Bps * d.memory_efficiency));
+    opt.memory_bytes = 28;
+    CHECK(model->compute_s(opt) == 3 * d.kernel_launch_s);
+  }
+}
+
+TEST_CASE("Default compute model: analytic on the default device, host-independent") {
+  CHECK(std::string(nm::kDefaultComputeModel) == std::string("analytic:") + nm::kDefaultDevice);
+  nm::NetConfig cfg;
+  CHECK(cfg.compute == nm::kDefaultComputeModel);
+  CHECK(nm::make_compute_model(cfg.compute)->spec() == cfg.compute);
+  CHECK(nm::compute_device_label(cfg.compute) == nm::kDefaultDevice);
+  CHECK(nm::compute_device_label("analytic:V100") == "V100");
+  CHECK_THAT(nm::compute_device_label("calibrated:20:min"),
+             Catch::Contains("host") && Catch::Contains("calibrated"));
+  CHECK_THAT(nm::compute_device_label("measured"), Catch::Contains("host"));
+  // Two traces of one configuration, one timed on a quiet host and one on a
+  // loaded one (every measured second, wall and thread CPU, scaled): the
+  // default replays them identically, step after step, because no measured
+  // second enters; `measured` (the control) does not.
+  const auto trace = [](double load) {
+    nm::StepTrace t = nm::build_trace("1f1b", 2, 4, 1, [load](nm::TraceOp& op) {
+      op.bytes = 4096;
+      op.raw_bytes = 16384;
+      const bool fb = op.kind == nm::OpKind::kForward || op.kind == nm::OpKind::kBackward;
+      op.flops = fb ? 1e6 : 0;
+      op.kernels = fb ? 12 : op.kind == nm::OpKind::kOptimizer ? 4 : 0;
+      op.memory_bytes = op.kind == nm::OpKind::kOptimizer ? 1e6 : 0;
+      op.compute_s = 0.01 * load;
+      op.thread_cpu_s = 0.009 * load;
+      op.encode_s = op.decode_s = 1e-4 * load;
+    });
+    t.thread_cpu = true;
+    return t;
+  };
+  nm::Simulator quiet(cfg), busy(cfg);
+  for (int k = 0; k < 3; ++k) {
+    const double q = quiet.replay(trace(1.0)).step_s, b = busy.replay(trace(1.0 + 0.4 * k)).step_s;
+    CHECK(q == b);
+    CHECK(q > 0);
+  }
+  CHECK(quiet.elapsed_s() == busy.elapsed_s());
+  cfg.compute = "measured";
+  CHECK(nm::replay(trace(1.0), cfg).step_s != nm::replay(trace(1.4), cfg).step_s);
 }
