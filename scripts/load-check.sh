@@ -2,11 +2,12 @@
 # Load-independence check of the simulated time (docs/netmodel.md,
 # "Compute-time models"): the same short fine-tuning run on this machine as it
 # is, then with every core kept busy by CPU burners beside it, under the
-# default compute model (calibrated), under analytic:A100, and under measured
-# (the old per-step wall-clock default, for comparison). Prints each run's
-# simulated time and its difference from the unloaded run of the same model.
-# Target: within 2% with the default model, bitwise identical columns with
-# analytic. Not a unit test (it takes minutes and depends on the machine).
+# host-dependent calibrated model, under analytic:A100 (the default
+# compute model is analytic too), and under measured (per-step wall clock, for
+# comparison). Prints each run's simulated time and its difference from the
+# unloaded run of the same model. Target: within 2% with calibrated, bitwise
+# identical columns with analytic. Not a unit test (it takes minutes and
+# depends on the machine).
 #
 #   scripts/load-check.sh [--steps N] [--repeat R] [--burners B] [--slowpipe BIN] [--keep DIR]
 #                         [--models 'SPEC SPEC...'] [-- TRAIN ARGS...]

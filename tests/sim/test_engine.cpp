@@ -8,8 +8,10 @@
 
 #include "compressors/factory.h"
 #include "engine_fixture.h"
+#include "netmodel/model_shape.h"
 #include "netmodel/replay.h"
 #include "netmodel/schedule.h"
+#include "sim/engine_parts.h"
 
 namespace {
 
@@ -305,4 +307,40 @@ TEST_CASE("Engine: trace bookkeeping and identical replicas") {
     REQUIRE(!s0.empty());
     for (size_t i = 0; i < s0.size(); ++i) REQUIRE(at::equal(s0[i], s1[i]));
   }
+}
+
+TEST_CASE("Engine: compute ops carry kernel counts from the model's structure") {
+  namespace nm = slowpipe::netmodel;
+  auto data = slowpipe::test::text_data(16);
+  auto setup = slowpipe::test::gpt_setup(*data, 4);  // embedding | block | block | head
+  PipelineEngine engine(setup);
+  const auto& model = engine.model(0);
+  REQUIRE(model.blocks.size() == 4);
+  // The engine's rule (two per leaf module with parameters) and the timing
+  // shapes' rule (model_shape.h) count the same GPT alike.
+  nm::ModelShape shape;
+  shape.layers = 2;
+  shape.stages = 1;
+  CHECK(slowpipe::sim::forward_kernels(model, 0, 4) == nm::forward_kernels(shape, 0));
+  CHECK(slowpipe::sim::forward_kernels(model, 1, 2) == 12);  // a transformer block
+  const auto batch = data->get(slowpipe::models::Split::kTrain, {0, 1, 2, 3, 4, 5, 6, 7});
+  const auto r = engine.train_step(batch, 0, 1);
+  int compute = 0;
+  for (const auto& op : r.trace.ops) {
+    const int c = op.chunk;
+    const int fwd =
+        slowpipe::sim::forward_kernels(model, static_cast<size_t>(c), static_cast<size_t>(c) + 1);
+    if (op.kind == nm::OpKind::kForward) CHECK(op.kernels == fwd);
+    if (op.kind == nm::OpKind::kBackward) CHECK(op.kernels == 2 * fwd);
+    if (op.kind == nm::OpKind::kOptimizer) {
+      CHECK(op.kernels == static_cast<int>(model.blocks[c]->parameters().size()));
+    }
+    if (op.kind == nm::OpKind::kSendActivation || op.kind == nm::OpKind::kSendGradient) {
+      CHECK(op.kernels == 0);
+    } else {
+      CHECK(op.kernels > 0);
+      ++compute;
+    }
+  }
+  CHECK(compute > 0);
 }
