@@ -88,36 +88,130 @@ Comm::Comm(const sim::DistConfig& cfg, Layout layout)
   try {
     store_ = c10::make_intrusive<c10d::TCPStore>(cfg.master_addr, opts);
   } catch (const std::exception& e) {
-    if (rank_ == 0)
-      throw DistError("rank 0 could not serve the rendezvous at " + where + ": " + what_of(e));
+    if (rank_ == 0) {
+      const std::string why =
+          "rank 0 could not serve the rendezvous at " + where + ": " + what_of(e);
+      // The port is taken (another run, another program): the user's to change.
+      if (why.find("Address already in use") != std::string::npos)
+        throw UsageError(why + "; choose a free --port (or MASTER_PORT)");
+      throw DistError(why);
+    }
     throw DistError(
         layout.name(rank_) + " could not reach the rendezvous at " + where + " within " + within +
         "; is rank 0 running, and are MASTER_ADDR and MASTER_PORT right? (" + what_of(e) + ")");
   }
-  // Every rank checks in; rank 0 waits for all of them.
+  try {
+    join_rendezvous(where);
+  } catch (const DistError&) {
+    throw;
+  } catch (const UsageError&) {
+    throw;
+  } catch (const std::exception& e) {  // the store's own timeout, a broken connection
+    throw DistError(layout.name(rank_) + ": lost the rendezvous at " + where +
+                    " while joining (did rank 0 stop? see its message; dist.timeout " +
+                    format_duration(cfg.timeout_s) + "): " + what_of(e));
+  }
+}
+
+// Every rank checks in once under its own key; rank 0 waits until all have,
+// then confirms. A second process with the same rank stops the run (it is
+// the only way the count can be reached while a rank is missing).
+void Comm::join_rendezvous(const std::string& where) {
+  const auto timeout = milliseconds(static_cast<int64_t>(cfg_.timeout_s * 1000));
+  const std::string within = format_duration(cfg_.timeout_s) + " (dist.timeout)";
+  const int world = layout_.world();
+  const char* const id_key = "slowpipe/launch_id";
   const char* const joined = "slowpipe/joined";
-  store_->add(joined, 1);
+  const char* const confirmed = "slowpipe/joined_ok";
+  const char* id_env = std::getenv(kLaunchIdVar);
+  const std::string my_id = id_env ? id_env : "";
+  const auto rank_key = [](int r) { return "slowpipe/rank/" + std::to_string(r); };
+  const std::string every_rank = "start each rank from 0 to " + std::to_string(world - 1) + " once";
+  // A reason another rank posted (e.g. the other process of a doubled rank).
+  const auto posted = [this] {
+    if (!store_->check({kAbortKey})) return std::string();
+    const auto v = store_->get(kAbortKey);
+    return std::string(v.begin(), v.end());
+  };
   if (rank_ == 0) {
-    const auto until = std::chrono::steady_clock::now() + timeout;
+    store_->set(id_key, std::vector<uint8_t>(my_id.begin(), my_id.end()));
+  } else {
+    // Read before writing anything: the store may be another run's.
+    store_->wait({id_key}, timeout);
+    const auto v = store_->get(id_key);
+    if (std::string(v.begin(), v.end()) != my_id)
+      throw UsageError("the rendezvous at " + where +
+                       " belongs to another run (another slowpipe launch serves that port); "
+                       "choose a free --port (or MASTER_PORT)");
+  }
+  if (store_->add(rank_key(rank_), 1) > 1) {
+    const std::string why = "rank " + std::to_string(rank_) +
+                            " was started twice (two processes with RANK=" + std::to_string(rank_) +
+                            " joined the rendezvous at " + where + "); " + every_rank;
+    post_abort(why);
+    throw UsageError(why);
+  }
+  store_->add(joined, 1);
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  if (rank_ == 0) {
     int64_t n = 0;
-    while ((n = store_->add(joined, 0)) < layout.world()) {
+    while ((n = store_->add(joined, 0)) < world) {
+      if (const std::string why = posted(); !why.empty()) {
+        std::this_thread::sleep_for(milliseconds(200));  // as below
+        throw UsageError(why);
+      }
       if (std::chrono::steady_clock::now() > until)
-        throw DistError("only " + std::to_string(n) + " of " + std::to_string(layout.world()) +
+        throw DistError("only " + std::to_string(n) + " of " + std::to_string(world) +
                         " ranks joined the rendezvous at " + where + " within " + within +
                         "; start every rank with the same WORLD_SIZE and MASTER_ADDR:MASTER_PORT");
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(milliseconds(20));
     }
+    std::string twice, never;
+    for (int r = 0; r < world; ++r) {
+      const int64_t c = store_->add(rank_key(r), 0);
+      if (c > 1) twice += (twice.empty() ? "" : ", ") + std::to_string(r);
+      if (c == 0) never += (never.empty() ? "" : ", ") + std::to_string(r);
+    }
+    if (!twice.empty() || !never.empty()) {
+      const std::string why = "ranks started twice: " + (twice.empty() ? "none" : twice) +
+                              "; never started: " + (never.empty() ? "none" : never) + "; " +
+                              every_rank + " (rendezvous " + where + ")";
+      post_abort(why);
+      // The store ends with this process: let the others read the reason first.
+      std::this_thread::sleep_for(milliseconds(200));
+      throw UsageError(why);
+    }
+    store_->set(confirmed, {1});
+    return;
   }
-  nccl_ = use_nccl(cfg);
+  // Rank 0 waits up to dist.timeout for the others; a little longer here.
+  const auto deadline = until + milliseconds(2000);
+  while (!store_->check({confirmed})) {
+    if (const std::string why = posted(); !why.empty()) throw UsageError(why);
+    if (std::chrono::steady_clock::now() > deadline)
+      throw DistError(layout_.name(rank_) + ": rank 0 did not confirm that all " +
+                      std::to_string(world) + " ranks joined the rendezvous at " + where +
+                      " within " + within);
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
+void Comm::connect() {
+  nccl_ = use_nccl(cfg_);
+  // The watchdog runs meanwhile; connecting cannot be interrupted (interrupt()).
+  connecting_ = true;
   try {
-    world_ = make_group(store_, "world/", rank_, layout.world(), nccl_);
-    const int r = layout.replica_of(rank_), s = layout.stage_of(rank_);
-    stage_group_ = make_group(store_, "stage" + std::to_string(s) + "/", r, layout.replicas, nccl_);
+    world_ = make_group(store_, "world/", rank_, layout_.world(), nccl_);
+    const int r = layout_.replica_of(rank_), s = layout_.stage_of(rank_);
+    stage_group_ =
+        make_group(store_, "stage" + std::to_string(s) + "/", r, layout_.replicas, nccl_);
     replica_group_ =
-        make_group(store_, "replica" + std::to_string(r) + "/", s, layout.stages, nccl_);
+        make_group(store_, "replica" + std::to_string(r) + "/", s, layout_.stages, nccl_);
   } catch (const std::exception& e) {
-    throw DistError(layout.name(rank_) + ": connecting the process groups failed: " + what_of(e));
+    connecting_ = false;
+    throw DistError(layout_.name(rank_) + ": connecting the process groups failed: " + what_of(e));
   }
+  connecting_ = false;
 }
 
 // One source's messages received ahead (prefetch()).
@@ -135,6 +229,77 @@ Comm::~Comm() {
   // it holds what it uses and ends with the process.
   for (auto& [src, p] : prefetch_)
     if (p->thread.joinable()) p->thread.detach();
+  if (failed_ || interrupted_) {
+    // A group's destructor joins its worker threads, which may wait on a
+    // stopped peer for good: leave them to the end of the process.
+    for (auto* g : {&world_, &stage_group_, &replica_group_}) (void)g->release();
+    for (auto& [work, tensors] : pending_) (void)work.release();
+    (void)waiting_.release();
+  }
+}
+
+bool Comm::interrupt() {
+  std::lock_guard<std::mutex> lock(interrupt_mu_);
+  interrupted_ = true;
+  if (waiting_) {
+    try {
+      waiting_->abort();
+    } catch (const std::exception&) {
+      // A work without abort(): the main thread looks at the flag instead.
+    }
+  }
+  return !connecting_;
+}
+
+void Comm::interrupted() {
+  fail("waiting on a peer", std::runtime_error("interrupted: the run is stopping"));
+}
+
+void Comm::wait_p2p(const c10::intrusive_ptr<c10d::Work>& work) {
+  {
+    std::lock_guard<std::mutex> lock(interrupt_mu_);
+    if (interrupted_) interrupted();
+    waiting_ = work;
+  }
+  bool done = false;
+  try {
+    done = work->wait(kOpTimeout);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(interrupt_mu_);
+    waiting_.reset();
+    throw;
+  }
+  {
+    std::lock_guard<std::mutex> lock(interrupt_mu_);
+    waiting_.reset();
+  }
+  if (!done) interrupted();  // wait() returns false once aborted
+}
+
+void Comm::wait_collective(const c10::intrusive_ptr<c10d::Work>& work) {
+  // A collective's work has no abort(): its future's callback wakes this
+  // wait, which looks at the flag every 50 ms meanwhile.
+  struct Signal {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto signal = std::make_shared<Signal>();
+  work->getFuture()->addCallback([signal](c10::ivalue::Future&) {
+    std::lock_guard<std::mutex> lock(signal->mu);
+    signal->done = true;
+    signal->cv.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(signal->mu);
+    while (!signal->cv.wait_for(lock, milliseconds(50), [&] { return signal->done; })) {
+      if (interrupted_) {
+        lock.unlock();
+        interrupted();
+      }
+    }
+  }
+  work->wait(kOpTimeout);  // throws what made it fail
 }
 
 void Comm::prefetch(int src, std::vector<int> tags) {
@@ -175,7 +340,11 @@ Bytes Comm::take(int src, int tag, Dims* dims) {
   if (it == prefetch_.end()) return recv(src, tag, dims);
   Prefetch& p = *it->second;
   std::unique_lock<std::mutex> lock(p.mu);
-  p.cv.wait(lock, [&] { return p.ready.count(tag) > 0 || p.failed; });
+  while (!p.cv.wait_for(lock, milliseconds(50), [&] { return p.ready.count(tag) > 0 || p.failed; }))
+    if (interrupted_) {
+      lock.unlock();
+      interrupted();
+    }
   const auto got = p.ready.find(tag);
   if (got == p.ready.end()) {
     const std::runtime_error e(p.error);
@@ -221,6 +390,7 @@ std::string Comm::abort_reason(double wait_s) {
 }
 
 void Comm::fail(const std::string& what, const std::exception& e) {
+  failed_ = true;
   // A broken connection is most often a dead peer, which rank 0's watchdog
   // names once it has been silent for dist.timeout; a rank that failed on its
   // own posts its reason at once. Wait for either before blaming this failure.
@@ -246,10 +416,6 @@ auto guarded(Comm& comm, const std::string& what, F&& f) -> decltype(f()) {
   } catch (const std::exception& e) {
     comm.fail(what, e);
   }
-}
-
-void wait(const c10::intrusive_ptr<c10d::Work>& work) {
-  work->wait(kOpTimeout);
 }
 }  // namespace
 
@@ -279,14 +445,14 @@ uint64_t Comm::send(const Bytes& payload, const Dims& dims, int dst, int tag) {
 Bytes Comm::recv(int src, int tag, Dims* dims) {
   const std::string what = "receiving from " + layout_.name(src);
   std::vector<at::Tensor> header = {on_wire(at::zeros({kHeaderInts}, at::kLong))};
-  guarded(*this, what, [&] { wait(world_->recv(header, src, 2 * tag)); });
+  guarded(*this, what, [&] { wait_p2p(world_->recv(header, src, 2 * tag)); });
   const at::Tensor head = header[0].cpu();
   const int64_t* h = head.data_ptr<int64_t>();
   if (h[0] < 0 || h[1] < 0 || h[1] > kHeaderInts - 2)
     throw DataError(what + ": malformed message header");
   if (dims) dims->assign(h + 2, h + 2 + h[1]);
   std::vector<at::Tensor> body = {on_wire(at::empty({h[0]}, at::kByte))};
-  guarded(*this, what, [&] { wait(world_->recv(body, src, 2 * tag + 1)); });
+  guarded(*this, what, [&] { wait_p2p(world_->recv(body, src, 2 * tag + 1)); });
   const at::Tensor bytes = body[0].cpu();
   const uint8_t* p = bytes.data_ptr<uint8_t>();
   return Bytes(p, p + h[0]);
@@ -294,7 +460,7 @@ Bytes Comm::recv(int src, int tag, Dims* dims) {
 
 void Comm::wait_sends() {
   guarded(*this, "a send", [&] {
-    for (auto& [work, tensors] : pending_) wait(work);
+    for (auto& [work, tensors] : pending_) wait_p2p(work);
   });
   pending_.clear();
 }
@@ -304,19 +470,19 @@ void Comm::broadcast(at::Tensor& t, int root) {
   c10d::BroadcastOptions opts;
   opts.rootRank = root;
   guarded(*this, "a broadcast from rank " + std::to_string(root),
-          [&] { wait(world_->broadcast(v, opts)); });
+          [&] { wait_collective(world_->broadcast(v, opts)); });
   if (nccl_) t.copy_(v[0].cpu());
 }
 
 void Comm::barrier() {
   std::vector<at::Tensor> v = {on_wire(at::zeros({1}, at::kLong))};
-  guarded(*this, "the final barrier", [&] { wait(world_->allreduce(v)); });
+  guarded(*this, "the final barrier", [&] { wait_collective(world_->allreduce(v)); });
 }
 
 void Comm::allreduce_sum(at::Tensor& t) {
   std::vector<at::Tensor> v = {on_wire(t)};
   guarded(*this, "the gradient all-reduce of stage " + std::to_string(layout_.stage_of(rank_)),
-          [&] { wait(stage_group_->allreduce(v)); });
+          [&] { wait_collective(stage_group_->allreduce(v)); });
   if (nccl_) t.copy_(v[0].cpu());
 }
 
@@ -330,7 +496,7 @@ std::vector<Bytes> Comm::allgather(const Bytes& mine) {
                    std::vector<std::vector<at::Tensor>> sizes(1);
                    for (int r = 0; r < D; ++r)
                      sizes[0].push_back(on_wire(at::empty({1}, at::kLong)));
-                   wait(stage_group_->allgather(sizes, in));
+                   wait_collective(stage_group_->allgather(sizes, in));
                    int64_t largest = 0;
                    for (const auto& t : sizes[0])
                      largest = std::max(largest, t.cpu().item<int64_t>());
@@ -341,7 +507,7 @@ std::vector<Bytes> Comm::allgather(const Bytes& mine) {
                    std::vector<std::vector<at::Tensor>> out(1);
                    for (int r = 0; r < D; ++r)
                      out[0].push_back(on_wire(at::empty({largest}, at::kByte)));
-                   wait(stage_group_->allgather(out, in2));
+                   wait_collective(stage_group_->allgather(out, in2));
                    std::vector<Bytes> result;
                    for (int r = 0; r < D; ++r) {
                      const at::Tensor got = out[0][r].cpu();
@@ -358,7 +524,7 @@ at::Tensor Comm::allgather_replica(const at::Tensor& mine) {
   for (int s = 0; s < layout_.stages; ++s) out[0].push_back(at::empty_like(in[0]));
   guarded(*this,
           "the gradient-norm exchange of replica " + std::to_string(layout_.replica_of(rank_)),
-          [&] { wait(replica_group_->allgather(out, in)); });
+          [&] { wait_collective(replica_group_->allgather(out, in)); });
   return at::stack(out[0]).cpu();
 }
 

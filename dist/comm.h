@@ -10,6 +10,13 @@
 // them. Every failure of c10d comes out as a DistError whose message says why
 // the run stopped (the reason another rank posted, when one did: see
 // watchdog.h), naming the rank and step.
+//
+// Rank 0's main thread never waits on a peer for good: once a reason to stop
+// is posted (rank 0's watchdog names a rank silent for dist.timeout, e.g. one
+// stopped with SIGSTOP or behind a vanished host, whose connections stay open),
+// interrupt() ends its current wait, and the DistError lets the trainer write
+// `status = failed`. Process groups that may still have an operation in flight
+// are leaked at destruction (their destructors would wait for it).
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -18,10 +25,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "dist/launch.h"
 #include "dist/layout.h"
 #include "sim/run_config.h"
 
@@ -56,13 +65,20 @@ inline const char* const kDivergedPrefix = "diverged: ";
 
 class Comm {
  public:
-  // Rendezvous within cfg.timeout_s (DistError naming the address otherwise).
+  // Rendezvous within cfg.timeout_s (DistError naming the address otherwise):
+  // every rank from 0 to world - 1 must join exactly once; a rank started
+  // twice, or joining another launch's store, is refused (UsageError naming it).
   Comm(const sim::DistConfig& cfg, Layout layout);
   ~Comm();
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
 
+  // Connects the process groups (after the rendezvous; the watchdog already runs).
+  void connect();
+
   int rank() const { return rank_; }
+  // The c10d backend in use: "gloo" or "nccl" (valid after connect()).
+  std::string backend() const { return nccl_ ? "nccl" : "gloo"; }
   const Layout& layout() const { return layout_; }
   const sim::DistConfig& config() const { return cfg_; }
   // The rendezvous store (main thread only; the watchdog opens its own client).
@@ -104,8 +120,19 @@ class Comm {
   // rank after dist.timeout), else this failure (posted for the others).
   [[noreturn]] void fail(const std::string& what, const std::exception& e);
 
+  // From another thread (the watchdog, once a reason is posted): ends the main
+  // thread's current and later waits on peers, which then fail with the posted
+  // reason. False while the main thread cannot be interrupted (connecting the
+  // process groups): the caller then ends the process itself.
+  bool interrupt();
+
  private:
   struct Prefetch;
+  void join_rendezvous(const std::string& where);
+  // Waits for a point-to-point operation (abortable) or a collective (polled).
+  void wait_p2p(const c10::intrusive_ptr<c10d::Work>& work);
+  void wait_collective(const c10::intrusive_ptr<c10d::Work>& work);
+  [[noreturn]] void interrupted();
   // NCCL moves device tensors only: CPU tensors are staged on the GPU.
   at::Tensor on_wire(const at::Tensor& t) const;
 
@@ -119,6 +146,10 @@ class Comm {
   std::vector<std::pair<c10::intrusive_ptr<c10d::Work>, std::vector<at::Tensor>>> pending_;
   bool nccl_ = false;
   std::map<int, std::shared_ptr<Prefetch>> prefetch_;  // by source rank
+  // interrupt(): the flag, and the point-to-point work the main thread waits on.
+  std::mutex interrupt_mu_;
+  std::atomic<bool> interrupted_{false}, connecting_{false}, failed_{false};
+  c10::intrusive_ptr<c10d::Work> waiting_;
 };
 
 }  // namespace slowpipe::dist

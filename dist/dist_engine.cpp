@@ -4,8 +4,10 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <thread>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -37,18 +39,33 @@ std::string store_text(c10d::Store& store, const std::string& key) {
   return std::string(v.begin(), v.end());
 }
 
-// The lines of `a` missing from `b`: which keys differ.
-std::string differing(const std::string& a, const std::string& b) {
-  std::istringstream sa(a), sb(b);
-  std::vector<std::string> lb;
-  for (std::string l; std::getline(sb, l);) lb.push_back(l);
-  std::string out;
-  for (std::string l; std::getline(sa, l);)
-    if (std::find(lb.begin(), lb.end(), l) == lb.end()) out += (out.empty() ? "" : "; ") + l;
+// The `key=value` lines of a configuration text, by key.
+std::map<std::string, std::string> config_lines(const std::string& text) {
+  std::istringstream in(text);
+  std::map<std::string, std::string> out;
+  for (std::string l; std::getline(in, l);) {
+    const size_t eq = l.find('=');
+    out[l.substr(0, eq)] = eq == std::string::npos ? "" : l.substr(eq + 1);
+  }
   return out;
 }
 
 }  // namespace
+
+std::string config_differences(const std::string& theirs, const std::string& rank0) {
+  const auto a = config_lines(theirs), b = config_lines(rank0);
+  std::map<std::string, std::pair<std::string, std::string>> diff;
+  for (const auto& [k, v] : a) {
+    const auto it = b.find(k);
+    if (it == b.end() || it->second != v) diff[k] = {v, it == b.end() ? "(unset)" : it->second};
+  }
+  for (const auto& [k, v] : b)
+    if (a.count(k) == 0) diff[k] = {"(unset)", v};
+  std::string out;
+  for (const auto& [k, v] : diff)
+    out += (out.empty() ? "" : "; ") + k + "=" + v.first + " (rank 0: " + v.second + ")";
+  return out;
+}
 
 DistEngine::DistEngine(sim::EngineSetup setup, const sim::DistConfig& cfg,
                        const std::string& config_text)
@@ -94,6 +111,7 @@ DistEngine::DistEngine(sim::EngineSetup setup, const sim::DistConfig& cfg,
   comm_ = std::make_unique<Comm>(cfg, layout_);
   watchdog_ = std::make_unique<Watchdog>(*comm_);
   check_configs(config_text);
+  comm_->connect();
 
   model_ = models::build_model(setup_.model, setup_.data, setup_.seed);
   for (auto& b : model_.blocks) b->to(device);
@@ -120,6 +138,12 @@ DistEngine::~DistEngine() {
   if (!finished_ && comm_) {
     comm_->post_abort(layout_.name(comm_->rank()) + " ended the run early (see " +
                       (leader() ? "its run log" : "its error message") + ")");
+    // The store ends with rank 0: give the others' watchdogs one heartbeat
+    // to read the reason (they would only see the store gone).
+    if (leader())
+      std::this_thread::sleep_for(std::chrono::milliseconds(
+          static_cast<int64_t>(1000 * std::clamp(comm_->config().timeout_s / 10, 0.05, 1.0)) +
+          100));
   }
   if (watchdog_) watchdog_->stop();
 }
@@ -137,10 +161,12 @@ void DistEngine::check_configs(const std::string& config_text) {
       const std::string theirs = store_text(store, key);
       if (theirs != config_text) {
         const std::string why = layout_.name(r) + " runs another configuration than rank 0 (" +
-                                differing(theirs, config_text) +
+                                config_differences(theirs, config_text) +
                                 "); every rank must be given the same "
                                 "options, only dist.rank may differ";
         comm_->post_abort(why);
+        // The store ends with this process: let the others read the reason first.
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
         throw UsageError(why);
       }
     }

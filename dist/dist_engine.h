@@ -53,6 +53,7 @@ class DistEngine : public sim::StepEngine {
   // the others with an abort reason when finish() was not called).
   void finish() override;
   std::string rank_map() const override;
+  std::string dist_backend() const override { return comm_->backend(); }
 
   sim::StepResult train_step(const models::Batch& batch, int64_t step, int64_t total) override;
   sim::EvalResult evaluate(const models::Batch& batch, bool compressed) override;
@@ -111,5 +112,10 @@ class DistEngine : public sim::StepEngine {
 // keys except dist.rank and those only rank 0 uses: run.out, run.overwrite,
 // run.progress).
 sim::DistEngineFactory engine_factory();
+
+// The keys whose values differ between two configuration texts (`key=value`
+// lines), as "key=THEIRS (rank 0: RANK0)" joined by "; "; "(unset)" for a key
+// one side lacks. Empty when they are equal.
+std::string config_differences(const std::string& theirs, const std::string& rank0);
 
 }  // namespace slowpipe::dist

@@ -2,17 +2,23 @@
 #include "dist/launch.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
+#include <random>
+#include <string>
 #include <thread>
 
 #include "common/errors.h"
@@ -84,11 +90,91 @@ LaunchOptions parse_launch(const std::vector<std::string>& args) {
   return o;
 }
 
+double end_grace_s(double timeout_s) {
+  return std::clamp(timeout_s / 2, 2.0, 10.0);
+}
+
+double failed_grace_s(double timeout_s) {
+  return 2 * timeout_s + 5;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// One worker: its pid, its stderr pipe (ranks 1..), the partial line read so
+// far, and its exit code once reaped.
+struct Worker {
+  pid_t pid = -1;
+  int err_fd = -1;
+  std::string partial;
+  int code = -1;
+};
+
+// Writes the complete lines of what `w` printed, each prefixed "[rank r] ";
+// at EOF (`all`) the rest too.
+void forward_lines(int r, Worker& w, bool all) {
+  size_t start = 0;
+  for (size_t nl; (nl = w.partial.find('\n', start)) != std::string::npos; start = nl + 1)
+    std::fprintf(stderr, "[rank %d] %.*s\n", r, static_cast<int>(nl - start),
+                 w.partial.data() + start);
+  w.partial.erase(0, start);
+  if (all && !w.partial.empty()) {
+    std::fprintf(stderr, "[rank %d] %s\n", r, w.partial.c_str());
+    w.partial.clear();
+  }
+  std::fflush(stderr);
+}
+
+// Reads what the workers' pipes hold, waiting up to `wait_ms` for some.
+void pump_stderr(std::vector<Worker>& workers, int wait_ms) {
+  std::vector<pollfd> fds;
+  std::vector<int> ranks;
+  for (size_t r = 0; r < workers.size(); ++r) {
+    if (workers[r].err_fd < 0) continue;
+    fds.push_back({workers[r].err_fd, POLLIN, 0});
+    ranks.push_back(static_cast<int>(r));
+  }
+  if (fds.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+    return;
+  }
+  if (::poll(fds.data(), fds.size(), wait_ms) <= 0) return;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i].revents == 0) continue;
+    Worker& w = workers[static_cast<size_t>(ranks[i])];
+    char buf[4096];
+    const ssize_t n = ::read(w.err_fd, buf, sizeof buf);
+    if (n > 0) {
+      w.partial.append(buf, static_cast<size_t>(n));
+      forward_lines(ranks[i], w, false);
+    } else if (n == 0 || errno != EINTR) {
+      forward_lines(ranks[i], w, true);
+      ::close(w.err_fd);
+      w.err_fd = -1;
+    }
+  }
+}
+
+std::string launch_id() {
+  std::random_device rd;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%d-%08x%08x", static_cast<int>(::getpid()), rd(), rd());
+  return buf;
+}
+
+}  // namespace
+
 int launch(const LaunchOptions& o) {
   std::error_code ec;
   const std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (ec) throw std::runtime_error("cannot find the slowpipe binary (/proc/self/exe)");
   const int port = o.master_port > 0 ? o.master_port : free_port();
+  const std::string id = launch_id();
   std::fprintf(stderr,
                "slowpipe launch: %d workers, rendezvous %s:%d, rank = replica x stages + stage\n",
                o.nproc, o.master_addr.c_str(), port);
@@ -100,18 +186,28 @@ int launch(const LaunchOptions& o) {
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
 
-  std::vector<pid_t> pids(static_cast<size_t>(o.nproc), -1);
+  std::vector<Worker> workers(static_cast<size_t>(o.nproc));
+  pid_t group = 0;  // the workers' process group: rank 0's pid
+  // Rank 0 writes to a terminal itself (its progress line redraws in place).
+  const bool rank0_direct = ::isatty(STDERR_FILENO) != 0;
   for (int r = 0; r < o.nproc; ++r) {
+    const bool piped = r > 0 || !rank0_direct;
+    int err[2] = {-1, -1};
+    if (piped && ::pipe2(err, O_CLOEXEC) != 0)
+      throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
     if (pid == 0) {
+      ::setpgid(0, group);  // out of the terminal's group: Ctrl-C reaches launch only
       sigaction(SIGINT, &old_int, nullptr);
       sigaction(SIGTERM, &old_term, nullptr);
+      if (piped) ::dup2(err[1], STDERR_FILENO);
       setenv("RANK", std::to_string(r).c_str(), 1);
       setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
       setenv("WORLD_SIZE", std::to_string(o.nproc).c_str(), 1);
       setenv("MASTER_ADDR", o.master_addr.c_str(), 1);
       setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      setenv(kLaunchIdVar, id.c_str(), 1);
       std::vector<std::string> argv_s = {exe, "train"};
       argv_s.insert(argv_s.end(), o.train_args.begin(), o.train_args.end());
       if (r > 0) argv_s.insert(argv_s.end(), {"--set", "run.progress=none"});
@@ -124,36 +220,81 @@ int launch(const LaunchOptions& o) {
                    std::strerror(errno));
       ::_exit(127);
     }
-    pids[static_cast<size_t>(r)] = pid;
+    ::setpgid(pid, group);  // also here: whichever runs first
+    if (group == 0) group = pid;
+    Worker& w = workers[static_cast<size_t>(r)];
+    w.pid = pid;
+    if (piped) {
+      ::close(err[1]);
+      w.err_fd = err[0];
+    }
   }
-  std::vector<int> codes(static_cast<size_t>(o.nproc), -1);
   int running = o.nproc;
-  bool forwarded = false;
-  while (running > 0) {
-    if (g_signal != 0 && !forwarded && codes[0] < 0) {
-      ::kill(pids[0], SIGTERM);  // rank 0 ends the run after its step, and tells the others
-      forwarded = true;
+  int signals_seen = 0;
+  // Once set: when the workers left are killed, and why.
+  std::optional<Clock::time_point> deadline;
+  std::string why;
+  const auto end_by = [&](double grace_s, const std::string& reason) {
+    const auto t = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
+    if (!deadline || t < *deadline) {
+      deadline = t;
+      why = reason;
+    }
+  };
+  while (running > 0 || std::any_of(workers.begin(), workers.end(),
+                                    [](const Worker& w) { return w.err_fd >= 0; })) {
+    if (g_signal != 0) {
+      g_signal = 0;
+      if (++signals_seen == 1 && workers[0].code < 0) {
+        ::kill(workers[0].pid,
+               SIGTERM);  // rank 0 ends the run after its step, and tells the others
+      } else if (running > 0) {
+        std::fprintf(stderr, "slowpipe launch: second signal: killing every worker\n");
+        ::kill(-group, SIGKILL);
+      }
+    }
+    pump_stderr(workers, running > 0 ? 50 : 200);
+    if (running > 0 && deadline && Clock::now() >= *deadline) {
+      for (int r = 0; r < o.nproc; ++r) {
+        const Worker& w = workers[static_cast<size_t>(r)];
+        if (w.code >= 0) continue;
+        std::fprintf(stderr, "slowpipe launch: rank %d did not end %s (stopped or hung): killed\n",
+                     r, why.c_str());
+        ::kill(w.pid, SIGKILL);
+      }
+      ::kill(-group, SIGKILL);  // anything else left in the workers' group
+      std::fflush(stderr);
+      deadline.reset();
     }
     int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      continue;
-    }
-    for (int r = 0; r < o.nproc; ++r) {
-      if (pids[static_cast<size_t>(r)] != pid) continue;
-      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      codes[static_cast<size_t>(r)] = code;
-      --running;
-      if (code != 0)
-        std::fprintf(stderr, "slowpipe launch: rank %d exited with status %d\n", r, code);
+    pid_t pid;
+    while (running > 0 && (pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      for (int r = 0; r < o.nproc; ++r) {
+        Worker& w = workers[static_cast<size_t>(r)];
+        if (w.pid != pid) continue;
+        w.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        --running;
+        if (w.code != 0)
+          std::fprintf(stderr, "slowpipe launch: rank %d exited with status %d\n", r, w.code);
+        char buf[160];
+        if (r == 0) {
+          std::snprintf(buf, sizeof buf, "within %.0f s after rank 0 ended",
+                        end_grace_s(o.timeout_s));
+          end_by(end_grace_s(o.timeout_s), buf);
+        } else if (w.code != 0) {
+          std::snprintf(buf, sizeof buf,
+                        "within %.0f s after rank %d failed (2 x dist.timeout + 5 s)",
+                        failed_grace_s(o.timeout_s), r);
+          end_by(failed_grace_s(o.timeout_s), buf);
+        }
+      }
     }
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
-  if (codes[0] != 0) return codes[0];
-  for (int c : codes)
-    if (c != 0) return c;
+  if (workers[0].code != 0) return workers[0].code;
+  for (const Worker& w : workers)
+    if (w.code != 0) return w.code;
   return 0;
 }
 

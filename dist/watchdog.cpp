@@ -85,8 +85,15 @@ void Watchdog::run() {
     try {
       store_->add(beat_key(rank), 1);
       if (rank == 0) {
-        if (posted_at_s_ < 0 && (store_->check({kAbortKey}) || !watch_peers(now)))
+        if (posted_at_s_ < 0 && (store_->check({kAbortKey}) || !watch_peers(now))) {
           posted_at_s_ = now;
+          // The main thread stops waiting on peers and writes the failure to
+          // the log; while it connects the process groups there is no log yet.
+          if (!comm_.interrupt()) {
+            const auto v = store_->get(kAbortKey);
+            leave(std::string(v.begin(), v.end()));
+          }
+        }
         // The main thread normally ends the run itself once its peers are gone.
         if (posted_at_s_ >= 0 && now - posted_at_s_ > comm_.config().timeout_s) {
           const auto v = store_->get(kAbortKey);

@@ -6,10 +6,12 @@
 //     (killed, frozen, its host gone) is named in the abort reason it posts;
 //   - every other rank watches for a posted reason, and for the store itself
 //     (it lives in rank 0): either ends the process at once with the reason.
-// Rank 0's main thread learns of the failure from its next c10d operation
-// (comm.h) and ends the run with `status = failed`; should it not within
-// dist.timeout, the watchdog ends rank 0 too. No rank waits longer than about
-// 2 x dist.timeout after a death.
+// Rank 0's watchdog then interrupts the main thread's wait on its peers
+// (Comm::interrupt: a stopped rank keeps its connections open, so no c10d
+// operation fails by itself); the main thread ends the run with `status =
+// failed`. Should it not within dist.timeout, or while it connects the process
+// groups (no log yet), the watchdog ends rank 0 too. No rank waits longer
+// than about 2 x dist.timeout after a death.
 #pragma once
 
 #include <atomic>

@@ -132,6 +132,8 @@ class StepEngine {
   virtual void finish() {}
   // "0=r0s0, 1=r0s1, ...": which rank computes which (replica, stage); "" in one process.
   virtual std::string rank_map() const { return ""; }
+  // The c10d backend in use ("gloo", "nccl"); "" in one process.
+  virtual std::string dist_backend() const { return ""; }
 };
 
 struct OpSite;  // engine_parts.h

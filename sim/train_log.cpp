@@ -2,6 +2,7 @@
 #include "sim/train_log.h"
 
 #include <cmath>
+#include <ctime>
 
 namespace slowpipe::sim {
 
@@ -115,6 +116,21 @@ std::vector<Column<EvalRecord>> eval_columns(bool lm) {
                     [](const R& r) { return std::exp(r.loss_c); }});
   }
   return cols;
+}
+
+void Heartbeat::beat(RunLog& log, bool force) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!force && written_ && std::chrono::duration<double>(now - last_).count() < kHeartbeatEvery_s)
+    return;
+  const std::time_t t = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  log.set_attribute("heartbeat", buf);
+  log.flush();
+  last_ = now;
+  written_ = true;
 }
 
 }  // namespace slowpipe::sim

@@ -3,6 +3,7 @@
 // train(): one row per optimizer step. eval: one row per evaluation.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -62,5 +63,22 @@ std::map<std::string, double> make_row(const std::vector<Column<Record>>& cols, 
   for (const auto& c : cols) row[c.info.name] = c.fill(r);
   return row;
 }
+
+// The run log's heartbeat: root attribute `heartbeat` (UTC, ISO 8601), written
+// and flushed when a run starts and after a step once kHeartbeatEvery_s have
+// passed since the last one. A run killed without a word (SIGKILL, its host
+// gone) keeps `status = running`; readers tell it from a live run by the
+// heartbeat's age (sim/export.h, docs/hdf5-schema.md).
+constexpr double kHeartbeatEvery_s = 10;
+
+class Heartbeat {
+ public:
+  // Writes the heartbeat and flushes the log when `force` or when it is due.
+  void beat(RunLog& log, bool force = false);
+
+ private:
+  std::chrono::steady_clock::time_point last_{};
+  bool written_ = false;
+};
 
 }  // namespace slowpipe::sim

@@ -247,7 +247,7 @@ void write_attributes(RunLog& log, const TrainConfig& cfg, const ResolvedConfig&
   if (cfg.dist.enabled()) {
     log.set_attribute("dist.world_size", std::to_string(cfg.dist.world_size));
     log.set_attribute("dist.rank_map", engine.rank_map());
-    log.set_attribute("dist.backend", cfg.dist.backend);
+    log.set_attribute("dist.backend", engine.dist_backend());
   }
   log.set_attribute("model.parameters", static_cast<double>(engine.model().parameter_count(
                                             0, engine.model().blocks.size())));
@@ -462,6 +462,7 @@ struct Session {
   const double wall_before;  // of the attempts before a resume
   Progress progress;
   CheckpointClock checkpoints;
+  Heartbeat heartbeat;  // the log's `heartbeat` attribute (train_log.h)
   // Distributed runs write no resume checkpoints (docs/distributed.md).
   bool can_checkpoint() const { return !cfg.dist.enabled(); }
 };
@@ -553,6 +554,7 @@ void train_one_step(Session& s) {
   rec.channel_state_bytes = run.engine->channel_state_bytes();
   rec.dist_step_s = r.dist_step_s;
   run.log->append("train", make_row(run.train_cols, rec));
+  s.heartbeat.beat(*run.log);
   ++cur.train_rows;
   fault_point("step");
   fault_point("error-step");
@@ -576,6 +578,7 @@ void run_steps(Session& s) {
   TrainerCursor& cur = s.run.cursor;
   TrainSummary& summary = s.summary;
   RunLog& log = *s.run.log;
+  s.heartbeat.beat(log, /*force=*/true);
   try {
     // Where the run starts (a fine-tuning run: the loaded model), once: a
     // resumed run's log already holds this row.

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <filesystem>
 #include <limits>
 #include <regex>
 
 #include "common/errors.h"
+#include "sim/export.h"
 #include "sim/runlog.h"
 #include "study/summary_columns.h"
 #include "study/summary_fp32.h"
@@ -184,9 +186,14 @@ RunStats read_run_stats(const std::string& path, const SummaryOptions& options) 
   if (run.config.empty()) {
     throw DataError(path + ": not a slowpipe run log (it has no config.* attributes)");
   }
-  auto status = run.attrs.find("status");
-  run.status = status == run.attrs.end() ? "unknown" : status->second;
   const sim::Table train = read_or_data_error(path, [&] { return sim::read_table(path, "train"); });
+  // A `running` log with a stale heartbeat says so (sim/export.h).
+  double longest_step_s = 0;
+  if (train.has_column("step_time_s"))
+    for (double x : train.column("step_time_s"))
+      if (std::isfinite(x)) longest_step_s = std::max(longest_step_s, x);
+  run.status =
+      sim::display_status(run.attrs, longest_step_s, static_cast<double>(std::time(nullptr)));
   const sim::Table eval = read_or_data_error(path, [&] { return sim::read_table(path, "eval"); });
 
   auto& v = run.values;

@@ -1,5 +1,6 @@
 // `slowpipe export RUN.h5 --table train|eval`: TSV on stdout for gnuplot and
-// friends; `--label` prints the run's plot label; `--attrs` its root attributes.
+// friends; `--label` prints the run's plot label; `--attrs` its root attributes
+// (`status` as readers show it: a `running` log with a stale heartbeat says so).
 #include <boost/program_options.hpp>
 #include <iostream>
 
@@ -35,9 +36,16 @@ int cmd_export(const Args& args) {
   } else if (vm.count("blob")) {
     std::cout << sim::read_text(path, vm["blob"].as<std::string>());
   } else if (vm.count("attrs")) {
-    for (const auto& [k, v] : sim::read_attributes(path)) std::cout << k << "\t" << v << "\n";
+    // `status` as readers show it: a dead run's `running` says so (sim/export.h).
+    const std::string status = sim::display_status(path);
+    for (const auto& [k, v] : sim::read_attributes(path))
+      std::cout << k << "\t" << (k == "status" ? status : v) << "\n";
   } else {
     sim::export_table(path, table, std::cout, std::cerr);
+    const std::string status = sim::display_status(path);
+    if (status.rfind("running (", 0) == 0)
+      std::cerr << "warning: run log " << path << ": " << status
+                << ": the run most likely died; the table holds the rows it flushed\n";
   }
   return 0;
 }

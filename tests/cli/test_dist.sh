@@ -7,8 +7,15 @@
 #     topk:shared backward and AQ-SGD alike;
 #   - a rank killed with SIGKILL: every other rank exits within the promised
 #     time, naming the dead rank and the step; the log is readable, status failed;
-#   - refused at start-up: mismatched configurations, a wrong --nproc, resume,
-#     split backwards, virtual stages, the momentum exchange;
+#   - a rank stopped with SIGSTOP (a vanished host): rank 0 logs status failed
+#     naming it, launch kills it and ends within about 2 x dist.timeout; the
+#     workers' lines carry their rank;
+#   - rank 0 killed: the log stays `running`, and export/summary say that its
+#     heartbeat is stale;
+#   - refused at start-up: mismatched configurations (both values named), a
+#     wrong --nproc, resume, split backwards, virtual stages, the momentum
+#     exchange, a rank started twice, a port another process holds (and a
+#     second launch on a port in use, which leaves the first run alone);
 #     an unreachable rendezvous times out with a clear error;
 #   - a diverged run (NaN on a rank) ends with exit 4 and status diverged.
 # Usage: test_dist.sh PATH/TO/slowpipe SOURCE_DIR
@@ -43,6 +50,8 @@ same_as_single() {
     { bad "$name: distributed run failed: $(tail -3 <<<"$out")"; return; }
   [ "$(attr "$name-n.h5" status)" = "complete" ] && ok || bad "$name: distributed run not complete"
   [ "$(attr "$name-n.h5" dist.world_size)" = "$nproc" ] && ok || bad "$name: dist.world_size not logged"
+  [ "$(attr "$name-n.h5" dist.backend)" = "gloo" ] && ok ||
+    bad "$name: dist.backend is '$(attr "$name-n.h5" dist.backend)', not the backend used (gloo)"
   for t in train eval; do
     local pat=$train_cols
     [ "$t" = eval ] && pat=$eval_cols
@@ -70,6 +79,30 @@ same_as_single shared 4 --set model.layers=4 --set pipeline.stages=4 --set pipel
 "$bin" train "${small[@]}" "${dp[@]}" --seed 2 --out other.h5 >/dev/null 2>&1
 cols other.h5 train '^(step|loss)$' >other.train
 cut -f1-2 fp32-1.train | cmp -s - other.train && bad "another seed gave the same losses" || ok
+
+# rank_pid LAUNCHER RANK: the pid of that worker of `slowpipe launch` (empty if none).
+rank_pid() {
+  local p
+  for p in $(pgrep -P "$1"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=$2" && echo "$p"
+  done
+}
+# started H5: waits (at most 30 s) until the log holds 3 rows; false otherwise.
+started() {
+  for _ in $(seq 1 300); do
+    [ -f "$1" ] && [ "$("$bin" export "$1" 2>/dev/null | wc -l)" -ge 4 ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+now() { date +%s.%N; }
+# within START LIMIT: the seconds since START (printed to stderr), and whether they are <= LIMIT.
+within() {
+  local took
+  took=$(awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+  echo "test_dist: $3 took $took s (limit $2 s)" >&2
+  awk -v t="$took" -v l="$2" 'BEGIN { exit !(t <= l) }'
+}
 
 # A rank killed mid-run: the others stop within dist.timeout (5 s) plus a
 # margin, naming the dead rank and the step; the log is readable and failed.
@@ -106,6 +139,69 @@ else
   [ -z "$(pgrep -P "$launcher")" ] && ok || bad "kill test: ranks left running"
 fi
 
+# A rank stopped with SIGSTOP keeps its connections open, as a vanished host
+# does: rank 0's watchdog names it after dist.timeout (3 s), rank 0 logs the
+# failure, and launch kills the stopped rank (SIGTERM cannot reach it): all
+# within about 2 x dist.timeout. Every worker's lines carry its rank.
+fast=(--set dist.timeout=3s --set run.steps=100000 --set eval.every=0 --set run.flush_every=1)
+"$bin" launch --nproc 4 -- "${small[@]}" "${dp[@]}" "${fast[@]}" --out stopped.h5 >stopped.log 2>&1 &
+launcher=$!
+victim=""
+started stopped.h5 && victim=$(rank_pid "$launcher" 3)
+if [ -z "$victim" ]; then
+  bad "stop test: rank 3 not found or no steps logged"
+  kill "$launcher" 2>/dev/null
+else
+  kill -STOP "$victim"
+  start=$(now)
+  timeout 60 tail --pid="$launcher" -f /dev/null
+  within "$start" 9 "SIGSTOP: launch's exit (dist.timeout 3 s)" && ok ||
+    bad "stop test: launch took too long to end after a rank was stopped"
+  wait "$launcher"
+  rc=$?
+  [ "$rc" -ne 0 ] && ok || bad "stop test: launch exited 0"
+  [ "$(attr stopped.h5 status)" = "failed" ] && ok || bad "stop test: log status is '$(attr stopped.h5 status)', not failed"
+  attr stopped.h5 error | grep -q "rank 3 (replica 1, stage 1) stopped responding" && ok ||
+    bad "stop test: log error does not name rank 3: $(attr stopped.h5 error)"
+  grep -q "slowpipe launch: rank 3 did not end within .* killed" stopped.log && ok ||
+    bad "stop test: launch does not say it killed rank 3: $(tail -3 stopped.log)"
+  [ ! -e "/proc/$victim" ] || grep -q '^State:.*Z' "/proc/$victim/status" 2>/dev/null && ok ||
+    bad "stop test: the stopped rank is still there"
+  grep -q '^\[rank 0\] slowpipe train: failed: rank 3 ' stopped.log &&
+    grep -q '^\[rank 1\] slowpipe train: rank 1 (replica 0, stage 1) stops: rank 3 ' stopped.log &&
+    ! grep -q '^slowpipe train' stopped.log && ok ||
+    bad "stop test: the workers' lines do not say which rank printed them: $(grep -v '^slowpipe launch' stopped.log | tail -3)"
+fi
+
+# Rank 0 killed: the others end at once; its log stays `running`, which
+# export and summary qualify once the heartbeat is older than the threshold.
+"$bin" launch --nproc 2 -- "${small[@]}" --set pipeline.stages=2 "${fast[@]}" --out dead0.h5 >dead0.log 2>&1 &
+launcher=$!
+victim=""
+started dead0.h5 && victim=$(rank_pid "$launcher" 0)
+if [ -z "$victim" ]; then
+  bad "rank 0 kill test: rank 0 not found or no steps logged"
+  kill "$launcher" 2>/dev/null
+else
+  kill -9 "$victim"
+  start=$(now)
+  timeout 60 tail --pid="$launcher" -f /dev/null
+  within "$start" 5 "rank 0 killed: launch's exit" && ok || bad "rank 0 kill test: launch took too long"
+  wait "$launcher"
+  [ "$(attr dead0.h5 status)" = "running" ] && ok || bad "rank 0 kill test: fresh log is '$(attr dead0.h5 status)', not running"
+  attr dead0.h5 heartbeat | grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z$' && ok ||
+    bad "rank 0 kill test: no heartbeat attribute: '$(attr dead0.h5 heartbeat)'"
+  sleep 2
+  SLOWPIPE_HEARTBEAT_STALE_S=1 attr dead0.h5 status | grep -Eq '^running \(no heartbeat since .*Z, [0-9]+ s ago\)$' && ok ||
+    bad "rank 0 kill test: export --attrs shows '$(SLOWPIPE_HEARTBEAT_STALE_S=1 attr dead0.h5 status)'"
+  SLOWPIPE_HEARTBEAT_STALE_S=1 "$bin" summary dead0.h5 2>&1 | grep -q "running (no heartbeat since" && ok ||
+    bad "rank 0 kill test: summary does not show the stale heartbeat"
+  SLOWPIPE_HEARTBEAT_STALE_S=1 "$bin" export dead0.h5 2>&1 >/dev/null | grep -q "no heartbeat since .* the run most likely died" && ok ||
+    bad "rank 0 kill test: export of the table does not warn"
+  # Control: a finished run's status is never qualified.
+  [ "$(SLOWPIPE_HEARTBEAT_STALE_S=0 attr fp32-n.h5 status)" = "complete" ] && ok || bad "a complete log shown as not complete"
+fi
+
 # Refused at start-up.
 expect 2 "pipeline.stages x pipeline.replicas" -- "$bin" launch --nproc 3 -- "${small[@]}" "${dp[@]}" --out w.h5
 expect 2 "cannot --resume" -- "$bin" launch --nproc 4 -- --resume fp32-n.h5
@@ -120,7 +216,7 @@ expect 2 "run the momentum exchange in one process" -- "$bin" launch --nproc 4 -
 port=$((20000 + RANDOM % 20000))
 ( WORLD_SIZE=2 RANK=1 MASTER_PORT=$port "$bin" train "${small[@]}" --set pipeline.stages=2 --seed 2 \
     --out m.h5 >m1.log 2>&1 ) &
-expect 2 "runs another configuration than rank 0 (run.seed=2)" -- \
+expect 2 "runs another configuration than rank 0 (run.seed=2 (rank 0: 1))" -- \
   env WORLD_SIZE=2 RANK=0 MASTER_PORT=$port "$bin" train "${small[@]}" --set pipeline.stages=2 --out m.h5
 wait
 start=$(date +%s)
@@ -129,6 +225,68 @@ expect 1 "could not reach the rendezvous" -- env WORLD_SIZE=2 RANK=1 MASTER_PORT
 [ $(($(date +%s) - start)) -le 15 ] && ok || bad "rendezvous timeout took too long"
 expect 1 "only 1 of 2 ranks joined" -- env WORLD_SIZE=2 RANK=0 MASTER_PORT=$((port + 2)) \
   "$bin" train "${small[@]}" --set pipeline.stages=2 --set dist.timeout=2s --out r.h5
+
+# Two processes started as rank 1 (and none as 3): refused at the rendezvous,
+# every process exits 2 naming the rank, within dist.timeout.
+port=$((port + 3))
+start=$(now)
+for r in 0 1 1 2; do
+  ( WORLD_SIZE=4 RANK=$r MASTER_PORT=$port timeout 60 "$bin" train "${small[@]}" "${dp[@]}" \
+      --set dist.timeout=3s --out dup.h5 >"dup.$r.$BASHPID.log" 2>&1
+    echo $? >"dup.$r.$BASHPID.rc" ) &
+done
+wait
+within "$start" 10 "a doubled rank: every process's exit" && ok || bad "a doubled rank: too slow to refuse"
+[ "$(cat dup.*.rc | sort | uniq -c | awk '{print $1 "x" $2}')" = "4x2" ] && ok ||
+  bad "a doubled rank: exit codes $(cat dup.*.rc | tr '\n' ' ') (expected 2 everywhere)"
+[ "$(grep -l "rank 1 was started twice" dup.*.log | wc -l)" -ge 3 ] && ok ||
+  bad "a doubled rank: not named: $(cat dup.*.log | grep -v '^[WE]2026' | head -4)"
+
+# A port another process holds: rank 0 cannot serve it; launch ends with
+# rank 0's "Address already in use" within dist.timeout; a rank started by
+# hand against it gives up within dist.timeout too.
+port=$((port + 1))
+python3 -c "
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', $port)); s.listen(16); s.settimeout(0.2); held = []
+end = time.time() + 60
+while time.time() < end:
+    try: held.append(s.accept()[0])
+    except socket.timeout: pass
+" &
+holder=$!
+sleep 0.5
+start=$(now)
+expect 2 "Address already in use" -- timeout 60 "$bin" launch --nproc 2 --port "$port" -- "${small[@]}" \
+  --set pipeline.stages=2 --set dist.timeout=3s --out taken.h5
+within "$start" 10 "a port in use: launch's exit" && ok || bad "a port in use: launch too slow"
+start=$(now)
+expect 1 "rank 1 (replica 0, stage 1): lost the rendezvous" -- env WORLD_SIZE=2 RANK=1 MASTER_PORT="$port" \
+  timeout 60 "$bin" train "${small[@]}" --set pipeline.stages=2 --set dist.timeout=3s --out taken.h5
+within "$start" 10 "a port in use: a hand-started rank's exit" && ok || bad "a port in use: rank 1 too slow"
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
+# A second launch on the port of a running one: refused at once, and the
+# first run goes on undisturbed (it ends interrupted by our SIGTERM, not failed).
+port=$((port + 1))
+"$bin" launch --nproc 2 --port "$port" -- "${small[@]}" --set pipeline.stages=2 "${fast[@]}" \
+  --out first.h5 >first.log 2>&1 &
+launcher=$!
+if started first.h5; then
+  start=$(now)
+  expect 2 "belongs to another run" -- timeout 60 "$bin" launch --nproc 2 --port "$port" -- \
+    "${small[@]}" --set pipeline.stages=2 --set dist.timeout=3s --out second.h5
+  within "$start" 10 "a second launch on a port in use: its exit" && ok || bad "second launch too slow"
+  kill -TERM "$launcher"
+  timeout 60 tail --pid="$launcher" -f /dev/null
+  [ "$(attr first.h5 status)" = "interrupted" ] && ok ||
+    bad "the first run was disturbed by the second launch: status $(attr first.h5 status): $(tail -2 first.log)"
+else
+  bad "second launch test: the first run did not start"
+  kill "$launcher" 2>/dev/null
+fi
+wait "$launcher" 2>/dev/null
 
 # Divergence: exit 4, status diverged, the place named as in one process.
 div=(--set pipeline.stages=2 --steps 30 --set optim.name=sgd --set optim.lr=100 --set optim.clip=0
