@@ -3,10 +3,13 @@
 
 #include <c10/core/Device.h>
 #include <c10/util/Exception.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <torch/cuda.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -39,20 +42,64 @@ void check_device(const std::string& device) {
   }
 }
 
-// The folder that will hold `path` must exist (or be creatable) and be writable.
-void check_writable_folder(const std::string& key, const std::string& path) {
+// Creates and removes a file in `dir`: the one test that holds for root (to
+// whom access(2) says yes everywhere) and for folders that take no new files
+// (/proc, /sys, a read-only mount). Returns why it failed, empty when it did not.
+std::string cannot_create_in(const fs::path& dir) {
+  const fs::path probe = dir / (".slowpipe-probe." + std::to_string(getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return errno == EEXIST ? "" : std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
+}
+
+// What a file that is not a regular file is, for messages.
+std::string file_kind(const fs::file_status& st) {
+  switch (st.type()) {
+    case fs::file_type::character:
+      return "a character device";
+    case fs::file_type::block:
+      return "a block device";
+    case fs::file_type::fifo:
+      return "a FIFO";
+    case fs::file_type::socket:
+      return "a socket";
+    default:
+      return "not a regular file";
+  }
+}
+
+// `path` is a file slowpipe will write (the run log, a checkpoint): where it
+// exists it is a regular, writable file, and its folder exists (or can be
+// created) and takes new files. Refused with a plain message, before HDF5 or
+// libtorch would fail on it with their own text (/dev/full, /proc/...).
+void check_writable_target(const std::string& key, const std::string& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::exists(st) && fs::is_directory(st)) {
+    throw UsageError(key + " = " + path + " is a folder; name a file, e.g. " + path + "/run.h5");
+  }
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    throw UsageError(key + " = " + path + " is " + file_kind(st) +
+                     ", not a regular file; name a file to write");
+  }
+  if (fs::exists(st) && access(path.c_str(), W_OK) != 0) {
+    throw UsageError(key + " = " + path + " exists and is not writable");
+  }
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
-  // The nearest existing ancestor decides: RunLog creates the missing folders.
+  // The nearest existing ancestor decides: the missing folders are created.
   fs::path probe = dir;
-  std::error_code ec;
   while (!probe.empty() && !fs::exists(probe, ec)) probe = probe.parent_path();
   if (probe.empty()) probe = ".";
   if (!fs::is_directory(probe, ec)) {
     throw UsageError(key + " = " + path + ": " + probe.string() + " is not a folder");
   }
-  if (access(probe.c_str(), W_OK | X_OK) != 0) {
-    throw UsageError(key + " = " + path + ": folder " + probe.string() + " is not writable");
+  const std::string why = cannot_create_in(probe);
+  if (!why.empty()) {
+    throw UsageError(key + " = " + path + ": cannot create files in folder " + probe.string() +
+                     " (" + why + ")");
   }
 }
 
@@ -74,13 +121,9 @@ bool replaceable_log(const std::string& path) {
 
 void check_out(const RunConfig& run, bool resuming) {
   if (run.out.empty()) throw UsageError("run.out is empty: name the HDF5 run log to write");
-  check_writable_folder("run.out", run.out);
+  check_writable_target("run.out", run.out);
   std::error_code ec;
   const bool exists = fs::exists(run.out, ec);
-  if (exists && fs::is_directory(run.out, ec)) {
-    throw UsageError("run.out = " + run.out + " is a folder; name a file, e.g. " + run.out +
-                     "/run.h5");
-  }
   if (resuming) {
     if (!exists) throw UsageError("--resume " + run.out + ": no such run log");
     return;
@@ -89,10 +132,29 @@ void check_out(const RunConfig& run, bool resuming) {
     throw UsageError(run.out + " exists (pass --resume " + run.out +
                      " to continue it, or --set run.overwrite=true to replace it)");
   }
-  if (!run.save.empty()) check_writable_folder("run.save", run.save);
+  if (!run.save.empty()) check_writable_target("run.save", run.save);
+}
+
+// compress.grad and compress.grad_sync shape what data-parallel replicas
+// exchange; with one replica there is no exchange, and a setting that would do
+// nothing is refused rather than ignored.
+void check_gradient_channel(const TrainConfig& c) {
+  if (c.pipeline.replicas > 1) return;
+  const std::string why =
+      ", but pipeline.replicas = 1: with one replica no gradients are exchanged, so the setting "
+      "would do nothing (set pipeline.replicas >= 2, or leave it out)";
+  if (c.compress.grad != "none") {
+    throw UsageError("compress.grad = " + c.compress.grad +
+                     " compresses what data-parallel replicas exchange" + why);
+  }
+  if (c.compress.grad_sync != "allreduce") {
+    throw UsageError("compress.grad_sync = " + c.compress.grad_sync +
+                     " chooses what data-parallel replicas exchange" + why);
+  }
 }
 
 void check_compression(const TrainConfig& c) {
+  check_gradient_channel(c);
   // Boundaries lie between model chunks (stages x virtual stages).
   const int boundaries = c.pipeline.stages * c.pipeline.virtual_stages - 1;
   compressors::validate_compress_config(c.compress, boundaries, c.pipeline.replicas > 1);

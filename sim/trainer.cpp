@@ -10,6 +10,7 @@
 #include <torch/version.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -33,6 +34,7 @@
 #include "netmodel/compute_model.h"
 #include "netmodel/replay.h"
 #include "sim/engine.h"
+#include "sim/evaluation.h"
 #include "sim/kernel_policy.h"
 #include "sim/preflight.h"
 #include "sim/progress.h"
@@ -121,37 +123,6 @@ std::string fingerprint(const ResolvedConfig& resolved) {
   char buf[20];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
-}
-
-EvalRecord evaluate(StepEngine& engine, const models::Dataset& data, const EvalConfig& cfg,
-                    int batch_size) {
-  const int64_t n = data.size(models::Split::kValidation);
-  const int64_t limit = cfg.batches > 0 ? std::min<int64_t>(n, cfg.batches * batch_size) : n;
-  const bool lm = engine.task() == models::Task::kLanguageModel;
-  EvalRecord row;
-  for (int pass = 0; pass < (cfg.compressed ? 2 : 1); ++pass) {
-    EvalResult total;
-    for (int64_t i = 0; i < limit; i += batch_size) {
-      std::vector<int64_t> idx;
-      for (int64_t j = i; j < std::min(limit, i + batch_size); ++j) idx.push_back(j);
-      const EvalResult r =
-          engine.evaluate(data.get(models::Split::kValidation, idx), /*compressed=*/pass == 1);
-      total.loss_sum += r.loss_sum;
-      total.correct += r.correct;
-      total.items += r.items;
-    }
-    const double loss = total.items > 0 ? total.loss_sum / total.items : NAN;
-    const double metric =
-        lm ? loss / std::log(2.0)
-           : static_cast<double>(total.correct) / std::max<int64_t>(1, total.items);
-    (pass == 0 ? row.loss : row.loss_c) = loss;
-    (pass == 0 ? row.metric : row.metric_c) = metric;
-  }
-  if (!cfg.compressed) {
-    row.loss_c = NAN;
-    row.metric_c = NAN;
-  }
-  return row;
 }
 
 // The banner's channel lines: every channel's message size against fp32 after
@@ -264,7 +235,16 @@ struct Run {
   std::vector<Column<EvalRecord>> eval_cols;
   int64_t total_steps = 0;
   TrainerCursor cursor;
+  bool evaluates = true;              // false: the validation split is empty
+  std::vector<std::string> warnings;  // said on stderr, kept in the log's `warnings`
 };
+
+// A warning: on stderr now, and in the run log's `warnings` attribute (one a line).
+void add_warning(Run& run, const std::string& text) {
+  warn(text);
+  if (std::find(run.warnings.begin(), run.warnings.end(), text) == run.warnings.end())
+    run.warnings.push_back(text);
+}
 
 void build_run(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved,
                const DistEngineFactory& distributed) {
@@ -300,6 +280,12 @@ void build_run(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved,
     run.engine = std::make_unique<PipelineEngine>(setup);  // loads model.init_from (build_model)
   }
   run.network = std::make_unique<netmodel::Simulator>(cfg.net);
+  if (run.data->size(models::Split::kValidation) == 0) {
+    run.evaluates = false;
+    add_warning(run, std::string("the validation split is empty") +
+                         (cfg.data.val_fraction == 0 ? " (data.val_fraction = 0)" : "") +
+                         ": this run logs no evaluation (eval.* is ignored)");
+  }
   const int S = run.engine->stages();
   run.train_cols = train_columns(S, run.engine->replicas(), cfg.dist.enabled());
   run.eval_cols = eval_columns(run.engine->task() == models::Task::kLanguageModel);
@@ -351,6 +337,14 @@ void rebuild_log(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolve
     fresh.set_attribute("resumed_at_steps",
                         (prev.empty() ? "" : prev + ",") + std::to_string(run.cursor.steps_done));
     fresh.set_attribute("status", "running");
+    // Earlier attempts' warnings stay, ahead of this attempt's.
+    std::vector<std::string> said;
+    std::istringstream lines(old("warnings"));
+    for (std::string line; std::getline(lines, line);) said.push_back(line);
+    for (const auto& w : run.warnings) {
+      if (std::find(said.begin(), said.end(), w) == said.end()) said.push_back(w);
+    }
+    run.warnings = said;
     declare_table(fresh, "train", run.train_cols);
     declare_table(fresh, "eval", run.eval_cols);
     for (const auto& [name, table] : tables) {
@@ -398,11 +392,22 @@ void open_log(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved, 
       summary.resumed_from = c->steps_done;
     } else {
       summary.resumed_from = 0;  // killed before its first checkpoint: start over
+      const std::string dir = checkpoint_dir(cfg.run.out);
+      std::error_code ec;
+      if (rows("train") > 0) {
+        add_warning(run, "--resume " + cfg.run.out + ": " +
+                             (std::filesystem::exists(dir, ec)
+                                  ? dir + " holds no usable resume checkpoint"
+                                  : "its checkpoint folder " + dir + " does not exist") +
+                             "; the run starts over from step 0 and its " +
+                             std::to_string(rows("train")) + " logged train row(s) are replaced");
+      }
     }
     rebuild_log(run, cfg, resolved);
     run.log->set_attribute("error", "");
   }
   run.log->set_attribute("status", "running");
+  if (!run.warnings.empty()) run.log->set_attribute("warnings", join(run.warnings, "\n"));
   declare_table(*run.log, "train", run.train_cols);
   declare_table(*run.log, "eval", run.eval_cols);
   run.log->flush();
@@ -489,16 +494,20 @@ void announce(Session& s, bool resume) {
       " replica(s)" + channels + ", network " + netmodel::describe(s.cfg.net) +
       ", simulated device " + netmodel::compute_device_label(s.cfg.net.compute) + " -> " +
       s.cfg.run.out +
-      (resume ? " (resumed after step " + std::to_string(s.run.cursor.steps_done) + ")" : ""));
+      (!resume ? ""
+       : s.run.cursor.steps_done == 0
+           ? " (resumed: no resume checkpoint, started over from step 0)"
+           : " (resumed after step " + std::to_string(s.run.cursor.steps_done) + ")"));
   for (const std::string& line : channel_lines(s.cfg, engine, *s.run.data))
     s.progress.message(line);
 }
 
 // One eval row at `step`, and its line on the display.
 void log_eval(Session& s, int64_t step) {
+  if (!s.run.evaluates) return;
   TrainerCursor& cur = s.run.cursor;
   fault_point("eval");
-  EvalRecord e = evaluate(*s.run.engine, *s.run.data, s.cfg.eval, s.cfg.pipeline.batch_size);
+  EvalRecord e = evaluate(*s.run.engine, *s.run.data, s.cfg.eval, s.cfg.pipeline.batch_size, step);
   e.step = step;
   e.epoch = std::max(cur.epoch, 0);
   e.sim_time_s = cur.sim_time_s;
@@ -662,6 +671,7 @@ TrainSummary train(const TrainConfig& cfg, const ResolvedConfig& resolved, bool 
 
   TrainSummary summary;
   summary.out = cfg.run.out;
+  summary.final_eval_loss = NAN;  // until an evaluation runs (none on an empty split)
   Run run;
   build_run(run, cfg, resolved, distributed);
   if (run.engine->follower()) {  // a distributed rank other than 0: rank 0 logs

@@ -1,8 +1,10 @@
 // `slowpipe train`: config files, --set overrides and shortcuts -> one run.
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 
@@ -37,6 +39,24 @@ void load_logged_config(const std::string& path, OptionSet& options,
   }
   if (keys == 0)
     throw UsageError("--resume " + path + " holds no configuration: not a slowpipe run log");
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec, ec2;
+  if (std::filesystem::equivalent(a, b, ec)) return true;
+  return std::filesystem::weakly_canonical(a, ec) == std::filesystem::weakly_canonical(b, ec2) &&
+         !ec && !ec2;
+}
+
+// --resume X continues X in place (its rows, its checkpoint folder X.ckpt), so
+// a run.out given beside it (--out, --set or a config file) must name X too:
+// resuming into another file would leave X changed and that file never made.
+void refuse_other_out(const std::string& resume, const std::string& logged_out,
+                      const std::string& out, bool out_flag_given) {
+  if ((!out_flag_given && out == logged_out) || same_file(out, resume)) return;
+  throw UsageError("--resume " + resume + " continues that log in place, but run.out = " + out +
+                   " names another file (leave --out out; to keep " + resume +
+                   " as it is, copy it and its .ckpt folder and resume the copy)");
 }
 
 // torchrun's variables (any launcher: slowpipe launch, Slurm, a shell loop)
@@ -100,7 +120,9 @@ int cmd_train(const Args& args) {
     // Options given beside --resume apply on top of the logged ones; any that
     // changes what is computed must be what the log holds already.
     const auto logged = options.resolved();
+    const std::string logged_out = options.get("run.out");
     apply_config_args(options, configs, sets, shortcuts);
+    refuse_other_out(resume, logged_out, options.get("run.out"), !out.empty());
     std::string differ;
     for (const auto& [k, v] : options.resolved()) {
       const auto it = std::find_if(logged.begin(), logged.end(),
@@ -135,10 +157,12 @@ int cmd_train(const Args& args) {
                  s.message.c_str(), static_cast<long long>(s.steps), s.out.c_str());
     return kExitDiverged;
   }
-  std::printf(
-      "%s: %lld steps, final loss %.4f, eval loss %.4f, simulated time %.2f s, wall %.1f s%s\n",
-      s.out.c_str(), static_cast<long long>(s.steps), s.final_loss, s.final_eval_loss, s.sim_time_s,
-      s.wall_time_s, s.status == sim::RunStatus::kInterrupted ? " (interrupted)" : "");
+  char eval[64] = "no evaluation";  // an empty validation split
+  if (!std::isnan(s.final_eval_loss))
+    std::snprintf(eval, sizeof eval, "eval loss %.4f", s.final_eval_loss);
+  std::printf("%s: %lld steps, final loss %.4f, %s, simulated time %.2f s, wall %.1f s%s\n",
+              s.out.c_str(), static_cast<long long>(s.steps), s.final_loss, eval, s.sim_time_s,
+              s.wall_time_s, s.status == sim::RunStatus::kInterrupted ? " (interrupted)" : "");
   return s.status == sim::RunStatus::kInterrupted ? kExitInterrupted : 0;
 }
 

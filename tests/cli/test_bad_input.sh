@@ -70,6 +70,12 @@ INI
   "$SLOWPIPE" train --config small.ini --set model.d_model=48 --set run.save=wide.pt \
     --out wide.h5 >>fixture.log 2>&1 ||
     echo "fixture: wide training run failed: $(tail -1 fixture.log)" >&2
+  # A run killed after step 2 of 3, its resume checkpoints then deleted.
+  # (`; true`: the subshell, not this script, reports the kill, into fixture.log)
+  (SLOWPIPE_FAULT=step:2 "$SLOWPIPE" train --config small.ini --steps 3 \
+    --set run.checkpoint_every=1 --out killed.h5; true) >>fixture.log 2>&1
+  [ -f killed.h5 ] || echo "fixture: the killed run left no log: $(tail -1 fixture.log)" >&2
+  rm -rf killed.h5.ckpt
   if [ -f good.pt ]; then
     size=$(stat -c %s good.pt)
     cp good.pt flipped.pt

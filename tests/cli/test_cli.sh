@@ -131,6 +131,34 @@ attr div.h5 error | grep -q "step" && ok || bad "diverged run's error does not n
 expect 2 "optim.lr" -- "$bin" train --resume div.h5 --set optim.lr=0.1
 expect 2 "nothing.h5" -- "$bin" train --resume nothing.h5
 
+# --resume continues its log in place: --out naming another file is refused
+# and makes nothing; naming the same file another way is accepted.
+expect 2 "in place" -- "$bin" train --resume run1.h5 --out other.h5
+[ ! -e other.h5 ] && ok || bad "a refused --resume --out made its file"
+expect 0 "already complete" -- "$bin" train --resume run1.h5 --out "$PWD/run1.h5"
+
+# A divergence the evaluation finds first: status diverged, the step named.
+expect 4 "non-finite validation loss at step" -- "$bin" train "${small[@]}" --set pipeline.stages=2 \
+  --steps 40 --set optim.name=sgd --set optim.lr=100 --set optim.clip=0 --fw topk:0.1 \
+  --set eval.every=1 --out evaldiv.h5
+[ "$(attr evaldiv.h5 status)" = "diverged" ] && ok || bad "eval divergence not marked diverged"
+
+# No validation split: no eval rows, and the log says why.
+expect 0 "no evaluation" -- "$bin" train "${small[@]}" --steps 2 --set data.val_fraction=0 --out noval.h5
+[ "$("$bin" export noval.h5 --table eval | tail -n +2 | wc -l)" -eq 0 ] && ok || bad "noval.h5 has eval rows"
+attr noval.h5 warnings | grep -q "validation split is empty" && ok || bad "noval.h5 lacks its warning"
+
+# A resume whose checkpoints are gone starts over and says so in the log.
+(SLOWPIPE_FAULT=step:2 "$bin" train "${small[@]}" --steps 3 --set run.checkpoint_every=1 \
+  --out nockpt.h5; true) >/dev/null 2>&1
+rm -rf nockpt.h5.ckpt
+expect 0 "starts over from step 0" -- "$bin" train --resume nockpt.h5
+attr nockpt.h5 warnings | grep -q "starts over from step 0" && ok || bad "nockpt.h5 lacks its warning"
+
+# An output HDF5 cannot write: a plain message, no HDF5 text.
+"$bin" train "${small[@]}" --steps 1 --set run.overwrite=true --out /dev/full >/dev/null 2>full.err
+[ $? -eq 2 ] && ! grep -q HDF5 full.err && ok || bad "--out /dev/full: $(cat full.err)"
+
 # Codec inspection, what-if timing, network scenarios.
 ratio=$("$bin" codec --spec q4 | awk '$1=="ratio"{print $2}' | tr -d x)
 awk -v x="$ratio" 'BEGIN{exit !(x > 7.5 && x <= 8.0)}' && ok || bad "codec q4 ratio $ratio not ~8"
