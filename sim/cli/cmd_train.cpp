@@ -97,8 +97,8 @@ int cmd_train(const Args& args) {
       "steps", po::value(&steps), "run.steps")("seed", po::value(&seed), "run.seed")(
       "stages", po::value(&stages), "pipeline.stages")("out,o", po::value(&out), "run.out")(
       "resume", po::value(&resume),
-      "continue the run logged in RUN.h5 from its newest resume checkpoint (options given "
-      "beside it must match the logged ones)");
+      "continue the run logged in RUN.h5, in that file, from its newest resume checkpoint "
+      "(options given beside it must match the logged ones)");
   const po::variables_map vm = parse_command_line(args, desc);
 
   sim::TrainConfig config;
