@@ -3,6 +3,9 @@
 // Layout (docs/hdf5-schema.md): root attributes (config and provenance), one
 // group per table holding one chunked, extendable float64 dataset per column,
 // and /blobs for text. Rows are buffered in memory and written by flush().
+// Every string (attribute or blob) is a fixed-length, null-terminated UTF-8
+// string sized to its value: the file has no global heap, so no variable-length
+// data for HDF5 1.10 to misread when the file is damaged.
 //
 // Kill safety (a run killed with SIGKILL keeps every flushed row), without SWMR
 // (docs/hdf5-schema.md explains the choice):
@@ -46,10 +49,39 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr hsize_t kAllocationBlockBytes = hsize_t{64} * 1024;
 constexpr size_t kGroupNameHeapBytes = 4096;
 
-H5::StrType utf8_string_type() {
-  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+// Longest string attribute value: an attribute lives in one object header
+// message, whose size field is 16 bits (the rest is left for the name, type
+// and dataspace). Longer text goes to put_text.
+constexpr size_t kMaxAttributeBytes = 60000;
+
+// Every string in a run log is fixed-length, null-terminated UTF-8 sized to
+// its value plus the terminating NUL (so "" is one byte): nothing lives in the
+// global heap, whose damaged forms crash HDF5 1.10 (docs/hdf5-schema.md).
+H5::StrType fixed_string_type(const std::string& value) {
+  H5::StrType type(H5::PredType::C_S1, value.size() + 1);
   type.setCset(H5T_CSET_UTF8);
+  type.setStrpad(H5T_STR_NULLTERM);
   return type;
+}
+
+// A NUL byte would end the stored string early: refused instead of cut.
+void refuse_nul(const std::string& path, const std::string& what, const std::string& value) {
+  const size_t at = value.find('\0');
+  if (at != std::string::npos) {
+    throw UsageError("run log " + path + ": " + what + " holds a NUL byte (at byte " +
+                     std::to_string(at) + "); run-log strings are NUL-terminated");
+  }
+}
+
+// A value set_attribute or declare may store: no NUL, at most kMaxAttributeBytes.
+void check_attribute_value(const std::string& path, const std::string& what,
+                           const std::string& value) {
+  refuse_nul(path, what, value);
+  if (value.size() > kMaxAttributeBytes) {
+    throw UsageError("run log " + path + ": " + what + " is " + std::to_string(value.size()) +
+                     " bytes, more than an attribute holds (" + std::to_string(kMaxAttributeBytes) +
+                     "); store long text with put_text");
+  }
 }
 
 // Names become HDF5 link names and TSV headers: no '/', no whitespace.
@@ -66,9 +98,9 @@ bool valid_name(const std::string& name) {
 void write_string_attribute(H5::H5Object& object, const std::string& key,
                             const std::string& value) {
   if (object.attrExists(key)) object.removeAttr(key);
-  const H5::StrType type = utf8_string_type();
+  const H5::StrType type = fixed_string_type(value);
   H5::Attribute attr = object.createAttribute(key, type, H5::DataSpace(H5S_SCALAR));
-  attr.write(type, value);
+  attr.write(type, value.c_str());  // size() + 1 bytes, the NUL included
 }
 
 void write_double_attribute(H5::H5Object& object, const std::string& key, double value) {
@@ -429,6 +461,7 @@ RunLog::~RunLog() {
 
 void RunLog::set_attribute(const std::string& key, const std::string& value) {
   if (key.empty()) throw UsageError("run log " + impl_->path + ": empty attribute name");
+  check_attribute_value(impl_->path, "attribute " + key, value);
   impl_->guard("attribute " + key, [&] {
     write_string_attribute(impl_->file, key, value);
     return 0;
@@ -454,6 +487,8 @@ void RunLog::declare(const std::string& table, const std::vector<ColumnInfo>& co
       throw UsageError("run log " + path + ": invalid column name '" + c.name + "' in table " +
                        table + " (letters, digits, '_', '-', '.')");
     }
+    check_attribute_value(path, "the unit of column " + table + "/" + c.name, c.unit);
+    check_attribute_value(path, "the description of column " + table + "/" + c.name, c.description);
   }
   impl_->guard("declare " + table, [&] {
     auto it = impl_->tables.find(table);
@@ -507,15 +542,18 @@ void RunLog::put_text(const std::string& name, const std::string& text) {
     throw UsageError("run log " + impl_->path + ": invalid blob name '" + name +
                      "' (letters, digits, '_', '-', '.')");
   }
+  refuse_nul(impl_->path, "blob " + name, text);
   impl_->guard("put_text " + name, [&] {
     if (!impl_->has_blobs) {
       impl_->blobs = impl_->file.createGroup(kBlobGroup);
       impl_->has_blobs = true;
     }
     if (impl_->blobs.nameExists(name)) impl_->blobs.unlink(name);
-    const H5::StrType type = utf8_string_type();
+    // One scalar fixed-length string of the text's size: h5dump prints it
+    // whole, and it holds no global heap reference.
+    const H5::StrType type = fixed_string_type(text);
     H5::DataSet ds = impl_->blobs.createDataSet(name, type, H5::DataSpace(H5S_SCALAR));
-    ds.write(text, type);
+    ds.write(text.c_str(), type);
     impl_->file.flush(H5F_SCOPE_GLOBAL);
     return 0;
   });

@@ -1,6 +1,9 @@
 // The run log: one HDF5 file per run (schema in docs/hdf5-schema.md).
 //
-// Root attributes hold the resolved config and provenance (strings). Each table
+// Root attributes hold the resolved config and provenance (strings). Every
+// string (attribute or blob) is stored fixed-length and null-terminated, so the
+// file has no global heap; older logs' variable-length strings still read
+// (docs/hdf5-schema.md, "Strings" and "Older logs"). Each table
 // ("train", "eval", ...) is an HDF5 group with one chunked, extendable 1-D float64
 // dataset per column, all of equal length, each carrying "unit" and
 // "description" attributes. Columns may be added to a table later (e.g. one per
@@ -58,6 +61,8 @@ class RunLog {
   RunLog(const RunLog&) = delete;
   RunLog& operator=(const RunLog&) = delete;
 
+  // A string value with a NUL byte, or over 60,000 bytes (one object-header
+  // message), is a UsageError: store long text with put_text.
   void set_attribute(const std::string& key, const std::string& value);
   void set_attribute(const std::string& key, double value);
   // Declares columns (idempotent for existing names; new names extend the table).
@@ -67,6 +72,7 @@ class RunLog {
   void append(const std::string& table, const std::map<std::string, double>& row);
   // Stores a JSON/text blob (e.g. a step's op trace) under /blobs/<name>;
   // a second put with the same name replaces the first. Written at once.
+  // Text with a NUL byte is a UsageError.
   void put_text(const std::string& name, const std::string& text);
   void flush();
 

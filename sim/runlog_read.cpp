@@ -70,11 +70,23 @@ struct Handle {
   }
 };
 
-// One string, from an attribute or a scalar dataset (`id`), read through the C
-// API with the checks HDF5's C++ wrappers leave out: they read any number of
-// elements into one pointer and call strlen on a null string, which a damaged
-// file can hold. `what` names the object in the DataError.
-std::string read_one_string(hid_t id, bool attribute, const std::string& what) {
+// The size of the file holding `id`, in bytes (0 if unknown).
+uint64_t file_bytes_of(hid_t id) {
+  const Handle file{H5Iget_file_id(id), H5Fclose};
+  hsize_t bytes = 0;
+  if (file.id < 0 || H5Fget_filesize(file.id, &bytes) < 0) return 0;
+  return bytes;
+}
+
+// One string, from an attribute of `owner` or a scalar dataset (`id`), read
+// through the C API with the checks HDF5's C++ wrappers leave out: they read
+// any number of elements into one pointer and call strlen on a null string,
+// which a damaged file can hold. New logs store fixed-length strings (read up
+// to the first NUL, never more bytes than the file has); older logs'
+// variable-length strings are checked first (runlog_raw_check.cpp), since
+// HDF5 1.10 crashes or hangs on a damaged global heap. `what` names the object
+// in the DataError.
+std::string read_one_string(hid_t id, hid_t owner, bool attribute, const std::string& what) {
   const Handle type{attribute ? H5Aget_type(id) : H5Dget_type(id), H5Tclose};
   const Handle space{attribute ? H5Aget_space(id) : H5Dget_space(id), H5Sclose};
   if (type.id < 0 || space.id < 0) {
@@ -90,6 +102,7 @@ std::string read_one_string(hid_t id, bool attribute, const std::string& what) {
   herr_t status = -1;
   std::string out;
   if (H5Tis_variable_str(type.id) > 0) {
+    detail::check_variable_string(owner, id, attribute, what);
     H5Tset_size(memory.id, H5T_VARIABLE);
     char* text = nullptr;
     status = attribute ? H5Aread(id, memory.id, &text)
@@ -98,8 +111,10 @@ std::string read_one_string(hid_t id, bool attribute, const std::string& what) {
     if (text != nullptr) H5free_memory(text);
   } else {
     const size_t size = H5Tget_size(type.id);
-    if (size == 0 || size > (size_t{1} << 30)) {
-      throw DataError(what + " has a string size of " + std::to_string(size) + " bytes");
+    const uint64_t file_bytes = file_bytes_of(id);
+    if (size == 0 || size > file_bytes) {
+      throw DataError(what + " has a string size of " + std::to_string(size) +
+                      " bytes, for a file of " + std::to_string(file_bytes) + " bytes");
     }
     H5Tset_size(memory.id, size);
     H5Tset_strpad(memory.id, H5T_STR_NULLPAD);
@@ -116,7 +131,8 @@ std::string read_string_attribute(const H5::H5Object& object, const std::string&
                                   const std::string& what) {
   if (!object.attrExists(key)) return "";
   const H5::Attribute attr = object.openAttribute(key);
-  return read_one_string(attr.getId(), /*attribute=*/true, what + ": attribute '" + key + "'");
+  return read_one_string(attr.getId(), object.getId(), /*attribute=*/true,
+                         what + ": attribute '" + key + "'");
 }
 
 // One number from attribute `attr`; DataError unless it holds exactly one.
@@ -158,6 +174,7 @@ bool Table::has_column(const std::string& name) const {
 std::map<std::string, std::string> read_attributes(const std::string& path) {
   return with_file(path, [&](H5::H5File& file) {
     std::map<std::string, std::string> out;
+    detail::check_attribute_messages(file.getId(), "run log " + path + ": the root group");
     const int n = file.getNumAttrs();
     for (int i = 0; i < n; ++i) {
       H5::Attribute attr = file.openAttribute(static_cast<unsigned>(i));
@@ -165,7 +182,7 @@ std::map<std::string, std::string> read_attributes(const std::string& path) {
       const std::string what = "run log " + path + ": attribute '" + name + "'";
       switch (attr.getTypeClass()) {
         case H5T_STRING:
-          out[name] = read_one_string(attr.getId(), /*attribute=*/true, what);
+          out[name] = read_one_string(attr.getId(), file.getId(), /*attribute=*/true, what);
           break;
         case H5T_FLOAT:
           out[name] = shortest(read_one_number<double>(attr, H5::PredType::NATIVE_DOUBLE, what));
@@ -183,7 +200,7 @@ std::map<std::string, std::string> read_attributes(const std::string& path) {
 }
 
 std::vector<std::string> list_tables(const std::string& path) {
-  return with_file(path, [](H5::H5File& file) {
+  return with_file(path, [&](H5::H5File& file) {
     std::vector<std::string> tables;
     const hsize_t n = file.getNumObjs();
     for (hsize_t i = 0; i < n; ++i) {
@@ -191,7 +208,10 @@ std::vector<std::string> list_tables(const std::string& path) {
       if (name == kBlobGroup) continue;
       try {
         if (file.childObjType(name) != H5O_TYPE_GROUP) continue;
-        if (file.openGroup(name).attrExists("rows")) tables.push_back(name);
+        const H5::Group group = file.openGroup(name);
+        detail::check_attribute_messages(group.getId(),
+                                         "run log " + path + ": group '" + name + "'");
+        if (group.attrExists("rows")) tables.push_back(name);
       } catch (const H5::Exception&) {
         hdf5_error_cause();  // a table whose creation a kill cut short: not a table
       }
@@ -240,6 +260,7 @@ StoredTable inspect_table(const std::string& path, const H5::Group& group,
                           const std::string& name) {
   const std::string where = "run log " + path + ": table '" + name + "'";
   StoredTable out;
+  check_attribute_messages(group.getId(), where);
   if (!group.attrExists("rows")) throw DataError(where + " has no 'rows' attribute");
   {
     H5::Attribute rows = group.openAttribute("rows");
@@ -283,6 +304,7 @@ StoredTable inspect_table(const std::string& path, const H5::Group& group,
       continue;
     }
     const std::string column = "run log " + path + ": column " + name + "/" + member;
+    check_attribute_messages(ds.getId(), column);
     H5::DataSpace space = ds.getSpace();
     const int rank = space.getSimpleExtentNdims();
     if (rank != 1) {
@@ -299,7 +321,8 @@ StoredTable inspect_table(const std::string& path, const H5::Group& group,
     hsize_t chunk[1] = {0};
     if (layout.getLayout() != H5D_CHUNKED || layout.getChunk(1, chunk) != 1 ||
         chunk[0] != static_cast<hsize_t>(kChunkRows) || ds.getFloatType().getSize() != 8) {
-      throw DataError(column + " is not stored as slowpipe writes its columns (float64 in chunks of " +
+      throw DataError(column +
+                      " is not stored as slowpipe writes its columns (float64 in chunks of " +
                       std::to_string(kChunkRows) + " rows)");
     }
     hsize_t dims[1] = {0};
@@ -328,10 +351,11 @@ StoredTable inspect_table(const std::string& path, const H5::Group& group,
 }
 
 std::string run_status(const H5::H5File& file) {
+  check_attribute_messages(file.getId(), "run log " + file.getFileName() + ": the root group");
   if (!file.attrExists("status")) return "";
   H5::Attribute attr = file.openAttribute("status");
   if (attr.getTypeClass() != H5T_STRING) return "";
-  return read_one_string(attr.getId(), /*attribute=*/true, "attribute 'status'");
+  return read_one_string(attr.getId(), file.getId(), /*attribute=*/true, "attribute 'status'");
 }
 
 }  // namespace detail
@@ -358,8 +382,11 @@ namespace {
       try {
         if (file.childObjType(table) != H5O_TYPE_GROUP) {
           why = "is not a group";
-        } else if (!file.openGroup(table).attrExists("rows")) {
-          why = "has no 'rows' attribute";
+        } else {
+          const H5::Group group = file.openGroup(table);
+          detail::check_attribute_messages(group.getId(),
+                                           "run log " + path + ": table '" + table + "'");
+          if (!group.attrExists("rows")) why = "has no 'rows' attribute";
         }
       } catch (const H5::Exception&) {
         why = "cannot be read (" + hdf5_error_cause() + ")";
@@ -367,6 +394,7 @@ namespace {
       throw DataError("run log " + path + ": table '" + table + "' " + why);
     }
     bool run_log = false;  // written by `slowpipe train`: it has config.* attributes
+    detail::check_attribute_messages(file.getId(), "run log " + path + ": the root group");
     const int n = file.getNumAttrs();
     for (int i = 0; i < n && !run_log; ++i) {
       run_log = file.openAttribute(static_cast<unsigned>(i)).getName().rfind("config.", 0) == 0;
@@ -447,7 +475,7 @@ std::string read_text(const std::string& path, const std::string& name) {
   }
   return with_file(path, [&](H5::H5File& file) {
     const H5::DataSet ds = file.openGroup(kBlobGroup).openDataSet(name);
-    return read_one_string(ds.getId(), /*attribute=*/false,
+    return read_one_string(ds.getId(), ds.getId(), /*attribute=*/false,
                            "run log " + path + ": blob '" + name + "'");
   });
 }

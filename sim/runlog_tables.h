@@ -1,6 +1,7 @@
-// Private to the run-log sources (runlog.cpp, runlog_read.cpp): the stored
-// layout of one table, read and checked once for the readers and for
-// RunLog::reopen(). Not part of the public API (sim/runlog.h).
+// Private to the run-log sources (runlog.cpp, runlog_read.cpp,
+// runlog_raw_check.cpp): the stored layout of one table, read and checked once
+// for the readers and for RunLog::reopen(), and the guard in front of an older
+// log's variable-length strings. Not part of the public API (sim/runlog.h).
 #pragma once
 
 #include <H5Cpp.h>
@@ -36,5 +37,19 @@ StoredTable inspect_table(const std::string& path, const H5::Group& group, const
 
 // The root attribute "status", or "" when absent or not a string.
 std::string run_status(const H5::H5File& file);
+
+// Before any attribute of `object` (a file, group or dataset) is opened or
+// looked up: DataError, starting with `what`, unless every attribute message
+// in its object header holds its parts and its whole value, with a type
+// slowpipe writes (runlog_raw_check.cpp). HDF5 1.10 copies past the header
+// otherwise.
+void check_attribute_messages(hid_t object, const std::string& what);
+
+// Before HDF5 reads the variable-length string `id` (an attribute of the
+// object `owner`, or a scalar dataset): DataError, starting with `what`, unless
+// its global heap reference and collection are ones HDF5 1.10 reads without
+// crashing or looping (runlog_raw_check.cpp). Only logs written before
+// fixed-length strings (2026-11-25) have such strings.
+void check_variable_string(hid_t owner, hid_t id, bool attribute, const std::string& what);
 
 }  // namespace slowpipe::sim::detail

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "common/errors.h"
@@ -316,5 +317,38 @@ TEST_CASE("slowpipe commands refuse stray arguments and explicitly empty values"
     std::ifstream in(log);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     CHECK_THAT(text, Catch::Contains(message));
+  }
+}
+
+// Regression from fuzz_runlog_read: HDF5 1.10 decodes every attribute message
+// of an object as soon as one attribute is looked up, and copies the value
+// (elements x type size) without checking that the message holds it, reading
+// past the object header. The readers check the messages first.
+TEST_CASE("readers: an attribute message claiming more bytes than it holds is a DataError") {
+  SECTION("the input the fuzzer found") {
+    const std::string path =
+        SLOWPIPE_SOURCE_DIR "/fuzz/corpus/fuzz_runlog_read/regression-attribute-overflow";
+    CHECK_THROWS_WITH(
+        slowpipe::sim::read_attributes(path),
+        Catch::Contains("damaged object header") && Catch::Contains("attribute message"));
+  }
+  SECTION("a string attribute whose stored size was raised") {
+    const std::string path = healthy_log("attribute_size");
+    std::string bytes;
+    {
+      std::ifstream in(path, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    const size_t name = bytes.find(std::string("status\0\0", 8));
+    REQUIRE(name != std::string::npos);
+    const size_t type = name + 8;        // the name "status" + NUL, padded to 8
+    REQUIRE((bytes[type] & 0x0F) == 3);  // a string ...
+    REQUIRE(bytes[type + 4] == 9);       // ... of "complete" + NUL
+    CHECK(slowpipe::sim::read_attributes(path).at("status") == "complete");  // control
+    bytes[type + 5] = 0x10;                                                  // 9 + 4096 bytes
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+    CHECK_THROWS_WITH(slowpipe::sim::read_attributes(path),
+                      Catch::Contains("attribute 'status' claims 1 x 4105 bytes"));
+    CHECK_THAT(export_error(path), Catch::Contains("claims 1 x 4105 bytes"));
   }
 }
