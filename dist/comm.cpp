@@ -157,7 +157,7 @@ void Comm::join_rendezvous(const std::string& where) {
     int64_t n = 0;
     while ((n = store_->add(joined, 0)) < world) {
       if (const std::string why = posted(); !why.empty()) {
-        std::this_thread::sleep_for(milliseconds(200));  // as below
+        std::this_thread::sleep_for(milliseconds(1000));  // as below
         throw UsageError(why);
       }
       if (std::chrono::steady_clock::now() > until)
@@ -178,7 +178,7 @@ void Comm::join_rendezvous(const std::string& where) {
                               every_rank + " (rendezvous " + where + ")";
       post_abort(why);
       // The store ends with this process: let the others read the reason first.
-      std::this_thread::sleep_for(milliseconds(200));
+      std::this_thread::sleep_for(milliseconds(1000));
       throw UsageError(why);
     }
     store_->set(confirmed, {1});

@@ -166,7 +166,7 @@ void DistEngine::check_configs(const std::string& config_text) {
                                 "options, only dist.rank may differ";
         comm_->post_abort(why);
         // The store ends with this process: let the others read the reason first.
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        std::this_thread::sleep_for(std::chrono::milliseconds(1000));
         throw UsageError(why);
       }
     }

@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -101,10 +100,9 @@ double failed_grace_s(double timeout_s) {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
+constexpr double kCleanEndExtra_s = 30;
+// slowpipe train's status after SIGINT/SIGTERM, a clean end too (sim/cli/commands.h).
+constexpr int kExitInterrupted = 130;
 
 // One worker: its pid, its stderr pipe (ranks 1..), the partial line read so
 // far, and its exit code once reaped.
@@ -232,11 +230,13 @@ int launch(const LaunchOptions& o) {
   int running = o.nproc;
   int signals_seen = 0;
   // Once set: when the workers left are killed, and why.
-  std::optional<Clock::time_point> deadline;
+  bool deadline_set = false;
+  Clock::time_point deadline = Clock::now();
   std::string why;
   const auto end_by = [&](double grace_s, const std::string& reason) {
     const auto t = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
-    if (!deadline || t < *deadline) {
+    if (!deadline_set || t < deadline) {
+      deadline_set = true;
       deadline = t;
       why = reason;
     }
@@ -254,7 +254,7 @@ int launch(const LaunchOptions& o) {
       }
     }
     pump_stderr(workers, running > 0 ? 50 : 200);
-    if (running > 0 && deadline && Clock::now() >= *deadline) {
+    if (running > 0 && deadline_set && Clock::now() >= deadline) {
       for (int r = 0; r < o.nproc; ++r) {
         const Worker& w = workers[static_cast<size_t>(r)];
         if (w.code >= 0) continue;
@@ -264,7 +264,7 @@ int launch(const LaunchOptions& o) {
       }
       ::kill(-group, SIGKILL);  // anything else left in the workers' group
       std::fflush(stderr);
-      deadline.reset();
+      deadline_set = false;
     }
     int status = 0;
     pid_t pid;
@@ -278,9 +278,12 @@ int launch(const LaunchOptions& o) {
           std::fprintf(stderr, "slowpipe launch: rank %d exited with status %d\n", r, w.code);
         char buf[160];
         if (r == 0) {
-          std::snprintf(buf, sizeof buf, "within %.0f s after rank 0 ended",
-                        end_grace_s(o.timeout_s));
-          end_by(end_grace_s(o.timeout_s), buf);
+          // After a clean end the others are past the final barrier: they
+          // only tear down, which a loaded machine may make slow.
+          const double grace_s = end_grace_s(o.timeout_s) +
+                                 (w.code == 0 || w.code == kExitInterrupted ? kCleanEndExtra_s : 0);
+          std::snprintf(buf, sizeof buf, "within %.0f s after rank 0 ended", grace_s);
+          end_by(grace_s, buf);
         } else if (w.code != 0) {
           std::snprintf(buf, sizeof buf,
                         "within %.0f s after rank %d failed (2 x dist.timeout + 5 s)",

@@ -3,7 +3,8 @@
 // WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and waits for them. SIGINT/SIGTERM go
 // to rank 0, which stops the run after its current step (a second signal
 // kills every worker). The workers run in a process group of their own;
-// once rank 0 has ended, the others get `end_grace_s` to end, and once another
+// once rank 0 has ended, the others get `end_grace_s` to end (30 s more after
+// a clean end, complete or interrupted: they only tear down), and once another
 // rank has failed, rank 0 gets `failed_grace_s` to log the failure; after that
 // every worker left (a stopped or hung one) is killed with SIGKILL, which ends
 // even a SIGSTOPped process. The lines the workers write to stderr are
