@@ -132,7 +132,7 @@ uint64_t dataspace_elements(RawFile& file, const std::vector<uint8_t>& m, size_t
   }
   uint64_t n = 1;  // rank 0: a scalar
   for (unsigned d = 0; d < rank; ++d) {
-    const uint64_t dim = le(m, at + dims_at + 8 * d, 8);
+    const uint64_t dim = le(m, at + dims_at + size_t{8} * d, 8);
     if (dim != 0 && n > (uint64_t{1} << 32) / dim) {
       file.refuse("attribute '" + name + "' has more elements than a message holds");
     }
