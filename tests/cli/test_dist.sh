@@ -154,7 +154,7 @@ if [ -z "$victim" ]; then
 else
   kill -STOP "$victim"
   start=$(now)
-  timeout 60 tail --pid="$launcher" -f /dev/null
+  timeout 60 tail -s 0.1 --pid="$launcher" -f /dev/null
   within "$start" 9 "SIGSTOP: launch's exit (dist.timeout 3 s)" && ok ||
     bad "stop test: launch took too long to end after a rank was stopped"
   wait "$launcher"
@@ -185,7 +185,7 @@ if [ -z "$victim" ]; then
 else
   kill -9 "$victim"
   start=$(now)
-  timeout 60 tail --pid="$launcher" -f /dev/null
+  timeout 60 tail -s 0.1 --pid="$launcher" -f /dev/null
   within "$start" 5 "rank 0 killed: launch's exit" && ok || bad "rank 0 kill test: launch took too long"
   wait "$launcher"
   [ "$(attr dead0.h5 status)" = "running" ] && ok || bad "rank 0 kill test: fresh log is '$(attr dead0.h5 status)', not running"
@@ -281,7 +281,7 @@ if started first.h5; then
     "${small[@]}" --set pipeline.stages=2 --set dist.timeout=3s --out second.h5
   within "$start" 10 "a second launch on a port in use: its exit" && ok || bad "second launch too slow"
   kill -TERM "$launcher"
-  timeout 60 tail --pid="$launcher" -f /dev/null
+  timeout 60 tail -s 0.1 --pid="$launcher" -f /dev/null
   [ "$(attr first.h5 status)" = "interrupted" ] && ok ||
     bad "the first run was disturbed by the second launch: status $(attr first.h5 status): $(tail -2 first.log)"
 else
