@@ -8,6 +8,10 @@
 // header first and refuses a message whose parts or value do not fit in it, or
 // whose type slowpipe never writes (only integers, floats and strings).
 //
+// Data layouts. Opening a chunked dataset makes HDF5 1.10 divide by each chunk
+// dimension: check_object_header() also refuses a layout message that is not
+// version 3 or has a chunk dimension of 0 (a SIGFPE, found by fuzz_runlog_read).
+//
 // Variable-length strings. Run logs written before 2026-11-25 hold every
 // string attribute and blob as a variable-length string: the attribute or
 // dataset stores a 16-byte reference (length, collection address, object
@@ -26,8 +30,8 @@
 // object headers, shared attribute messages, dense attribute storage, compact
 // or chunked blobs. slowpipe never writes those; where the checks would need to
 // read them, the object is refused rather than read unchecked. Other messages
-// (datatype, dataspace and layout of datasets) are left to HDF5 and to the
-// schema checks in runlog_read.cpp.
+// (a dataset's datatype and dataspace, the rest of its layout) are left to
+// HDF5 and to the schema checks in runlog_read.cpp.
 #include <H5Cpp.h>
 
 #include <cstdint>
@@ -49,6 +53,7 @@ constexpr uint64_t kCollectionHeader = 16;  // "GCOL", version, 3 reserved, size
 constexpr uint64_t kObjectHeader = 16;      // index (2), references (2), 4 reserved, size (8)
 constexpr uint16_t kContinuationMessage = 0x10;
 constexpr uint16_t kAttributeMessage = 0x0C;
+constexpr uint16_t kLayoutMessage = 0x08;
 constexpr int kMaxHeaderChunks = 64;
 
 // Little-endian reads of a file region held in memory.
@@ -141,6 +146,20 @@ uint64_t dataspace_elements(RawFile& file, const std::vector<uint8_t>& m, size_t
   return n;
 }
 
+// A data layout message (version 3, as HDF5 1.8+ writes it): a chunked one
+// must have every chunk dimension non-zero (HDF5 1.10 divides by them when it
+// opens the dataset: a zero is a SIGFPE, found by fuzz_runlog_read).
+void check_layout(RawFile& file, const std::vector<uint8_t>& m, size_t body, uint64_t bytes) {
+  if (bytes < 2 || m[body] != 3)
+    file.refuse("its data layout is not version 3 (slowpipe writes 3)");
+  if (m[body + 1] != 2) return;  // compact or contiguous
+  const uint64_t rank = bytes >= 3 ? m[body + 2] : 0;
+  if (rank == 0 || 3 + 8 + 4 * rank > bytes) file.refuse("its chunked layout is truncated");
+  for (uint64_t d = 0; d < rank; ++d) {
+    if (le(m, body + 11 + 4 * d, 4) == 0) file.refuse("its chunked layout has a chunk size of 0");
+  }
+}
+
 // Every attribute message of the version-1 object header at `header`, each
 // checked to hold its parts and its whole value, with an integer, float or
 // string (fixed- or variable-length) type.
@@ -167,6 +186,7 @@ std::vector<AttributeMessage> attribute_messages(RawFile& file, uint64_t header)
         if (seen.insert(where).second) chunks.emplace_back(where, le(m, body + 8, 8));
         continue;
       }
+      if (type == kLayoutMessage) check_layout(file, m, body, bytes);
       if (type != kAttributeMessage) continue;
       const size_t end = body + bytes;
       if (bytes < 8) file.refuse("an attribute message is truncated");
@@ -271,6 +291,16 @@ void check_reference(RawFile& file, const std::vector<uint8_t>& id) {
 void check_attribute_messages(hid_t object, const std::string& what) {
   RawFile file(file_name(object, what), what + " has a damaged object header");
   attribute_messages(file, header_of(file, object));
+}
+
+void check_object_header(hid_t parent, const std::string& name, const std::string& what) {
+  RawFile file(file_name(parent, what), what + " has a damaged object header");
+  check_superblock(file);
+  H5O_info_t info;
+  if (H5Oget_info_by_name2(parent, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
+    file.refuse("it cannot be found");
+  }
+  attribute_messages(file, info.addr);
 }
 
 void check_variable_string(hid_t owner, hid_t id, bool attribute, const std::string& what) {

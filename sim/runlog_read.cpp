@@ -295,10 +295,22 @@ StoredTable inspect_table(const std::string& path, const H5::Group& group,
         throw DataError(where + ": member '" + member + "' is " + object_kind(kind) +
                         ", not a column");
       }
-      ds = group.openDataSet(member);
     } catch (const H5::Exception&) {
       // A column whose creation a kill cut short (its link reached the disk,
       // its header did not); the caller decides whether that may happen.
+      hdf5_error_cause();
+      out.unreadable.push_back(member);
+      continue;
+    }
+    try {
+      // Its header's bytes before HDF5 decodes them (runlog_raw_check.cpp); a
+      // header that fails the check is unreadable as one HDF5 cannot load.
+      check_object_header(group.getId(), member, where + ": column '" + member + "'");
+      ds = group.openDataSet(member);
+    } catch (const DataError&) {
+      out.unreadable.push_back(member);
+      continue;
+    } catch (const H5::Exception&) {
       hdf5_error_cause();
       out.unreadable.push_back(member);
       continue;
@@ -474,7 +486,9 @@ std::string read_text(const std::string& path, const std::string& name) {
     throw UsageError("run log " + path + " has no blob '" + name + "'; blobs: " + join(names));
   }
   return with_file(path, [&](H5::H5File& file) {
-    const H5::DataSet ds = file.openGroup(kBlobGroup).openDataSet(name);
+    const H5::Group blobs = file.openGroup(kBlobGroup);
+    detail::check_object_header(blobs.getId(), name, "run log " + path + ": blob '" + name + "'");
+    const H5::DataSet ds = blobs.openDataSet(name);
     return read_one_string(ds.getId(), ds.getId(), /*attribute=*/false,
                            "run log " + path + ": blob '" + name + "'");
   });

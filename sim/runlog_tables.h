@@ -45,6 +45,11 @@ std::string run_status(const H5::H5File& file);
 // otherwise.
 void check_attribute_messages(hid_t object, const std::string& what);
 
+// Before the member `name` of `parent` is opened: the same checks of its
+// object header, and a chunked data layout must have no chunk size of 0
+// (HDF5 1.10 divides by it on opening). DataError starting with `what`.
+void check_object_header(hid_t parent, const std::string& name, const std::string& what);
+
 // Before HDF5 reads the variable-length string `id` (an attribute of the
 // object `owner`, or a scalar dataset): DataError, starting with `what`, unless
 // its global heap reference and collection are ones HDF5 1.10 reads without

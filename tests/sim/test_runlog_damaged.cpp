@@ -352,3 +352,30 @@ TEST_CASE("readers: an attribute message claiming more bytes than it holds is a 
     CHECK_THAT(export_error(path), Catch::Contains("claims 1 x 4105 bytes"));
   }
 }
+
+// Regression from fuzz_runlog_read: HDF5 1.10 divides by each chunk dimension
+// when it opens a chunked dataset, so a layout message with a chunk size of 0
+// was a SIGFPE inside H5Dopen. The readers check the layout's bytes first; such
+// a column is unreadable (a DataError in a finished run).
+TEST_CASE("readers: a column whose chunk size is 0 is unreadable, not a crash") {
+  const std::string path = healthy_log("chunk_zero");
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  // Layout message version 3, chunked, 2 dimensions (rows, element), the
+  // B-tree address, then the chunk: 1024 rows of 8 bytes.
+  const std::string chunk("\x00\x04\x00\x00\x08\x00\x00\x00", 8);
+  int patched = 0;
+  for (size_t at = bytes.find(chunk); at != std::string::npos; at = bytes.find(chunk, at + 1)) {
+    if (at < 11 || bytes.compare(at - 11, 3, "\x03\x02\x02") != 0) continue;
+    bytes[at + 1] = 0;  // 1024 -> 0 rows per chunk
+    ++patched;
+  }
+  REQUIRE(patched == 4);  // step and loss of train and eval
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  CHECK_THAT(export_error(path),
+             Catch::Contains("column train/") && Catch::Contains("is unreadable"));
+  CHECK_THROWS_AS(slowpipe::sim::read_table(path, "eval"), DataError);
+}
