@@ -9,10 +9,11 @@
 // addresses (a deque: `find` and `at` results stay valid when more are added).
 // A family may normalise the name before lookup (`key_of`: codec "q4" is the
 // entry "q") and list an entry under another label (`label_of`: "q1..q8").
-// Built-ins are added from a function-local table on first use (the
-// constructor's list, or the family's register_* function), never from static
-// initialisers (a static library may drop those). Not thread-safe while
-// entries are being added.
+// Built-ins are added on first use, never from static initialisers (a static
+// library may drop those): a family that outside code can extend keeps a
+// LazyRegistry (below), whose fill adds the built-ins through the family's own
+// register_* function, the same path an experiment's entries take. Not
+// thread-safe while entries are being added.
 #pragma once
 
 #include <deque>
@@ -100,6 +101,37 @@ class Registry {
   KeyFn key_of_;
   LabelFn label_of_;
   std::deque<Entry> entries_;
+};
+
+// A Registry filled with its family's built-ins on first use. `fill` adds them
+// (through the family's register_*, which reaches get() again while the fill
+// runs and then sees the entries added so far). Keep one in a function-local
+// static of the family's source:
+//   Registry<ModelEntry>& filled() {
+//     static LazyRegistry<ModelEntry> models("model", &register_builtins);
+//     return models.get();
+//   }
+template <class Entry>
+class LazyRegistry {
+ public:
+  using KeyFn = typename Registry<Entry>::KeyFn;
+  using LabelFn = typename Registry<Entry>::LabelFn;
+  LazyRegistry(std::string noun, std::function<void()> fill, KeyFn key_of = {},
+               LabelFn label_of = {})
+      : registry_(std::move(noun), std::move(key_of), std::move(label_of)),
+        fill_(std::move(fill)) {}
+  Registry<Entry>& get() {
+    if (!started_) {
+      started_ = true;
+      fill_();
+    }
+    return registry_;
+  }
+
+ private:
+  Registry<Entry> registry_;
+  std::function<void()> fill_;
+  bool started_ = false;
 };
 
 }  // namespace slowpipe

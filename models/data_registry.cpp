@@ -33,11 +33,6 @@ std::unique_ptr<Dataset> make_fashion(const DataConfig& cfg, const std::string& 
   return std::make_unique<FashionMnist>(path, cfg);
 }
 
-Registry<DatasetEntry>& registry() {
-  static Registry<DatasetEntry> entries("data set");
-  return entries;
-}
-
 // The built-ins, registered as any other data set is.
 void register_builtins() {
   register_dataset({"gcide",
@@ -54,12 +49,8 @@ void register_builtins() {
 // The registry with the built-ins in it: they are registered on first use,
 // before any other data set; register_dataset reaches here again while they are.
 Registry<DatasetEntry>& filled() {
-  static bool started = false;
-  if (!started) {
-    started = true;
-    register_builtins();
-  }
-  return registry();
+  static LazyRegistry<DatasetEntry> datasets("data set", &register_builtins);
+  return datasets.get();
 }
 
 }  // namespace

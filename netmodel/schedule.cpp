@@ -15,22 +15,17 @@ namespace slowpipe::netmodel {
 
 namespace {
 
-Registry<ScheduleEntry>& table() {
-  static Registry<ScheduleEntry> entries("schedule");
-  return entries;
+void register_builtins() {
+#define SLOWPIPE_SCHEDULE(f) register_schedule(f());
+#include "netmodel/schedules/list.h"
+#undef SLOWPIPE_SCHEDULE
 }
 
 // The registry with the built-ins (schedules/list.h) in it: registered through
 // register_schedule on first use, before any other schedule.
 Registry<ScheduleEntry>& filled() {
-  static bool started = false;
-  if (!started) {
-    started = true;
-#define SLOWPIPE_SCHEDULE(f) register_schedule(f());
-#include "netmodel/schedules/list.h"
-#undef SLOWPIPE_SCHEDULE
-  }
-  return table();
+  static LazyRegistry<ScheduleEntry> schedules("schedule", &register_builtins);
+  return schedules.get();
 }
 
 }  // namespace

@@ -94,3 +94,35 @@ TEST_CASE("Registry: built-ins given to the constructor go through add") {
   using Dup = slowpipe::Registry<Thing>;
   CHECK_THROWS_AS(Dup("thing", {{"a", "one", 1}, {"a", "again", 2}}), std::logic_error);
 }
+
+namespace {
+
+int fills = 0;
+void register_thing(Thing thing);
+
+void register_builtin_things() {
+  ++fills;
+  register_thing({"one", "a built-in", 1});
+  register_thing({"two", "another built-in", 2});
+}
+
+slowpipe::Registry<Thing>& things() {
+  static slowpipe::LazyRegistry<Thing> lazy("thing", &register_builtin_things);
+  return lazy.get();
+}
+
+void register_thing(Thing thing) {
+  things().add(std::move(thing));
+}
+
+}  // namespace
+
+TEST_CASE("LazyRegistry: built-ins fill once on first use, through the family's register") {
+  CHECK(fills == 0);
+  register_thing({"outside", "added by outside code", 3});  // the first use fills first
+  CHECK(fills == 1);
+  CHECK(things().names() == std::vector<std::string>{"one", "two", "outside"});
+  CHECK(things().size() == 3);
+  CHECK(fills == 1);
+  CHECK_THROWS_AS(register_thing({"one", "again", 4}), std::logic_error);
+}
