@@ -12,24 +12,48 @@
 
 namespace slowpipe::compressors {
 
+namespace {
+
+void register_builtin_schemes() {
+  register_scheme({"direct", "CODEC or direct(CODEC)", "send C(x); no state", false, false,
+                   /*plot_label=*/"plain"});
+  register_scheme(
+      {"ef", "ef(CODEC)", "error feedback: send C(x + e), keep e = x + e - C(x + e) (sender)"});
+  register_scheme(
+      {"ef21", "ef21(CODEC)", "EF21: send C(x - g), both sides g += D(C(x - g)), output g"});
+  register_scheme({"aq", "aq(CODEC)",
+                   "AQ-SGD: per-sample fp16 buffers, send C(a - m(xi)) after warm-up epochs",
+                   /*own_warmup=*/true, /*keyed_by_sample=*/true});
+}
+
+Registry<SchemeInfo>& filled_schemes() {
+  static LazyRegistry<SchemeInfo> schemes("feedback scheme", &register_builtin_schemes);
+  return schemes.get();
+}
+
+}  // namespace
+
 const Registry<SchemeInfo>& scheme_registry() {
-  static const Registry<SchemeInfo> registry(
-      "feedback scheme",
-      {
-          {"direct", "CODEC or direct(CODEC)", "send C(x); no state"},
-          {"ef", "ef(CODEC)", "error feedback: send C(x + e), keep e = x + e - C(x + e) (sender)"},
-          {"ef21", "ef21(CODEC)", "EF21: send C(x - g), both sides g += D(C(x - g)), output g"},
-          {"aq", "aq(CODEC)",
-           "AQ-SGD: per-sample fp16 buffers, send C(a - m(xi)) after warm-up epochs",
-           /*own_warmup=*/true, /*keyed_by_sample=*/true},
-      });
-  return registry;
+  return filled_schemes();
+}
+
+void register_scheme(SchemeInfo info) {
+  filled_schemes().add(std::move(info));
+}
+
+bool is_plain_scheme(const std::string& scheme) {
+  return scheme == scheme_registry().entries().front().name;
+}
+
+std::string scheme_plot_label(const std::string& scheme) {
+  const SchemeInfo* s = scheme_registry().find(scheme);
+  return s && !s->plot_label.empty() ? s->plot_label : scheme;
 }
 
 bool is_shared(const SpecTree& tree) {
   const SpecStage& s = tree.stages.front();
-  return s.name == "topk" && !s.args.empty() && s.args.front().key.empty() &&
-         s.args.front().value == "shared";
+  const CodecInfo* c = codec_registry().find(s.name);
+  return c && c->reuses_forward_mask && c->reuses_forward_mask(s);
 }
 bool sparsifies(const SpecTree& tree) {
   const CodecInfo* c = codec_registry().find(tree.stages.front().name);
@@ -37,7 +61,7 @@ bool sparsifies(const SpecTree& tree) {
 }
 
 std::string canonical(const SpecTree& tree, const Codec& codec) {
-  return tree.scheme == "direct" ? codec.spec() : tree.scheme + "(" + codec.spec() + ")";
+  return is_plain_scheme(tree.scheme) ? codec.spec() : tree.scheme + "(" + codec.spec() + ")";
 }
 
 // Parses and checks the scheme; builds the codec.
@@ -52,7 +76,7 @@ std::unique_ptr<Codec> parse_codec(const SpecTree& tree, uint64_t seed, bool bac
       spec_error(tree.text, tree.stages.front().pos,
                  "'topk:shared' reuses the forward mask; it is only valid as a backward spec "
                  "(compress.bw)");
-    if (tree.scheme != "direct")
+    if (!is_plain_scheme(tree.scheme))
       spec_error(tree.text, tree.scheme_pos,
                  "'topk:shared' cannot be wrapped by a feedback scheme");
   }
@@ -79,15 +103,16 @@ void validate_role(const std::string& key, const std::string& spec, ChannelRole 
                    const std::string& forward_spec) {
   auto fail = [&](const std::string& why) { throw UsageError(key + " = " + spec + ": " + why); };
   SpecTree tree;
+  std::unique_ptr<Codec> codec;
   try {
     tree = parse_spec(spec);
-    parse_codec(tree, 0, /*backward=*/true);
+    codec = parse_codec(tree, 0, /*backward=*/true);
   } catch (const UsageError& e) {
     throw UsageError(key + ": " + e.what());
   }
   const bool shared = is_shared(tree);
   MatrixView view = MatrixView::kSquare;
-  if (role == ChannelRole::kGradient && tree.stages.front().name == "powersgd" &&
+  if (role == ChannelRole::kGradient && dynamic_cast<const PowerSgd*>(codec.get()) &&
       powersgd_view_given(tree.stages.front(), &view) && view != MatrixView::kSquare)
     fail(
         "gradients cross as one flat [1, N] tensor, a one-row matrix in this view, which "
@@ -129,8 +154,8 @@ std::string with_option(const SpecTree& tree, const std::string& option) {
   for (const SpecArg& a : stage.args)
     codec_text += ":" + (a.key.empty() ? a.value : a.key + "=" + a.value);
   codec_text += option;
-  return canonical_spec(tree.scheme == "direct" ? codec_text
-                                                : tree.scheme + "(" + codec_text + ")");
+  return canonical_spec(is_plain_scheme(tree.scheme) ? codec_text
+                                                     : tree.scheme + "(" + codec_text + ")");
 }
 }  // namespace
 

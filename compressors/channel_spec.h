@@ -31,8 +31,21 @@ struct SchemeInfo {
   bool own_warmup = false;
   // Keys its state by sample id: cannot carry data-parallel gradients.
   bool keyed_by_sample = false;
+  // The scheme's name in plot legends; empty: its name ("direct" is "plain").
+  std::string plot_label = "";
 };
+// Built-ins first (registered through register_scheme on first use), then
+// those added by register_scheme. The first entry is the scheme of a spec
+// written without one ("q4" is "direct(q4)"; compressors/spec.h).
 const Registry<SchemeInfo>& scheme_registry();
+// Adds a feedback scheme; the channel factories (factory.h) need one bound to
+// the same name before a channel with it is built. An empty or duplicate name
+// throws std::logic_error.
+void register_scheme(SchemeInfo info);
+// Whether `scheme` is the scheme of a spec written without one (direct).
+bool is_plain_scheme(const std::string& scheme);
+// The scheme's label in plot legends (plot_label, else its name).
+std::string scheme_plot_label(const std::string& scheme);
 
 // Validates a spec (UsageError); `backward` allows topk:shared.
 void validate_spec(const std::string& spec, bool backward);

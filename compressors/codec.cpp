@@ -6,7 +6,9 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 
 #include "common/errors.h"
 #include "compressors/cast_codecs.h"
@@ -77,45 +79,124 @@ void StageOptions::claim(const std::string& family, const SpecArg& arg) {
   claimed_.emplace_back(family, &arg);
 }
 
+namespace {
+
+// "q<digit>..." is the entry "q", listed as "q1..q8".
+std::string codec_key(const std::string& name) {
+  const bool q =
+      name.size() >= 2 && name[0] == 'q' && std::isdigit(static_cast<unsigned char>(name[1]));
+  return q ? std::string("q") : name;
+}
+
+// A fixed number of bits per element, whatever the options.
+PlotFactsFn fixed_bits(double bits) {
+  return [bits](const SpecStage&) {
+    CodecPlotFacts f;
+    f.bits = bits;
+    return f;
+  };
+}
+
+// q<b>: b bits per element (scales left out, as the plots' axis reads).
+CodecPlotFacts quantizer_facts(const SpecStage& stage) {
+  CodecPlotFacts f;
+  const std::string digits = stage.name.substr(1);
+  if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos)
+    f.bits = std::stod(digits);
+  return f;
+}
+
+// topk:K, randk:K: the kept fraction K (topk:shared: none).
+CodecPlotFacts sparsifier_facts(const SpecStage& stage) {
+  CodecPlotFacts f;
+  if (stage.args.empty() || !stage.args.front().key.empty()) return f;
+  const std::string& v = stage.args.front().value;
+  char* end = nullptr;
+  const double k = std::strtod(v.c_str(), &end);
+  if (!v.empty() && end && *end == '\0') f.keep_fraction = k;
+  return f;
+}
+
+bool topk_shared(const SpecStage& stage) {
+  return !stage.args.empty() && stage.args.front().key.empty() &&
+         stage.args.front().value == "shared";
+}
+
+void register_builtins() {
+  const auto add = [](CodecInfo info, PlotFactsFn facts) {
+    info.plot_facts = std::move(facts);
+    register_codec(std::move(info));
+  };
+  CodecInfo none{"none", "none", "fp32 as is, 4 bytes per element (a true pass-through)",
+                 make_fp32_codec, /*value_codec=*/true};
+  none.reference = true;
+  add(none, fixed_bits(32));
+  add({"fp16", "fp16", "IEEE half precision, 2 bytes per element", make_fp16_codec,
+       /*value_codec=*/true},
+      fixed_bits(16));
+  add({"bf16", "bf16", "bfloat16 (8-bit exponent), 2 bytes per element", make_bf16_codec,
+       /*value_codec=*/true},
+      fixed_bits(16));
+  add({"q", "q<1..8>[:stochastic][:tensor|row|channel|group=G][:minmax][:fp32]",
+       "uniform quantization, bit-packed; default max-abs, fp16 scale per channel, nearest",
+       make_quantizer, /*value_codec=*/true},
+      &quantizer_facts);
+  add({"sign", "sign[:row|tensor]", "1 bit per element plus an fp32 scale (mean |x|) per row",
+       make_sign_codec},
+      fixed_bits(1));
+  CodecInfo topk{"topk",
+                 "topk:K[:row|tensor] | topk:shared ; then optional +VALUES",
+                 "keep the K-fraction largest magnitudes per row; shared = reuse the forward mask",
+                 make_topk,
+                 /*value_codec=*/false,
+                 make_topk_with_values};
+  topk.reuses_forward_mask = &topk_shared;
+  add(topk, &sparsifier_facts);
+  add({"randk", "randk:K[:row|tensor][:unbiased] ; then optional +VALUES",
+       "keep a uniformly random K-fraction per row", make_randk, /*value_codec=*/false,
+       make_randk_with_values},
+      &sparsifier_facts);
+  add({"powersgd", "powersgd:R[:last|rows|square][:fp16]",
+       "PowerSGD rank R, warm-started (use ef(...) as published): (rows + cols) * R values",
+       make_powersgd},
+      nullptr);
+  add({"qsgd", "qsgd:s=S[:bucket=D]",
+       "QSGD: per bucket of D (128) an fp32 L2 norm, per element sign + stochastic level 0..S",
+       make_qsgd, /*value_codec=*/true},
+      nullptr);
+}
+
+Registry<CodecInfo>& filled() {
+  static LazyRegistry<CodecInfo> codecs(
+      "codec", &register_builtins, &codec_key,
+      [](const CodecInfo& c) { return c.name == "q" ? std::string("q1..q8") : c.name; });
+  return codecs.get();
+}
+
+}  // namespace
+
 const Registry<CodecInfo>& codec_registry() {
-  // "q<digit>..." is the entry "q", listed as "q1..q8".
-  const auto key_of = [](const std::string& name) {
-    const bool q =
-        name.size() >= 2 && name[0] == 'q' && std::isdigit(static_cast<unsigned char>(name[1]));
-    return q ? std::string("q") : name;
-  };
-  const auto label_of = [](const CodecInfo& c) {
-    return c.name == "q" ? std::string("q1..q8") : c.name;
-  };
-  static const Registry<CodecInfo> registry(
-      "codec",
-      {
-          {"none", "none", "fp32 as is, 4 bytes per element (a true pass-through)", make_fp32_codec,
-           /*value_codec=*/true},
-          {"fp16", "fp16", "IEEE half precision, 2 bytes per element", make_fp16_codec,
-           /*value_codec=*/true},
-          {"bf16", "bf16", "bfloat16 (8-bit exponent), 2 bytes per element", make_bf16_codec,
-           /*value_codec=*/true},
-          {"q", "q<1..8>[:stochastic][:tensor|row|channel|group=G][:minmax][:fp32]",
-           "uniform quantization, bit-packed; default max-abs, fp16 scale per channel, nearest",
-           make_quantizer, /*value_codec=*/true},
-          {"sign", "sign[:row|tensor]", "1 bit per element plus an fp32 scale (mean |x|) per row",
-           make_sign_codec},
-          {"topk", "topk:K[:row|tensor] | topk:shared ; then optional +VALUES",
-           "keep the K-fraction largest magnitudes per row; shared = reuse the forward mask",
-           make_topk, /*value_codec=*/false, make_sparsifier},
-          {"randk", "randk:K[:row|tensor][:unbiased] ; then optional +VALUES",
-           "keep a uniformly random K-fraction per row", make_randk, /*value_codec=*/false,
-           make_sparsifier},
-          {"powersgd", "powersgd:R[:last|rows|square][:fp16]",
-           "PowerSGD rank R, warm-started (use ef(...) as published): (rows + cols) * R values",
-           make_powersgd},
-          {"qsgd", "qsgd:s=S[:bucket=D]",
-           "QSGD: per bucket of D (128) an fp32 L2 norm, per element sign + stochastic level 0..S",
-           make_qsgd, /*value_codec=*/true},
-      },
-      key_of, label_of);
-  return registry;
+  return filled();
+}
+
+void register_codec(CodecInfo info) {
+  if (info.reference)
+    for (const CodecInfo& c : filled())
+      if (c.reference)
+        throw std::logic_error("codec " + info.name + " registered as a second reference (" +
+                               c.name + " is one)");
+  filled().add(std::move(info));
+}
+
+const CodecInfo& reference_codec() {
+  for (const CodecInfo& c : filled())
+    if (c.reference) return c;
+  throw std::logic_error("no reference codec registered");
+}
+
+CodecPlotFacts plot_facts(const SpecStage& stage) {
+  const CodecInfo* info = codec_registry().find(stage.name);
+  return info && info->plot_facts ? info->plot_facts(stage) : CodecPlotFacts{};
 }
 
 namespace {

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -95,6 +96,14 @@ using CodecFactory =
 // A sparsifier's factory for "A+B": `values` (B's codec) encodes the kept values.
 using SparsifierFactory = std::function<std::unique_ptr<Codec>(
     const SpecStage&, const CodecBuildContext&, std::unique_ptr<Codec> values)>;
+// What the summary plots read from a codec's stage (study/plot_series.h): bits
+// per element (the "bits" axis: q4 is 4, fp16 16) and the kept fraction (the
+// "k" axis: topk:0.1 is 0.1); NaN where the codec has none.
+struct CodecPlotFacts {
+  double bits = std::numeric_limits<double>::quiet_NaN();
+  double keep_fraction = std::numeric_limits<double>::quiet_NaN();
+};
+using PlotFactsFn = std::function<CodecPlotFacts(const SpecStage&)>;
 struct CodecInfo {
   std::string name;         // registry key: "q" covers q1..q8
   std::string syntax;       // "q<bits>[:stochastic][:tensor|row|channel|group=G][:minmax][:fp32]"
@@ -104,9 +113,28 @@ struct CodecInfo {
   bool value_codec = false;
   // Sparsifiers only (set: may precede '+'): builds the codec with its value codec.
   SparsifierFactory with_values = nullptr;
+  // Optional: the stage's bits and kept fraction in the summary plots.
+  PlotFactsFn plot_facts = nullptr;
+  // Whether a stage reuses the forward mask (topk:shared): valid only as a
+  // direct backward after a sparsifying forward (channel_spec.h).
+  std::function<bool(const SpecStage&)> reuses_forward_mask = nullptr;
+  // The uncompressed reference (none, fp32 as is): exactly one codec. The
+  // summary's fp32 sizes and its plots' reference line are this codec's.
+  bool reference = false;
 };
-// In listing order; "q4" finds the entry "q", listed as "q1..q8".
+// In listing order; "q4" finds the entry "q", listed as "q1..q8". Built-ins
+// first (registered through register_codec on first use), then those added by
+// register_codec.
 const Registry<CodecInfo>& codec_registry();
+// Adds a codec (e.g. from an experiment's own source file); it is then valid
+// in every spec, listed by `slowpipe codecs`. An empty or duplicate name, or a
+// second reference codec, throws std::logic_error.
+void register_codec(CodecInfo info);
+// The reference codec (`none`).
+const CodecInfo& reference_codec();
+// The plot facts of a parsed stage (NaN for a codec without plot_facts or an
+// unknown name).
+CodecPlotFacts plot_facts(const SpecStage& stage);
 
 // Builds the codec of a parsed spec's stages (the scheme is ignored).
 std::unique_ptr<Codec> make_codec(const SpecTree& tree, uint64_t seed);

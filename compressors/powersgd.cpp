@@ -363,10 +363,8 @@ bool powersgd_view_given(const SpecStage& stage, MatrixView* view) {
 }
 
 std::unique_ptr<Codec> make_powersgd(const SpecStage& stage, const CodecBuildContext& ctx) {
-  if (ctx.value_stage)
-    stage_error(ctx, stage.pos,
-                "expected a value codec after '+' (none, fp16, bf16, q1..q8, qsgd), got '" +
-                    stage.name + "' (a low-rank codec needs the whole tensor)");
+  // Never a value stage: its entry is not a value codec, so make_codec refuses
+  // it after '+' before this factory runs (listing the value codecs).
   if (stage.args.empty() || !stage.args.front().key.empty())
     stage_error(ctx, stage.args.empty() ? stage.pos + stage.name.size() : stage.args.front().pos,
                 "expected ':R' after 'powersgd' (R = rank, 1.." + std::to_string(kMaxRank) +

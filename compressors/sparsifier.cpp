@@ -251,10 +251,13 @@ std::unique_ptr<Codec> make_topk(const SpecStage& stage, const CodecBuildContext
 std::unique_ptr<Codec> make_randk(const SpecStage& stage, const CodecBuildContext& ctx) {
   return build(SparseKind::kRandk, stage, ctx, nullptr);
 }
-std::unique_ptr<Codec> make_sparsifier(const SpecStage& stage, const CodecBuildContext& ctx,
-                                       std::unique_ptr<Codec> values) {
-  SparseKind kind = stage.name == "randk" ? SparseKind::kRandk : SparseKind::kTopk;
-  return build(kind, stage, ctx, std::move(values));
+std::unique_ptr<Codec> make_topk_with_values(const SpecStage& stage, const CodecBuildContext& ctx,
+                                             std::unique_ptr<Codec> values) {
+  return build(SparseKind::kTopk, stage, ctx, std::move(values));
+}
+std::unique_ptr<Codec> make_randk_with_values(const SpecStage& stage, const CodecBuildContext& ctx,
+                                              std::unique_ptr<Codec> values) {
+  return build(SparseKind::kRandk, stage, ctx, std::move(values));
 }
 
 }  // namespace slowpipe::compressors

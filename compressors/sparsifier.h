@@ -68,8 +68,10 @@ class Sparsifier : public Codec {
 
 std::unique_ptr<Codec> make_topk(const SpecStage& stage, const CodecBuildContext& ctx);
 std::unique_ptr<Codec> make_randk(const SpecStage& stage, const CodecBuildContext& ctx);
-// Called by make_codec for "A+B": A must be a sparsifier; B encodes its values.
-std::unique_ptr<Codec> make_sparsifier(const SpecStage& stage, const CodecBuildContext& ctx,
-                                       std::unique_ptr<Codec> values);
+// Called by make_codec for "topk:K+B", "randk:K+B": B's codec encodes the kept values.
+std::unique_ptr<Codec> make_topk_with_values(const SpecStage& stage, const CodecBuildContext& ctx,
+                                             std::unique_ptr<Codec> values);
+std::unique_ptr<Codec> make_randk_with_values(const SpecStage& stage, const CodecBuildContext& ctx,
+                                              std::unique_ptr<Codec> values);
 
 }  // namespace slowpipe::compressors

@@ -4,13 +4,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <regex>
 
 #include "common/errors.h"
 #include "common/units.h"
+#include "compressors/channel_spec.h"
+#include "compressors/codec.h"
 #include "compressors/spec.h"
-#include "study/key_names.h"
 #include "netmodel/net_config.h"
+#include "study/key_names.h"
 
 namespace slowpipe::study {
 namespace {
@@ -21,7 +22,6 @@ std::string config_value(const RunStats& run, const std::string& key) {
   auto it = run.config.find(key);
   return it == run.config.end() ? std::string() : it->second;
 }
-
 
 // "k=v" for the varying keys that are not `skip`ped, joined by spaces.
 std::string other_keys(const RunGroup& group, const std::vector<std::string>& keys,
@@ -88,27 +88,14 @@ SpecInfo describe_spec(const std::string& spec) {
     return info;
   }
   if (tree.stages.empty()) return info;
-  info.scheme = tree.scheme == "direct" ? "plain" : tree.scheme;
+  info.scheme = compressors::scheme_plot_label(tree.scheme);
   const compressors::SpecStage& stage = tree.stages.front();
   info.codec = stage.name;
-  std::smatch m;
-  static const std::regex quant("q([0-9]+)");
-  if (std::regex_match(stage.name, m, quant)) {
-    info.bits = std::stod(m[1]);
-  } else if (stage.name == "fp16" || stage.name == "bf16") {
-    info.bits = 16;
-  } else if (stage.name == "sign") {
-    info.bits = 1;
-  } else if (stage.name == "none") {
-    info.bits = 32;
-  } else if ((stage.name == "topk" || stage.name == "randk") && !stage.args.empty() &&
-             stage.args.front().key.empty()) {
-    try {
-      info.k = std::stod(stage.args.front().value);
-    } catch (const std::exception&) {
-      info.k = kNaN;  // "shared"
-    }
-  }
+  const compressors::CodecPlotFacts facts = compressors::plot_facts(stage);
+  info.bits = facts.bits;
+  info.k = facts.keep_fraction;
+  const compressors::CodecInfo* codec = compressors::codec_registry().find(stage.name);
+  info.reference = codec && codec->reference;
   return info;
 }
 
@@ -138,11 +125,11 @@ std::vector<SummaryLine> metric_lines(const std::vector<RunGroup>& groups,
   for (const auto& group : groups) {
     const SpecInfo spec = describe_spec(config_value(*group.runs.front(), direction));
     const std::string others = other_keys(group, keys, skip, direction);
-    const bool uncompressed = spec.codec == "none";
+    const bool uncompressed = spec.reference;
     const double x = dimension == "bits" ? spec.bits : spec.k;
     if (!uncompressed && std::isnan(x)) continue;
     if (!uncompressed && dimension == "bits" && spec.bits >= 32) continue;
-    std::string legend = uncompressed ? "fp32 (none)" : spec.scheme;
+    std::string legend = uncompressed ? "fp32 (" + spec.codec + ")" : spec.scheme;
     if (!uncompressed && dimension == "k") legend += " " + spec.codec;
     if (!others.empty()) legend += " " + others;
     Pool& pool = uncompressed ? reference_pools[legend][0] : pools[legend][x];

@@ -22,8 +22,10 @@ std::string legend_of(const RunGroup& group, const std::vector<std::string>& key
 struct SpecInfo {
   std::string scheme;  // "plain", "ef", "ef21", "aq"; empty: not a valid spec
   std::string codec;   // first stage: "q4", "topk", "none", ...
-  double bits = 0;     // q<b>: b; fp16/bf16: 16; sign: 1; none: 32; else NaN
-  double k = 0;        // topk/randk: the fraction kept; else NaN
+  // From the codec's registry entry (compressors/codec.h, CodecPlotFacts):
+  double bits = 0;         // q<b>: b; fp16/bf16: 16; sign: 1; none: 32; else NaN
+  double k = 0;            // topk/randk: the fraction kept; else NaN
+  bool reference = false;  // the uncompressed reference codec (none)
 };
 SpecInfo describe_spec(const std::string& spec);
 
@@ -47,7 +49,7 @@ struct SummaryLine {
 // (dimension "k") of the `direction` channel (compress.fw or compress.bw): one
 // line per scheme (and per value of the varying keys beside that channel,
 // the seed and the network). Groups whose channel has no such value are left
-// out; uncompressed runs ("none") are returned in `reference` instead, one
+// out; uncompressed runs (the reference codec, none) are returned in `reference` instead, one
 // line of one point (x unused) per value of those other keys.
 std::vector<SummaryLine> metric_lines(const std::vector<RunGroup>& groups,
                                       const std::vector<std::string>& keys,
