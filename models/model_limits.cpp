@@ -18,9 +18,9 @@ namespace {
 constexpr double kFloatBytes = 4.0;
 
 const std::vector<std::string>& all_shape_keys() {
-  static const std::vector<std::string> keys = {
-      "model.layers",  "model.d_model", "model.heads",  "model.seq_len",
-      "model.channels", "model.hidden", "data.classes", "data.sample_shape"};
+  static const std::vector<std::string> keys = {"model.layers",  "model.d_model",    "model.heads",
+                                                "model.seq_len", "model.channels",   "model.hidden",
+                                                "data.classes",  "data.sample_shape"};
   return keys;
 }
 
@@ -39,8 +39,9 @@ int* int_field(ModelConfig& cfg, const std::string& key) {
   return nullptr;
 }
 
-DatasetInfo default_data(const ModelConfig& cfg) {
-  if (cfg.name == "gpt") return DatasetInfo{"text", Task::kLanguageModel, {cfg.seq_len}, 256, ""};
+// The entry's default data set; without one, 1x28x28 images of 10 classes.
+DatasetInfo default_data(const ModelEntry& entry, const ModelConfig& cfg) {
+  if (entry.default_data) return entry.default_data(cfg);
   return DatasetInfo{"fashion-mnist", Task::kClassification, {1, 28, 28}, 10, ""};
 }
 
@@ -62,7 +63,7 @@ MemoryEstimate estimate_training_memory(const ModelConfig& cfg, const MemoryBudg
   const ModelEntry& entry = find_model(cfg.name);
   MemoryEstimate e;
   if (!entry.footprint) return e;
-  const DatasetInfo data = budget.data != nullptr ? *budget.data : default_data(cfg);
+  const DatasetInfo data = budget.data != nullptr ? *budget.data : default_data(entry, cfg);
   const ModelFootprint f = entry.footprint(cfg, data);
   e.parameters = f.parameters;
   e.weight_bytes = 2.0 * kFloatBytes * f.parameters * std::max(1, budget.replicas);
@@ -90,8 +91,8 @@ std::vector<std::pair<std::string, std::string>> shape_config(const ModelConfig&
 }
 
 void check_model_memory(const ModelConfig& cfg, const MemoryBudget& budget) {
-  const double memory = static_cast<double>(
-      budget.memory_bytes > 0 ? budget.memory_bytes : physical_memory_bytes());
+  const double memory =
+      static_cast<double>(budget.memory_bytes > 0 ? budget.memory_bytes : physical_memory_bytes());
   const MemoryEstimate e = estimate_training_memory(cfg, budget);
   if (e.total_bytes() <= memory) return;
   // Name the key whose halving saves the most.
@@ -112,17 +113,16 @@ void check_model_memory(const ModelConfig& cfg, const MemoryBudget& budget) {
     }
   }
   ModelConfig copy = cfg;
-  const std::string what =
-      culprit.empty() ? "model.name=" + cfg.name
-                      : culprit + "=" + std::to_string(*int_field(copy, culprit));
-  throw UsageError(
-      what + " is too large for this machine: model.name=" + cfg.name + " with " + shape +
-      " has " + count_text(e.parameters) + " parameters and needs at least " +
-      format_bytes(e.total_bytes()) + " to train (weights and gradients " +
-      format_bytes(e.weight_bytes) + ", activations of " +
-      std::to_string(std::max<int64_t>(1, budget.batch_samples)) + " samples " +
-      format_bytes(e.activation_bytes) + "), more than its " + format_bytes(memory) +
-      " of memory" + (culprit.empty() ? "" : "; reduce " + culprit));
+  const std::string what = culprit.empty()
+                               ? "model.name=" + cfg.name
+                               : culprit + "=" + std::to_string(*int_field(copy, culprit));
+  throw UsageError(what + " is too large for this machine: model.name=" + cfg.name + " with " +
+                   shape + " has " + count_text(e.parameters) + " parameters and needs at least " +
+                   format_bytes(e.total_bytes()) + " to train (weights and gradients " +
+                   format_bytes(e.weight_bytes) + ", activations of " +
+                   std::to_string(std::max<int64_t>(1, budget.batch_samples)) + " samples " +
+                   format_bytes(e.activation_bytes) + "), more than its " + format_bytes(memory) +
+                   " of memory" + (culprit.empty() ? "" : "; reduce " + culprit));
 }
 
 void validate_model_config(const ModelConfig& cfg, const MemoryBudget& budget) {

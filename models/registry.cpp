@@ -12,40 +12,39 @@
 namespace slowpipe::models {
 namespace {
 
-Registry<ModelEntry>& registry() {
-  static Registry<ModelEntry> entries("model");
-  return entries;
-}
-
 // The built-ins, registered as any other model is.
 void register_builtins() {
+  const auto images = [](const ModelConfig&) {
+    return DatasetInfo{"fashion-mnist", Task::kClassification, {1, 28, 28}, 10, ""};
+  };
   register_model({"gpt",
                   "GPT-style byte-level decoder LM: embedding, pre-LN transformer blocks, LM head",
                   &build_gpt,
                   {"model.layers", "model.d_model", "model.heads", "model.seq_len"},
-                  &footprint_gpt});
+                  &footprint_gpt,
+                  [](const ModelConfig& cfg) {
+                    return DatasetInfo{"text", Task::kLanguageModel, {cfg.seq_len}, 256, ""};
+                  }});
   register_model(
       {"cnn",
        "residual CNN for 28x28 images: stem conv, residual blocks (one stride-2), pool+linear",
        &build_cnn,
        {"model.layers", "model.channels", "data.classes", "data.sample_shape"},
-       &footprint_cnn});
+       &footprint_cnn,
+       images});
   register_model({"mlp",
                   "multi-layer perceptron: flatten+linear+ReLU blocks, linear head",
                   &build_mlp,
                   {"model.layers", "model.hidden", "data.classes", "data.sample_shape"},
-                  &footprint_mlp});
+                  &footprint_mlp,
+                  images});
 }
 
 // The registry with the built-ins in it: they are registered on first use,
 // before any other model; register_model reaches here again while they are.
 Registry<ModelEntry>& filled() {
-  static bool started = false;
-  if (!started) {
-    started = true;
-    register_builtins();
-  }
-  return registry();
+  static LazyRegistry<ModelEntry> models("model", &register_builtins);
+  return models.get();
 }
 
 }  // namespace
@@ -59,7 +58,9 @@ std::vector<std::string> model_names() {
 }
 
 void register_model(ModelEntry entry) {
-  filled().add(std::move(entry));
+  const ModelEntry& added = filled().add(std::move(entry));
+  if (added.block_output_elements)
+    register_model_facts({added.name, added.description, added.block_output_elements});
 }
 
 const ModelEntry& find_model(const std::string& name) {

@@ -16,6 +16,7 @@
 #include "models/dataset.h"
 #include "models/model.h"
 #include "models/model_config.h"
+#include "models/model_facts.h"
 
 namespace slowpipe::models {
 
@@ -30,6 +31,7 @@ struct ModelFootprint {
   double activation_floats_per_sample = 0;  // lower bound of what backward keeps
 };
 using FootprintFn = std::function<ModelFootprint(const ModelConfig&, const DatasetInfo&)>;
+using DefaultDataFn = std::function<DatasetInfo(const ModelConfig&)>;
 
 struct ModelEntry {
   std::string name;
@@ -41,6 +43,15 @@ struct ModelEntry {
   std::vector<std::string> shape_keys = {};
   // Optional: lets validate_model_config refuse a config too large for memory.
   FootprintFn footprint = nullptr;
+  // The data set a config of this model is sized for when none is given (the
+  // memory estimate before data is loaded); nullptr: 1x28x28 images, 10
+  // classes (Fashion-MNIST).
+  DefaultDataFn default_data = nullptr;
+  // Optional, for a model added from outside: the tensor each block sends, for
+  // the summary's fp32 sizes (models/model_facts.h; register_model registers
+  // it there). Without it the summary's compression ratio is missing. The
+  // built-ins' are in model_facts.cpp, which links no libtorch.
+  BlockOutputFn block_output_elements = nullptr;
 };
 
 // Every registered model, built-ins first ("gpt", "cnn", "mlp", added through

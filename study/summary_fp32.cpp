@@ -7,12 +7,20 @@
 #include <sstream>
 #include <vector>
 
+#include "compressors/codec.h"
+#include "models/model_facts.h"
+
 namespace slowpipe::study {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kFp32Bytes = 4;
-constexpr double kImageSide = 28;  // Fashion-MNIST, the only image data set
+
+// Bytes per element of the reference codec (none: fp32, 4).
+double fp32_bytes_per_element() {
+  static const double bytes = static_cast<double>(
+      compressors::make_codec(compressors::reference_codec().name)->message_bytes({1}));
+  return bytes;
+}
 
 // The attribute as a number; NaN when absent or not a number.
 double number(const std::map<std::string, std::string>& attrs, const std::string& key) {
@@ -44,27 +52,9 @@ std::vector<int> parse_cuts(const std::string& s) {
 }  // namespace
 
 double block_output_elements(const std::map<std::string, std::string>& attrs, int block) {
-  const std::string model = text(attrs, "config.model.name");
-  const double layers = number(attrs, "config.model.layers");
-  if (std::isnan(layers) || block < 0) return kNaN;
-  if (model == "gpt") {
-    if (block > layers) return kNaN;  // the LM head's output is not sent
-    return number(attrs, "config.model.seq_len") * number(attrs, "config.model.d_model");
-  }
-  if (model == "cnn") {
-    if (block > layers) return kNaN;
-    const double c = number(attrs, "config.model.channels");
-    const int residual = block - 1;  // -1: the stem
-    const int down = static_cast<int>(layers) / 2;
-    if (residual < down) return c * kImageSide * kImageSide;
-    const double side = std::ceil(kImageSide / 2);
-    return 2 * c * side * side;
-  }
-  if (model == "mlp") {
-    if (block >= layers) return kNaN;
-    return number(attrs, "config.model.hidden");
-  }
-  return kNaN;
+  return models::block_output_elements(
+      text(attrs, "config.model.name"),
+      [&attrs](const std::string& key) { return number(attrs, key); }, block);
 }
 
 Fp32Bytes fp32_bytes_per_step(const std::map<std::string, std::string>& attrs) {
@@ -75,12 +65,13 @@ Fp32Bytes fp32_bytes_per_step(const std::map<std::string, std::string>& attrs) {
     out.fw = out.bw = kNaN;
   } else {
     for (size_t b = 1; b + 1 < cuts.size(); ++b) {
-      out.fw += kFp32Bytes * batch * block_output_elements(attrs, cuts[b] - 1);
+      out.fw += fp32_bytes_per_element() * batch * block_output_elements(attrs, cuts[b] - 1);
     }
     out.bw = out.fw;
   }
   const double replicas = number(attrs, "config.pipeline.replicas");
-  if (replicas > 1) out.grad = kFp32Bytes * number(attrs, "model.parameters") * replicas;
+  if (replicas > 1)
+    out.grad = fp32_bytes_per_element() * number(attrs, "model.parameters") * replicas;
   return out;
 }
 

@@ -2,20 +2,15 @@
 // the denominator of the summary's compression ratio (docs/summary.md).
 //
 // The log does not store tensor shapes, so they are derived from the logged
-// config and the resolved cuts, as the models build them (docs/models.md):
-// the tensor leaving block k of
-//   gpt: [B, T, C] for every block before the LM head (T = model.seq_len,
-//        C = model.d_model);
-//   cnn: the stem [B, c, H, W]; residual block i (0-based) [B, c, H, W] before
-//        block layers/2 and [B, 2c, ceil(H/2), ceil(W/2)] from it on
-//        (c = model.channels; H = W = 28, Fashion-MNIST, the only image set);
-//   mlp: [B, model.hidden].
+// config and the resolved cuts, as the models build them: each model's
+// registered facts give the tensor leaving each block (models/model_facts.h).
 // Boundary b carries the output of block cuts[b+1] - 1, for the global batch B
-// = pipeline.batch_size (all micro-batches and replicas), 4 bytes per element
-// (`none` sends exactly that: compressors/codec.h); backward sends the same
-// shape. Gradients (replicas D > 1): 4 bytes x model.parameters x D, which is
-// what grad{s}_bytes sum to with compress.grad = none. Another model, or a
-// missing key, gives NaN (the ratio is then shown as missing). No libtorch here.
+// = pipeline.batch_size (all micro-batches and replicas), at the reference
+// codec's bytes per element (`none`, 4: compressors/codec.h); backward sends
+// the same shape. Gradients (replicas D > 1): that size x model.parameters x D,
+// which is what grad{s}_bytes sum to with compress.grad = none. A model without
+// facts, or a missing key, gives NaN (the ratio is then shown as missing). No
+// libtorch here.
 #pragma once
 
 #include <map>

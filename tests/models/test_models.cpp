@@ -5,11 +5,13 @@
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "common/errors.h"
 #include "common/options.h"
 #include "matchers.h"
 #include "model_fixtures.h"
+#include "models/model_limits.h"
 #include "models/registry.h"
 
 namespace sm = slowpipe::models;
@@ -268,6 +270,47 @@ TEST_CASE("Model registry: the built-ins and a user's model go through register_
   CHECK_THROWS_WITH(sm::find_model("rnn"), Catch::Contains("'model.name'") &&
                                                Catch::Contains("unknown model 'rnn'") &&
                                                Catch::Contains("gpt, cnn, mlp"));
+}
+
+TEST_CASE("Model registry: an entry's default data set and block outputs reach the other layers") {
+  // The built-ins: gpt is sized for bytes of text, the image models for 28x28 images.
+  sm::ModelConfig gpt;
+  gpt.name = "gpt";
+  gpt.seq_len = 24;
+  const sm::DatasetInfo text = sm::find_model("gpt").default_data(gpt);
+  CHECK(text.sample_shape == std::vector<int64_t>{24});
+  CHECK(text.num_classes == 256);
+  CHECK(sm::find_model("mlp").default_data(gpt).sample_shape == std::vector<int64_t>{1, 28, 28});
+  // Every built-in has block outputs in the torch-free facts (the summary's sizes).
+  for (const char* name : {"gpt", "cnn", "mlp"}) CHECK(sm::model_facts_registry().find(name));
+
+  // A model added from outside: its default data set is what the memory check
+  // sizes it for, and its block outputs are registered for the summary.
+  sm::ModelEntry wide;
+  wide.name = "test-registry-wide";
+  wide.description = "a model whose footprint depends on the data set";
+  wide.build = [](const sm::ModelConfig& cfg, const sm::DatasetInfo& data) {
+    return sm::build_mlp(cfg, data);
+  };
+  wide.footprint = [](const sm::ModelConfig&, const sm::DatasetInfo& data) {
+    return sm::ModelFootprint{static_cast<double>(data.num_classes), 0};
+  };
+  wide.default_data = [](const sm::ModelConfig&) {
+    return sm::DatasetInfo{"wide", sm::Task::kClassification, {3}, 1000, ""};
+  };
+  wide.block_output_elements = [](const sm::ConfigNumber& number, int block) {
+    return block == 0 ? number("config.model.hidden") * 2 : std::nan("");
+  };
+  sm::register_model(wide);
+  sm::ModelConfig cfg;
+  cfg.name = "test-registry-wide";
+  CHECK(sm::estimate_training_memory(cfg).parameters == 1000);
+  const auto number = [](const std::string& key) {
+    return key == "config.model.hidden" ? 21.0 : std::nan("");
+  };
+  CHECK(sm::block_output_elements("test-registry-wide", number, 0) == 42);
+  CHECK(std::isnan(sm::block_output_elements("test-registry-wide", number, 1)));
+  CHECK(std::isnan(sm::block_output_elements("no-such-model", number, 0)));
 }
 
 TEST_CASE("loss and correct: cross-entropy and argmax hits") {
