@@ -193,20 +193,28 @@ void OptionSet::add_path(const std::string& key, std::string& field, const std::
 
 void OptionSet::add_choice(const std::string& key, std::string& field,
                            std::vector<std::string> choices, const std::string& help) {
+  add_choice(
+      key, std::move(choices), help, [&field](const std::string& v) { field = v; },
+      [&field] { return field; });
+}
+
+void OptionSet::add_choice(const std::string& key, std::vector<std::string> choices,
+                           const std::string& help, std::function<void(const std::string&)> set,
+                           std::function<std::string()> show) {
   std::string joined;
   for (const auto& c : choices) joined += (joined.empty() ? "" : "|") + c;
   const bool empty_is_a_choice = std::find(choices.begin(), choices.end(), "") != choices.end();
   add_option(make_option(
       key, help, joined,
-      [&field, key, choices, joined](const std::string& v) {
+      [set = std::move(set), key, choices, joined](const std::string& v) {
         const std::string t = trim(v);
         if (std::find(choices.begin(), choices.end(), t) == choices.end()) {
           throw UsageError("bad value for '" + key + "': '" + v + "' (expected one of " + joined +
                            ")");
         }
-        field = t;
+        set(t);
       },
-      [&field] { return field; }, empty_is_a_choice));
+      std::move(show), empty_is_a_choice));
 }
 
 void OptionSet::add_custom(const std::string& key, const std::string& type, const std::string& help,

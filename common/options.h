@@ -57,6 +57,10 @@ class OptionSet {
   // A string restricted to `choices`.
   void add_choice(const std::string& key, std::string& field, std::vector<std::string> choices,
                   const std::string& help);
+  // The same for a field of another type (an enum): `set` receives a value
+  // already checked against `choices`; `show` prints the field's name.
+  void add_choice(const std::string& key, std::vector<std::string> choices, const std::string& help,
+                  std::function<void(const std::string&)> set, std::function<std::string()> show);
   // A custom parser: `parse` throws UsageError on a bad value; `show` prints it.
   void add_custom(const std::string& key, const std::string& type, const std::string& help,
                   std::function<void(const std::string&)> parse, std::function<std::string()> show);

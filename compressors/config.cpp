@@ -2,7 +2,8 @@
 #include "compressors/config.h"
 
 #include "common/errors.h"
-#include "compressors/factory.h"
+#include "compressors/channel_spec.h"
+#include "compressors/spec.h"
 
 namespace slowpipe::compressors {
 
@@ -16,6 +17,32 @@ std::string checked(const std::string& key, const std::string& spec, bool backwa
   return spec;
 }
 }  // namespace
+
+const char* aq_store_name(AqStore store) {
+  switch (store) {
+    case AqStore::kMemory:
+      return "memory";
+    case AqStore::kDisk:
+      return "disk";
+  }
+  return "unknown";
+}
+
+AqStore parse_aq_store(const std::string& key, const std::string& text) {
+  for (AqStore s : {AqStore::kMemory, AqStore::kDisk})
+    if (text == aq_store_name(s)) return s;
+  throw UsageError("bad value for '" + key + "': '" + text + "' (expected one of memory|disk)");
+}
+
+bool uses_aq(const std::string& spec) {
+  return parse_spec(spec).scheme == "aq";
+}
+
+bool uses_aq(const CompressConfig& c, int num_boundaries) {
+  for (int b = 0; b < num_boundaries; ++b)
+    if (uses_aq(c.fw_for(b)) || uses_aq(c.bw_for(b))) return true;
+  return false;
+}
 
 std::string CompressConfig::fw_for(int boundary) const {
   auto it = fw_at.find(boundary);
@@ -89,9 +116,13 @@ void describe_options(CompressConfig& c, slowpipe::OptionSet& o) {
               "backward (activation-gradient) channel of every boundary; topk:shared reuses the "
               "forward mask");
   spec_option("compress.grad", c.grad, false, "data-parallel gradient channel, e.g. ef(topk:0.01)");
-  o.add_choice("compress.grad_sync", c.grad_sync, {"allreduce", "momentum"},
-               "what replicas exchange through compress.grad: gradients (all-reduce) or the "
-               "optimizer's momentum, sharded (AQ-SGD; docs/grad-sync.md)");
+  o.add_choice(
+      "compress.grad_sync",
+      {grad_sync_name(GradSync::kAllReduce), grad_sync_name(GradSync::kMomentum)},
+      "what replicas exchange through compress.grad: gradients (all-reduce) or the "
+      "optimizer's momentum, sharded (AQ-SGD; docs/grad-sync.md)",
+      [&c](const std::string& v) { c.grad_sync = parse_grad_sync("compress.grad_sync", v); },
+      [&c] { return std::string(grad_sync_name(c.grad_sync)); });
   o.add("compress.momentum_warmup_steps", c.momentum_warmup_steps,
         "grad_sync = momentum: first steps all-reduce uncompressed gradients (AdamW's second "
         "moment is frozen after them)",
@@ -111,8 +142,11 @@ void describe_options(CompressConfig& c, slowpipe::OptionSet& o) {
   o.add("compress.aq_warmup_epochs", c.aq_warmup_epochs,
         "AQ-SGD: epochs sent uncompressed to fill the buffers (at least compress.warmup_epochs)", 0,
         1000000);
-  o.add_choice("compress.aq_store", c.aq_store, {"memory", "disk"},
-               "AQ-SGD buffers: in memory or in a memory-mapped file");
+  o.add_choice(
+      "compress.aq_store", {aq_store_name(AqStore::kMemory), aq_store_name(AqStore::kDisk)},
+      "AQ-SGD buffers: in memory or in a memory-mapped file",
+      [&c](const std::string& v) { c.aq_store = parse_aq_store("compress.aq_store", v); },
+      [&c] { return std::string(aq_store_name(c.aq_store)); });
   o.add("compress.aq_dir", c.aq_dir, "AQ-SGD disk buffers folder (empty: system temp folder)");
 }
 

@@ -6,15 +6,28 @@
 // I = 0-based boundary index (boundary i sits between stage i and stage i+1),
 // e.g. compress.fw_at=0:q4,2:aq(q8). Specs never contain ',' so the list splits
 // on commas; each item splits at its first ':'.
+//
+// Plain C++ (library slowpipe::codecs, no libtorch): the checks use the spec
+// registries of channel_spec.h, never a built channel.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
 
+#include "common/grad_sync.h"
 #include "common/options.h"
 
 namespace slowpipe::compressors {
+
+// Where AQ-SGD keeps its per-sample buffers (compress.aq_store).
+enum class AqStore {
+  kMemory,  // "memory"
+  kDisk,    // "disk": a memory-mapped file in compress.aq_dir
+};
+const char* aq_store_name(AqStore store);
+// The value named `text`; UsageError naming `key` otherwise.
+AqStore parse_aq_store(const std::string& key, const std::string& text);
 
 struct CompressConfig {
   std::string fw = "none";    // compress.fw
@@ -25,13 +38,13 @@ struct CompressConfig {
   // replica's optimizer first moment through compress.grad, sharded across the
   // replicas parameter-server style (AQ-SGD's end-to-end compression), after
   // momentum_warmup_steps steps of "allreduce" with uncompressed gradients.
-  std::string grad_sync = "allreduce";
+  GradSync grad_sync = GradSync::kAllReduce;
   int64_t momentum_warmup_steps = 100;
   std::map<int, std::string> fw_at, bw_at;  // per-boundary overrides
   int warmup_epochs = 0;                    // every boundary channel sends fp32 in [0, W)
   int aq_warmup_epochs = 1;                 // AQ-SGD: max(warmup_epochs, aq_warmup_epochs)
-  std::string aq_store = "memory";          // memory | disk
-  std::string aq_dir;                       // "" = system temp folder
+  AqStore aq_store = AqStore::kMemory;
+  std::string aq_dir;  // "" = system temp folder
 
   std::string fw_for(int boundary) const;
   std::string bw_for(int boundary) const;
@@ -47,12 +60,18 @@ void describe_options(CompressConfig& config, slowpipe::OptionSet& options);
 // a pipeline with `num_boundaries` boundaries (stages - 1): compress.fw_at and
 // compress.bw_at name existing boundaries (0 .. num_boundaries-1); every
 // boundary's forward and backward specs suit their roles (validate_role in
-// factory.h: topk:shared needs a sparsifying forward at that boundary); and,
+// channel_spec.h: topk:shared needs a sparsifying forward at that boundary); and,
 // when `data_parallel` (replicas > 1), compress.grad can carry gradients (no
 // aq(...), no topk:shared). Throws UsageError naming the key and the boundary.
 void validate_compress_config(const CompressConfig& config, int num_boundaries, bool data_parallel);
 // The boundary-index part alone.
 void validate_boundary_overrides(const CompressConfig& config, int num_boundaries);
+
+// Whether a valid spec runs AQ-SGD (its scheme is aq, read from the parsed
+// spec); throws UsageError for a spec that does not parse.
+bool uses_aq(const std::string& spec);
+// Whether any boundary of `num_boundaries`, forward or backward, runs AQ-SGD.
+bool uses_aq(const CompressConfig& config, int num_boundaries);
 
 // "0:q4,2:q8" -> {0:"q4", 2:"q8"}; validates each spec. `key` names errors.
 std::map<int, std::string> parse_boundary_specs(const std::string& key, const std::string& text,

@@ -71,8 +71,9 @@ DistEngine::DistEngine(sim::EngineSetup setup, const sim::DistConfig& cfg,
                        const std::string& config_text)
     : setup_(std::move(setup)) {
   sim::validate(setup_.pipeline);
-  if (setup_.compress.grad_sync != "allreduce" && setup_.pipeline.replicas > 1) {
-    throw UsageError("compress.grad_sync = " + setup_.compress.grad_sync +
+  if (setup_.compress.grad_sync != GradSync::kAllReduce && setup_.pipeline.replicas > 1) {
+    throw UsageError(std::string("compress.grad_sync = ") +
+                     grad_sync_name(setup_.compress.grad_sync) +
                      ": distributed runs all-reduce gradients; run the momentum exchange in one "
                      "process (docs/grad-sync.md)");
   }

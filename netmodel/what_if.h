@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/grad_sync.h"
 #include "common/options.h"
 #include "common/registry.h"
 #include "netmodel/net_config.h"
@@ -50,16 +51,16 @@ struct WhatIfConfig {
   CodecSpecs specs;      // fp32 ("none") by default
   std::string schedule;  // "" = preset's, else gpipe
   int replicas = 1;
-  std::string device;                   // "" = preset's, else A100
-  int stages = 0;                       // 0: the shape's
-  int virtual_stages = 1;               // model chunks per stage (interleaved schedules)
-  std::string grad_sync = "allreduce";  // allreduce (ring) | momentum (sharded exchange)
-  int batch = 0;                        // 0: the shape's (samples per replica and step)
-  int microbatch_size = 0;              // 0: the shape's
-  std::string baseline = "fp32";        // fp32 | fp16 | both
-  int epochs = 0;                       // 0: preset's, else 10
-  int warmup_epochs = -1;               // every channel; < 0: preset's, else 0
-  int aq_warmup_epochs = 1;             // aq(...) channels (AQ-SGD's default)
+  std::string device;                         // "" = preset's, else A100
+  int stages = 0;                             // 0: the shape's
+  int virtual_stages = 1;                     // model chunks per stage (interleaved schedules)
+  GradSync grad_sync = GradSync::kAllReduce;  // allreduce (ring) | momentum (sharded exchange)
+  int batch = 0;                              // 0: the shape's (samples per replica and step)
+  int microbatch_size = 0;                    // 0: the shape's
+  std::string baseline = "fp32";              // fp32 | fp16 | both
+  int epochs = 0;                             // 0: preset's, else 10
+  int warmup_epochs = -1;                     // every channel; < 0: preset's, else 0
+  int aq_warmup_epochs = 1;                   // aq(...) channels (AQ-SGD's default)
   int steps_per_epoch = 100;
   std::vector<double> bandwidths_bps = {10e9, 1e9, 500e6, 300e6, 100e6};
 };

@@ -96,7 +96,7 @@ PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
         } else {
           const std::string name = "r" + std::to_string(r) + ".grad" + std::to_string(s);
           // Momentum exchange: gradients cross uncompressed during its warm-up only.
-          const bool momentum = setup_.compress.grad_sync == "momentum";
+          const bool momentum = setup_.compress.grad_sync == GradSync::kMomentum;
           rep.grad.push_back(compressors::make_channel(
               compressors::gradient_spec(momentum ? "none" : setup_.compress.grad),
               channel_context(setup_, name, static_cast<uint64_t>(r) * 4096 + 2048 + s)));

@@ -6,7 +6,7 @@
 // on the worker side), replica j averages the D decoded shards and sends the
 // average back through its server channel (error feedback on the server
 // side). Every replica then steps with the same averaged moment.
-#include <torch/torch.h>
+#include <ATen/ATen.h>
 
 #include "common/errors.h"
 #include "compressors/channel_spec.h"
@@ -29,7 +29,7 @@ std::pair<int64_t, int64_t> shard_range(int64_t n, int d, int j) {
 
 void PipelineEngine::build_momentum_channels() {
   const int C = stages(), D = replicas();
-  if (setup_.compress.grad_sync != "momentum" || D < 2) return;
+  if (setup_.compress.grad_sync != GradSync::kMomentum || D < 2) return;
   if (setup_.optim.name == "sgd" && setup_.optim.momentum == 0) {
     throw UsageError(
         "compress.grad_sync = momentum exchanges the optimizer's momentum, but optim.name = sgd "

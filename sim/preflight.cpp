@@ -147,8 +147,8 @@ void check_gradient_channel(const TrainConfig& c) {
     throw UsageError("compress.grad = " + c.compress.grad +
                      " compresses what data-parallel replicas exchange" + why);
   }
-  if (c.compress.grad_sync != "allreduce") {
-    throw UsageError("compress.grad_sync = " + c.compress.grad_sync +
+  if (c.compress.grad_sync != GradSync::kAllReduce) {
+    throw UsageError(std::string("compress.grad_sync = ") + grad_sync_name(c.compress.grad_sync) +
                      " chooses what data-parallel replicas exchange" + why);
   }
 }
@@ -158,9 +158,9 @@ void check_compression(const TrainConfig& c) {
   // Boundaries lie between model chunks (stages x virtual stages).
   const int boundaries = c.pipeline.stages * c.pipeline.virtual_stages - 1;
   compressors::validate_compress_config(c.compress, boundaries, c.pipeline.replicas > 1);
-  bool aq = false;
-  for (int b = 0; b < boundaries; ++b) aq = aq || c.compress.fw_for(b).rfind("aq(", 0) == 0;
-  if (aq && c.compress.aq_store == "disk") {
+  // Forward or backward: an AQ-SGD channel in either direction keeps buffers.
+  if (c.compress.aq_store == compressors::AqStore::kDisk &&
+      compressors::uses_aq(c.compress, boundaries)) {
     const std::string dir =
         c.compress.aq_dir.empty() ? fs::temp_directory_path().string() : c.compress.aq_dir;
     std::error_code ec;

@@ -26,6 +26,7 @@
 #include "common/errors.h"
 #include "common/units.h"
 #include "common/version.h"
+#include "compressors/config.h"
 #include "compressors/factory.h"
 #include "models/checkpoint.h"
 #include "models/data_registry.h"
@@ -114,8 +115,7 @@ void warn(const std::string& text) {
 std::string fingerprint(const ResolvedConfig& resolved) {
   uint64_t h = 1469598103934665603ULL;
   for (const auto& [k, v] : resolved) {
-    // run.out: the same log may be named by another path when resuming.
-    if (resume_may_differ(k) || k == "run.overwrite" || k == "run.out") continue;
+    if (resume_key_may_differ(k)) continue;
     for (const char ch : k + "=" + v + "\n") {
       h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
     }
@@ -166,8 +166,8 @@ std::vector<std::string> channel_lines(const TrainConfig& cfg, const StepEngine&
     }
     model.train(true);
     bool aq = false;
-    for (const auto& spec : fw) aq |= spec.rfind("aq(", 0) == 0;
-    for (const auto& spec : bw) aq |= spec.rfind("aq(", 0) == 0;
+    for (const auto& spec : fw) aq |= cx::uses_aq(spec);
+    for (const auto& spec : bw) aq |= cx::uses_aq(spec);
     const int w = cfg.compress.warmup_epochs;
     const int aq_w = std::max(w, cfg.compress.aq_warmup_epochs);
     if (w > 0)
@@ -658,8 +658,10 @@ const char* status_name(RunStatus s) {
   return "unknown";
 }
 
-bool resume_may_differ(const std::string& key) {
-  return key == "run.progress" || key == "run.flush_every" || key.rfind("run.checkpoint_", 0) == 0;
+bool resume_key_may_differ(const std::string& key) {
+  // run.out: the same log may be named by another path when resuming.
+  return key == "run.progress" || key == "run.flush_every" ||
+         key.rfind("run.checkpoint_", 0) == 0 || key == "run.out" || key == "run.overwrite";
 }
 
 TrainSummary train(const TrainConfig& cfg, const ResolvedConfig& resolved, bool resume,

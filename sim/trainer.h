@@ -53,7 +53,9 @@ TrainSummary train(const TrainConfig& config, const ResolvedConfig& resolved, bo
                    const DistEngineFactory& distributed = {});
 
 // The keys that may differ between a run and its resumption (they do not
-// change what is computed): run.progress, run.flush_every, run.checkpoint_*.
-bool resume_may_differ(const std::string& key);
+// change what is computed): run.progress, run.flush_every, run.checkpoint_*,
+// run.out (the log may be named by another path) and run.overwrite. The
+// checkpoint fingerprint, `train --resume` and a sweep's rerun skip them.
+bool resume_key_may_differ(const std::string& key);
 
 }  // namespace slowpipe::sim

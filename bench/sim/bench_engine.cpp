@@ -123,7 +123,7 @@ std::unique_ptr<slowpipe::sim::PipelineEngine> demo_engine(const char* fw, const
   s.train_samples = demo_data().size(slowpipe::models::Split::kTrain);
   s.compress.fw = fw;
   s.compress.bw = bw;
-  s.compress.aq_store = store;
+  s.compress.aq_store = slowpipe::compressors::parse_aq_store("store", store);
   return std::make_unique<slowpipe::sim::PipelineEngine>(s);
 }
 

@@ -128,7 +128,7 @@ int cmd_train(const Args& args) {
       const auto it = std::find_if(logged.begin(), logged.end(),
                                    [&k = k](const auto& kv) { return kv.first == k; });
       const std::string was = it == logged.end() ? "(unset)" : it->second;
-      if (v != was && !sim::resume_may_differ(k) && k != "run.out" && k != "run.overwrite") {
+      if (v != was && !sim::resume_key_may_differ(k)) {
         differ += (differ.empty() ? "" : ", ") + k + " = " + v + " (logged: " + was + ")";
       }
     }

@@ -129,7 +129,39 @@ TEST_CASE("Config: compress.* keys validate specs and per-boundary overrides") {
   REQUIRE_THROWS_AS(options.set("compress.bw_at", "1q4"), slowpipe::UsageError);
   REQUIRE_THROWS_AS(options.set("compress.aq_store", "tape"), slowpipe::UsageError);
   options.set("compress.aq_store", "disk");
-  REQUIRE(config.aq_store == "disk");
+  REQUIRE(config.aq_store == sc::AqStore::kDisk);
+  REQUIRE(options.get("compress.aq_store") == "disk");
+}
+
+TEST_CASE("CompressConfig: enumerated options keep their names, AQ found in both directions") {
+  sc::CompressConfig config;
+  slowpipe::OptionSet options;
+  sc::describe_options(config, options);
+  // Each enum value round-trips through its one name/parser pair and the option.
+  for (slowpipe::GradSync g : slowpipe::kGradSyncs) {
+    options.set("compress.grad_sync", slowpipe::grad_sync_name(g));
+    REQUIRE(config.grad_sync == g);
+    REQUIRE(slowpipe::parse_grad_sync("k", slowpipe::grad_sync_name(g)) == g);
+  }
+  REQUIRE(std::string(slowpipe::grad_sync_name(slowpipe::GradSync::kMomentum)) == "momentum");
+  REQUIRE(std::string(sc::aq_store_name(sc::AqStore::kMemory)) == "memory");
+  REQUIRE(error_of([&] { options.set("compress.grad_sync", "ring"); }) ==
+          "bad value for 'compress.grad_sync': 'ring' (expected one of allreduce|momentum)");
+  REQUIRE(error_of([] { sc::parse_aq_store("compress.aq_store", "tape"); }) ==
+          "bad value for 'compress.aq_store': 'tape' (expected one of memory|disk)");
+
+  // The scheme of the parsed spec, not a prefix: "aq" alone is a codec name.
+  REQUIRE(sc::uses_aq("aq(q2)"));
+  REQUIRE_FALSE(sc::uses_aq("ef(q4)"));
+  REQUIRE_FALSE(sc::uses_aq("none"));
+  REQUIRE_FALSE(sc::uses_aq(config, 3));
+  options.set("compress.bw_at", "2:aq(q4)");  // backward only, last boundary
+  REQUIRE_FALSE(sc::uses_aq(config, 2));
+  REQUIRE(sc::uses_aq(config, 3));
+  options.set("compress.bw_at", "");
+  options.set("compress.fw", "aq(q2)");
+  REQUIRE(sc::uses_aq(config, 1));
+  REQUIRE_FALSE(sc::uses_aq(config, 0));
 }
 
 TEST_CASE("Registry and inspection print what the CLI shows") {

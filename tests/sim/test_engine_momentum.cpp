@@ -25,7 +25,7 @@ EngineSetup momentum_setup(const slowpipe::models::Dataset& data, const char* op
   s.optim.lr = std::string(optim) == "sgd" ? 0.05 : 3e-3;
   s.optim.clip = 0;  // clipping is per replica in the exchange (docs/grad-sync.md)
   s.compress.grad = grad;
-  s.compress.grad_sync = "momentum";
+  s.compress.grad_sync = slowpipe::GradSync::kMomentum;
   s.compress.momentum_warmup_steps = 2;
   return s;
 }
@@ -45,7 +45,7 @@ TEST_CASE("Momentum exchange: with none it is uncompressed data parallelism (SGD
   auto data = slowpipe::test::text_data(16);
   auto exchange = momentum_setup(*data, "sgd", "none");
   auto plain = exchange;
-  plain.compress.grad_sync = "allreduce";
+  plain.compress.grad_sync = slowpipe::GradSync::kAllReduce;
   const auto a = slowpipe::test::run_steps(exchange, *data, 10);
   const auto b = slowpipe::test::run_steps(plain, *data, 10);
   REQUIRE(a.losses.size() == b.losses.size());
@@ -78,7 +78,8 @@ TEST_CASE("Momentum exchange: replicas identical after every step; bytes; the tr
           CHECK(r.grad[c].transfers == 4);
           uint64_t n = 0;
           for (size_t b = engine.cuts()[c]; b < engine.cuts()[c + 1]; ++b) {
-            for (const auto& p : engine.model(0).blocks[b]->parameters()) n += static_cast<uint64_t>(p.numel());
+            for (const auto& p : engine.model(0).blocks[b]->parameters())
+              n += static_cast<uint64_t>(p.numel());
           }
           if (std::string(grad) == "none") CHECK(r.grad[c].bytes == 4u * 4 * ((n + 1) / 2));
           if (std::string(grad) != "none") CHECK(r.grad[c].bytes < 4u * 4 * ((n + 1) / 2) / 3);
