@@ -1,5 +1,5 @@
 // `slowpipe codec --spec SPEC`: inspect one spec on a synthetic tensor (libtorch;
-// the registry listing `slowpipe codecs` is in cmd_codecs.cpp, torch-free).
+// the registry listing `slowpipe codecs` is in cmd_codec_list.cpp, torch-free).
 #include <boost/program_options.hpp>
 #include <iostream>
 

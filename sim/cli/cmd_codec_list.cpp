@@ -1,5 +1,6 @@
 // `slowpipe codecs`: the codec and feedback-scheme registries, one line each.
-// Torch-free (slowpipe::codecs): run by the light front.
+// Torch-free (slowpipe::codecs): run by the light front. Inspecting one spec
+// on a tensor, `slowpipe codec`, is in cmd_codec_inspect.cpp.
 #include <iostream>
 
 #include "common/errors.h"

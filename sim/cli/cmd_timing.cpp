@@ -1,13 +1,14 @@
-// `slowpipe timing` (what-if step time without training) and `slowpipe netsim`
-// (a generic network scenario): thin CLI layers over netmodel/.
+// `slowpipe timing`: what-if step time without training, a thin CLI layer over
+// netmodel/what_if.h with the spec checks of compressors/ (torch-free, run by
+// the light front). The generic network scenario, `slowpipe netsim`, is in
+// cmd_netsim.cpp.
 #include <boost/program_options.hpp>
 #include <iostream>
 
 #include "common/errors.h"
 #include "compressors/channel_spec.h"
-#include "compressors/spec.h"
+#include "compressors/config.h"
 #include "netmodel/net_config.h"
-#include "netmodel/netsim.h"
 #include "netmodel/what_if.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/config_args.h"
@@ -79,7 +80,7 @@ int cmd_timing(const Args& args) {
     throw UsageError("timing.fw = " + specs.forward + ", timing.bw = " + specs.backward + ": " +
                      e.what());
   }
-  if (compressors::parse_spec(specs.gradient).scheme == "aq")
+  if (compressors::uses_aq(specs.gradient))
     throw UsageError("timing.grad = " + specs.gradient +
                      ": AQ-SGD cannot carry parameter gradients");
   compressors::validate_role("timing.grad", specs.gradient, compressors::ChannelRole::kGradient);
@@ -92,27 +93,6 @@ int cmd_timing(const Args& args) {
                                   : compressors::wire_bytes(spec, shape);
   };
   netmodel::run_timing(what_if, net_config, wire, std::cout, vm.count("tsv") > 0);
-  return 0;
-}
-
-int cmd_netsim(const Args& args) {
-  po::options_description desc(
-      "usage: slowpipe netsim SCENARIO.json\n\n"
-      "Reads hosts, links, routes and flows, simulates max-min fair sharing, and\n"
-      "prints each flow's start and completion time. Options");
-  std::string path;
-  desc.add_options()("help,h", "this help")("scenario", po::value(&path), "scenario JSON file");
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
-  const po::variables_map vm = parse_command_line(args, desc, pos);
-  if (vm.count("help")) {
-    std::cout << desc
-              << "\nThe scenario format is described in docs/netmodel.md; examples are in "
-                 "experiments/netsim/.\n";
-    return 0;
-  }
-  if (path.empty()) throw UsageError("no scenario given (slowpipe netsim SCENARIO.json)");
-  netmodel::run_netsim(path, std::cout);
   return 0;
 }
 

@@ -1,0 +1,38 @@
+// `slowpipe netsim SCENARIO.json`: a generic network scenario (hosts, links,
+// routes, flows) under max-min fair sharing, a thin CLI layer over
+// netmodel/netsim.h (torch-free, run by the light front). The what-if step
+// time, `slowpipe timing`, is in cmd_timing.cpp.
+#include <boost/program_options.hpp>
+#include <iostream>
+
+#include "common/errors.h"
+#include "netmodel/netsim.h"
+#include "sim/cli/commands.h"
+#include "sim/cli/config_args.h"
+
+namespace po = boost::program_options;
+
+namespace slowpipe::cli {
+
+int cmd_netsim(const Args& args) {
+  po::options_description desc(
+      "usage: slowpipe netsim SCENARIO.json\n\n"
+      "Reads hosts, links, routes and flows, simulates max-min fair sharing, and\n"
+      "prints each flow's start and completion time. Options");
+  std::string path;
+  desc.add_options()("help,h", "this help")("scenario", po::value(&path), "scenario JSON file");
+  po::positional_options_description pos;
+  pos.add("scenario", 1);
+  const po::variables_map vm = parse_command_line(args, desc, pos);
+  if (vm.count("help")) {
+    std::cout << desc
+              << "\nThe scenario format is described in docs/netmodel.md; examples are in "
+                 "experiments/netsim/.\n";
+    return 0;
+  }
+  if (path.empty()) throw UsageError("no scenario given (slowpipe netsim SCENARIO.json)");
+  netmodel::run_netsim(path, std::cout);
+  return 0;
+}
+
+}  // namespace slowpipe::cli
