@@ -110,7 +110,7 @@ class CalibratedModel : public ComputeModel {
       std::snprintf(buf, sizeof buf,
                     "%s\n  {\"op\": \"%s\", \"chunk\": %d, \"flops\": %.17g, "
                     "\"memory_bytes\": %.17g, \"bytes\": %llu, \"raw_bytes\": %llu, ",
-                    first ? "" : ",", to_string(kind), std::get<1>(k), std::get<2>(k),
+                    first ? "" : ",", op_kind_name(kind), std::get<1>(k), std::get<2>(k),
                     std::get<3>(k), static_cast<unsigned long long>(std::get<4>(k)),
                     static_cast<unsigned long long>(std::get<5>(k)));
       os << buf;

@@ -415,7 +415,7 @@ struct Simulator::State {
     for (size_t k = 0; k < trace->ops.size(); ++k) {
       const TraceOp& op = trace->ops[k];
       const auto bad = [&](const std::string& why) {
-        throw DataError("op trace: op " + std::to_string(k) + " (" + to_string(op.kind) +
+        throw DataError("op trace: op " + std::to_string(k) + " (" + op_kind_name(op.kind) +
                         ", device " + std::to_string(op.device) + ", chunk " +
                         std::to_string(op.chunk) + ", micro-batch " +
                         std::to_string(op.microbatch) + ", replica " + std::to_string(op.replica) +
@@ -508,7 +508,7 @@ struct Simulator::State {
         const TraceOp& op = trace->ops[stream[d][cursor[d]]];
         throw DataError("op trace: replay stalled: replica " + std::to_string(op.replica) +
                         " device " + std::to_string(op.device) + " waits forever on its " +
-                        to_string(op.kind) + " of chunk " + std::to_string(op.chunk) +
+                        op_kind_name(op.kind) + " of chunk " + std::to_string(op.chunk) +
                         ", micro-batch " + std::to_string(op.microbatch) +
                         " (ops out of schedule order?)");
       }

@@ -30,7 +30,7 @@ Registry<ScheduleEntry>& filled() {
 
 }  // namespace
 
-const char* to_string(Pass pass) {
+const char* pass_name(Pass pass) {
   switch (pass) {
     case Pass::kForward:
       return "F";

@@ -30,7 +30,7 @@ enum class Pass : uint8_t {
   kBackwardInput,   // B of a split backward: the gradient w.r.t. the chunk's input
   kBackwardWeight,  // W of a split backward: the gradients of the chunk's parameters
 };
-const char* to_string(Pass pass);  // "F", "B", "B_input", "B_weight"
+const char* pass_name(Pass pass);  // "F", "B", "B_input", "B_weight"
 
 struct ScheduledOp {
   Pass pass = Pass::kForward;

@@ -3,7 +3,7 @@
 
 namespace slowpipe::netmodel {
 
-const char* to_string(OpKind kind) {
+const char* op_kind_name(OpKind kind) {
   switch (kind) {
     case OpKind::kForward:
       return "forward";

@@ -47,7 +47,7 @@ inline bool is_input_backward(OpKind k) {
   return k == OpKind::kBackward || k == OpKind::kBackwardInput;
 }
 
-const char* to_string(OpKind kind);
+const char* op_kind_name(OpKind kind);
 
 struct TraceOp {
   OpKind kind = OpKind::kForward;
