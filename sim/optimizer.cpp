@@ -11,17 +11,49 @@
 
 namespace slowpipe::sim {
 
+const Registry<OptimizerInfo>& optimizer_registry() {
+  static const Registry<OptimizerInfo> registry(
+      "optimizer",
+      {
+          {"sgd", "SGD with optim.momentum (0: plain SGD) and weight decay", OptimizerKind::kSgd},
+          {"adamw", "AdamW (optim.beta1, optim.beta2, decoupled weight decay)",
+           OptimizerKind::kAdamW},
+      });
+  return registry;
+}
+
+namespace {
+double constant_factor(double /*p*/, double /*min_ratio*/) {
+  return 1.0;
+}
+double cosine_factor(double p, double lo) {
+  return lo + (1.0 - lo) * 0.5 * (1.0 + std::cos(M_PI * p));
+}
+double linear_factor(double p, double lo) {
+  return 1.0 - (1.0 - lo) * p;
+}
+}  // namespace
+
+const Registry<LrScheduleInfo>& lr_schedule_registry() {
+  static const Registry<LrScheduleInfo> registry(
+      "learning-rate schedule",
+      {
+          {"constant", "optim.lr after warm-up", &constant_factor},
+          {"cosine", "cosine decay from optim.lr to optim.min_lr_ratio x optim.lr", &cosine_factor},
+          {"linear", "linear decay from optim.lr to optim.min_lr_ratio x optim.lr", &linear_factor},
+      });
+  return registry;
+}
+
 double learning_rate(const OptimConfig& c, int64_t step, int64_t total_steps) {
+  const LrScheduleInfo& schedule = lr_schedule_registry().at("optim.schedule", c.schedule);
   if (c.warmup_steps > 0 && step < c.warmup_steps) {
     return c.lr * static_cast<double>(step + 1) / static_cast<double>(c.warmup_steps);
   }
-  if (c.schedule == "constant") return c.lr;
   const int64_t decay_steps = std::max<int64_t>(1, total_steps - c.warmup_steps);
   const double p =
       std::min(1.0, static_cast<double>(step - c.warmup_steps) / static_cast<double>(decay_steps));
-  const double lo = c.min_lr_ratio;
-  if (c.schedule == "linear") return c.lr * (1.0 - (1.0 - lo) * p);
-  return c.lr * (lo + (1.0 - lo) * 0.5 * (1.0 + std::cos(M_PI * p)));  // cosine
+  return c.lr * schedule.factor(p, c.min_lr_ratio);
 }
 
 double clip_global_norm(const std::vector<at::Tensor>& params, double max_norm) {
@@ -41,11 +73,13 @@ double clip_global_norm(const std::vector<at::Tensor>& params, double max_norm) 
 }
 
 StageOptimizer::StageOptimizer(const OptimConfig& c, std::vector<at::Tensor> params)
-    : params_(std::move(params)), config_(c) {
-  const bool adamw = c.name != "sgd";
+    : params_(std::move(params)),
+      config_(c),
+      kind_(optimizer_registry().at("optim.name", c.name).kind) {
+  const bool adamw = kind_ == OptimizerKind::kAdamW;
   tensors_per_element_ = adamw ? 7 : c.momentum != 0 ? 5 : 3;
   flops_per_element_ = adamw ? 10 : c.momentum != 0 ? 4 : 2;
-  if (c.name == "sgd") {
+  if (!adamw) {
     opt_ = std::make_unique<torch::optim::SGD>(
         params_, torch::optim::SGDOptions(c.lr).momentum(c.momentum).weight_decay(c.weight_decay));
   } else {
@@ -114,7 +148,7 @@ State* state_of(torch::optim::Optimizer& opt, const at::Tensor& p) {
 
 bool StageOptimizer::has_moments() const {
   for (const auto& p : params_) {
-    const bool sgd = config_.name == "sgd";
+    const bool sgd = kind_ == OptimizerKind::kSgd;
     if (sgd && config_.momentum == 0) return false;  // no momentum to exchange
     if (sgd ? !state_of<torch::optim::SGDParamState>(*opt_, p)
             : !state_of<torch::optim::AdamWParamState>(*opt_, p)) {
@@ -130,7 +164,7 @@ at::Tensor StageOptimizer::next_momentum() const {
   parts.reserve(params_.size());
   for (const auto& p : params_) {
     const at::Tensor g = p.grad().defined() ? p.grad() : at::zeros_like(p);
-    if (config_.name == "sgd") {
+    if (kind_ == OptimizerKind::kSgd) {
       const auto* s = state_of<torch::optim::SGDParamState>(*opt_, p);
       at::Tensor d = config_.weight_decay != 0 ? g + config_.weight_decay * p : g;
       parts.push_back((s->momentum_buffer() * config_.momentum + d).reshape({-1}));
@@ -151,7 +185,7 @@ void StageOptimizer::step_with_momentum(const at::Tensor& mean) {
     const int64_t n = p.numel();
     const at::Tensor m = flat.narrow(0, offset, n).view(p.sizes()).to(p.device(), p.dtype());
     offset += n;
-    if (config_.name == "sgd") {
+    if (kind_ == OptimizerKind::kSgd) {
       auto* s = state_of<torch::optim::SGDParamState>(*opt_, p);
       s->momentum_buffer().copy_(m);
       p.add_(s->momentum_buffer(), -lr);

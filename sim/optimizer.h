@@ -8,8 +8,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "common/registry.h"
 #include "sim/run_config.h"
 
 namespace torch::optim {
@@ -22,7 +24,31 @@ class InputArchive;
 
 namespace slowpipe::sim {
 
-// Learning rate at optimizer step `step` (0-based) of `total_steps`.
+// The optimizers by name (optim.name; its choices are read from here). The
+// entry's kind picks the libtorch optimizer, the cost of a step and how the
+// first moment is read and set (compress.grad_sync = momentum); no other code
+// names an optimizer.
+enum class OptimizerKind { kSgd, kAdamW };
+struct OptimizerInfo {
+  std::string name;
+  std::string description;  // one line
+  OptimizerKind kind = OptimizerKind::kAdamW;
+};
+const Registry<OptimizerInfo>& optimizer_registry();
+
+// The learning-rate decays after warm-up by name (optim.schedule; its choices
+// are read from here).
+struct LrScheduleInfo {
+  std::string name;
+  std::string description;  // one line
+  // The factor of optim.lr at decay progress p in [0, 1], ending at `min_ratio`.
+  double (*factor)(double p, double min_ratio) = nullptr;
+};
+const Registry<LrScheduleInfo>& lr_schedule_registry();
+
+// Learning rate at optimizer step `step` (0-based) of `total_steps`: linear
+// warm-up over optim.warmup_steps, then optim.schedule's decay. UsageError
+// for an unknown optim.schedule.
 double learning_rate(const OptimConfig& c, int64_t step, int64_t total_steps);
 
 // Scales the gradients of `params` so that their global L2 norm is at most
@@ -70,6 +96,7 @@ class StageOptimizer {
   std::vector<at::Tensor> params_;
   OptimConfig config_;
   std::unique_ptr<torch::optim::Optimizer> opt_;
+  OptimizerKind kind_;           // from optimizer_registry(), by config_.name
   int tensors_per_element_ = 0;  // tensors streamed per parameter element
   double flops_per_element_ = 0;
 };

@@ -4,6 +4,7 @@
 #include "common/errors.h"
 #include "common/units.h"
 #include "netmodel/schedule.h"
+#include "sim/optimizer.h"
 
 namespace slowpipe::sim {
 
@@ -132,7 +133,7 @@ void validate(const PipelineConfig& c) {
 }
 
 void describe_options(OptimConfig& c, OptionSet& o) {
-  o.add_choice("optim.name", c.name, {"sgd", "adamw"}, "optimizer");
+  o.add_choice("optim.name", c.name, optimizer_registry().names(), "optimizer");
   o.add("optim.lr", c.lr, "peak learning rate", 0.0, 100.0);
   o.add("optim.momentum", c.momentum, "SGD momentum", 0.0, 1.0);
   o.add("optim.beta1", c.beta1, "AdamW beta1", 0.0, 1.0);
@@ -140,7 +141,7 @@ void describe_options(OptimConfig& c, OptionSet& o) {
   o.add("optim.weight_decay", c.weight_decay, "weight decay (decoupled for AdamW)", 0.0, 10.0);
   o.add("optim.clip", c.clip, "max global gradient norm (0 = no clipping)", 0.0, 1e9);
   o.add("optim.warmup_steps", c.warmup_steps, "linear learning-rate warm-up steps", 0);
-  o.add_choice("optim.schedule", c.schedule, {"constant", "cosine", "linear"},
+  o.add_choice("optim.schedule", c.schedule, lr_schedule_registry().names(),
                "learning-rate decay after warm-up");
   o.add("optim.min_lr_ratio", c.min_lr_ratio, "final lr as a fraction of optim.lr", 0.0, 1.0);
 }
