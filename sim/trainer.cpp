@@ -580,6 +580,16 @@ void train_one_step(Session& s) {
   if (s.can_checkpoint() && !last && s.checkpoints.due(step + 1)) checkpoint(s);
 }
 
+// An error message as the log's "error" attribute holds it: without NUL bytes
+// and cut to kMaxErrorBytes (an attribute holds at most about 60 KB; a
+// message that long is a dump, not a reason).
+std::string error_attribute(std::string text) {
+  constexpr size_t kMaxErrorBytes = 16000;
+  text.erase(std::remove(text.begin(), text.end(), '\0'), text.end());
+  if (text.size() > kMaxErrorBytes) text = text.substr(0, kMaxErrorBytes) + " ... (cut)";
+  return text;
+}
+
 // The step loop, until the last step or a signal, then the final evaluation.
 // A diverged run ends with its status; any other error marks the log failed
 // and is rethrown.
@@ -607,13 +617,13 @@ void run_steps(Session& s) {
     s.progress.finish();
     summary.status = RunStatus::kDiverged;
     summary.message = e.what();
-    log.set_attribute("error", summary.message);
+    log.set_attribute("error", error_attribute(summary.message));
     s.progress.message("slowpipe train: diverged: " + summary.message);
   } catch (const std::exception& e) {
     s.progress.finish();
     log.set_attribute("status", "failed");
     const auto* c10 = dynamic_cast<const c10::Error*>(&e);
-    log.set_attribute("error", c10 ? c10->what_without_backtrace() : e.what());
+    log.set_attribute("error", error_attribute(c10 ? c10->what_without_backtrace() : e.what()));
     log.flush();
     throw;
   }
