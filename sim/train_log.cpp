@@ -1,6 +1,7 @@
 // The train and eval table schemas (see train_log.h).
 #include "sim/train_log.h"
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 
@@ -131,6 +132,13 @@ void Heartbeat::beat(RunLog& log, bool force) {
   log.flush();
   last_ = now;
   written_ = true;
+}
+
+std::string error_attribute(std::string text) {
+  constexpr size_t kMaxErrorBytes = 16000;
+  text.erase(std::remove(text.begin(), text.end(), '\0'), text.end());
+  if (text.size() > kMaxErrorBytes) text = text.substr(0, kMaxErrorBytes) + " ... (cut)";
+  return text;
 }
 
 }  // namespace slowpipe::sim

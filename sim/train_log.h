@@ -81,4 +81,9 @@ class Heartbeat {
   bool written_ = false;
 };
 
+// An error message as the log's "error" attribute holds it: without NUL bytes
+// and cut to 16,000 bytes (an attribute holds at most about 60 KB; a message
+// that long is a dump, not a reason).
+std::string error_attribute(std::string text);
+
 }  // namespace slowpipe::sim

@@ -580,16 +580,6 @@ void train_one_step(Session& s) {
   if (s.can_checkpoint() && !last && s.checkpoints.due(step + 1)) checkpoint(s);
 }
 
-// An error message as the log's "error" attribute holds it: without NUL bytes
-// and cut to kMaxErrorBytes (an attribute holds at most about 60 KB; a
-// message that long is a dump, not a reason).
-std::string error_attribute(std::string text) {
-  constexpr size_t kMaxErrorBytes = 16000;
-  text.erase(std::remove(text.begin(), text.end(), '\0'), text.end());
-  if (text.size() > kMaxErrorBytes) text = text.substr(0, kMaxErrorBytes) + " ... (cut)";
-  return text;
-}
-
 // The step loop, until the last step or a signal, then the final evaluation.
 // A diverged run ends with its status; any other error marks the log failed
 // and is rethrown.
