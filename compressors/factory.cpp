@@ -70,22 +70,43 @@ struct SchemeChannel {
 
 }  // namespace
 
-const SchemeFactory& scheme_factory(const std::string& name) {
-  static const Registry<SchemeChannel> factories = [] {
-    Registry<SchemeChannel> f("channel factory");
-    f.add({"direct", plain_factory<DirectChannel>()});
-    f.add({"ef", plain_factory<EfChannel>()});
-    f.add({"ef21", plain_factory<Ef21Channel>()});
-    f.add({"aq", &make_aq});
-    // One factory per registered scheme, and no other.
-    for (const SchemeInfo& s : scheme_registry())
-      if (!f.find(s.name)) throw std::logic_error("scheme '" + s.name + "' has no channel factory");
-    if (f.size() != scheme_registry().size())
-      throw std::logic_error("a channel factory names a scheme missing from scheme_registry()");
-    return f;
+namespace {
+
+// The built-in schemes' factories, then those of register_scheme_channel.
+Registry<SchemeChannel>& factory_table() {
+  static Registry<SchemeChannel> f = [] {
+    Registry<SchemeChannel> t("channel factory");
+    t.add({"direct", plain_factory<DirectChannel>()});
+    t.add({"ef", plain_factory<EfChannel>()});
+    t.add({"ef21", plain_factory<Ef21Channel>()});
+    t.add({"aq", &make_aq});
+    for (const SchemeChannel& c : t)
+      if (!scheme_registry().find(c.name))
+        throw std::logic_error("channel factory '" + c.name + "' names no registered scheme");
+    return t;
   }();
-  const SchemeChannel* entry = factories.find(name);
-  if (!entry) throw std::logic_error("no channel factory for scheme '" + name + "'");
+  return f;
+}
+
+}  // namespace
+
+void register_scheme_channel(const std::string& name, SchemeFactory make) {
+  if (!scheme_registry().find(name)) {
+    throw std::logic_error("register_scheme_channel('" + name +
+                           "'): register the scheme first (register_scheme)");
+  }
+  if (factory_table().find(name)) {
+    throw std::logic_error("scheme '" + name + "' already has a channel factory");
+  }
+  factory_table().add({name, std::move(make)});
+}
+
+const SchemeFactory& scheme_factory(const std::string& name) {
+  const SchemeChannel* entry = factory_table().find(name);
+  if (!entry) {
+    throw std::logic_error("no channel factory for scheme '" + name +
+                           "' (register_scheme_channel)");
+  }
   return entry->make;
 }
 

@@ -39,12 +39,16 @@ struct ChannelContext {
 
 // The channel factory of each scheme of scheme_registry() (channel_spec.h),
 // bound by name: the names, syntax, descriptions and flags live there alone
-// (that registry links no libtorch). Throws std::logic_error when a registered
-// scheme has no factory or a factory no registered scheme (a programming
-// error, found by the first call).
+// (that registry links no libtorch). Throws std::logic_error when the scheme
+// has no factory, or a built-in factory names no registered scheme (a
+// programming error).
 using SchemeFactory = std::function<std::unique_ptr<Channel>(
     const SpecTree&, std::unique_ptr<Codec>, const ChannelContext&)>;
 const SchemeFactory& scheme_factory(const std::string& name);
+// Binds a factory to a scheme that outside code added with register_scheme
+// (channel_spec.h); std::logic_error when the scheme is not registered or
+// already has one.
+void register_scheme_channel(const std::string& name, SchemeFactory make);
 
 // Builds a channel. Throws UsageError for a bad spec. `topk:shared` is refused
 // here: it only exists as the backward half of a boundary (make_boundary).

@@ -348,7 +348,8 @@ TEST_CASE("Codec registry: patterns, roles and the names in messages come from t
   REQUIRE(msg("topk:0.1+powersgd:2").find("got 'powersgd'") != std::string::npos);
   REQUIRE(error_of([] {
             sc::validate_spec("foo(q4)", false);
-          }).find("expected a feedback scheme (direct, ef, ef21, aq), got 'foo'") !=
+          }).find("expected a feedback scheme (direct, ef, ef21, aq") != std::string::npos);
+  REQUIRE(error_of([] { sc::validate_spec("foo(q4)", false); }).find("got 'foo'") !=
           std::string::npos);
 }
 
