@@ -30,7 +30,8 @@ std::pair<int64_t, int64_t> shard_range(int64_t n, int d, int j) {
 void PipelineEngine::build_momentum_channels() {
   const int C = stages(), D = replicas();
   if (setup_.compress.grad_sync != GradSync::kMomentum || D < 2) return;
-  if (setup_.optim.name == "sgd" && setup_.optim.momentum == 0) {
+  const OptimizerInfo& optimizer = optimizer_registry().at("optim.name", setup_.optim.name);
+  if (optimizer.kind == OptimizerKind::kSgd && setup_.optim.momentum == 0) {
     throw UsageError(
         "compress.grad_sync = momentum exchanges the optimizer's momentum, but optim.name = sgd "
         "with optim.momentum = 0 has none");

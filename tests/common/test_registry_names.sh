@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Registries own their names (docs/codec-spec.md, "Adding a codec";
 # docs/models.md, "Adding a model"): no library source outside a registry
-# compares a name, codec or model variable with a built-in codec or model name
+# compares a name, codec or model variable with a built-in codec, model or
+# optimizer name
 # (`model == "gpt"`, `stage.name == "topk"`, `"none" != codec`). Such a switch
 # is a property that belongs in the family's registry entry: a new entry would
 # silently miss it. Usage: test_registry_names.sh SOURCE_DIR
@@ -12,11 +13,11 @@
 # benchmarks and fuzzers may name what they test.
 set -u
 src=${1:?usage: test_registry_names.sh SOURCE_DIR}
-names='none|fp16|bf16|q[0-9]*|sign|topk|randk|powersgd|qsgd|gpt|cnn|mlp'
+names='none|fp16|bf16|q[0-9]*|sign|topk|randk|powersgd|qsgd|gpt|cnn|mlp|sgd|adamw'
 var='[A-Za-z_.>-]*\b(name|codec|model)(\(\))?'
 pattern="${var}[[:space:]]*[!=]=[[:space:]]*\"(${names})\"|\"(${names})\"[[:space:]]*[!=]=[[:space:]]*${var}"
 # The registries themselves, where each name is defined.
-registries='^(compressors/codec\.cpp|compressors/channel_spec\.cpp|models/registry\.cpp|models/model_facts\.cpp|models/data_registry\.cpp):'
+registries='^(sim/optimizer\.cpp|compressors/codec\.cpp|compressors/channel_spec\.cpp|models/registry\.cpp|models/model_facts\.cpp|models/data_registry\.cpp):'
 
 # Controls: the pattern finds the switches it exists to catch, and passes a
 # comparison of an option value.
