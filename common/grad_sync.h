@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/errors.h"
+#include "common/options.h"
 
 namespace slowpipe {
 
@@ -34,6 +35,15 @@ inline GradSync parse_grad_sync(const std::string& key, const std::string& text)
     if (text == grad_sync_name(g)) return g;
   throw UsageError("bad value for '" + key + "': '" + text +
                    "' (expected one of allreduce|momentum)");
+}
+
+// Binds `g` to the choice option `key` (compress.grad_sync, timing.grad_sync).
+inline void add_grad_sync_option(OptionSet& o, const std::string& key, GradSync& g,
+                                 const std::string& help) {
+  o.add_choice(
+      key, {grad_sync_name(GradSync::kAllReduce), grad_sync_name(GradSync::kMomentum)}, help,
+      [&g, key](const std::string& v) { g = parse_grad_sync(key, v); },
+      [&g] { return std::string(grad_sync_name(g)); });
 }
 
 }  // namespace slowpipe

@@ -116,13 +116,10 @@ void describe_options(CompressConfig& c, slowpipe::OptionSet& o) {
               "backward (activation-gradient) channel of every boundary; topk:shared reuses the "
               "forward mask");
   spec_option("compress.grad", c.grad, false, "data-parallel gradient channel, e.g. ef(topk:0.01)");
-  o.add_choice(
-      "compress.grad_sync",
-      {grad_sync_name(GradSync::kAllReduce), grad_sync_name(GradSync::kMomentum)},
+  add_grad_sync_option(
+      o, "compress.grad_sync", c.grad_sync,
       "what replicas exchange through compress.grad: gradients (all-reduce) or the "
-      "optimizer's momentum, sharded (AQ-SGD; docs/grad-sync.md)",
-      [&c](const std::string& v) { c.grad_sync = parse_grad_sync("compress.grad_sync", v); },
-      [&c] { return std::string(grad_sync_name(c.grad_sync)); });
+      "optimizer's momentum, sharded (AQ-SGD; docs/grad-sync.md)");
   o.add("compress.momentum_warmup_steps", c.momentum_warmup_steps,
         "grad_sync = momentum: first steps all-reduce uncompressed gradients (AdamW's second "
         "moment is frozen after them)",

@@ -157,13 +157,9 @@ void describe_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
       },
       [&c] { return schedule_of(c); });
   o.add("timing.replicas", c.replicas, "data-parallel replicas (ring all-reduce)", 1, 4096);
-  o.add_choice(
-      "timing.grad_sync",
-      {grad_sync_name(GradSync::kAllReduce), grad_sync_name(GradSync::kMomentum)},
-      "replicas' exchange: ring all-reduce, or the sharded exchange of AQ-SGD's "
-      "momentum compression (timing.grad sizes both; docs/grad-sync.md)",
-      [&c](const std::string& v) { c.grad_sync = parse_grad_sync("timing.grad_sync", v); },
-      [&c] { return std::string(grad_sync_name(c.grad_sync)); });
+  add_grad_sync_option(o, "timing.grad_sync", c.grad_sync,
+                       "replicas' exchange: ring all-reduce, or the sharded exchange of AQ-SGD's "
+                       "momentum compression (timing.grad sizes both; docs/grad-sync.md)");
   o.add_custom(
       "timing.device", "choice",
       "device of the synthetic compute times (" + device_presets().known() +
