@@ -5,7 +5,7 @@
 // one); a crash, a hang or any other exception is a bug in our readers or in
 // the HDF5 library under them. Inputs are not filtered: the readers themselves
 // check an older log's variable-length strings (global heap) before HDF5 reads
-// them (sim/runlog_raw_check.cpp), and new logs hold none.
+// them (runlog/runlog_raw_check.cpp), and new logs hold none.
 #include <unistd.h>
 
 #include <cstddef>
@@ -16,8 +16,8 @@
 #include <string>
 
 #include "common/errors.h"
-#include "sim/export.h"
-#include "sim/runlog.h"
+#include "runlog/export.h"
+#include "runlog/runlog.h"
 
 namespace {
 

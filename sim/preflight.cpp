@@ -18,7 +18,7 @@
 #include "models/model_limits.h"
 #include "netmodel/replay.h"
 #include "netmodel/synthetic_trace.h"
-#include "sim/runlog.h"
+#include "runlog/runlog.h"
 
 namespace slowpipe::sim {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "runlog/runlog.h"
 #include "sim/engine.h"
-#include "sim/runlog.h"
 
 namespace slowpipe::sim {
 
@@ -68,7 +68,7 @@ std::map<std::string, double> make_row(const std::vector<Column<Record>>& cols, 
 // and flushed when a run starts and after a step once kHeartbeatEvery_s have
 // passed since the last one. A run killed without a word (SIGKILL, its host
 // gone) keeps `status = running`; readers tell it from a live run by the
-// heartbeat's age (sim/export.h, docs/hdf5-schema.md).
+// heartbeat's age (runlog/export.h, docs/hdf5-schema.md).
 constexpr double kHeartbeatEvery_s = 10;
 
 class Heartbeat {

@@ -10,7 +10,7 @@
 
 #include "common/errors.h"
 #include "netmodel/compute_model.h"
-#include "sim/runlog.h"
+#include "runlog/runlog.h"
 #include "study/plot_gnuplot.h"
 #include "study/plot_series.h"
 #include "study/summary_columns.h"

@@ -10,8 +10,8 @@
 #include <regex>
 
 #include "common/errors.h"
-#include "sim/export.h"
-#include "sim/runlog.h"
+#include "runlog/export.h"
+#include "runlog/runlog.h"
 #include "study/summary_columns.h"
 #include "study/summary_fp32.h"
 
@@ -187,7 +187,7 @@ RunStats read_run_stats(const std::string& path, const SummaryOptions& options) 
     throw DataError(path + ": not a slowpipe run log (it has no config.* attributes)");
   }
   const sim::Table train = read_or_data_error(path, [&] { return sim::read_table(path, "train"); });
-  // A `running` log with a stale heartbeat says so (sim/export.h).
+  // A `running` log with a stale heartbeat says so (runlog/export.h).
   double longest_step_s = 0;
   if (train.has_column("step_time_s"))
     for (double x : train.column("step_time_s"))

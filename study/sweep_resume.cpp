@@ -3,7 +3,7 @@
 
 #include <filesystem>
 
-#include "sim/runlog.h"
+#include "runlog/runlog.h"
 #include "sim/trainer.h"
 
 namespace slowpipe::study {

@@ -5,10 +5,10 @@
 #include <iostream>
 
 #include "common/errors.h"
+#include "runlog/export.h"
+#include "runlog/runlog.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/config_args.h"
-#include "sim/export.h"
-#include "sim/runlog.h"
 
 namespace po = boost::program_options;
 
@@ -36,7 +36,7 @@ int cmd_export(const Args& args) {
   } else if (vm.count("blob")) {
     std::cout << sim::read_text(path, vm["blob"].as<std::string>());
   } else if (vm.count("attrs")) {
-    // `status` as readers show it: a dead run's `running` says so (sim/export.h).
+    // `status` as readers show it: a dead run's `running` says so (runlog/export.h).
     const std::string status = sim::display_status(path);
     for (const auto& [k, v] : sim::read_attributes(path))
       std::cout << k << "\t" << (k == "status" ? status : v) << "\n";

@@ -10,10 +10,10 @@
 
 #include "common/errors.h"
 #include "dist/dist_engine.h"
+#include "runlog/runlog.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/config_args.h"
 #include "sim/kernel_policy.h"
-#include "sim/runlog.h"
 #include "sim/trainer.h"
 
 namespace po = boost::program_options;

@@ -12,10 +12,10 @@
 
 #include "dist/dist_engine.h"
 #include "dist/launch.h"
-#include "sim/export.h"
-#include "sim/runlog.h"
+#include "runlog/export.h"
+#include "runlog/runlog.h"
 #include "sim/train_log.h"
-#include "tests/sim/runlog_scratch.h"
+#include "tests/runlog/runlog_scratch.h"
 
 namespace sd = slowpipe::dist;
 namespace ss = slowpipe::sim;

@@ -16,7 +16,7 @@
 #include "common/errors.h"
 #include "compressors/factory.h"
 #include "engine_fixture.h"
-#include "sim/runlog.h"
+#include "runlog/runlog.h"
 #include "sim/shard_sampler.h"
 #include "sim/trainer.h"
 

@@ -16,7 +16,7 @@
 
 #include "compressors/factory.h"
 #include "engine_fixture.h"
-#include "sim/runlog.h"
+#include "runlog/runlog.h"
 #include "sim/trainer.h"
 
 namespace sim = slowpipe::sim;

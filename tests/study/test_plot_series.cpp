@@ -3,11 +3,11 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "sim/runlog.h"
+#include "runlog/runlog.h"
 #include "study/plot_figures.h"
 #include "study/plot_series.h"
 #include "study/summary_inputs.h"
-#include "tests/sim/runlog_scratch.h"
+#include "tests/runlog/runlog_scratch.h"
 
 namespace st = slowpipe::study;
 using Catch::Detail::Approx;

@@ -7,11 +7,11 @@
 #include <sstream>
 
 #include "common/errors.h"
-#include "sim/runlog.h"
+#include "runlog/runlog.h"
 #include "study/summary_fp32.h"
 #include "study/summary_inputs.h"
 #include "study/summary_table.h"
-#include "tests/sim/runlog_scratch.h"
+#include "tests/runlog/runlog_scratch.h"
 
 namespace sp = slowpipe;
 namespace st = slowpipe::study;

@@ -6,18 +6,18 @@
 #include <filesystem>
 #include <fstream>
 
-#include "sim/runlog.h"
+#include "runlog/runlog.h"
 #include "study/sweep_resume.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using slowpipe::study::decide_point;
 using slowpipe::study::LogState;
-using slowpipe::study::Resolved;
 using slowpipe::study::PointAction;
 using slowpipe::study::PointDecision;
-using slowpipe::study::decide_point;
 using slowpipe::study::read_log_state;
+using slowpipe::study::Resolved;
 
 const Resolved kWanted = {{"compress.fw", "q4"},     {"run.checkpoint_every", "auto"},
                           {"run.out", "/a/b.h5"},    {"run.overwrite", "false"},

@@ -1,6 +1,6 @@
 // `slowpipe export` helpers: TSV of one table, and a plot label from the run's
 // own attributes (see export.h). The CLI wiring lives with the CLI.
-#include "sim/export.h"
+#include "runlog/export.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/runlog.h"
+#include "runlog/runlog.h"
 
 namespace slowpipe::sim {
 

@@ -11,9 +11,9 @@
 #include <sstream>
 
 #include "common/errors.h"
-#include "sim/export.h"
+#include "runlog/export.h"
+#include "runlog/runlog.h"
 #include "runlog_scratch.h"
-#include "sim/runlog.h"
 
 namespace fs = std::filesystem;
 using slowpipe::DataError;

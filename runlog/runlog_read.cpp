@@ -18,8 +18,8 @@
 #include <limits>
 
 #include "common/errors.h"
-#include "sim/runlog.h"
-#include "sim/runlog_tables.h"
+#include "runlog/runlog.h"
+#include "runlog/runlog_tables.h"
 
 namespace slowpipe::sim {
 namespace {

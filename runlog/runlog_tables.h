@@ -1,7 +1,7 @@
 // Private to the run-log sources (runlog.cpp, runlog_read.cpp,
 // runlog_raw_check.cpp): the stored layout of one table, read and checked once
 // for the readers and for RunLog::reopen(), and the guard in front of an older
-// log's variable-length strings. Not part of the public API (sim/runlog.h).
+// log's variable-length strings. Not part of the public API (runlog/runlog.h).
 #pragma once
 
 #include <H5Cpp.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/runlog.h"
+#include "runlog/runlog.h"
 
 namespace slowpipe::sim::detail {
 

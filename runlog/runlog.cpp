@@ -25,7 +25,7 @@
 // and a table is cut by lowering its "rows" attribute, flushed at once; the
 // cut rows' data stays in the datasets until appends overwrite it (readers
 // never look past "rows") or a clean close trims the extent.
-#include "sim/runlog.h"
+#include "runlog/runlog.h"
 
 #include <H5Cpp.h>
 
@@ -40,7 +40,7 @@
 #include <utility>
 
 #include "common/errors.h"
-#include "sim/runlog_tables.h"
+#include "runlog/runlog_tables.h"
 
 namespace slowpipe::sim {
 namespace {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "sim/runlog.h"
-#include "tests/sim/runlog_scratch.h"
+#include "runlog/runlog.h"
+#include "tests/runlog/runlog_scratch.h"
 
 namespace fs = std::filesystem;
 using slowpipe::DataError;

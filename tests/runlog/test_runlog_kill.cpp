@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <filesystem>
 
-#include "sim/runlog.h"
+#include "runlog/runlog.h"
 
 namespace fs = std::filesystem;
 

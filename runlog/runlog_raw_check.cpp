@@ -43,7 +43,7 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "sim/runlog_tables.h"
+#include "runlog/runlog_tables.h"
 
 namespace slowpipe::sim::detail {
 namespace {

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/runlog.h"
+#include "runlog/runlog.h"
 
 namespace fs = std::filesystem;
 

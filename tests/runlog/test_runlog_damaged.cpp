@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "common/errors.h"
-#include "sim/export.h"
-#include "sim/runlog.h"
+#include "runlog/export.h"
+#include "runlog/runlog.h"
 
 namespace fs = std::filesystem;
 using slowpipe::DataError;

@@ -15,8 +15,8 @@
 #include <map>
 
 #include "common/errors.h"
+#include "runlog/runlog.h"
 #include "runlog_scratch.h"
-#include "sim/runlog.h"
 
 namespace fs = std::filesystem;
 using slowpipe::DataError;
