@@ -101,7 +101,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr double kCleanEndExtra_s = 30;
-// slowpipe train's status after SIGINT/SIGTERM, a clean end too (sim/cli/commands.h).
+// slowpipe train's status after SIGINT/SIGTERM, a clean end too (cli/commands.h).
 constexpr int kExitInterrupted = 130;
 
 // One worker: its pid, its stderr pipe (ranks 1..), the partial line read so

@@ -8,7 +8,7 @@
 # Chrome/Perfetto timeline of one AQ-SGD step.
 set -euo pipefail
 build="${1:-build}"
-bin="$build/sim/slowpipe"
+bin="$build/bin/slowpipe"
 out=results/demo
 sweep="$out/finetune"
 mkdir -p "$out"

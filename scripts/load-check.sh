@@ -18,7 +18,7 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-bin="$root/build/sim/slowpipe"
+bin="$root/build/bin/slowpipe"
 steps=60
 repeat=1
 burners="$(nproc)"
@@ -47,8 +47,10 @@ stop_burners() {
   pids=()
 }
 trap 'stop_burners; [[ -n "$keep" ]] && mkdir -p "$keep" && cp "$out"/*.h5 "$keep"/; rm -rf "$out"' EXIT
-# A copy of the binary: a rebuild during the check must not change it.
+# A copy of the binaries: a rebuild during the check must not change them.
+# The front hands `train` to slowpipe-torch beside it (docs/cli-startup.md).
 cp "$bin" "$out/slowpipe"
+[[ -x "$(dirname "$bin")/slowpipe-torch" ]] && cp "$(dirname "$bin")/slowpipe-torch" "$out/"
 bin="$out/slowpipe"
 start_burners() {
   for _ in $(seq "$burners"); do

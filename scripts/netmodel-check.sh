@@ -5,13 +5,13 @@
 # queue: scripts/shaped-net.sh) at each rate, fp32 and compressed. Prints the
 # median measured step time (dist_step_time_s), the median simulated one
 # (sim_step_time_s) for the same steps, and their ratio. Root only.
-#   scripts/netmodel-check.sh [--bin build/sim/slowpipe] [--steps N] [--rates "100mbit 1gbit"]
+#   scripts/netmodel-check.sh [--bin build/bin/slowpipe] [--steps N] [--rates "100mbit 1gbit"]
 #                             [--compute calibrated|measured] [--out DIR]
 # docs/distributed.md explains the workload and what the gap is made of.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-bin="$here/../build/sim/slowpipe"
+bin="$here/../build/bin/slowpipe"
 steps=30
 rates="100mbit 1gbit"
 compute=calibrated

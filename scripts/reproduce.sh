@@ -11,7 +11,7 @@
 set -euo pipefail
 build="${1:?usage: scripts/reproduce.sh BUILD_DIR [NAME...]}"
 shift
-bin="$build/sim/slowpipe"
+bin="$build/bin/slowpipe"
 scale="${SCALE:-1}"
 jobs="${JOBS:-$(nproc)}"
 names=("$@")

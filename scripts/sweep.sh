@@ -2,10 +2,10 @@
 # A thin wrapper around `slowpipe sweep` (sweep files, resume, -j, --emit-jobs:
 # docs/sweep.md), for those used to calling a script.
 #
-#   scripts/sweep.sh [--bin build/sim/slowpipe] SWEEP.ini [slowpipe sweep options...]
+#   scripts/sweep.sh [--bin build/bin/slowpipe] SWEEP.ini [slowpipe sweep options...]
 set -euo pipefail
 
-bin="build/sim/slowpipe"
+bin="build/bin/slowpipe"
 if [ "${1:-}" = "--bin" ]; then
   bin="$2"
   shift 2

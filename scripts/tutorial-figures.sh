@@ -4,7 +4,7 @@
 # tutorial shows beside its figure.
 #   scripts/tutorial-figures.sh BUILD_DIR
 set -euo pipefail
-bin="${1:-build}/sim/slowpipe"
+bin="${1:-build}/bin/slowpipe"
 r=results/reproduce
 img=docs/img
 mkdir -p "$img"

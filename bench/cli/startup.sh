@@ -12,7 +12,7 @@
 set -euo pipefail
 target="${1:-build}"
 n="${2:-20}"
-if [ -f "$target" ]; then bin=$(realpath "$target"); else bin=$(realpath "$target/sim/slowpipe"); fi
+if [ -f "$target" ]; then bin=$(realpath "$target"); else bin=$(realpath "$target/bin/slowpipe"); fi
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

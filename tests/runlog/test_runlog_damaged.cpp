@@ -291,7 +291,7 @@ TEST_CASE("readers: null strings and multi-valued attributes from a damaged file
                     Catch::Contains("attribute 'sim_time_s' holds 3 values, expected one"));
 }
 
-// The argument checks every command shares (sim/cli/config_args.h), through the
+// The argument checks every command shares (cli/config_args.h), through the
 // real binary: nothing given on the command line is ignored.
 TEST_CASE("slowpipe commands refuse stray arguments and explicitly empty values") {
   const std::string tool = SLOWPIPE_RUNLOG_TOOL;

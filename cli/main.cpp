@@ -20,10 +20,10 @@
 #include <new>
 #include <string>
 
+#include "cli/commands.h"
+#include "cli/handoff.h"
 #include "common/errors.h"
 #include "common/version.h"
-#include "sim/cli/commands.h"
-#include "sim/cli/handoff.h"
 
 namespace {
 

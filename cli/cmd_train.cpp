@@ -8,11 +8,11 @@
 #include <iostream>
 #include <map>
 
+#include "cli/commands.h"
+#include "cli/config_args.h"
 #include "common/errors.h"
 #include "dist/dist_engine.h"
 #include "runlog/runlog.h"
-#include "sim/cli/commands.h"
-#include "sim/cli/config_args.h"
 #include "sim/kernel_policy.h"
 #include "sim/trainer.h"
 

@@ -3,9 +3,9 @@
 // on a tensor, `slowpipe codec`, is in cmd_codec_inspect.cpp.
 #include <iostream>
 
+#include "cli/commands.h"
 #include "common/errors.h"
 #include "compressors/channel_spec.h"
-#include "sim/cli/commands.h"
 
 namespace slowpipe::cli {
 

@@ -1,5 +1,5 @@
 // The front's hand-off to slowpipe-torch; see handoff.h.
-#include "sim/cli/handoff.h"
+#include "cli/handoff.h"
 
 #include <unistd.h>
 

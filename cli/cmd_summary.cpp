@@ -5,9 +5,9 @@
 #include <cmath>
 #include <iostream>
 
+#include "cli/commands.h"
+#include "cli/config_args.h"
 #include "common/errors.h"
-#include "sim/cli/commands.h"
-#include "sim/cli/config_args.h"
 #include "study/summary_inputs.h"
 #include "study/summary_table.h"
 

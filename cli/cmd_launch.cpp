@@ -4,9 +4,9 @@
 // after a failure; the workers check every option themselves.
 #include <iostream>
 
+#include "cli/commands.h"
 #include "common/options.h"
 #include "dist/launch.h"
-#include "sim/cli/commands.h"
 #include "sim/train_config.h"
 
 namespace slowpipe::cli {

@@ -9,9 +9,9 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli/commands.h"
+#include "cli/config_args.h"
 #include "common/errors.h"
-#include "sim/cli/commands.h"
-#include "sim/cli/config_args.h"
 #include "study/sweep_process.h"
 #include "study/sweep_runner.h"
 #include "study/verdict_claim.h"

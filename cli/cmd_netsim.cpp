@@ -5,10 +5,10 @@
 #include <boost/program_options.hpp>
 #include <iostream>
 
+#include "cli/commands.h"
+#include "cli/config_args.h"
 #include "common/errors.h"
 #include "netmodel/netsim.h"
-#include "sim/cli/commands.h"
-#include "sim/cli/config_args.h"
 
 namespace po = boost::program_options;
 

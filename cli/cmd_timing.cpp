@@ -5,13 +5,13 @@
 #include <boost/program_options.hpp>
 #include <iostream>
 
+#include "cli/commands.h"
+#include "cli/config_args.h"
 #include "common/errors.h"
 #include "compressors/channel_spec.h"
 #include "compressors/config.h"
 #include "netmodel/net_config.h"
 #include "netmodel/what_if.h"
-#include "sim/cli/commands.h"
-#include "sim/cli/config_args.h"
 
 namespace po = boost::program_options;
 

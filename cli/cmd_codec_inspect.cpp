@@ -3,11 +3,11 @@
 #include <boost/program_options.hpp>
 #include <iostream>
 
+#include "cli/commands.h"
+#include "cli/config_args.h"
 #include "common/errors.h"
 #include "common/options.h"
 #include "compressors/inspect.h"
-#include "sim/cli/commands.h"
-#include "sim/cli/config_args.h"
 
 namespace po = boost::program_options;
 

@@ -4,11 +4,11 @@
 #include <boost/program_options.hpp>
 #include <iostream>
 
+#include "cli/commands.h"
+#include "cli/config_args.h"
 #include "common/errors.h"
 #include "runlog/export.h"
 #include "runlog/runlog.h"
-#include "sim/cli/commands.h"
-#include "sim/cli/config_args.h"
 
 namespace po = boost::program_options;
 
