@@ -279,23 +279,13 @@ void FlowNetwork::extend_component(size_t from) {
   }
 }
 
-void FlowNetwork::fill(double now_s) {
-  const uint64_t fixed = ++fill_stamp_;
-  Filling* const filling = filling_.data();
+// Fast path: a class that shares none of its resources with another class
+// splits its path's smallest capacity (the common case of a pipeline). It
+// is the only class on each of its resources, the first one included.
+void FlowNetwork::fix_alone_classes(double now_s) {
+  const uint64_t fixed = fill_stamp_;
+  const Filling* const filling = filling_.data();
   const uint32_t* const paths = class_paths_.data();
-  // Every flow crossing a resource of the component is in the component.
-  for (uint32_t r : resource_queue_) {
-    filling[r].left_bps = resources_[r].capacity_bps;
-    filling[r].unfixed = resources_[r].active;
-  }
-  // A class that crosses nothing is unconstrained; it is only ever a seed
-  // (no resource joins it to anything), and its rate never changes after.
-  for (uint32_t c : seed_classes_) {
-    if (classes_[c].path_len == 0 && !classes_[c].members.empty()) fix_class(c, kInfinite, now_s);
-  }
-  // Fast path: a class that shares none of its resources with another class
-  // splits its path's smallest capacity (the common case of a pipeline). It
-  // is the only class on each of its resources, the first one included.
   for (uint32_t r : resource_queue_) {
     if (resources_[r].classes.size() != 1) continue;
     const uint32_t c = resources_[r].classes.front();
@@ -311,6 +301,22 @@ void FlowNetwork::fill(double now_s) {
     }
     if (alone) fix_class(c, cap / n, now_s);
   }
+}
+
+void FlowNetwork::fill(double now_s) {
+  const uint64_t fixed = ++fill_stamp_;
+  Filling* const filling = filling_.data();
+  // Every flow crossing a resource of the component is in the component.
+  for (uint32_t r : resource_queue_) {
+    filling[r].left_bps = resources_[r].capacity_bps;
+    filling[r].unfixed = resources_[r].active;
+  }
+  // A class that crosses nothing is unconstrained; it is only ever a seed
+  // (no resource joins it to anything), and its rate never changes after.
+  for (uint32_t c : seed_classes_) {
+    if (classes_[c].path_len == 0 && !classes_[c].members.empty()) fix_class(c, kInfinite, now_s);
+  }
+  fix_alone_classes(now_s);
   live_.clear();
   for (uint32_t r : resource_queue_) {
     if (filling[r].unfixed > 0) live_.push_back(r);

@@ -91,7 +91,10 @@ std::vector<LinkOverride> parse_link_overrides(const std::string& key, const std
   return out;
 }
 
-void describe_options(NetConfig& c, slowpipe::OptionSet& o) {
+namespace {
+
+// The keys of a link: preset, bandwidth, latency, jitter, efficiency, overhead.
+void describe_link_options(NetConfig& c, slowpipe::OptionSet& o) {
   o.add_custom(
       "net.preset", "choice",
       "named network (" + net_presets().known() + "); net.bandwidth/latency override it",
@@ -134,6 +137,10 @@ void describe_options(NetConfig& c, slowpipe::OptionSet& o) {
       [&c] {
         return c.overhead_s > 0 ? format_duration(c.overhead_s) : format_bytes(c.overhead_bytes);
       });
+}
+
+// The keys of the cluster: compute model, seed, hosts, NICs, per-link overrides.
+void describe_cluster_options(NetConfig& c, slowpipe::OptionSet& o) {
   o.add("net.compute", c.compute,
         "compute-time model: analytic:DEVICE (roofline plus launch floor on a named device; "
         "deterministic, the same on any host) | calibrated[:W[:min|median]] (per-op seconds of "
@@ -159,6 +166,13 @@ void describe_options(NetConfig& c, slowpipe::OptionSet& o) {
         c.links = v;
       },
       [&c] { return c.links; });
+}
+
+}  // namespace
+
+void describe_options(NetConfig& c, slowpipe::OptionSet& o) {
+  describe_link_options(c, o);
+  describe_cluster_options(c, o);
 }
 
 double effective_bandwidth_bps(const NetConfig& c) {

@@ -30,31 +30,37 @@ struct FlowPaths {
   std::vector<uint32_t> of_flow;  // index into `unique`, per flow
 };
 
-// The resources of every link direction and the path of every flow.
-FlowPaths build_paths(const Scenario& sc, FlowNetwork& net) {
-  constexpr uint32_t kDown = ~0u;
+constexpr uint32_t kDown = ~0u;
+
+// The resources of every link direction, and the walk of a route over them.
+struct LinkResources {
   // Per link: [forward (a->b), backward (b->a)]; half duplex shares one.
   std::map<std::string, std::pair<uint32_t, uint32_t>> res;
   std::map<std::string, const ScenarioLink*> by_name;
-  for (const auto& l : sc.links) {
-    const double cap = l.bandwidth_bps * sc.efficiency;
-    by_name[l.name] = &l;
-    if (!(cap > 0)) {
-      res[l.name] = {kDown, kDown};
-      continue;
+
+  LinkResources(const Scenario& sc, FlowNetwork& net) {
+    for (const auto& l : sc.links) {
+      const double cap = l.bandwidth_bps * sc.efficiency;
+      by_name[l.name] = &l;
+      if (!(cap > 0)) {
+        res[l.name] = {kDown, kDown};
+        continue;
+      }
+      const uint32_t fwd = net.add_resource(l.name + ":" + l.host_a + "->" + l.host_b, cap);
+      const uint32_t bwd =
+          l.full_duplex ? net.add_resource(l.name + ":" + l.host_b + "->" + l.host_a, cap) : fwd;
+      res[l.name] = {fwd, bwd};
     }
-    const uint32_t fwd = net.add_resource(l.name + ":" + l.host_a + "->" + l.host_b, cap);
-    const uint32_t bwd =
-        l.full_duplex ? net.add_resource(l.name + ":" + l.host_b + "->" + l.host_a, cap) : fwd;
-    res[l.name] = {fwd, bwd};
   }
-  auto walk = [&](const std::string& from, const std::vector<std::string>& names) {
+
+  // The path from host `from` over the links `names`, in order.
+  Path walk(const std::string& from, const std::vector<std::string>& names) const {
     Path p;
     std::string at = from;
     for (const auto& n : names) {
       const ScenarioLink& l = *by_name.at(n);
       const bool forward = l.host_a == at;
-      const uint32_t r = forward ? res[n].first : res[n].second;
+      const uint32_t r = forward ? res.at(n).first : res.at(n).second;
       if (r == kDown) {
         p.down = true;
       } else {
@@ -64,28 +70,46 @@ FlowPaths build_paths(const Scenario& sc, FlowNetwork& net) {
       at = forward ? l.host_b : l.host_a;
     }
     return p;
-  };
-  std::map<std::pair<std::string, std::string>, const ScenarioRoute*> routes;
-  for (const auto& r : sc.routes) routes.emplace(std::make_pair(r.from, r.to), &r);
-  std::map<std::pair<std::string, std::string>, const ScenarioLink*> direct;
-  for (const auto& l : sc.links) {
-    direct.emplace(std::make_pair(l.host_a, l.host_b), &l);
-    direct.emplace(std::make_pair(l.host_b, l.host_a), &l);
   }
-  auto path_of = [&](const ScenarioFlow& f) {
-    if (auto it = routes.find({f.from, f.to}); it != routes.end()) {
-      return walk(f.from, it->second->links);
+};
+
+// A flow's route: its pair's route (either way round), else the direct link.
+class Router {
+ public:
+  Router(const Scenario& sc, const LinkResources& links) : sc_(sc), links_(links) {
+    for (const auto& r : sc.routes) routes_.emplace(std::make_pair(r.from, r.to), &r);
+    for (const auto& l : sc.links) {
+      direct_.emplace(std::make_pair(l.host_a, l.host_b), &l);
+      direct_.emplace(std::make_pair(l.host_b, l.host_a), &l);
     }
-    if (auto back = routes.find({f.to, f.from}); back != routes.end()) {
+  }
+
+  Path path_of(const ScenarioFlow& f) const {
+    if (auto it = routes_.find({f.from, f.to}); it != routes_.end()) {
+      return links_.walk(f.from, it->second->links);
+    }
+    if (auto back = routes_.find({f.to, f.from}); back != routes_.end()) {
       const auto& names = back->second->links;
-      return walk(f.from, {names.rbegin(), names.rend()});
+      return links_.walk(f.from, {names.rbegin(), names.rend()});
     }
-    if (auto d = direct.find({f.from, f.to}); d != direct.end()) {
-      return walk(f.from, {d->second->name});
+    if (auto d = direct_.find({f.from, f.to}); d != direct_.end()) {
+      return links_.walk(f.from, {d->second->name});
     }
-    throw UsageError(sc.source + ": flow '" + f.name + "': no route from '" + f.from + "' to '" +
+    throw UsageError(sc_.source + ": flow '" + f.name + "': no route from '" + f.from + "' to '" +
                      f.to + "'");
-  };
+  }
+
+ private:
+  const Scenario& sc_;
+  const LinkResources& links_;
+  std::map<std::pair<std::string, std::string>, const ScenarioRoute*> routes_;
+  std::map<std::pair<std::string, std::string>, const ScenarioLink*> direct_;
+};
+
+// The resources of every link direction and the path of every flow.
+FlowPaths build_paths(const Scenario& sc, FlowNetwork& net) {
+  const LinkResources links(sc, net);
+  const Router router(sc, links);
   std::unordered_map<std::string, uint64_t> host_id;
   for (const auto& h : sc.hosts) host_id.emplace(h, host_id.size());
   auto id_of = [&](const std::string& h) {
@@ -98,7 +122,7 @@ FlowPaths build_paths(const Scenario& sc, FlowNetwork& net) {
   for (const auto& f : sc.flows) {
     const uint64_t key = id_of(f.from) << 32 | id_of(f.to);
     auto [it, added] = pair_path.emplace(key, static_cast<uint32_t>(out.unique.size()));
-    if (added) out.unique.push_back(path_of(f));
+    if (added) out.unique.push_back(router.path_of(f));
     out.of_flow.push_back(it->second);
   }
   return out;

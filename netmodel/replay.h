@@ -39,6 +39,7 @@
 namespace slowpipe::netmodel {
 
 class ComputeModel;
+class StepLoop;
 
 struct OpTiming {
   // forward/backward/optimizer: compute interval; send: first bit on the wire
@@ -104,10 +105,9 @@ class Simulator {
   std::string compute_description() const;
 
  private:
-  struct State;
   NetConfig config_;
   std::unique_ptr<ComputeModel> compute_;
-  std::unique_ptr<State> state_;
+  std::unique_ptr<StepLoop> loop_;  // remade when the stages or replicas change
   uint64_t rng_state_;
   double elapsed_s_ = 0;
   uint64_t steps_ = 0;

@@ -1,6 +1,8 @@
 // Trace skeletons from schedules; shapes and FLOPs from model_shape.h.
 #include "netmodel/synthetic_trace.h"
 
+#include <memory>
+
 #include "common/errors.h"
 #include "netmodel/schedule.h"
 
@@ -68,12 +70,12 @@ StepTrace build_trace(const std::string& schedule, int stages, int microbatches,
                      replicas, fill);
 }
 
-StepTrace make_synthetic_trace(const ModelShape& device_shape, const std::string& schedule,
-                               int replicas, const CodecSpecs& specs, const WireBytesFn& wire_bytes,
-                               const DevicePreset& device, int virtual_stages) {
+namespace {
+
+// The layers cut into stages x virtual stages chunks (one per stage without
+// interleaving); the shape's own per-stage layers need v = 1.
+ModelShape chunked_shape(const ModelShape& device_shape, int virtual_stages) {
   check_model_shape(device_shape);
-  // The layers are cut into stages x virtual stages chunks (one per stage
-  // without interleaving); the shape's own per-stage layers need v = 1.
   ModelShape shape = device_shape;
   if (virtual_stages > 1) {
     if (!shape.stage_layers.empty()) {
@@ -83,9 +85,12 @@ StepTrace make_synthetic_trace(const ModelShape& device_shape, const std::string
     shape.stages = device_shape.stages * virtual_stages;
     check_model_shape(shape);
   }
-  const int M = shape.batch / shape.microbatch_size;
-  // Each micro-batch of each stage and replica is a handful of trace ops of
-  // ~100 bytes: refuse a step too large to hold before building it.
+  return shape;
+}
+
+// Each micro-batch of each stage and replica is a handful of trace ops of
+// ~100 bytes: refuse a step too large to hold before building it.
+void check_trace_size(const ModelShape& shape, int M, int replicas) {
   const double ops = static_cast<double>(replicas) * shape.stages * (4.0 * M + 2.0);
   if (ops > kMaxSyntheticOps) {
     throw UsageError("model shape '" + shape.name + "': " + std::to_string(shape.stages) +
@@ -96,60 +101,84 @@ StepTrace make_synthetic_trace(const ModelShape& device_shape, const std::string
                      " one replay holds; use fewer, larger micro-batches (timing.microbatch) or a "
                      "smaller timing.batch");
   }
-  const std::vector<int64_t> boundary = {shape.microbatch_size, shape.seq,
-                                         shape.hidden};  // [b, T, d]
-  const uint64_t act_bytes = wire_bytes(specs.forward, boundary);
-  const uint64_t grad_bytes = wire_bytes(specs.backward, boundary);
-  const int chunks = shape.stages;
-  const uint64_t act_raw = 4ull * static_cast<uint64_t>(shape.microbatch_size * shape.seq *
-                                                        shape.hidden);  // fp32 [b, T, d]
-  std::vector<double> fwd(chunks), params(chunks);
-  std::vector<uint64_t> reduce_bytes(chunks);
-  for (int s = 0; s < chunks; ++s) {
-    fwd[s] = forward_flops(shape, s);
-    params[s] = stage_parameters(shape, s);
-    reduce_bytes[s] = wire_bytes(specs.gradient, {static_cast<int64_t>(params[s])});  // [P_s]
+}
+
+// What each op of a chunk carries: FLOPs, kernels, memory traffic, wire and
+// raw bytes, and the device's analytic seconds.
+class ChunkCosts {
+ public:
+  ChunkCosts(const ModelShape& shape, const CodecSpecs& specs, const WireBytesFn& wire_bytes,
+             const DevicePreset& device)
+      : shape_(shape),
+        fwd_(shape.stages),
+        params_(shape.stages),
+        reduce_bytes_(shape.stages),
+        // compute_s: the device's analytic seconds, what calibrated, measured and
+        // scaled replay; the analytic models recompute them from the same fields.
+        analytic_(make_compute_model("analytic:" + device.name, "timing.device")) {
+    const std::vector<int64_t> boundary = {shape.microbatch_size, shape.seq,
+                                           shape.hidden};  // [b, T, d]
+    act_bytes_ = wire_bytes(specs.forward, boundary);
+    grad_bytes_ = wire_bytes(specs.backward, boundary);
+    act_raw_ = 4ull * static_cast<uint64_t>(shape.microbatch_size * shape.seq *
+                                            shape.hidden);  // fp32 [b, T, d]
+    for (int s = 0; s < shape.stages; ++s) {
+      fwd_[s] = forward_flops(shape, s);
+      params_[s] = stage_parameters(shape, s);
+      reduce_bytes_[s] = wire_bytes(specs.gradient, {static_cast<int64_t>(params_[s])});  // [P_s]
+    }
   }
-  // compute_s: the device's analytic seconds, what calibrated, measured and
-  // scaled replay; the analytic models recompute them from the same fields.
-  const auto analytic = make_compute_model("analytic:" + device.name, "timing.device");
-  const auto sched = make_schedule(schedule, device_shape.stages, M, virtual_stages);
-  return build_trace(sched, schedule, replicas, [&](TraceOp& op) {
+
+  void fill(TraceOp& op) const {
     const int c = op.chunk;
     switch (op.kind) {
       case OpKind::kForward:
-        op.flops = fwd[c];
-        op.kernels = forward_kernels(shape, c);
-        break;
-      case OpKind::kBackward:
-        op.flops = 2 * fwd[c];
-        op.kernels = 2 * forward_kernels(shape, c);
-        break;
       case OpKind::kBackwardInput:  // a split backward: input and weight halves
       case OpKind::kBackwardWeight:
-        op.flops = fwd[c];
-        op.kernels = forward_kernels(shape, c);
+        op.flops = fwd_[c];
+        op.kernels = forward_kernels(shape_, c);
+        break;
+      case OpKind::kBackward:
+        op.flops = 2 * fwd_[c];
+        op.kernels = 2 * forward_kernels(shape_, c);
         break;
       case OpKind::kOptimizer:  // AdamW: ~10 FLOPs and 7 fp32 tensors per parameter
-        op.flops = 10 * params[c];
-        op.memory_bytes = 28 * params[c];
-        op.kernels = parameter_tensors(shape, c);
+        op.flops = 10 * params_[c];
+        op.memory_bytes = 28 * params_[c];
+        op.kernels = parameter_tensors(shape_, c);
         break;
       case OpKind::kSendActivation:
-        op.bytes = act_bytes;
-        op.raw_bytes = act_raw;
-        break;
       case OpKind::kSendGradient:
-        op.bytes = grad_bytes;
-        op.raw_bytes = act_raw;
+        op.bytes = op.kind == OpKind::kSendActivation ? act_bytes_ : grad_bytes_;
+        op.raw_bytes = act_raw_;
         break;
       case OpKind::kAllReduce:
-        op.bytes = reduce_bytes[c];
-        op.raw_bytes = 4 * static_cast<uint64_t>(params[c]);
+        op.bytes = reduce_bytes_[c];
+        op.raw_bytes = 4 * static_cast<uint64_t>(params_[c]);
         break;
     }
-    op.compute_s = analytic->compute_s(op);
-  });
+    op.compute_s = analytic_->compute_s(op);
+  }
+
+ private:
+  const ModelShape& shape_;
+  std::vector<double> fwd_, params_;
+  std::vector<uint64_t> reduce_bytes_;
+  uint64_t act_bytes_ = 0, grad_bytes_ = 0, act_raw_ = 0;
+  std::unique_ptr<ComputeModel> analytic_;
+};
+
+}  // namespace
+
+StepTrace make_synthetic_trace(const ModelShape& device_shape, const std::string& schedule,
+                               int replicas, const CodecSpecs& specs, const WireBytesFn& wire_bytes,
+                               const DevicePreset& device, int virtual_stages) {
+  const ModelShape shape = chunked_shape(device_shape, virtual_stages);
+  const int M = shape.batch / shape.microbatch_size;
+  check_trace_size(shape, M, replicas);
+  const ChunkCosts costs(shape, specs, wire_bytes, device);
+  const auto sched = make_schedule(schedule, device_shape.stages, M, virtual_stages);
+  return build_trace(sched, schedule, replicas, [&](TraceOp& op) { costs.fill(op); });
 }
 
 }  // namespace slowpipe::netmodel

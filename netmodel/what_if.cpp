@@ -124,7 +124,10 @@ int parse_count(const std::string& key, const std::string& v, int min) {
 
 }  // namespace
 
-void describe_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
+namespace {
+
+// The keys of the step: preset, model, codecs, schedule, replicas, device, sizes.
+void describe_step_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
   const std::string shapes = model_shapes().known();
   const std::string scheds = schedule_registry().known();
   const std::string presets = ", " + timing_presets().known();
@@ -175,6 +178,10 @@ void describe_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
   o.add("timing.batch", c.batch, "samples per replica and step (0: the shape's)", 0, 1 << 24);
   o.add("timing.microbatch", c.microbatch_size, "samples per micro-batch (0: the shape's)", 0,
         1 << 20);
+}
+
+// The keys of the comparison and the whole run: baseline, epochs, warm-ups, bandwidths.
+void describe_run_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
   o.add_choice("timing.baseline", c.baseline, {"fp32", "fp16", "both"},
                "uncompressed baseline the speed-up is against: fp32 or fp16 messages, or both");
   o.add_custom(
@@ -203,6 +210,13 @@ void describe_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
       });
 }
 
+}  // namespace
+
+void describe_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
+  describe_step_options(c, o);
+  describe_run_options(c, o);
+}
+
 CodecSpecs baseline_specs(const std::string& baseline) {
   if (baseline != "fp32" && baseline != "fp16") {
     throw UsageError("bad value for 'timing.baseline': '" + baseline + "' (fp32, fp16 or both)");
@@ -211,54 +225,53 @@ CodecSpecs baseline_specs(const std::string& baseline) {
   return CodecSpecs{spec, spec, spec};
 }
 
-ResolvedWhatIf resolve_what_if(const WhatIfConfig& c) {
-  ResolvedWhatIf r;
+namespace {
+
+// The shape after the preset and the stage, batch and micro-batch overrides.
+ModelShape resolve_shape(const WhatIfConfig& c) {
   const TimingPreset* preset = preset_of(c);
-  r.shape = !c.model.empty()    ? find_model_shape("timing.model", c.model)
-            : preset != nullptr ? preset->shape
-                                : find_model_shape("timing.model", "gpt2-xl");
-  if (c.stages > 0 && c.stages != r.shape.stages) {
-    r.shape.stages = c.stages;
-    r.shape.stage_layers.clear();  // a preset's split no longer fits: even split
+  ModelShape shape = !c.model.empty()    ? find_model_shape("timing.model", c.model)
+                     : preset != nullptr ? preset->shape
+                                         : find_model_shape("timing.model", "gpt2-xl");
+  if (c.stages > 0 && c.stages != shape.stages) {
+    shape.stages = c.stages;
+    shape.stage_layers.clear();  // a preset's split no longer fits: even split
   }
-  if (c.batch > 0) r.shape.batch = c.batch;
-  if (c.microbatch_size > 0) r.shape.microbatch_size = c.microbatch_size;
+  if (c.batch > 0) shape.batch = c.batch;
+  if (c.microbatch_size > 0) shape.microbatch_size = c.microbatch_size;
   try {
-    check_model_shape(r.shape);
+    check_model_shape(shape);
   } catch (const UsageError& e) {
-    throw UsageError("timing.stages = " + std::to_string(r.shape.stages) +
-                     ", timing.batch = " + std::to_string(r.shape.batch) +
-                     ", timing.microbatch = " + std::to_string(r.shape.microbatch_size) + ": " +
+    throw UsageError("timing.stages = " + std::to_string(shape.stages) +
+                     ", timing.batch = " + std::to_string(shape.batch) + ", timing.microbatch = " +
+                     std::to_string(shape.microbatch_size) + ": " + e.what());
+  }
+  return shape;
+}
+
+// Virtual stages need an interleaved schedule and layers enough for every chunk.
+void resolve_virtual_stages(const WhatIfConfig& c, ResolvedWhatIf& r) {
+  if (c.virtual_stages <= 1) return;
+  if (!r.shape.stage_layers.empty()) r.shape.stage_layers.clear();  // even split into chunks
+  if (!find_schedule(r.schedule).virtual_stages) {
+    throw UsageError("timing.virtual_stages = " + std::to_string(c.virtual_stages) +
+                     " needs an interleaved schedule (timing.schedule = interleaved), not '" +
+                     r.schedule + "'");
+  }
+  ModelShape chunks = r.shape;
+  chunks.stages *= c.virtual_stages;
+  try {
+    check_model_shape(chunks);
+  } catch (const UsageError& e) {
+    throw UsageError("timing.virtual_stages = " + std::to_string(c.virtual_stages) + ": " +
                      e.what());
   }
-  r.schedule = schedule_of(c);
-  if (c.virtual_stages > 1) {
-    if (!r.shape.stage_layers.empty()) r.shape.stage_layers.clear();  // even split into chunks
-    if (!find_schedule(r.schedule).virtual_stages) {
-      throw UsageError("timing.virtual_stages = " + std::to_string(c.virtual_stages) +
-                       " needs an interleaved schedule (timing.schedule = interleaved), not '" +
-                       r.schedule + "'");
-    }
-    ModelShape chunks = r.shape;
-    chunks.stages *= c.virtual_stages;
-    try {
-      check_model_shape(chunks);
-    } catch (const UsageError& e) {
-      throw UsageError("timing.virtual_stages = " + std::to_string(c.virtual_stages) + ": " +
-                       e.what());
-    }
-  }
-  r.device = find_device("timing.device", device_of(c)).name;
-  if (c.baseline == "both") {
-    r.baselines = {"fp32", "fp16"};
-  } else {
-    baseline_specs(c.baseline);  // validates
-    r.baselines = {c.baseline};
-  }
-  r.epochs = epochs_of(c);
-  // As in training (compress.warmup_epochs, compress.aq_warmup_epochs): the
-  // boundary channels warm up, an aq(...) channel for the larger of the two;
-  // the gradient all-reduce compresses from the first step.
+}
+
+// As in training (compress.warmup_epochs, compress.aq_warmup_epochs): the
+// boundary channels warm up, an aq(...) channel for the larger of the two;
+// the gradient all-reduce compresses from the first step.
+void resolve_warmup(const WhatIfConfig& c, ResolvedWhatIf& r) {
   const int all = warmup_of(c);
   const std::string* specs[2] = {&c.specs.forward, &c.specs.backward};
   for (int k = 0; k < 2; ++k) {
@@ -274,6 +287,24 @@ ResolvedWhatIf resolve_what_if(const WhatIfConfig& c) {
     }
   }
   r.warmup[2] = 0;
+}
+
+}  // namespace
+
+ResolvedWhatIf resolve_what_if(const WhatIfConfig& c) {
+  ResolvedWhatIf r;
+  r.shape = resolve_shape(c);
+  r.schedule = schedule_of(c);
+  resolve_virtual_stages(c, r);
+  r.device = find_device("timing.device", device_of(c)).name;
+  if (c.baseline == "both") {
+    r.baselines = {"fp32", "fp16"};
+  } else {
+    baseline_specs(c.baseline);  // validates
+    r.baselines = {c.baseline};
+  }
+  r.epochs = epochs_of(c);
+  resolve_warmup(c, r);
   return r;
 }
 
@@ -402,6 +433,25 @@ std::string table_row(const std::vector<std::string>& cells, const std::vector<i
   return line + "\n";
 }
 
+// The device line and the compute model that times it.
+void print_device(const NetConfig& net, const ResolvedWhatIf& r, std::ostream& os) {
+  const DevicePreset& d = find_device("timing.device", r.device);
+  os << "device " << d.name << ": peak " << fmt("%.4g", d.peak_flops / 1e12)
+     << " TFLOP/s x utilisation " << fmt("%.0f", d.efficiency * 100)
+     << "% = " << fmt("%.4g", d.peak_flops * d.efficiency / 1e12) << " TFLOP/s achieved, "
+     << fmt("%.4g", d.kernel_launch_s * 1e6)
+     << " us per kernel; backward 2 x forward FLOPs, optimizer 28 bytes/parameter, codec passes "
+        "stream their bytes\n";
+  const std::string cm = with_timing_device(net, r.device).compute;
+  os << "compute model net.compute=" << cm
+     << (cm == "analytic:" + d.name     ? " (the device line's roofline plus launch floor)"
+         : cm.rfind("analytic", 0) == 0 ? " (its own device's roofline replaces the device line)"
+         : cm.rfind("fixed", 0) == 0    ? " (fixed op seconds replace the device line)"
+         : cm.rfind("scaled", 0) == 0   ? " (the device line's seconds, divided)"
+                                        : " (replays the device line's seconds)")
+     << "\n";
+}
+
 void print_assumptions(const WhatIfConfig& c, const NetConfig& net, const WhatIfResult& res,
                        std::ostream& os) {
   const ResolvedWhatIf& r = res.setup;
@@ -424,21 +474,7 @@ void print_assumptions(const WhatIfConfig& c, const NetConfig& net, const WhatIf
   }
   os << " x " << c.replicas << " replica(s), schedule " << r.schedule << ", batch " << m.batch
      << " per replica = " << micro << " micro-batches of " << m.microbatch_size << "\n";
-  const DevicePreset& d = find_device("timing.device", r.device);
-  os << "device " << d.name << ": peak " << fmt("%.4g", d.peak_flops / 1e12)
-     << " TFLOP/s x utilisation " << fmt("%.0f", d.efficiency * 100)
-     << "% = " << fmt("%.4g", d.peak_flops * d.efficiency / 1e12) << " TFLOP/s achieved, "
-     << fmt("%.4g", d.kernel_launch_s * 1e6)
-     << " us per kernel; backward 2 x forward FLOPs, optimizer 28 bytes/parameter, codec passes "
-        "stream their bytes\n";
-  const std::string cm = with_timing_device(net, r.device).compute;
-  os << "compute model net.compute=" << cm
-     << (cm == "analytic:" + d.name     ? " (the device line's roofline plus launch floor)"
-         : cm.rfind("analytic", 0) == 0 ? " (its own device's roofline replaces the device line)"
-         : cm.rfind("fixed", 0) == 0    ? " (fixed op seconds replace the device line)"
-         : cm.rfind("scaled", 0) == 0   ? " (the device line's seconds, divided)"
-                                        : " (replays the device line's seconds)")
-     << "\n";
+  print_device(net, r, os);
   const std::string shape = "[" + std::to_string(m.microbatch_size) + "," + std::to_string(m.seq) +
                             "," + std::to_string(m.hidden) + "]";
   const std::string plain = " (fp32 " + format_bytes(static_cast<double>(msg.fp32_activation)) +

@@ -1,0 +1,67 @@
+// The replay's event loop for one step: each (replica, stage) device is a
+// serial compute stream running its ops in trace order, an op waiting (and
+// blocking its stream) until its inputs are there (StepOps::ready); sends
+// spend their encode on the stream and then go to the transport; decodes are
+// spent on the consumer's stream before the consumer op. Events: a compute
+// finished, the network's next flow finished, a message arrived. Fills the
+// Timeline's op timings, device busy time and peak activations; the caller
+// (replay.cpp) sums up step time, bubble and link use afterwards.
+// Leaves out: the network itself (replay_transport.h) and the collectives'
+// protocol (replay_collective.h).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "netmodel/event_engine.h"
+#include "netmodel/replay.h"
+#include "netmodel/replay_collective.h"
+#include "netmodel/replay_ops.h"
+#include "netmodel/replay_transport.h"
+
+namespace slowpipe::netmodel {
+
+class StepLoop {
+ public:
+  StepLoop(const NetConfig& config, int stages, int replicas)
+      : stages_(stages),
+        replicas_(replicas),
+        transport_(config, stages, replicas),
+        collective_(ops_, transport_) {}
+
+  int stages() const { return stages_; }
+  int replicas() const { return replicas_; }
+  // Clears the per-step state and indexes `trace` (throws DataError if it is
+  // inconsistent); `out` is sized for the trace's ops and devices.
+  void prepare(const StepTrace& trace, Timeline& out, const ComputeModel& compute,
+               const NetConfig& config, uint64_t& rng);
+  // Runs the step's events until every stream is drained; throws DataError
+  // when one never drains.
+  void run();
+  const FlowNetwork& network() const { return transport_.network(); }
+  uint64_t events() const { return engine_.processed(); }
+
+ private:
+  void try_start(int d);
+  void wake_chunk_neighbours(int r, int c);
+  void finish_all_reduce(int r, int c);
+  void on_compute_done(int d, int32_t i);
+  void on_send(int d, int32_t i);
+  void on_arrival(uint32_t msg_id);
+  void check_drained() const;
+
+  int stages_, replicas_;
+  EventEngine engine_;
+  StepOps ops_;
+  Transport transport_;
+  Collective collective_;
+  // per step
+  Timeline* out_ = nullptr;
+  const ComputeModel* compute_ = nullptr;
+  std::vector<size_t> cursor_;      // [device]: its next op in its stream
+  std::vector<uint8_t> busy_;       // [device]
+  std::vector<uint8_t> done_;       // per op: compute finished / delivered / reduced
+  std::vector<int32_t> in_flight_;  // [device]: forwards awaiting their backward
+};
+
+}  // namespace slowpipe::netmodel
