@@ -17,6 +17,7 @@
 #include "compressors/quant_kernels.h"
 #include "compressors/quantizer.h"
 #include "compressors/sparsifier.h"
+#include "compressors/tah_quant.h"
 
 namespace slowpipe::compressors {
 
@@ -164,6 +165,10 @@ void register_builtins() {
        "QSGD: per bucket of D (128) an fp32 L2 norm, per element sign + stochastic level 0..S",
        make_qsgd, /*value_codec=*/true},
       nullptr);
+  add({"tah", "tah:bits=B[:tile=G][:fixed]",
+       "TAH-Quant: G-channel tiles, pivot + Hadamard on outlier tiles, entropy-chosen widths",
+       make_tah_quant, /*value_codec=*/true},
+      &tah_plot_facts);
 }
 
 Registry<CodecInfo>& filled() {

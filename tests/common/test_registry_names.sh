@@ -13,7 +13,7 @@
 # benchmarks and fuzzers may name what they test.
 set -u
 src=${1:?usage: test_registry_names.sh SOURCE_DIR}
-names='none|fp16|bf16|q[0-9]*|sign|topk|randk|powersgd|qsgd|gpt|cnn|mlp|sgd|adamw'
+names='none|fp16|bf16|q[0-9]*|sign|topk|randk|powersgd|qsgd|tah|gpt|cnn|mlp|sgd|adamw'
 var='[A-Za-z_.>-]*\b(name|codec|model)(\(\))?'
 pattern="${var}[[:space:]]*[!=]=[[:space:]]*\"(${names})\"|\"(${names})\"[[:space:]]*[!=]=[[:space:]]*${var}"
 # The registries themselves, where each name is defined.

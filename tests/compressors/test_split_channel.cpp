@@ -93,6 +93,8 @@ TEST_CASE("send + receive on two channels equals transfer on one, every scheme")
   check_boundary("q4", "ef(q2)", 1, 1);  // plain warm-up in epoch 0
   check_boundary("ef(powersgd:2)", "ef21(powersgd:1:fp16)", 0, 1);
   check_boundary("qsgd:s=4", "aq(powersgd:2)", 1, 2);
+  check_boundary("tah:bits=3:tile=8", "ef(tah:bits=3.5:tile=16)", 0, 1);
+  check_boundary("aq(tah:bits=2:tile=4:fixed)", "topk:0.3+tah:bits=4:tile=2", 1, 2);
 }
 
 TEST_CASE("send + receive equals transfer with topk:shared backwards (a mask store per side)") {
@@ -109,7 +111,7 @@ TEST_CASE("send + receive equals transfer with topk:shared backwards (a mask sto
 TEST_CASE("Gradient channels split alike, and the sender's state stays in the sender") {
   const sc::ChannelContext ctx = context(0, 1);
   for (const std::string spec : {"q4:group=128", "ef(q2:group=128)", "ef21(topk:0.1)",
-                                 "ef(powersgd:2:square)", "qsgd:s=8:bucket=64"}) {
+                                 "ef(powersgd:2:square)", "qsgd:s=8:bucket=64", "ef(tah:bits=3)"}) {
     INFO(spec);
     auto one = sc::make_channel(spec, ctx), up = sc::make_channel(spec, ctx),
          down = sc::make_channel(spec, ctx);

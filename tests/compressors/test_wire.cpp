@@ -65,6 +65,23 @@ uint64_t formula(const std::string& spec, const sc::Shape& s) {
     uint64_t m = n / B, k = static_cast<uint64_t>(sc::kept_count(0.05, static_cast<int64_t>(m)));
     return ceil_div(B * index_row_bits(m, k), 8) + 2 * B + ceil_div(4 * B * k, 8);
   }
+  // TAH-Quant (tiles along C): G = 64, every tile 3 bits (a whole budget: no
+  // width map), 4 bytes per tile, 1 + 6 rotation bits per full tile.
+  if (spec == "tah:bits=3") {
+    const uint64_t tokens = n / C, full = tokens * (C / 64), tail = C % 64 ? tokens : 0;
+    return 4 * (full + tail) + ceil_div(7 * full, 8) + ceil_div(3 * n, 8);
+  }
+  // 1 + 3 rotation bits per full tile, every tile 2 bits.
+  if (spec == "tah:bits=2:tile=8:fixed") {
+    const uint64_t tokens = n / C, full = tokens * (C / 8), tail = C % 8 ? tokens : 0;
+    return 4 * (full + tail) + ceil_div(4 * full, 8) + ceil_div(2 * n, 8);
+  }
+  // Widths 3 and 4, half of each class at 4 bits; a width bit per tile, 1 + 4 per full tile.
+  if (spec == "tah:bits=3.5:tile=16") {
+    const uint64_t tokens = n / C, full = tokens * (C / 16), r = C % 16, tail = r ? tokens : 0;
+    return 4 * (full + tail) + ceil_div(full + tail + 5 * full, 8) +
+           ceil_div(16 * (3 * full + full / 2) + r * (3 * tail + tail / 2), 8);
+  }
   FAIL("no formula for " << spec);
   return 0;
 }
@@ -83,7 +100,10 @@ const std::vector<std::string> kSpecs = {"none",
                                          "randk:0.2",
                                          "topk:0.1+fp16",
                                          "topk:0.1+q8",
-                                         "topk:0.05+q4"};
+                                         "topk:0.05+q4",
+                                         "tah:bits=3",
+                                         "tah:bits=2:tile=8:fixed",
+                                         "tah:bits=3.5:tile=16"};
 const std::vector<sc::Shape> kShapes = {{1, 1},      {3, 5},    {2, 7, 13},
                                         {4, 16, 48}, {8, 1000}, {2, 3, 4, 5}};
 }  // namespace
@@ -241,7 +261,7 @@ TEST_CASE("Empty tensors: every codec encodes and decodes zero elements (fuzz re
   // fuzz_codec_decode found `none` passing null buffers to memcpy (undefined
   // behaviour under UBSan) for a zero-element tensor.
   for (const std::string spec : {"none", "fp16", "bf16", "q4", "q2:minmax:row", "q8:group=3:fp32",
-                                 "sign", "topk:0.1", "randk:0.5+q4", "topk:0.3+fp16"})
+                                 "sign", "topk:0.1", "randk:0.5+q4", "topk:0.3+fp16", "tah:bits=3"})
     for (const sc::Shape& shape : {sc::Shape{0}, sc::Shape{0, 4}, sc::Shape{3, 0}}) {
       INFO(spec);
       auto codec = sc::make_codec(spec);
