@@ -236,12 +236,17 @@ void FlowNetwork::update_finish(uint32_t c) {
 
 void FlowNetwork::recompute(double now_s) {
   ++version_;
+  changed_.clear();
+  if (seed_classes_.size() == 1 && fix_lone_class(seed_classes_.front(), now_s)) {
+    for (uint32_t c : changed_) update_finish(c);
+    next_finish_s_ = class_heap_.empty() ? kInfinite : classes_[class_heap_.front()].finish_s;
+    return;
+  }
   bool reuse = component_valid_;
   for (uint32_t c : seed_classes_) reuse &= classes_[c].stamp == component_stamp_;
   if (!reuse) find_component();
   // New rates; a class whose rate changes is brought up to now at its old
   // rate first, and its first finish moves.
-  changed_.clear();
   fill(now_s);
   for (uint32_t c : changed_) update_finish(c);
   next_finish_s_ = class_heap_.empty() ? kInfinite : classes_[class_heap_.front()].finish_s;
@@ -277,6 +282,25 @@ void FlowNetwork::extend_component(size_t from) {
   for (size_t q = from; q < resource_queue_.size(); ++q) {
     for (uint32_t c : resources_[resource_queue_[q]].classes) visit_class(c);
   }
+}
+
+// A class with members that is the only one on each of its resources (a
+// pipeline's message, a shard on its own link) gets their smallest capacity
+// divided among its members, as fill would give it, without the component
+// search or the filling (whose cached component may span many such classes).
+bool FlowNetwork::fix_lone_class(uint32_t c, double now_s) {
+  const PathClass& pc = classes_[c];
+  if (pc.members.empty()) return false;
+  double cap = kInfinite;
+  for (uint32_t k = 0; k < pc.path_len; ++k) {
+    const Resource& res = resources_[class_paths_[pc.path_begin + k]];
+    if (res.classes.size() != 1) return false;
+    cap = std::min(cap, res.capacity_bps);
+  }
+  ++fill_stamp_;
+  const auto n = static_cast<double>(pc.members.size());
+  fix_class(c, pc.path_len == 0 ? kInfinite : cap / n, now_s);
+  return true;
 }
 
 // Fast path: a class that shares none of its resources with another class

@@ -133,9 +133,11 @@ class FlowNetwork {
   void recompute(double now_s);
   void find_component();
   void visit_class(uint32_t c);
-  void extend_component(size_t from);    // the search from resource_queue_[from]
-  void fill(double now_s);               // progressive filling over component_
-  void fix_alone_classes(double now_s);  // fill's fast path: classes alone on their resources
+  void extend_component(size_t from);  // the search from resource_queue_[from]
+  void fill(double now_s);             // progressive filling over component_
+  void fix_alone_classes(double now_s);
+  bool fix_lone_class(uint32_t c, double now_s);  // recompute's fast path for one seed  // fill's
+                                                  // fast path: classes alone on their resources
   void fix_class(uint32_t c, double rate_bps, double now_s);
   void heap_update(uint32_t c);
   void heap_remove(uint32_t c);

@@ -2,7 +2,8 @@
 // a step live in their own files: the op index (replay_ops.h), the messages
 // on the flow network (replay_transport.h), the collectives
 // (replay_collective.h) and the event loop over the devices (replay_loop.h);
-// this file runs them in turn and sums up the step.
+// this file decides whether the replicas fold (replica_symmetry.h), runs the
+// phases in turn and sums up the step.
 #include "netmodel/replay.h"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "common/units.h"
 #include "netmodel/compute_model.h"
 #include "netmodel/replay_loop.h"
+#include "netmodel/replica_symmetry.h"
 
 namespace slowpipe::netmodel {
 namespace {
@@ -25,9 +27,9 @@ void summarise(const StepLoop& loop, Timeline& out) {
   out.step_s = step;
   double total_busy = 0;
   for (double b : out.device_busy_s) total_busy += b;
-  out.bubble_fraction =
-      step > 0 ? 1.0 - total_busy / (step * static_cast<double>(loop.stages()) * loop.replicas())
-               : 0.0;
+  out.bubble_fraction = step > 0 ? 1.0 - total_busy / (step * static_cast<double>(loop.stages()) *
+                                                       loop.followed_replicas())
+                                 : 0.0;
   const FlowNetwork& network = loop.network();
   for (uint32_t r = 0; r < network.resource_count(); ++r) {
     out.links.push_back(
@@ -36,10 +38,38 @@ void summarise(const StepLoop& loop, Timeline& out) {
   out.events = loop.events();
 }
 
+// The full timeline of `full` from the compact one of its replica 0 (every
+// replica's copy of an op, a device or a resource is replica 0's).
+Timeline spread(Timeline compact, const StepTrace& full, const std::vector<int32_t>& op_of,
+                const Topology& topology) {
+  Timeline out = std::move(compact);
+  const int S = full.stages, D = full.replicas;
+  out.replicated = false;
+  out.ops = full.ops;
+  std::vector<OpTiming> timing(full.ops.size());
+  for (size_t i = 0; i < full.ops.size(); ++i) timing[i] = out.timing[op_of[i]];
+  out.timing = std::move(timing);
+  out.device_busy_s.resize(static_cast<size_t>(S) * D);
+  out.peak_activations.resize(static_cast<size_t>(S) * D);
+  for (size_t d = static_cast<size_t>(S); d < out.device_busy_s.size(); ++d) {
+    out.device_busy_s[d] = out.device_busy_s[d % S];
+    out.peak_activations[d] = out.peak_activations[d % S];
+  }
+  const std::vector<LinkUsage> links = std::move(out.links);
+  out.links.clear();
+  out.links.reserve(links.size() * static_cast<size_t>(D));
+  for (int k = 0; k < D; ++k) {
+    for (uint32_t r = 0; r < links.size(); ++r) {
+      out.links.push_back({topology.resource_name(r, k), links[r].busy_s, links[r].bytes});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-Simulator::Simulator(const NetConfig& config)
-    : config_(config), compute_(make_compute_model(config.compute)) {
+Simulator::Simulator(const NetConfig& config, bool fold_replicas)
+    : config_(config), compute_(make_compute_model(config.compute)), fold_replicas_(fold_replicas) {
   find_net_preset(config.preset);
   parse_link_overrides("net.links", config.links);
   rng_state_ = static_cast<uint64_t>(config.seed) * 0x2545F4914F6CDD1Dull + 1;
@@ -69,25 +99,51 @@ Timeline Simulator::replay(const StepTrace& trace) {
   if (static_cast<double>(C) * D * M > 1e8 || static_cast<double>(S) * D > 1e8) {
     throw DataError("op trace: chunks x replicas x micro-batches is implausibly large");
   }
-  if (!loop_ || loop_->stages() != S || loop_->replicas() != D) {
-    loop_.reset();
-    loop_ = std::make_unique<StepLoop>(config_, S, D);
+  if (symmetry_stages_ != S || symmetry_replicas_ != D) {
+    symmetry_stages_ = S;
+    symmetry_replicas_ = D;
+    asymmetry_ = net_asymmetry(config_, S, D);
   }
-  const size_t devices = static_cast<size_t>(S) * static_cast<size_t>(D);
+  folded_ =
+      fold_replicas_ && D > 1 && asymmetry_.empty() && (trace.replicated || replicas_alike(trace));
+  Timeline out;
+  if (trace.replicated && !folded_) {
+    const StepTrace full = expand_trace(trace);
+    out = run_step(full, full);
+  } else if (trace.replicated || !folded_) {
+    out = run_step(trace, trace);
+  } else {  // alike replicas in a full trace: follow replica 0, then spread its timeline
+    std::vector<int32_t> op_of;
+    const StepTrace compact = compact_trace(trace, &op_of);
+    Timeline replica0 = run_step(compact, trace);  // (re)makes loop_: before its topology
+    out = spread(std::move(replica0), trace, op_of, loop_->topology());
+  }
+  elapsed_s_ += out.step_s;
+  ++steps_;
+  return out;
+}
+
+Timeline Simulator::run_step(const StepTrace& trace, const StepTrace& observed) {
+  const int S = trace.stages, D = trace.replicas;
+  const bool fold = folded_ && trace.replicated;
+  if (!loop_ || loop_->stages() != S || loop_->replicas() != D || loop_->folded() != fold) {
+    loop_.reset();
+    loop_ = std::make_unique<StepLoop>(config_, S, D, fold);
+  }
+  const size_t devices = static_cast<size_t>(S) * static_cast<size_t>(loop_->followed_replicas());
   Timeline out;
   out.stages = S;
   out.replicas = D;
   out.schedule = trace.schedule;
+  out.replicated = fold;
   out.ops = trace.ops;
   out.timing.assign(trace.ops.size(), OpTiming{});
   out.device_busy_s.assign(devices, 0.0);
   out.peak_activations.assign(devices, 0);
   loop_->prepare(trace, out, *compute_, config_, rng_state_);
-  compute_->observe(trace);
+  compute_->observe(observed);
   loop_->run();
   summarise(*loop_, out);
-  elapsed_s_ += out.step_s;
-  ++steps_;
   return out;
 }
 

@@ -24,6 +24,18 @@
 //    has all D-1 shards sends bytes/D (of its own message) back to every other
 //    replica; a replica completes once it has served its shard and received
 //    the D-1 averages.
+//
+// Replica-symmetric replay (docs/netmodel.md): where turning the cluster by
+// one replica maps it onto itself (no jitter, net.links repeated on every
+// replica, and every replica running the same ops: replica_symmetry.h), all
+// replicas see the same step at the same times, and the replay follows
+// replica 0 alone: its devices, and one flow and one resource for each set of
+// D flows or resources that the turn maps onto each other (folded topology,
+// topology.h). The max-min shares, hence the times, are those of the full
+// replay (to rounding, ~1e-15 relative); the cost of a step no longer grows
+// with D but for the collective (2(D-1) ring steps or D-1 shards a chunk).
+// A full trace's timeline is then spread back to every replica; a compact
+// trace (StepTrace::replicated) gets a compact timeline.
 // Leaves out: memory limits, compute/communication contention on one device,
 // per-step codec time of a compressed all-reduce beyond one encode and decode.
 #pragma once
@@ -68,14 +80,22 @@ struct Timeline {
   std::vector<int32_t> peak_activations;  // [replicas * stages]: forwards awaiting backward
   double step_s = 0;
   double bubble_fraction = 0;  // 1 - busy / (devices x step_s)
-  uint64_t events = 0;         // engine events processed
+  uint64_t events = 0;         // engine events processed (only replica 0's, folded)
+  // Compact: ops, timing, device_busy_s, peak_activations and links are
+  // replica 0's (resources leaving its hosts) and stand for every replica's,
+  // each of which is the same (a compact trace, replayed folded). Otherwise
+  // everything is listed; after a folded replay the links come replica by
+  // replica, not in the order the full replay creates them.
+  bool replicated = false;
 };
 
 // Holds the network, the compute model and the jitter random stream across
 // steps: replaying the same traces with the same seed gives identical timelines.
 class Simulator {
  public:
-  explicit Simulator(const NetConfig& config);
+  // `fold_replicas` = false: always the full replay (the reference of the
+  // replica-symmetric one in the tests and benchmarks).
+  explicit Simulator(const NetConfig& config, bool fold_replicas = true);
   ~Simulator();
   Simulator(const Simulator&) = delete;
   Simulator& operator=(const Simulator&) = delete;
@@ -88,6 +108,11 @@ class Simulator {
   // the run (the `sim_time_s` column).
   double elapsed_s() const { return elapsed_s_; }
   uint64_t steps() const { return steps_; }
+  // Whether the last replay followed replica 0 alone (replica-symmetric).
+  bool folded() const { return folded_; }
+  // Why the replicas of the last replay's network were not interchangeable
+  // ("" when they were, or with one replica).
+  const std::string& asymmetry() const { return asymmetry_; }
   // All that carries from one replayed step to the next (the jitter stream
   // and the clock), so a resumed run continues the same simulated timeline.
   // The compute model's state (calibration samples) travels as text.
@@ -105,9 +130,15 @@ class Simulator {
   std::string compute_description() const;
 
  private:
+  Timeline run_step(const StepTrace& trace, const StepTrace& observed);
+
   NetConfig config_;
   std::unique_ptr<ComputeModel> compute_;
-  std::unique_ptr<StepLoop> loop_;  // remade when the stages or replicas change
+  std::unique_ptr<StepLoop> loop_;  // remade when the stages, replicas or folding change
+  bool fold_replicas_ = true;
+  bool folded_ = false;
+  int symmetry_stages_ = 0, symmetry_replicas_ = 0;  // what asymmetry_ was found for
+  std::string asymmetry_;
   uint64_t rng_state_;
   double elapsed_s_ = 0;
   uint64_t steps_ = 0;

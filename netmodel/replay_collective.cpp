@@ -3,9 +3,11 @@
 
 namespace slowpipe::netmodel {
 
-void Collective::reset(int replicas) {
+void Collective::reset(int replicas, bool fold) {
   replicas_ = replicas;
-  const size_t chunk_slots = static_cast<size_t>(ops_.chunks()) * static_cast<size_t>(replicas);
+  fold_ = fold && replicas > 1;
+  const size_t chunk_slots =
+      static_cast<size_t>(ops_.chunks()) * static_cast<size_t>(fold_ ? 1 : replicas);
   joined_.assign(ops_.chunks(), 0);
   shards_in_.assign(chunk_slots, 0);
   shards_back_.assign(chunk_slots, 0);
@@ -13,8 +15,8 @@ void Collective::reset(int replicas) {
 
 bool Collective::join(int c) {
   if (replicas_ == 1) return true;
-  if (++joined_[c] == replicas_) {
-    for (int k = 0; k < replicas_; ++k) {
+  if (fold_ || ++joined_[c] == replicas_) {  // folded, all join with replica 0
+    for (int k = 0; k < (fold_ ? 1 : replicas_); ++k) {
       if (!ops_.trace().sharded_exchange) {
         start_ring_step(c, k, 0);
         continue;
@@ -57,7 +59,7 @@ void Collective::send_shard(int c, int from, int to, uint8_t phase) {
 
 int Collective::on_arrival(const Message& msg) {
   if (msg.shard_phase != 0) return on_shard_arrival(msg);
-  const int to = (msg.from + 1) % replicas_;
+  const int to = rep((msg.from + 1) % replicas_);
   if (msg.step + 1 < 2 * (replicas_ - 1)) {
     start_ring_step(msg.chunk, to, msg.step + 1);
     return -1;
@@ -68,18 +70,18 @@ int Collective::on_arrival(const Message& msg) {
 // Replica `to` has its averaged moment once it served its own shard (all D-1
 // shards in) and got every other server's average back.
 int Collective::on_shard_arrival(const Message& msg) {
-  const int c = msg.chunk;
+  const int c = msg.chunk, at = rep(msg.to);
+  const size_t k = ops_.chunk_slot(at, c);
   if (msg.shard_phase == 1) {
-    if (++shards_in_[ops_.chunk_slot(msg.to, c)] == replicas_ - 1) {
-      for (int k = 0; k < replicas_; ++k) {
-        if (k != msg.to) send_shard(c, msg.to, k, 2);
+    if (++shards_in_[k] == replicas_ - 1) {
+      for (int j = 0; j < replicas_; ++j) {
+        if (j != at) send_shard(c, at, j, 2);
       }
     }
   } else {
-    ++shards_back_[ops_.chunk_slot(msg.to, c)];
+    ++shards_back_[k];
   }
-  const size_t k = ops_.chunk_slot(msg.to, c);
-  return shards_in_[k] == replicas_ - 1 && shards_back_[k] == replicas_ - 1 ? msg.to : -1;
+  return shards_in_[k] == replicas_ - 1 && shards_back_[k] == replicas_ - 1 ? at : -1;
 }
 
 }  // namespace slowpipe::netmodel

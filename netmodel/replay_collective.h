@@ -21,7 +21,10 @@ class Collective {
   Collective(const StepOps& ops, Transport& transport) : ops_(ops), transport_(transport) {}
 
   // Starts a step of `replicas` replicas, the op index already built.
-  void reset(int replicas);
+  // Folded (replica-symmetric replay): only replica 0 is followed; a message
+  // to replica k stands for the one replica 0 receives from replica D - k at
+  // the same time, so replica 0 receives what it sends.
+  void reset(int replicas, bool fold);
   // One more replica joined chunk c's collective (after its encode). Returns
   // true when that completed it at once (a single replica).
   bool join(int c);
@@ -37,7 +40,10 @@ class Collective {
 
   const StepOps& ops_;
   Transport& transport_;
+  int rep(int r) const { return fold_ ? 0 : r; }  // the replica that stands for r
+
   int replicas_ = 1;
+  bool fold_ = false;
   std::vector<int32_t> joined_;  // [chunk]
   // Sharded exchange, [replica * C + chunk]: shards received as the server,
   // averaged shards received back.

@@ -11,7 +11,7 @@ namespace slowpipe::netmodel {
 
 void StepLoop::prepare(const StepTrace& trace, Timeline& out, const ComputeModel& compute,
                        const NetConfig& config, uint64_t& rng) {
-  const size_t devices = static_cast<size_t>(stages_) * static_cast<size_t>(replicas_);
+  const size_t devices = static_cast<size_t>(stages_) * static_cast<size_t>(followed_replicas());
   engine_.reset();
   transport_.reset(engine_, config, &rng, out.timing);
   out_ = &out;
@@ -20,8 +20,8 @@ void StepLoop::prepare(const StepTrace& trace, Timeline& out, const ComputeModel
   busy_.assign(devices, 0);
   done_.assign(trace.ops.size(), 0);
   in_flight_.assign(devices, 0);
-  ops_.build(trace, stages_, replicas_);
-  collective_.reset(replicas_);
+  ops_.build(trace, stages_, followed_replicas());
+  collective_.reset(replicas_, fold_);
 }
 
 void StepLoop::try_start(int d) {
@@ -127,7 +127,7 @@ void StepLoop::on_arrival(uint32_t msg_id) {
 }
 
 void StepLoop::run() {
-  for (int d = 0; d < stages_ * replicas_; ++d) try_start(d);
+  for (int d = 0; d < stages_ * followed_replicas(); ++d) try_start(d);
   engine_.run([this](const Event& ev) {
     switch (ev.type) {
       case kComputeDone:
@@ -147,7 +147,7 @@ void StepLoop::run() {
 }
 
 void StepLoop::check_drained() const {
-  for (int d = 0; d < stages_ * replicas_; ++d) {
+  for (int d = 0; d < stages_ * followed_replicas(); ++d) {
     const std::vector<int32_t>& stream = ops_.stream(d);
     if (cursor_[d] < stream.size()) {
       const TraceOp& op = ops_.op(stream[cursor_[d]]);

@@ -23,14 +23,20 @@ namespace slowpipe::netmodel {
 
 class StepLoop {
  public:
-  StepLoop(const NetConfig& config, int stages, int replicas)
+  // Folded (`fold`, replica-symmetric network and compact traces only): the
+  // devices of replica 0 stand for every replica's (replay.h).
+  StepLoop(const NetConfig& config, int stages, int replicas, bool fold)
       : stages_(stages),
         replicas_(replicas),
-        transport_(config, stages, replicas),
+        fold_(fold && replicas > 1),
+        transport_(config, stages, replicas, fold_),
         collective_(ops_, transport_) {}
 
   int stages() const { return stages_; }
   int replicas() const { return replicas_; }
+  bool folded() const { return fold_; }
+  // The replicas whose devices run: 1 folded, else all.
+  int followed_replicas() const { return fold_ ? 1 : replicas_; }
   // Clears the per-step state and indexes `trace` (throws DataError if it is
   // inconsistent); `out` is sized for the trace's ops and devices.
   void prepare(const StepTrace& trace, Timeline& out, const ComputeModel& compute,
@@ -39,6 +45,7 @@ class StepLoop {
   // when one never drains.
   void run();
   const FlowNetwork& network() const { return transport_.network(); }
+  const Topology& topology() const { return transport_.topology(); }
   uint64_t events() const { return engine_.processed(); }
 
  private:
@@ -51,6 +58,7 @@ class StepLoop {
   void check_drained() const;
 
   int stages_, replicas_;
+  bool fold_;
   EventEngine engine_;
   StepOps ops_;
   Transport transport_;

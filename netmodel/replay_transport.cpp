@@ -17,8 +17,8 @@ uint64_t next_u64(uint64_t& state) {
 
 }  // namespace
 
-Transport::Transport(const NetConfig& config, int stages, int replicas)
-    : topology_(config, stages, replicas, network_) {}
+Transport::Transport(const NetConfig& config, int stages, int replicas, bool fold)
+    : topology_(config, stages, replicas, network_, fold) {}
 
 void Transport::reset(EventEngine& engine, const NetConfig& config, uint64_t* rng,
                       std::vector<OpTiming>& timing) {

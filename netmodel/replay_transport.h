@@ -41,7 +41,8 @@ struct Message {
 
 class Transport {
  public:
-  Transport(const NetConfig& config, int stages, int replicas);
+  // `fold`: the folded topology (topology.h) of the replica-symmetric replay.
+  Transport(const NetConfig& config, int stages, int replicas, bool fold);
 
   // Starts a step: no flows, no messages, empty connection queues. `timing`
   // receives the start of each pipeline send's first bit.

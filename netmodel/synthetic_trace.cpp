@@ -9,7 +9,7 @@
 namespace slowpipe::netmodel {
 
 StepTrace build_trace(const Schedule& sched, const std::string& name, int replicas,
-                      const std::function<void(TraceOp&)>& fill) {
+                      const std::function<void(TraceOp&)>& fill, bool compact) {
   if (replicas < 1) throw UsageError("replicas must be >= 1");
   const int S = sched.devices, C = sched.chunks, M = sched.microbatches;
   StepTrace trace;
@@ -18,7 +18,9 @@ StepTrace build_trace(const Schedule& sched, const std::string& name, int replic
   trace.microbatches = M;
   trace.replicas = replicas;
   trace.schedule = name;
-  trace.ops.reserve(static_cast<size_t>(replicas) * C * (5 * M + 2));
+  trace.replicated = compact && replicas > 1;
+  const int listed = trace.replicated ? 1 : replicas;  // replicas whose ops are listed
+  trace.ops.reserve(static_cast<size_t>(listed) * C * (5 * M + 2));
   auto push = [&](OpKind kind, int r, int d, int c, int m, int peer = -1) {
     TraceOp op;
     op.kind = kind;
@@ -30,7 +32,7 @@ StepTrace build_trace(const Schedule& sched, const std::string& name, int replic
     if (fill) fill(op);
     trace.ops.push_back(op);
   };
-  for (int r = 0; r < replicas; ++r) {
+  for (int r = 0; r < listed; ++r) {
     for (int d = 0; d < S; ++d) {
       for (const ScheduledOp& x : sched.per_device[d]) {
         const int c = x.chunk, m = x.microbatch;
@@ -67,7 +69,7 @@ StepTrace build_trace(const Schedule& sched, const std::string& name, int replic
 StepTrace build_trace(const std::string& schedule, int stages, int microbatches, int replicas,
                       const std::function<void(TraceOp&)>& fill, int virtual_stages) {
   return build_trace(make_schedule(schedule, stages, microbatches, virtual_stages), schedule,
-                     replicas, fill);
+                     replicas, fill, false);
 }
 
 namespace {
@@ -172,13 +174,14 @@ class ChunkCosts {
 
 StepTrace make_synthetic_trace(const ModelShape& device_shape, const std::string& schedule,
                                int replicas, const CodecSpecs& specs, const WireBytesFn& wire_bytes,
-                               const DevicePreset& device, int virtual_stages) {
+                               const DevicePreset& device, int virtual_stages, bool compact) {
   const ModelShape shape = chunked_shape(device_shape, virtual_stages);
   const int M = shape.batch / shape.microbatch_size;
-  check_trace_size(shape, M, replicas);
+  check_trace_size(shape, M, compact ? 1 : replicas);
   const ChunkCosts costs(shape, specs, wire_bytes, device);
   const auto sched = make_schedule(schedule, device_shape.stages, M, virtual_stages);
-  return build_trace(sched, schedule, replicas, [&](TraceOp& op) { costs.fill(op); });
+  return build_trace(
+      sched, schedule, replicas, [&](TraceOp& op) { costs.fill(op); }, compact);
 }
 
 }  // namespace slowpipe::netmodel

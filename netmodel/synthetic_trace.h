@@ -21,8 +21,9 @@
 namespace slowpipe::netmodel {
 
 // Builds the op skeleton; `fill` sets compute_s, flops, bytes, ... of each op.
+// `compact` (and replicas > 1): replica 0's ops only, StepTrace::replicated.
 StepTrace build_trace(const Schedule& schedule, const std::string& name, int replicas,
-                      const std::function<void(TraceOp&)>& fill);
+                      const std::function<void(TraceOp&)>& fill, bool compact = false);
 // The same for make_schedule(schedule, stages, microbatches, virtual_stages).
 StepTrace build_trace(const std::string& schedule, int stages, int microbatches, int replicas,
                       const std::function<void(TraceOp&)>& fill, int virtual_stages = 1);
@@ -45,11 +46,14 @@ struct CodecSpecs {
 // gradients: [parameters of the chunk]); measured codec seconds are 0 (the
 // analytic model computes its own from the byte counts). With
 // virtual_stages = v > 1 the layers are cut into shape.stages x v chunks.
+// `compact`: replica 0's ops standing for all (StepTrace::replicated); the
+// size limit then applies to one replica's ops.
 // Largest synthetic step (trace ops) make_synthetic_trace builds: ~0.5 GB.
 constexpr double kMaxSyntheticOps = 4e6;
 
 StepTrace make_synthetic_trace(const ModelShape& shape, const std::string& schedule, int replicas,
                                const CodecSpecs& specs, const WireBytesFn& wire_bytes,
-                               const DevicePreset& device, int virtual_stages = 1);
+                               const DevicePreset& device, int virtual_stages = 1,
+                               bool compact = false);
 
 }  // namespace slowpipe::netmodel

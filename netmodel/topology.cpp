@@ -1,4 +1,4 @@
-// Links and routes of the simulated cluster.
+// Links and routes of the simulated cluster, whole or folded by replica.
 #include "netmodel/topology.h"
 
 #include <string>
@@ -7,9 +7,11 @@
 
 namespace slowpipe::netmodel {
 
-Topology::Topology(const NetConfig& config, int stages, int replicas, FlowNetwork& network)
-    : config_(config), stages_(stages), network_(network) {
+Topology::Topology(const NetConfig& config, int stages, int replicas, FlowNetwork& network,
+                   bool fold_replicas)
+    : config_(config), stages_(stages), fold_(fold_replicas && replicas > 1), network_(network) {
   hosts_ = host_of(config, stages, replicas - 1, stages - 1) + 1;
+  hosts_per_replica_ = hosts_ / replicas;
   overrides_ = parse_link_overrides("net.links", config.links);
   for (const auto& o : overrides_) {
     if (o.host_a >= hosts_ || o.host_b >= hosts_) {
@@ -18,31 +20,40 @@ Topology::Topology(const NetConfig& config, int stages, int replicas, FlowNetwor
                        std::to_string(hosts_ - 1) + ")");
     }
   }
-  if (config.nic_bandwidth_bps > 0) {
-    for (int h = 0; h < hosts_; ++h) {
-      const double cap = config.nic_bandwidth_bps * config.efficiency;
-      nic_out_.push_back(network_.add_resource("nic" + std::to_string(h) + ".out", cap));
-      nic_in_.push_back(network_.add_resource("nic" + std::to_string(h) + ".in", cap));
-    }
-  }
-  for (int r = 0; r < replicas; ++r) {
+  add_nics();
+  // Folded, replica 0's links stand for every replica's.
+  const int chained = fold_ ? 1 : replicas;
+  for (int r = 0; r < chained; ++r) {
     for (int s = 0; s + 1 < stages; ++s) add_link(host(r, s), host(r, s + 1));
   }
   if (replicas > 1) {
     for (int s = 0; s < stages; ++s) {
-      for (int r = 0; r < replicas; ++r) add_link(host(r, s), host((r + 1) % replicas, s));
+      for (int r = 0; r < chained; ++r) add_link(host(r, s), host((r + 1) % replicas, s));
     }
   }
 }
 
-void Topology::add_link(int a, int b) {
-  if (a == b) {
-    Route local;
-    local.local = true;
-    routes_[{a, b}] = local;
-    return;
+void Topology::add_nics() {
+  if (config_.nic_bandwidth_bps <= 0) return;
+  const double cap = config_.nic_bandwidth_bps * config_.efficiency;
+  const int nics = fold_ ? hosts_per_replica_ : hosts_;
+  for (int h = 0; h < nics; ++h) {
+    nic_out_.push_back(add_resource(Where::kNicOut, h, h, cap));
+    nic_in_.push_back(add_resource(Where::kNicIn, h, h, cap));
   }
-  if (routes_.count({a, b})) return;
+}
+
+uint32_t Topology::add_resource(Where where, int a, int b, double capacity_bps) {
+  places_.push_back({where, a, b});
+  std::string name = where == Where::kLink ? "link" + std::to_string(a) + "->" + std::to_string(b)
+                     : where == Where::kNicOut ? "nic" + std::to_string(a) + ".out"
+                                               : "nic" + std::to_string(a) + ".in";
+  return network_.add_resource(name, capacity_bps);
+}
+
+// The pair's bandwidth and latency: the preset's, unless net.links overrides
+// it (the last override of the pair wins, a latency only where it gives one).
+std::pair<double, double> Topology::link_parameters(int a, int b) const {
   double bandwidth_bps = effective_bandwidth_bps(config_);
   double latency_s = effective_latency_s(config_);
   for (const auto& o : overrides_) {
@@ -51,26 +62,90 @@ void Topology::add_link(int a, int b) {
       if (o.latency_s >= 0) latency_s = o.latency_s;
     }
   }
+  return {bandwidth_bps, latency_s};
+}
+
+void Topology::add_link(int a, int b) {
+  if (fold_) {
+    add_direction(a, b);
+    add_direction(b, a);
+    return;
+  }
+  if (a == b) {
+    Route local;
+    local.local = true;
+    routes_[{a, b}] = local;
+    return;
+  }
+  if (routes_.count({a, b})) return;
+  const auto [bandwidth_bps, latency_s] = link_parameters(a, b);
   const double cap = bandwidth_bps * config_.efficiency;
   for (int dir = 0; dir < 2; ++dir) {
     const int from = dir == 0 ? a : b, to = dir == 0 ? b : a;
     Route route;
     route.latency_s = latency_s;
     if (!nic_out_.empty()) route.path[route.length++] = nic_out_[from];
-    route.path[route.length++] =
-        network_.add_resource("link" + std::to_string(from) + "->" + std::to_string(to), cap);
+    route.path[route.length++] = add_resource(Where::kLink, from, to, cap);
     if (!nic_in_.empty()) route.path[route.length++] = nic_in_[to];
     routes_[{from, to}] = route;
   }
 }
 
+int Topology::turned(int host, int shift) const {
+  const long long h = host + static_cast<long long>(shift) * hosts_per_replica_;
+  return static_cast<int>(((h % hosts_) + hosts_) % hosts_);
+}
+
+// The member of (from -> to)'s orbit that leaves a host of replica 0.
+std::pair<int, int> Topology::folded_pair(int from, int to) const {
+  const int shift = from / hosts_per_replica_;
+  return {turned(from, -shift), turned(to, -shift)};
+}
+
+void Topology::add_direction(int from, int to) {
+  const auto key = folded_pair(from, to);
+  if (routes_.count(key)) return;
+  Route route;
+  if (key.first == key.second) {
+    route.local = true;
+    routes_[key] = route;
+    return;
+  }
+  const auto [bandwidth_bps, latency_s] = link_parameters(key.first, key.second);
+  route.latency_s = latency_s;
+  if (!nic_out_.empty()) route.path[route.length++] = nic_out_[key.first];
+  route.path[route.length++] =
+      add_resource(Where::kLink, key.first, key.second, bandwidth_bps * config_.efficiency);
+  if (!nic_in_.empty()) route.path[route.length++] = nic_in_[key.second % hosts_per_replica_];
+  routes_[key] = route;
+}
+
 const Route& Topology::route(int host_from, int host_to) {
-  auto it = routes_.find({host_from, host_to});
+  const auto key = fold_ ? folded_pair(host_from, host_to) : std::make_pair(host_from, host_to);
+  auto it = routes_.find(key);
   if (it == routes_.end()) {
-    add_link(host_from, host_to);
-    it = routes_.find({host_from, host_to});
+    if (fold_) {
+      add_direction(host_from, host_to);
+    } else {
+      add_link(host_from, host_to);
+    }
+    it = routes_.find(key);
   }
   return it->second;
+}
+
+std::string Topology::resource_name(uint32_t r, int shift) const {
+  const Place& p = places_[r];
+  const int a = turned(p.a, shift);
+  switch (p.where) {
+    case Where::kNicOut:
+      return "nic" + std::to_string(a) + ".out";
+    case Where::kNicIn:
+      return "nic" + std::to_string(a) + ".in";
+    case Where::kLink:
+      break;
+  }
+  return "link" + std::to_string(a) + "->" + std::to_string(turned(p.b, shift));
 }
 
 }  // namespace slowpipe::netmodel

@@ -89,6 +89,11 @@ struct StepTrace {
   // True when every compute op's thread_cpu_s holds its whole CPU time (one
   // compute thread on a CPU device); false: only the wall seconds are known.
   bool thread_cpu = false;
+  // Compact form: `ops` holds replica 0's ops only, and each of the `replicas`
+  // replicas runs the same ops (a synthetic step of many replicas, e.g.
+  // `slowpipe timing`). The replay follows replica 0 where the network is
+  // replica-symmetric and expands the trace where not (replica_symmetry.h).
+  bool replicated = false;
   std::vector<TraceOp> ops;
 };
 

@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #include "common/units.h"
 #include "netmodel/replay.h"
+#include "netmodel/replica_symmetry.h"
 #include "netmodel/schedule.h"
 
 namespace slowpipe::netmodel {
@@ -159,7 +160,11 @@ void describe_step_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
         c.schedule = v;
       },
       [&c] { return schedule_of(c); });
-  o.add("timing.replicas", c.replicas, "data-parallel replicas (ring all-reduce)", 1, 4096);
+  o.add(
+      "timing.replicas", c.replicas,
+      "data-parallel replicas (ring all-reduce; timing.grad_sync); up to 4096 where net.jitter or "
+      "net.links make the replicas differ",
+      1, kMaxTimingReplicas);
   add_grad_sync_option(o, "timing.grad_sync", c.grad_sync,
                        "replicas' exchange: ring all-reduce, or the sharded exchange of AQ-SGD's "
                        "momentum compression (timing.grad sizes both; docs/grad-sync.md)");
@@ -349,67 +354,95 @@ NetConfig with_timing_device(const NetConfig& net, const std::string& device) {
   return n;
 }
 
+namespace {
+
+// The distinct steps to replay: the compressed steady state, each baseline,
+// and each epoch's mix of warm-up and compressed channels per baseline.
+struct StepPlan {
+  std::map<std::string, StepTrace> traces;  // by key_of(specs)
+  std::string compressed;
+  std::vector<std::string> base_keys;                      // per baseline
+  std::vector<std::map<std::string, int>> epochs_of_step;  // per baseline: step -> epochs
+};
+
+// Compact traces (one replica's ops) where the replicas are interchangeable:
+// the replay then follows one replica (replay.h), at any replica count.
+StepPlan plan_steps(const WhatIfConfig& c, const ResolvedWhatIf& r, const NetConfig& timed,
+                    const WireBytesFn& wire_bytes) {
+  const DevicePreset& device = find_device("timing.device", r.device);
+  const std::string asymmetry = net_asymmetry(timed, r.shape.stages, c.replicas);
+  const bool compact = asymmetry.empty();
+  if (!compact && c.replicas > kMaxTimingReplicasAsymmetric) {
+    throw UsageError("timing.replicas = " + std::to_string(c.replicas) + ": at most " +
+                     std::to_string(kMaxTimingReplicasAsymmetric) + " when the replicas differ (" +
+                     asymmetry + ")");
+  }
+  StepPlan plan;
+  auto trace_of = [&](const CodecSpecs& s) {
+    std::string k = key_of(s);
+    if (plan.traces.count(k) == 0) {
+      StepTrace t = make_synthetic_trace(r.shape, r.schedule, c.replicas, s, wire_bytes, device,
+                                         c.virtual_stages, compact);
+      t.sharded_exchange = c.grad_sync == GradSync::kMomentum;
+      plan.traces.emplace(k, std::move(t));
+    }
+    return k;
+  };
+  plan.compressed = trace_of(c.specs);
+  plan.epochs_of_step.resize(r.baselines.size());
+  for (size_t b = 0; b < r.baselines.size(); ++b) {
+    const CodecSpecs base = baseline_specs(r.baselines[b]);
+    plan.base_keys.push_back(trace_of(base));
+    for (int e = 0; e < r.epochs; ++e) {
+      ++plan.epochs_of_step[b][trace_of(specs_of_epoch(c.specs, base, r.warmup, e))];
+    }
+  }
+  return plan;
+}
+
+// The row of one bandwidth: every planned step replayed at `bps`.
+WhatIfRow row_at(double bps, const StepPlan& plan, const WhatIfConfig& c, const ResolvedWhatIf& r,
+                 const NetConfig& timed) {
+  NetConfig point = timed;
+  point.bandwidth_bps = bps;
+  std::map<std::string, Timeline> timelines;
+  for (const auto& [k, trace] : plan.traces) {
+    Simulator sim(point);  // a fresh simulator each: the same jitter draws
+    timelines.emplace(k, sim.replay(trace));
+  }
+  const double steps = c.steps_per_epoch;
+  WhatIfRow row;
+  row.bandwidth_bps = bps;
+  const Timeline& t = timelines.at(plan.compressed);
+  row.step_s = t.step_s;
+  row.samples_per_s = t.step_s > 0 ? r.shape.batch * c.replicas / t.step_s : 0;
+  row.bubble_fraction = t.bubble_fraction;
+  for (size_t b = 0; b < r.baselines.size(); ++b) {
+    BaselineRow br;
+    br.baseline = r.baselines[b];
+    br.step_s = timelines.at(plan.base_keys[b]).step_s;
+    br.speedup = row.step_s > 0 ? br.step_s / row.step_s : 0;
+    br.run_s = r.epochs * steps * br.step_s;
+    for (const auto& [k, n] : plan.epochs_of_step[b]) {
+      br.compressed_run_s += n * steps * timelines.at(k).step_s;
+    }
+    br.run_speedup = br.compressed_run_s > 0 ? br.run_s / br.compressed_run_s : 0;
+    row.baselines.push_back(br);
+  }
+  return row;
+}
+
+}  // namespace
+
 WhatIfResult run_what_if(const WhatIfConfig& c, const NetConfig& net,
                          const WireBytesFn& wire_bytes) {
   WhatIfResult result;
   result.setup = resolve_what_if(c);
   const ResolvedWhatIf& r = result.setup;
-  const DevicePreset& device = find_device("timing.device", r.device);
   result.messages = message_sizes(r.shape, c.specs, wire_bytes);
-
-  // The distinct steps to replay: the compressed steady state, each baseline,
-  // and each epoch's mix of warm-up and compressed channels per baseline.
-  std::map<std::string, StepTrace> traces;
-  auto trace_of = [&](const CodecSpecs& s) {
-    std::string k = key_of(s);
-    if (traces.count(k) == 0) {
-      StepTrace t = make_synthetic_trace(r.shape, r.schedule, c.replicas, s, wire_bytes, device,
-                                         c.virtual_stages);
-      t.sharded_exchange = c.grad_sync == GradSync::kMomentum;
-      traces.emplace(k, std::move(t));
-    }
-    return k;
-  };
-  const std::string compressed = trace_of(c.specs);
-  std::vector<std::string> base_keys;
-  std::vector<std::map<std::string, int>> epochs_of_step(r.baselines.size());  // step -> epochs
-  for (size_t b = 0; b < r.baselines.size(); ++b) {
-    const CodecSpecs base = baseline_specs(r.baselines[b]);
-    base_keys.push_back(trace_of(base));
-    for (int e = 0; e < r.epochs; ++e) {
-      ++epochs_of_step[b][trace_of(specs_of_epoch(c.specs, base, r.warmup, e))];
-    }
-  }
-  const double steps = c.steps_per_epoch;
   const NetConfig timed = with_timing_device(net, r.device);
-  for (double bps : c.bandwidths_bps) {
-    NetConfig point = timed;
-    point.bandwidth_bps = bps;
-    std::map<std::string, Timeline> timelines;
-    for (const auto& [k, trace] : traces) {
-      Simulator sim(point);  // a fresh simulator each: the same jitter draws
-      timelines.emplace(k, sim.replay(trace));
-    }
-    WhatIfRow row;
-    row.bandwidth_bps = bps;
-    const Timeline& t = timelines.at(compressed);
-    row.step_s = t.step_s;
-    row.samples_per_s = t.step_s > 0 ? r.shape.batch * c.replicas / t.step_s : 0;
-    row.bubble_fraction = t.bubble_fraction;
-    for (size_t b = 0; b < r.baselines.size(); ++b) {
-      BaselineRow br;
-      br.baseline = r.baselines[b];
-      br.step_s = timelines.at(base_keys[b]).step_s;
-      br.speedup = row.step_s > 0 ? br.step_s / row.step_s : 0;
-      br.run_s = r.epochs * steps * br.step_s;
-      for (const auto& [k, n] : epochs_of_step[b]) {
-        br.compressed_run_s += n * steps * timelines.at(k).step_s;
-      }
-      br.run_speedup = br.compressed_run_s > 0 ? br.run_s / br.compressed_run_s : 0;
-      row.baselines.push_back(br);
-    }
-    result.rows.push_back(row);
-  }
+  const StepPlan plan = plan_steps(c, r, timed, wire_bytes);
+  for (double bps : c.bandwidths_bps) result.rows.push_back(row_at(bps, plan, c, r, timed));
   return result;
 }
 

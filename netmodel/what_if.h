@@ -43,6 +43,12 @@ const Registry<TimingPreset>& timing_presets();
 // Throws UsageError naming `key` and listing the presets (and "none").
 const TimingPreset& find_timing_preset(const std::string& key, const std::string& name);
 
+// Most replicas of a what-if (timing.replicas), and most where the replicas
+// are not interchangeable (net.jitter, net.links not repeated on every
+// replica: replica_symmetry.h), which the replay follows one by one.
+constexpr int kMaxTimingReplicas = 100000;
+constexpr int kMaxTimingReplicasAsymmetric = 4096;
+
 // Empty strings and negative or zero counts mean "the preset's, else the
 // built-in default" (resolve_what_if).
 struct WhatIfConfig {

@@ -12,7 +12,13 @@
 //                        (goals: <= 0.1 s and <= 1 s CPU);
 //   Flows/{current,legacy}/... the same flows through the current FlowNetwork
 //                        and the legacy copy (before path classes), driven
-//                        alike (flow_driver.h): the before/after ratio.
+//                        alike (flow_driver.h): the before/after ratio;
+//   Timing/replicas/N    `slowpipe timing --model gpt2-xl --replicas N` at one
+//                        bandwidth (run_what_if: compact trace, folded replay;
+//                        goals, issue 28: 1,000 replicas <= 1 s, 10,000 <= 10 s),
+//                        with the ring all-reduce or the sharded exchange;
+//   ReplayReplicas/{folded,full}/N  one step of N replicas from a full trace,
+//                        folded and in full (the replay before the fold).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -32,6 +38,7 @@
 #include "netmodel/netsim.h"
 #include "netmodel/replay.h"
 #include "netmodel/synthetic_trace.h"
+#include "netmodel/what_if.h"
 
 namespace nm = slowpipe::netmodel;
 namespace sb = slowpipe::bench;
@@ -46,6 +53,7 @@ uint64_t wire_bytes(const std::string& spec, const std::vector<int64_t>& shape) 
   uint64_t n = 1;
   for (int64_t d : shape) n *= static_cast<uint64_t>(d);
   if (spec == "none") return 4 * n;
+  if (spec == "fp16") return 2 * n;
   return n * std::stoul(spec.substr(1)) / 8;  // "qB"
 }
 
@@ -144,6 +152,45 @@ void BM_Replay1000Steps(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Replay1000Steps)->Unit(benchmark::kMillisecond);
+
+// `slowpipe timing --model gpt2-xl --replicas N --bandwidth 1Gbps` (without the printout).
+void BM_TimingReplicas(benchmark::State& state, bool sharded) {
+  nm::WhatIfConfig what;
+  what.model = "gpt2-xl";
+  what.replicas = static_cast<int>(state.range(0));
+  what.bandwidths_bps = {1e9};
+  what.grad_sync = sharded ? slowpipe::GradSync::kMomentum : slowpipe::GradSync::kAllReduce;
+  const nm::NetConfig net;
+  for (auto _ : state) {
+    const nm::WhatIfResult r = nm::run_what_if(what, net, wire_bytes);
+    benchmark::DoNotOptimize(r.rows.front().step_s);
+  }
+}
+BENCHMARK_CAPTURE(BM_TimingReplicas, ring, false)
+    ->Arg(100)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_TimingReplicas, sharded, true)
+    ->Arg(100)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMillisecond);
+
+// One step of N replicas from a full trace: folded, and the full replay.
+void BM_ReplayReplicas(benchmark::State& state, bool fold) {
+  const nm::StepTrace trace =
+      gpt2_xl_trace("gpipe", static_cast<int>(state.range(0)), "none", "none");
+  nm::NetConfig config;
+  config.preset = "1Gbps";
+  nm::Simulator sim(config, fold);
+  for (auto _ : state) benchmark::DoNotOptimize(sim.replay(trace).step_s);
+}
+BENCHMARK_CAPTURE(BM_ReplayReplicas, folded, true)
+    ->Arg(10)
+    ->Arg(100)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ReplayReplicas, full, false)->Arg(10)->Arg(100)->Unit(benchmark::kMillisecond);
 
 // The scaling cases: 16 hosts, 18 links; the start window grows with the flow
 // count (the same arrival rate), but some links are overloaded, so their

@@ -285,3 +285,32 @@ TEST_CASE("What-if: net.compute at its default times timing.device; another mode
   h100.compute = "analytic:H100";
   CHECK(nm::run_what_if(w, h100, wire_bytes).rows[0].step_s < r.rows[0].step_s);
 }
+
+TEST_CASE("What-if: many replicas replay one of them, the same step as the full replay") {
+  nm::WhatIfConfig c;
+  c.model = "gpt2-small";
+  c.bandwidths_bps = {1e9};
+  c.grad_sync = slowpipe::GradSync::kMomentum;
+  nm::NetConfig net;
+  net.nic_bandwidth_bps = 2e9;
+  c.replicas = 6;
+  const nm::WhatIfResult r = nm::run_what_if(c, net, wire_bytes);
+  // By hand: the full trace of 6 replicas through the full replay.
+  nm::NetConfig point = nm::with_timing_device(net, r.setup.device);
+  point.bandwidth_bps = 1e9;
+  auto trace = nm::make_synthetic_trace(r.setup.shape, r.setup.schedule, 6, nm::CodecSpecs{},
+                                        wire_bytes, nm::find_device("test", r.setup.device));
+  trace.sharded_exchange = true;
+  const double full = nm::Simulator(point, /*fold_replicas=*/false).replay(trace).step_s;
+  CHECK(r.rows.at(0).step_s == Approx(full).epsilon(1e-9));
+  // 100,000 replicas fit (one replica's ops); with jitter the replicas differ
+  // and the limit is the full replay's.
+  c.grad_sync = slowpipe::GradSync::kAllReduce;
+  c.replicas = nm::kMaxTimingReplicas;
+  CHECK(nm::run_what_if(c, nm::NetConfig{}, wire_bytes).rows.at(0).step_s > 0);
+  nm::NetConfig jitter;
+  jitter.jitter_s = 1e-3;
+  c.replicas = nm::kMaxTimingReplicasAsymmetric + 1;
+  CHECK_THROWS_WITH(nm::run_what_if(c, jitter, wire_bytes),
+                    Catch::Contains("timing.replicas") && Catch::Contains("net.jitter"));
+}
