@@ -90,21 +90,136 @@ uint32_t get_bits(const uint8_t* in, uint64_t pos, int bits) {
   return value;
 }
 
+// Codes of a tile that starts on a byte boundary and has a multiple of 8
+// elements: groups of 8 codes in W bytes (the LSB-first stream, as pack_codes).
+template <int W>
+void pack_groups(const uint8_t* codes, int64_t len, uint8_t* out) {
+  for (int64_t g = 0; g < len / 8; ++g) {
+    uint64_t acc = 0;
+    for (int j = 0; j < 8; ++j) acc |= static_cast<uint64_t>(codes[8 * g + j]) << (W * j);
+    std::memcpy(out + W * g, &acc, W);
+  }
+}
+// The decoder's twin, fused with the grid: values, not codes.
+template <int W>
+void dequantize_groups(const uint8_t* in, int64_t len, float zero, float step, float* out) {
+  for (int64_t g = 0; g < len / 8; ++g) {
+    uint64_t acc = 0;  // W byte loads (a W-byte memcpy to memory stalls the reload)
+    for (int k = 0; k < W; ++k) acc |= static_cast<uint64_t>(in[W * g + k]) << (8 * k);
+    for (int j = 0; j < 8; ++j)
+      out[8 * g + j] =
+          zero + static_cast<float>(static_cast<uint32_t>(acc >> (W * j)) & ((1U << W) - 1)) * step;
+  }
+}
+
 void write_codes(const uint8_t* codes, int64_t len, int bits, uint8_t* stream, uint64_t pos) {
-  if (pos % 8 == 0) {
-    pack_codes(codes, len, bits, stream + pos / 8);
-    return;
+  if (pos % 8 == 0 && len % 8 == 0) {
+    uint8_t* out = stream + pos / 8;
+    switch (bits) {
+      case 1:
+        return pack_groups<1>(codes, len, out);
+      case 2:
+        return pack_groups<2>(codes, len, out);
+      case 3:
+        return pack_groups<3>(codes, len, out);
+      case 4:
+        return pack_groups<4>(codes, len, out);
+      case 5:
+        return pack_groups<5>(codes, len, out);
+      case 6:
+        return pack_groups<6>(codes, len, out);
+      case 7:
+        return pack_groups<7>(codes, len, out);
+      default:
+        return pack_groups<8>(codes, len, out);
+    }
   }
   for (int64_t i = 0; i < len; ++i)
     put_bits(stream, pos + static_cast<uint64_t>(i * bits), codes[i], bits);
 }
-void read_codes(const uint8_t* stream, uint64_t pos, int64_t len, int bits, uint8_t* codes) {
-  if (pos % 8 == 0) {
-    unpack_codes(stream + pos / 8, len, bits, codes);
-    return;
+
+TAH_CLONES void dequantize_tile(const uint8_t* stream, uint64_t pos, int64_t len, int bits,
+                                float zero, float step, float* out) {
+  if (pos % 8 == 0 && len % 8 == 0) {
+    const uint8_t* in = stream + pos / 8;
+    switch (bits) {
+      case 1:
+        return dequantize_groups<1>(in, len, zero, step, out);
+      case 2:
+        return dequantize_groups<2>(in, len, zero, step, out);
+      case 3:
+        return dequantize_groups<3>(in, len, zero, step, out);
+      case 4:
+        return dequantize_groups<4>(in, len, zero, step, out);
+      case 5:
+        return dequantize_groups<5>(in, len, zero, step, out);
+      case 6:
+        return dequantize_groups<6>(in, len, zero, step, out);
+      case 7:
+        return dequantize_groups<7>(in, len, zero, step, out);
+      default:
+        return dequantize_groups<8>(in, len, zero, step, out);
+    }
   }
   for (int64_t i = 0; i < len; ++i)
-    codes[i] = static_cast<uint8_t>(get_bits(stream, pos + static_cast<uint64_t>(i * bits), bits));
+    out[i] =
+        zero +
+        static_cast<float>(get_bits(stream, pos + static_cast<uint64_t>(i * bits), bits)) * step;
+}
+
+// Reductions in 16 interleaved lanes (vectorizable; min, max and the top two
+// are exact, so the order does not change the result).
+constexpr int kRedLanes = 16;
+
+// The two largest |x| (with multiplicity: two equal peaks give top1 = top2).
+TAH_CLONES void top_two(const float* x, int64_t len, float& top1, float& top2) {
+  float m1[kRedLanes] = {}, m2[kRedLanes] = {};
+  const int64_t whole = len / kRedLanes * kRedLanes;
+  for (int64_t i = 0; i < whole; i += kRedLanes)
+    for (int j = 0; j < kRedLanes; ++j) {
+      const float a = std::fabs(x[i + j]);
+      const float low = a < m1[j] ? a : m1[j];
+      m2[j] = low > m2[j] ? low : m2[j];
+      m1[j] = a > m1[j] ? a : m1[j];
+    }
+  for (int64_t i = whole; i < len; ++i) {
+    const float a = std::fabs(x[i]);
+    const float low = a < m1[0] ? a : m1[0];
+    m2[0] = low > m2[0] ? low : m2[0];
+    m1[0] = a > m1[0] ? a : m1[0];
+  }
+  for (int w = kRedLanes / 2; w >= 1; w /= 2)  // lanes j and j + w, as a tree
+    for (int j = 0; j < w; ++j) {
+      const float low = m1[j] < m1[j + w] ? m1[j] : m1[j + w];
+      const float high2 = m2[j] > m2[j + w] ? m2[j] : m2[j + w];
+      m2[j] = low > high2 ? low : high2;
+      m1[j] = m1[j] > m1[j + w] ? m1[j] : m1[j + w];
+    }
+  top1 = m1[0];
+  top2 = m2[0];
+}
+
+TAH_CLONES void min_max(const float* v, int64_t len, float& lo, float& hi) {
+  float mn[kRedLanes], mx[kRedLanes];
+  for (int j = 0; j < kRedLanes; ++j) mn[j] = mx[j] = v[0];
+  const int64_t whole = len / kRedLanes * kRedLanes;
+  for (int64_t i = 0; i < whole; i += kRedLanes)
+    for (int j = 0; j < kRedLanes; ++j) {
+      const float a = v[i + j];
+      mn[j] = a < mn[j] ? a : mn[j];
+      mx[j] = a > mx[j] ? a : mx[j];
+    }
+  for (int64_t i = whole; i < len; ++i) {
+    mn[0] = v[i] < mn[0] ? v[i] : mn[0];
+    mx[0] = v[i] > mx[0] ? v[i] : mx[0];
+  }
+  for (int w = kRedLanes / 2; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) {
+      mn[j] = mn[j + w] < mn[j] ? mn[j + w] : mn[j];
+      mx[j] = mx[j + w] > mx[j] ? mx[j + w] : mx[j];
+    }
+  lo = mn[0] + 0.0F;  // -0 reads as +0, whatever the lanes' order
+  hi = mx[0];         // -0 reads as +0, whatever the lanes' order
 }
 
 // The rotation decision of a full tile: the pivot is the first index of the
@@ -113,36 +228,18 @@ struct PivotChoice {
   bool rotate = false;
   int64_t index = 0;
 };
-TAH_CLONES PivotChoice choose_pivot(const float* x, int64_t g) {
-  float top1 = 0.0F;
-  for (int64_t i = 0; i < g; ++i) top1 = std::max(top1, std::fabs(x[i]));
+PivotChoice choose_pivot(const float* x, int64_t g) {
+  float top1 = 0.0F, top2 = 0.0F;
+  top_two(x, g, top1, top2);
   PivotChoice c;
-  while (std::fabs(x[c.index]) != top1) ++c.index;
-  float top2 = 0.0F;
-  for (int64_t i = 0; i < g; ++i)
-    if (i != c.index) top2 = std::max(top2, std::fabs(x[i]));
   c.rotate = top1 > 0.0F && top1 <= kRotateLimit && top1 >= 2.0F * top2;
+  if (c.rotate)
+    while (std::fabs(x[c.index]) != top1) ++c.index;
   return c;
 }
 
-// One tile's grid and codes: zero = min rounded down to fp16, step = (max -
-// zero) / (2^bits - 1) rounded up to fp16; code = floor((v - zero) / step + 1/2)
-// clamped to [0, 2^bits - 1], with 1/step as a float (0 when step is 0).
-TAH_CLONES void quantize_tile(const float* v, int64_t len, int bits, uint8_t* scales,
-                              uint8_t* codes) {
-  float lo = v[0], hi = v[0];
-  for (int64_t i = 1; i < len; ++i) {
-    lo = std::min(lo, v[i]);
-    hi = std::max(hi, v[i]);
-  }
-  const uint16_t zero_half = half_round_down(lo);
-  const float zero = half_to_float(zero_half);
-  const auto max_code = static_cast<float>((1 << bits) - 1);
-  const uint16_t step_half = half_round_up(std::max(0.0F, (hi - zero) / max_code));
-  const float step = half_to_float(step_half);
-  const float inv = step > 0.0F ? 1.0F / step : 0.0F;
-  std::memcpy(scales, &zero_half, 2);
-  std::memcpy(scales + 2, &step_half, 2);
+TAH_CLONES void round_codes(const float* v, int64_t len, float zero, float inv, float max_code,
+                            uint8_t* codes) {
   for (int64_t i = 0; i < len; ++i) {
     float t = (v[i] - zero) * inv + 0.5F;
     t = t > 0.0F ? t : 0.0F;
@@ -151,9 +248,20 @@ TAH_CLONES void quantize_tile(const float* v, int64_t len, int bits, uint8_t* sc
   }
 }
 
-TAH_CLONES void dequantize_tile(const uint8_t* codes, int64_t len, float zero, float step,
-                                float* out) {
-  for (int64_t i = 0; i < len; ++i) out[i] = zero + static_cast<float>(codes[i]) * step;
+// One tile's grid and codes: zero = min rounded down to fp16, step = (max -
+// zero) / (2^bits - 1) rounded up to fp16; code = floor((v - zero) / step + 1/2)
+// clamped to [0, 2^bits - 1], with 1/step as a float (0 when step is 0).
+void quantize_tile(const float* v, int64_t len, int bits, uint8_t* scales, uint8_t* codes) {
+  float lo = 0.0F, hi = 0.0F;
+  min_max(v, len, lo, hi);
+  const uint16_t zero_half = half_round_down(lo);
+  const float zero = half_to_float(zero_half);
+  const auto max_code = static_cast<float>((1 << bits) - 1);
+  const uint16_t step_half = half_round_up(std::max(0.0F, (hi - zero) / max_code));
+  const float step = half_to_float(step_half);
+  std::memcpy(scales, &zero_half, 2);
+  std::memcpy(scales + 2, &step_half, 2);
+  round_codes(v, len, zero, step > 0.0F ? 1.0F / step : 0.0F, max_code, codes);
 }
 
 // `:fixed` with a fractional B: the i-th of `count` tiles of a class is high
@@ -210,30 +318,46 @@ float tah_log2(float u) {
 }
 
 TAH_CLONES float tah_entropy(const float* x, int64_t len) {
-  float top = 0.0F;
-  for (int64_t i = 0; i < len; ++i) top = std::max(top, std::fabs(x[i]));
+  float top = 0.0F, unused = 0.0F;
+  top_two(x, len, top, unused);
   if (!(top >= FLT_MIN)) return 0.0F;
   uint32_t tb;
   std::memcpy(&tb, &top, 4);
   // 2^-e with e the exponent of the largest |x|: u = |x| * k lies in [0, 2),
   // exactly scaled wherever u >= FLT_MIN (the entropy is scale invariant).
   const float k = std::ldexp(1.0F, 127 - static_cast<int>(tb >> 23));
+  // Element-wise first (vectorized), then the documented lane sums.
+  float us[kMaxTile], terms[kMaxTile];
+  for (int64_t i = 0; i < len; ++i) {
+    const float u = std::fabs(x[i]) * k;
+    uint32_t b;
+    std::memcpy(&b, &u, 4);
+    const uint32_t mb = (b & 0x7FFFFFU) | 0x3F800000U;
+    float m;
+    std::memcpy(&m, &mb, 4);
+    const float f = m - 1.0F;
+    const float lg = static_cast<float>(static_cast<int>(b >> 23) - 127) +
+                     (((kC4 * f + kC3) * f + kC2) * f + kC1) * f;  // tah_log2(u)
+    // u < FLT_MIN (zero or subnormal) counts as 0: an integer mask on the bits,
+    // so that the loop has no branch (u >= 0, so its bits order like its value).
+    const float term = u * lg;
+    const uint32_t keep = b >= 0x00800000U ? 0xFFFFFFFFU : 0U;
+    uint32_t tb_bits;
+    std::memcpy(&tb_bits, &term, 4);
+    const uint32_t ub = b & keep, qb = tb_bits & keep;
+    std::memcpy(&us[i], &ub, 4);
+    std::memcpy(&terms[i], &qb, 4);
+  }
   float s[kLanes] = {}, t[kLanes] = {};
   const int64_t whole = len / kLanes * kLanes;
   for (int64_t i = 0; i < whole; i += kLanes)
     for (int j = 0; j < kLanes; ++j) {
-      const float u = std::fabs(x[i + j]) * k;
-      const bool normal = u >= FLT_MIN;
-      const float lg = tah_log2(normal ? u : 1.0F);
-      s[j] += normal ? u : 0.0F;
-      t[j] += normal ? u * lg : 0.0F;
+      s[j] += us[i + j];
+      t[j] += terms[i + j];
     }
   for (int64_t i = whole; i < len; ++i) {
-    const float u = std::fabs(x[i]) * k;
-    if (u >= FLT_MIN) {
-      s[i - whole] += u;
-      t[i - whole] += u * tah_log2(u);
-    }
+    s[i - whole] += us[i];
+    t[i - whole] += terms[i];
   }
   const float sum_s = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
   const float sum_t = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
@@ -370,7 +494,6 @@ void TahQuant::decode_payload(const uint8_t* p, const Shape& shape, float* out) 
           " high-width tiles, expected " + std::to_string(l.high_full) + " + " +
           std::to_string(l.high_tail));
   }
-  uint8_t codes[kMaxTile];
   uint64_t pos = 0;
   for (int64_t tok = 0, t = 0, full_index = 0; tok < l.tokens; ++tok)
     for (int64_t j = 0; j < per_token; ++j, ++t) {
@@ -386,9 +509,8 @@ void TahQuant::decode_payload(const uint8_t* p, const Shape& shape, float* out) 
       if (!std::isfinite(zero) || !std::isfinite(step) || step < 0.0F)
         bad("tile " + std::to_string(t) + " has a non-finite zero point or a bad step");
       float* v = out + tok * l.channels + j * g;
-      read_codes(stream, pos, len, bits, codes);
+      dequantize_tile(stream, pos, len, bits, zero, step, v);
       pos += static_cast<uint64_t>(len * bits);
-      dequantize_tile(codes, len, zero, step, v);
       if (!full) continue;
       const uint64_t at = sec.width_bits + static_cast<uint64_t>(full_index++) * (1 + pivot_bits);
       const uint32_t pivot = get_bits(header, at + 1, pivot_bits);

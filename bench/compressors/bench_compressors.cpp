@@ -4,6 +4,10 @@
 //     against the same computation composed of libtorch ops (abs/amax, div,
 //     round, clamp, shift and bitwise-or packing);
 //   - unpack + dequantize, same;
+//   - TAH-Quant (tah:bits=B, tiles of 64 channels) encode and decode on the same
+//     tensors, beside q4: B = 3 (one width) and 3.5 (entropy-chosen widths), on
+//     the Gaussian input and on one with an outlier channel in every tile (every
+//     tile then takes the pivot swap and Hadamard rotation, the worst case);
 //   - TopK per row at K = 10% and 30% (rows of 64 Ki elements, one per sample),
 //     against torch::topk (values and indices);
 //   - the whole TopK codec, encode + decode at K = 10% (selection, index coding,
@@ -124,6 +128,46 @@ void BM_UnpackDequantize_Torch(benchmark::State& st) {
   torch_unpack_dequantize(packed.first, packed.second, bits, x.size(0));  // warm-up, untimed
   for (auto _ : st) {
     at::Tensor y = torch_unpack_dequantize(packed.first, packed.second, bits, x.size(0));
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  st.SetBytesProcessed(st.iterations() * x.numel() * 4);
+}
+
+// TAH-Quant: range(1) = 30 for tah:bits=3, 35 for tah:bits=3.5; range(2) = 1
+// multiplies channel 5 of every 64 by 30 (every tile rotated).
+std::unique_ptr<sc::Codec> tah_codec(benchmark::State& st) {
+  return sc::make_codec(st.range(1) == 30 ? "tah:bits=3" : "tah:bits=3.5");
+}
+at::Tensor tah_input(benchmark::State& st) {
+  at::Tensor x = input(st.range(0));
+  if (st.range(2) == 1) x.narrow(1, 5, kChannels - 5).slice(1, 0, kChannels - 5, 64).mul_(30);
+  return x;
+}
+
+void BM_TahQuant_Encode(benchmark::State& st) {
+  at::Tensor x = tah_input(st);
+  auto codec = tah_codec(st);
+  sc::Shape shape = {x.size(0), x.size(1)};
+  sc::Message msg;
+  codec->encode_raw(x.data_ptr<float>(), shape, msg);  // warm-up, untimed
+  for (auto _ : st) {
+    codec->encode_raw(x.data_ptr<float>(), shape, msg);
+    benchmark::DoNotOptimize(msg.data());
+  }
+  st.counters["bits_per_element"] = 8.0 * static_cast<double>(msg.size()) / x.numel();
+  st.SetBytesProcessed(st.iterations() * x.numel() * 4);
+}
+
+void BM_TahQuant_Decode(benchmark::State& st) {
+  at::Tensor x = tah_input(st);
+  auto codec = tah_codec(st);
+  sc::Shape shape = {x.size(0), x.size(1)};
+  sc::Message msg;
+  codec->encode_raw(x.data_ptr<float>(), shape, msg);
+  at::Tensor y = at::empty_like(x);
+  codec->decode_raw(msg.data(), msg.size(), shape, y.data_ptr<float>());  // warm-up, untimed
+  for (auto _ : st) {
+    codec->decode_raw(msg.data(), msg.size(), shape, y.data_ptr<float>());
     benchmark::DoNotOptimize(y.data_ptr());
   }
   st.SetBytesProcessed(st.iterations() * x.numel() * 4);
@@ -272,6 +316,12 @@ void quant_args(benchmark::internal::Benchmark* b) {
     for (int64_t bits : {2, 4, 8}) b->Args({mib, bits});
   b->ArgNames({"MiB", "bits"})->Unit(benchmark::kMillisecond)->UseRealTime();
 }
+void tah_args(benchmark::internal::Benchmark* b) {
+  for (int64_t bits10 : {30, 35})
+    for (int64_t outliers : {0, 1}) b->Args({2, bits10, outliers});
+  b->Args({64, 35, 0});
+  b->ArgNames({"MiB", "bits10", "outliers"})->Unit(benchmark::kMillisecond)->UseRealTime();
+}
 void topk_args(benchmark::internal::Benchmark* b) {
   for (int64_t mib : {2, 64})
     for (int64_t pct : {10, 30}) b->Args({mib, pct});
@@ -294,6 +344,8 @@ BENCHMARK(BM_QuantizePack_Slowpipe)->Apply(quant_args);
 BENCHMARK(BM_QuantizePack_Torch)->Apply(quant_args);
 BENCHMARK(BM_UnpackDequantize_Slowpipe)->Apply(quant_args);
 BENCHMARK(BM_UnpackDequantize_Torch)->Apply(quant_args);
+BENCHMARK(BM_TahQuant_Encode)->Apply(tah_args);
+BENCHMARK(BM_TahQuant_Decode)->Apply(tah_args);
 BENCHMARK(BM_TopkRow_Slowpipe)->Apply(topk_args);
 BENCHMARK(BM_TopkRow_Torch)->Apply(topk_args);
 BENCHMARK(BM_IndexEncode)->Apply(index_args);
