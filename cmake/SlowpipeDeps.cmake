@@ -7,6 +7,19 @@ find_package(fmt REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 
+# A libtorch that ships its own fmt headers (the CUDA builds of pip's torch do)
+# puts them ahead of the system's on every torch target's include path, so the
+# code compiles against that fmt while linking the system's library, whose
+# version differs. Compiling fmt header-only keeps each object self-consistent.
+get_target_property(slowpipe_fmt_include fmt::fmt INTERFACE_INCLUDE_DIRECTORIES)
+foreach(dir IN LISTS TORCH_INCLUDE_DIRS)
+  if(EXISTS "${dir}/fmt/format.h" AND NOT dir IN_LIST slowpipe_fmt_include)
+    set_property(TARGET fmt::fmt APPEND PROPERTY INTERFACE_COMPILE_DEFINITIONS FMT_HEADER_ONLY=1)
+    message(STATUS "slowpipe: libtorch ships fmt headers (${dir}); fmt is compiled header-only")
+    break()
+  endif()
+endforeach()
+
 # Torch's exported flags leak into every consumer; wrap them in one target.
 add_library(slowpipe_torch INTERFACE)
 target_link_libraries(slowpipe_torch INTERFACE ${TORCH_LIBRARIES})

@@ -54,9 +54,8 @@ bool use_nccl(const sim::DistConfig& cfg) {
 #endif
 }
 
-c10::intrusive_ptr<c10d::ProcessGroup> make_group(const c10::intrusive_ptr<c10d::Store>& store,
-                                                  const std::string& prefix, int rank, int size,
-                                                  bool nccl) {
+c10::intrusive_ptr<GroupImpl> make_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                         const std::string& prefix, int rank, int size, bool nccl) {
   auto scoped = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
 #ifdef SLOWPIPE_WITH_NCCL
   if (nccl) {
@@ -181,7 +180,7 @@ void Comm::join_rendezvous(const std::string& where) {
       std::this_thread::sleep_for(milliseconds(1000));
       throw UsageError(why);
     }
-    store_->set(confirmed, {1});
+    store_->set(confirmed, std::vector<uint8_t>{1});
     return;
   }
   // Rank 0 waits up to dist.timeout for the others; a little longer here.

@@ -30,17 +30,32 @@
 #include <string>
 #include <vector>
 
+#include <torch/version.h>
+
 #include "dist/launch.h"
 #include "dist/layout.h"
 #include "sim/run_config.h"
 
 namespace c10d {
 class Store;
-class ProcessGroup;
 class Work;
+#if TORCH_VERSION_MAJOR >= 2
+class Backend;
+#else
+class ProcessGroup;
+#endif
 }  // namespace c10d
 
 namespace slowpipe::dist {
+
+// A Gloo or NCCL process group: c10d::ProcessGroup in libtorch 1.x; in 2.x the
+// backends are c10d::Backend objects with the same collective and
+// point-to-point calls (ProcessGroup became a dispatcher over them).
+#if TORCH_VERSION_MAJOR >= 2
+using GroupImpl = c10d::Backend;
+#else
+using GroupImpl = c10d::ProcessGroup;
+#endif
 
 // A peer died or was unreachable, the run was stopped by another rank, or the
 // configurations differ. `diverged`: another rank met a NaN/inf (the run's
@@ -141,8 +156,8 @@ class Comm {
   int rank_;
   std::atomic<int64_t> step_{0};
   c10::intrusive_ptr<c10d::Store> store_;
-  c10::intrusive_ptr<c10d::ProcessGroup> world_;
-  c10::intrusive_ptr<c10d::ProcessGroup> stage_group_, replica_group_;
+  c10::intrusive_ptr<GroupImpl> world_;
+  c10::intrusive_ptr<GroupImpl> stage_group_, replica_group_;
   std::vector<std::pair<c10::intrusive_ptr<c10d::Work>, std::vector<at::Tensor>>> pending_;
   bool nccl_ = false;
   std::map<int, std::shared_ptr<Prefetch>> prefetch_;  // by source rank

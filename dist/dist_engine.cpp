@@ -171,7 +171,7 @@ void DistEngine::check_configs(const std::string& config_text) {
         throw UsageError(why);
       }
     }
-    store.set("slowpipe/config_ok", {1});
+    store.set("slowpipe/config_ok", std::vector<uint8_t>{1});
     return;
   }
   const auto until = std::chrono::steady_clock::now() + timeout;

@@ -4,8 +4,10 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "common/errors.h"
 
@@ -119,11 +121,28 @@ void StageOptimizer::zero_grad() {
   }
 }
 
+namespace {
+
+// The key of a parameter in torch::optim's state map: the printed address of its
+// TensorImpl in libtorch 1.x (a string), the address itself in 2.x (void*).
+template <class Map>
+typename Map::key_type state_key(const Map&, const at::Tensor& p) {
+  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
+    std::ostringstream key;
+    key << p.unsafeGetTensorImpl();
+    return key.str();
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
+
+}  // namespace
+
 std::vector<at::Tensor> StageOptimizer::state_tensors() const {
   std::vector<at::Tensor> out;
   const auto& state = opt_->state();
   for (const auto& p : params_) {
-    auto it = state.find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+    auto it = state.find(state_key(state, p));
     if (it == state.end()) continue;
     if (auto* s = dynamic_cast<torch::optim::SGDParamState*>(it->second.get())) {
       out.push_back(s->momentum_buffer());
@@ -140,7 +159,7 @@ namespace {
 template <class State>
 State* state_of(torch::optim::Optimizer& opt, const at::Tensor& p) {
   auto& state = opt.state();
-  auto it = state.find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+  auto it = state.find(state_key(state, p));
   return it == state.end() ? nullptr : dynamic_cast<State*>(it->second.get());
 }
 

@@ -14,6 +14,7 @@
 #include <map>
 #include <string>
 
+#include "common/file_tree.h"
 #include "compressors/factory.h"
 #include "engine_fixture.h"
 #include "runlog/runlog.h"
@@ -99,7 +100,12 @@ struct TempDir {
   std::filesystem::path path =
       std::filesystem::temp_directory_path() / ("slowpipe_warmup_" + std::to_string(getpid()));
   TempDir() { std::filesystem::create_directories(path); }
-  ~TempDir() { std::filesystem::remove_all(path); }
+  ~TempDir() {
+    try {
+      slowpipe::remove_tree(path.string());  // common/file_tree.h: not fs::remove_all
+    } catch (...) {
+    }
+  }
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
