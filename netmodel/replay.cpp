@@ -31,9 +31,18 @@ void summarise(const StepLoop& loop, Timeline& out) {
                                                        loop.followed_replicas())
                                  : 0.0;
   const FlowNetwork& network = loop.network();
+  const Topology& topology = loop.topology();
   for (uint32_t r = 0; r < network.resource_count(); ++r) {
-    out.links.push_back(
-        {network.resource_name(r), network.busy_s(r), network.carried_bits(r) / 8.0});
+    if (!loop.folded()) {
+      out.links.push_back(
+          {network.resource_name(r), network.busy_s(r), network.carried_bits(r) / 8.0});
+      continue;
+    }
+    const int copies = topology.copies(r);  // a pool: each of its links carries its share
+    for (int k = 0; k < copies; ++k) {
+      out.links.push_back({topology.resource_name(r, 0, k), network.busy_s(r),
+                           network.carried_bits(r) / 8.0 / copies});
+    }
   }
   out.events = loop.events();
 }
@@ -55,12 +64,16 @@ Timeline spread(Timeline compact, const StepTrace& full, const std::vector<int32
     out.device_busy_s[d] = out.device_busy_s[d % S];
     out.peak_activations[d] = out.peak_activations[d % S];
   }
+  // Replica 0's links, in the order summarise lists them: each resource's copies.
   const std::vector<LinkUsage> links = std::move(out.links);
   out.links.clear();
   out.links.reserve(links.size() * static_cast<size_t>(D));
-  for (int k = 0; k < D; ++k) {
-    for (uint32_t r = 0; r < links.size(); ++r) {
-      out.links.push_back({topology.resource_name(r, k), links[r].busy_s, links[r].bytes});
+  for (int shift = 0; shift < D; ++shift) {
+    size_t i = 0;
+    for (uint32_t r = 0; i < links.size(); ++r) {
+      for (int k = 0; k < topology.copies(r); ++k, ++i) {
+        out.links.push_back({topology.resource_name(r, shift, k), links[i].busy_s, links[i].bytes});
+      }
     }
   }
   return out;
@@ -126,9 +139,13 @@ Timeline Simulator::replay(const StepTrace& trace) {
 Timeline Simulator::run_step(const StepTrace& trace, const StepTrace& observed) {
   const int S = trace.stages, D = trace.replicas;
   const bool fold = folded_ && trace.replicated;
-  if (!loop_ || loop_->stages() != S || loop_->replicas() != D || loop_->folded() != fold) {
+  // The exchange's links to the other replicas pool where they are all alike.
+  const Folding folding = !fold                                             ? Folding::kNone
+                          : trace.sharded_exchange && config_.links.empty() ? Folding::kPooled
+                                                                            : Folding::kReplicas;
+  if (!loop_ || loop_->stages() != S || loop_->replicas() != D || loop_->folding() != folding) {
     loop_.reset();
-    loop_ = std::make_unique<StepLoop>(config_, S, D, fold);
+    loop_ = std::make_unique<StepLoop>(config_, S, D, folding);
   }
   const size_t devices = static_cast<size_t>(S) * static_cast<size_t>(loop_->followed_replicas());
   Timeline out;

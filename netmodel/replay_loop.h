@@ -23,18 +23,20 @@ namespace slowpipe::netmodel {
 
 class StepLoop {
  public:
-  // Folded (`fold`, replica-symmetric network and compact traces only): the
-  // devices of replica 0 stand for every replica's (replay.h).
-  StepLoop(const NetConfig& config, int stages, int replicas, bool fold)
+  // Folded (`folding` other than kNone; replica-symmetric network and compact
+  // traces only): the devices of replica 0 stand for every replica's (replay.h).
+  StepLoop(const NetConfig& config, int stages, int replicas, Folding folding)
       : stages_(stages),
         replicas_(replicas),
-        fold_(fold && replicas > 1),
-        transport_(config, stages, replicas, fold_),
+        folding_(replicas > 1 ? folding : Folding::kNone),
+        fold_(folding_ != Folding::kNone),
+        transport_(config, stages, replicas, folding_),
         collective_(ops_, transport_) {}
 
   int stages() const { return stages_; }
   int replicas() const { return replicas_; }
   bool folded() const { return fold_; }
+  Folding folding() const { return folding_; }
   // The replicas whose devices run: 1 folded, else all.
   int followed_replicas() const { return fold_ ? 1 : replicas_; }
   // Clears the per-step state and indexes `trace` (throws DataError if it is
@@ -58,6 +60,7 @@ class StepLoop {
   void check_drained() const;
 
   int stages_, replicas_;
+  Folding folding_;
   bool fold_;
   EventEngine engine_;
   StepOps ops_;

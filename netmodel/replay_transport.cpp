@@ -17,8 +17,8 @@ uint64_t next_u64(uint64_t& state) {
 
 }  // namespace
 
-Transport::Transport(const NetConfig& config, int stages, int replicas, bool fold)
-    : topology_(config, stages, replicas, network_, fold) {}
+Transport::Transport(const NetConfig& config, int stages, int replicas, Folding folding)
+    : topology_(config, stages, replicas, network_, folding) {}
 
 void Transport::reset(EventEngine& engine, const NetConfig& config, uint64_t* rng,
                       std::vector<OpTiming>& timing) {
@@ -34,6 +34,7 @@ void Transport::reset(EventEngine& engine, const NetConfig& config, uint64_t* rn
   for (Connection& conn : connections_) {
     conn.busy = false;
     conn.queue.clear();
+    conn.head = 0;
   }
 }
 
@@ -101,9 +102,12 @@ void Transport::on_wake(uint64_t version) {
     engine_->schedule(engine_->now() + messages_[msg].latency_s, kArrival, msg);
     Connection& conn = connections_[messages_[msg].connection];
     conn.busy = false;
-    if (!conn.queue.empty()) {
-      const Pending next = conn.queue.front();
-      conn.queue.pop_front();
+    if (conn.head < conn.queue.size()) {
+      const Pending next = conn.queue[conn.head++];
+      if (conn.head == conn.queue.size()) {
+        conn.queue.clear();
+        conn.head = 0;
+      }
       start_flow(next.message, *next.route, next.bytes);
     }
   }

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <unordered_map>
 #include <vector>
 
@@ -41,8 +40,8 @@ struct Message {
 
 class Transport {
  public:
-  // `fold`: the folded topology (topology.h) of the replica-symmetric replay.
-  Transport(const NetConfig& config, int stages, int replicas, bool fold);
+  // `folding`: how the topology stands for the cluster (topology.h).
+  Transport(const NetConfig& config, int stages, int replicas, Folding folding);
 
   // Starts a step: no flows, no messages, empty connection queues. `timing`
   // receives the start of each pipeline send's first bit.
@@ -68,7 +67,10 @@ class Transport {
   };
   struct Connection {
     bool busy = false;
-    std::deque<Pending> queue;
+    // FIFO: queue[head..) waits (a vector allocates nothing until used; a
+    // deque's first node costs ~0.5 kB for each of the many idle connections).
+    std::vector<Pending> queue;
+    size_t head = 0;
   };
 
   uint32_t connection(int from_device, int to_device, ConnectionKind kind);

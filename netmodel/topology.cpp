@@ -8,8 +8,13 @@
 namespace slowpipe::netmodel {
 
 Topology::Topology(const NetConfig& config, int stages, int replicas, FlowNetwork& network,
-                   bool fold_replicas)
-    : config_(config), stages_(stages), fold_(fold_replicas && replicas > 1), network_(network) {
+                   Folding folding)
+    : config_(config),
+      stages_(stages),
+      replicas_(replicas),
+      fold_(folding != Folding::kNone && replicas > 1),
+      pool_(folding == Folding::kPooled && replicas > 1),
+      network_(network) {
   hosts_ = host_of(config, stages, replicas - 1, stages - 1) + 1;
   hosts_per_replica_ = hosts_ / replicas;
   overrides_ = parse_link_overrides("net.links", config.links);
@@ -45,10 +50,8 @@ void Topology::add_nics() {
 
 uint32_t Topology::add_resource(Where where, int a, int b, double capacity_bps) {
   places_.push_back({where, a, b});
-  std::string name = where == Where::kLink ? "link" + std::to_string(a) + "->" + std::to_string(b)
-                     : where == Where::kNicOut ? "nic" + std::to_string(a) + ".out"
-                                               : "nic" + std::to_string(a) + ".in";
-  return network_.add_resource(name, capacity_bps);
+  return network_.add_resource(resource_name(static_cast<uint32_t>(places_.size() - 1), 0),
+                               capacity_bps);
 }
 
 // The pair's bandwidth and latency: the preset's, unless net.links overrides
@@ -102,26 +105,39 @@ std::pair<int, int> Topology::folded_pair(int from, int to) const {
   return {turned(from, -shift), turned(to, -shift)};
 }
 
-void Topology::add_direction(int from, int to) {
+// Folded: the pair's member from replica 0; pooled, and to another replica:
+// (from, -1 - the destination's position in its replica).
+std::pair<int, int> Topology::route_key(int from, int to) const {
+  if (!fold_) return {from, to};
   const auto key = folded_pair(from, to);
+  if (!pool_ || key.second < hosts_per_replica_) return key;
+  return {key.first, -1 - key.second % hosts_per_replica_};
+}
+
+void Topology::add_direction(int from, int to) {
+  const auto key = route_key(from, to);
   if (routes_.count(key)) return;
+  const auto [a, b] = folded_pair(from, to);
   Route route;
-  if (key.first == key.second) {
+  if (a == b) {
     route.local = true;
     routes_[key] = route;
     return;
   }
-  const auto [bandwidth_bps, latency_s] = link_parameters(key.first, key.second);
+  const auto [bandwidth_bps, latency_s] = link_parameters(a, b);
   route.latency_s = latency_s;
-  if (!nic_out_.empty()) route.path[route.length++] = nic_out_[key.first];
+  if (!nic_out_.empty()) route.path[route.length++] = nic_out_[a];
+  const int position = b % hosts_per_replica_;
   route.path[route.length++] =
-      add_resource(Where::kLink, key.first, key.second, bandwidth_bps * config_.efficiency);
-  if (!nic_in_.empty()) route.path[route.length++] = nic_in_[key.second % hosts_per_replica_];
+      key.second < 0 ? add_resource(Where::kPool, a, position,
+                                    (replicas_ - 1) * bandwidth_bps * config_.efficiency)
+                     : add_resource(Where::kLink, a, b, bandwidth_bps * config_.efficiency);
+  if (!nic_in_.empty()) route.path[route.length++] = nic_in_[position];
   routes_[key] = route;
 }
 
 const Route& Topology::route(int host_from, int host_to) {
-  const auto key = fold_ ? folded_pair(host_from, host_to) : std::make_pair(host_from, host_to);
+  const auto key = route_key(host_from, host_to);
   auto it = routes_.find(key);
   if (it == routes_.end()) {
     if (fold_) {
@@ -134,7 +150,11 @@ const Route& Topology::route(int host_from, int host_to) {
   return it->second;
 }
 
-std::string Topology::resource_name(uint32_t r, int shift) const {
+int Topology::copies(uint32_t r) const {
+  return places_[r].where == Where::kPool ? replicas_ - 1 : 1;
+}
+
+std::string Topology::resource_name(uint32_t r, int shift, int copy) const {
   const Place& p = places_[r];
   const int a = turned(p.a, shift);
   switch (p.where) {
@@ -144,6 +164,9 @@ std::string Topology::resource_name(uint32_t r, int shift) const {
       return "nic" + std::to_string(a) + ".in";
     case Where::kLink:
       break;
+    case Where::kPool:
+      return "link" + std::to_string(a) + "->" +
+             std::to_string(turned(p.b + (copy + 1) * hosts_per_replica_, shift));
   }
   return "link" + std::to_string(a) + "->" + std::to_string(turned(p.b, shift));
 }
