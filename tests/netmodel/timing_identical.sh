@@ -40,6 +40,10 @@ cases=(
   "--model gpt2-small --replicas 2 --set net.jitter=2ms --set net.seed=7"
   "--model gpt2-xl --net geo-us-europe --replicas 2 --set net.overhead=64B"
   "--model gpt2-xl --replicas 16 --bandwidth 1Gbps"
+  "--model gpt2-xl --replicas 64 --set net.nic_bandwidth=2Gbps --bandwidth 1Gbps"
+  "--model gpt2-small --replicas 5 --set timing.grad_sync=momentum --set net.nic_bandwidth=2Gbps"
+  "--model gpt2-small --replicas 3 --set net.links=0-1:100Mbps,4-5:100Mbps,8-9:100Mbps"
+  "--model gpt2-small --replicas 3 --set timing.grad_sync=momentum --set net.links=0-4:1Gbps:5ms,4-8:1Gbps:5ms,8-0:1Gbps:5ms"
 )
 n=0
 for c in "${cases[@]}"; do
