@@ -128,8 +128,13 @@ Timeline Simulator::replay(const StepTrace& trace) {
   } else {  // alike replicas in a full trace: follow replica 0, then spread its timeline
     std::vector<int32_t> op_of;
     const StepTrace compact = compact_trace(trace, &op_of);
-    Timeline replica0 = run_step(compact, trace);  // (re)makes loop_: before its topology
-    out = spread(std::move(replica0), trace, op_of, loop_->topology());
+    try {
+      Timeline replica0 = run_step(compact, trace);  // (re)makes loop_: before its topology
+      out = spread(std::move(replica0), trace, op_of, loop_->topology());
+    } catch (const DataError&) {  // name the op by its index in `trace`: the full replay
+      folded_ = false;
+      out = run_step(trace, trace);
+    }
   }
   elapsed_s_ += out.step_s;
   ++steps_;

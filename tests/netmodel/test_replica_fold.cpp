@@ -235,3 +235,31 @@ TEST_CASE("Replica fold: several steps on one simulator stay equal to the full r
     check_close(fold.elapsed_s(), full.elapsed_s(), 0, "elapsed");
   }
 }
+
+TEST_CASE("Replica fold: an inconsistent trace is reported as the full replay reports it") {
+  std::mt19937_64 rng(5);
+  const Case c = random_case(rng, "gpipe", false, false);
+  nm::StepTrace bad = c.trace;
+  // Device by device (each stream keeps its order): replica 0's ops are no
+  // longer the first ones, so an index into its compact trace would differ.
+  std::stable_sort(bad.ops.begin(), bad.ops.end(),
+                   [](const nm::TraceOp& a, const nm::TraceOp& b) { return a.device < b.device; });
+  for (auto& op : bad.ops) {
+    if (op.kind == nm::OpKind::kForward && op.microbatch == 0 && op.device == bad.stages - 1)
+      op.compute_s = -1;  // on every replica
+  }
+  REQUIRE(nm::replicas_alike(bad));
+  std::string full, folded;
+  try {
+    nm::Simulator(c.net, false).replay(bad);
+  } catch (const slowpipe::DataError& e) {
+    full = e.what();
+  }
+  try {
+    nm::Simulator(c.net).replay(bad);
+  } catch (const slowpipe::DataError& e) {
+    folded = e.what();
+  }
+  CHECK_THAT(full, Catch::Contains("negative or non-finite"));
+  CHECK(folded == full);
+}
