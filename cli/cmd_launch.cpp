@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "common/options.h"
 #include "dist/launch.h"
-#include "sim/train_config.h"
+#include "config/train_config.h"
 
 namespace slowpipe::cli {
 namespace {

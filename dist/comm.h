@@ -34,7 +34,7 @@
 
 #include "dist/launch.h"
 #include "dist/layout.h"
-#include "sim/run_config.h"
+#include "config/run_config.h"
 
 namespace c10d {
 class Store;

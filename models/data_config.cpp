@@ -1,14 +1,15 @@
 // The `data.*` option descriptions. Choices for data.name come from the
-// data-set registry.
+// data sets' facts (data_facts.h: every registered data set, no libtorch).
 #include "models/data_config.h"
 
 #include "common/options.h"
-#include "models/data_registry.h"
+#include "models/data_facts.h"
 
 namespace slowpipe::models {
 
 void describe_options(DataConfig& cfg, slowpipe::OptionSet& opts) {
-  opts.add_choice("data.name", cfg.name, dataset_names(), "data set (see `docs/models.md`)");
+  opts.add_choice("data.name", cfg.name, dataset_facts_registry().names(),
+                  "data set (see `docs/models.md`)");
   opts.add_path("data.path", cfg.path,
                 "data file overriding the default (fashion-mnist: a directory); required for text");
   opts.add("data.val_fraction", cfg.val_fraction,

@@ -2,8 +2,11 @@
 // use, through register_dataset.
 #include "models/data_registry.h"
 
+#include <utility>
+
 #include "common/errors.h"
 #include "common/units.h"
+#include "models/data_facts.h"
 #include "models/fashion_mnist.h"
 #include "models/file_bytes.h"
 #include "models/input_file.h"
@@ -11,9 +14,6 @@
 
 namespace slowpipe::models {
 namespace {
-
-constexpr const char* kGcidePath = "/usr/share/dictd/gcide.dict.dz";
-constexpr const char* kGcidePackage = "dict-gcide";
 
 std::unique_ptr<Dataset> make_gcide(const DataConfig& cfg, const std::string& path,
                                     int64_t seq_len) {
@@ -33,17 +33,17 @@ std::unique_ptr<Dataset> make_fashion(const DataConfig& cfg, const std::string& 
   return std::make_unique<FashionMnist>(path, cfg);
 }
 
-// The built-ins, registered as any other data set is.
+// The built-ins, registered as any other data set is: their names, files and
+// packages are their facts (data_facts.cpp, no libtorch); here each gets its
+// factory.
 void register_builtins() {
-  register_dataset({"gcide",
-                    "GCIDE dictionary (Webster 1913 + WordNet) as raw bytes, ~40 MB of text",
-                    kGcidePath, kGcidePackage, &make_gcide});
-  register_dataset({"fashion-mnist",
-                    "Fashion-MNIST 28x28 clothing images, 10 classes (60k train, 10k val)",
-                    kFashionMnistDir, kFashionMnistPackage, &make_fashion,
-                    /*path_is_directory=*/true});
-  register_dataset(
-      {"text", "any text file (plain or gzip) as raw bytes; needs data.path", "", "", &make_text});
+  const std::pair<const char*, DatasetFactory> factories[] = {
+      {"gcide", &make_gcide}, {"fashion-mnist", &make_fashion}, {"text", &make_text}};
+  for (const auto& [name, make] : factories) {
+    const DatasetFacts& f = dataset_facts_registry().at("data.name", name);
+    register_dataset(
+        {f.name, f.description, f.default_path, f.debian_package, make, f.path_is_directory});
+  }
 }
 
 // The registry with the built-ins in it: they are registered on first use,
@@ -64,7 +64,12 @@ std::vector<std::string> dataset_names() {
 }
 
 void register_dataset(DatasetEntry entry) {
-  filled().add(std::move(entry));
+  const DatasetEntry& added = filled().add(std::move(entry));
+  // The option set's data.name choices are the facts' names.
+  if (dataset_facts_registry().find(added.name) == nullptr) {
+    register_dataset_facts({added.name, added.description, added.default_path, added.debian_package,
+                            added.path_is_directory});
+  }
 }
 
 const DatasetEntry& find_dataset(const std::string& name) {

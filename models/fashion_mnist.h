@@ -15,12 +15,10 @@
 #include <string>
 
 #include "models/data_config.h"
+#include "models/data_facts.h"  // kFashionMnistDir, kFashionMnistPackage
 #include "models/dataset.h"
 
 namespace slowpipe::models {
-
-constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
-constexpr const char* kFashionMnistPackage = "dataset-fashion-mnist";
 
 class FashionMnist : public Dataset {
  public:

@@ -1,14 +1,15 @@
-// The `model.*` option descriptions. Choices for model.name come from the model
-// registry, so a newly registered model is selectable without touching this file.
+// The `model.*` option descriptions. Choices for model.name come from the
+// models' facts (model_facts.h: every registered model, no libtorch), so a newly
+// registered model is selectable without touching this file.
 #include "models/model_config.h"
 
 #include "common/options.h"
-#include "models/registry.h"
+#include "models/model_facts.h"
 
 namespace slowpipe::models {
 
 void describe_options(ModelConfig& cfg, slowpipe::OptionSet& opts) {
-  opts.add_choice("model.name", cfg.name, model_names(),
+  opts.add_choice("model.name", cfg.name, model_facts_registry().names(),
                   "model architecture (see `docs/models.md`)");
   opts.add("model.layers", cfg.layers,
            "gpt: transformer layers; cnn: residual blocks; mlp: hidden layers", 1, 256);

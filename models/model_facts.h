@@ -31,7 +31,9 @@ struct ModelFacts {
 };
 
 // The built-ins (gpt, cnn, mlp) first, registered through register_model_facts
-// on first use, then those added by register_model / register_model_facts.
+// on first use, then those added by register_model (every model, with or
+// without a block_output_elements) / register_model_facts. model.name's
+// choices are these names (model_config.cpp).
 const Registry<ModelFacts>& model_facts_registry();
 // An empty or duplicate name throws std::logic_error.
 void register_model_facts(ModelFacts facts);

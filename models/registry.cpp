@@ -59,7 +59,9 @@ std::vector<std::string> model_names() {
 
 void register_model(ModelEntry entry) {
   const ModelEntry& added = filled().add(std::move(entry));
-  if (added.block_output_elements)
+  // Every model has facts (model.name's choices are their names); the
+  // built-ins' are in model_facts.cpp already.
+  if (added.block_output_elements || model_facts_registry().find(added.name) == nullptr)
     register_model_facts({added.name, added.description, added.block_output_elements});
 }
 

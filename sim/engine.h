@@ -27,7 +27,7 @@
 #include "netmodel/trace.h"
 #include "sim/executor.h"
 #include "sim/optimizer.h"
-#include "sim/run_config.h"
+#include "config/run_config.h"
 
 namespace torch::serialize {
 class OutputArchive;

@@ -9,7 +9,7 @@
 
 #include "models/dataset.h"
 #include "sim/engine.h"
-#include "sim/run_config.h"
+#include "config/run_config.h"
 #include "sim/train_log.h"
 
 namespace slowpipe::sim {

@@ -13,51 +13,6 @@
 
 namespace slowpipe::sim {
 
-const Registry<OptimizerInfo>& optimizer_registry() {
-  static const Registry<OptimizerInfo> registry(
-      "optimizer",
-      {
-          {"sgd", "SGD with optim.momentum (0: plain SGD) and weight decay", OptimizerKind::kSgd},
-          {"adamw", "AdamW (optim.beta1, optim.beta2, decoupled weight decay)",
-           OptimizerKind::kAdamW},
-      });
-  return registry;
-}
-
-namespace {
-double constant_factor(double /*p*/, double /*min_ratio*/) {
-  return 1.0;
-}
-double cosine_factor(double p, double lo) {
-  return lo + (1.0 - lo) * 0.5 * (1.0 + std::cos(M_PI * p));
-}
-double linear_factor(double p, double lo) {
-  return 1.0 - (1.0 - lo) * p;
-}
-}  // namespace
-
-const Registry<LrScheduleInfo>& lr_schedule_registry() {
-  static const Registry<LrScheduleInfo> registry(
-      "learning-rate schedule",
-      {
-          {"constant", "optim.lr after warm-up", &constant_factor},
-          {"cosine", "cosine decay from optim.lr to optim.min_lr_ratio x optim.lr", &cosine_factor},
-          {"linear", "linear decay from optim.lr to optim.min_lr_ratio x optim.lr", &linear_factor},
-      });
-  return registry;
-}
-
-double learning_rate(const OptimConfig& c, int64_t step, int64_t total_steps) {
-  const LrScheduleInfo& schedule = lr_schedule_registry().at("optim.schedule", c.schedule);
-  if (c.warmup_steps > 0 && step < c.warmup_steps) {
-    return c.lr * static_cast<double>(step + 1) / static_cast<double>(c.warmup_steps);
-  }
-  const int64_t decay_steps = std::max<int64_t>(1, total_steps - c.warmup_steps);
-  const double p =
-      std::min(1.0, static_cast<double>(step - c.warmup_steps) / static_cast<double>(decay_steps));
-  return c.lr * schedule.factor(p, c.min_lr_ratio);
-}
-
 double clip_global_norm(const std::vector<at::Tensor>& params, double max_norm) {
   std::vector<at::Tensor> norms;
   for (const auto& p : params) {

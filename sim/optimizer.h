@@ -1,7 +1,9 @@
 // The optimizer of one pipeline stage on one replica (SGD with momentum or AdamW),
 // the learning-rate schedule (linear warm-up, then cosine or linear decay) and
 // global-norm gradient clipping across all stages of a replica, as a real
-// pipeline does it (the stages agree on the global norm before stepping).
+// pipeline does it (the stages agree on the global norm before stepping). The
+// optimizer and schedule registries and learning_rate() are plain C++ in
+// config/optim_registry.h.
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -11,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "common/registry.h"
-#include "sim/run_config.h"
+#include "config/optim_registry.h"
+#include "config/run_config.h"
 
 namespace torch::optim {
 class Optimizer;
@@ -23,33 +25,6 @@ class InputArchive;
 }  // namespace torch::serialize
 
 namespace slowpipe::sim {
-
-// The optimizers by name (optim.name; its choices are read from here). The
-// entry's kind picks the libtorch optimizer, the cost of a step and how the
-// first moment is read and set (compress.grad_sync = momentum); no other code
-// names an optimizer.
-enum class OptimizerKind { kSgd, kAdamW };
-struct OptimizerInfo {
-  std::string name;
-  std::string description;  // one line
-  OptimizerKind kind = OptimizerKind::kAdamW;
-};
-const Registry<OptimizerInfo>& optimizer_registry();
-
-// The learning-rate decays after warm-up by name (optim.schedule; its choices
-// are read from here).
-struct LrScheduleInfo {
-  std::string name;
-  std::string description;  // one line
-  // The factor of optim.lr at decay progress p in [0, 1], ending at `min_ratio`.
-  double (*factor)(double p, double min_ratio) = nullptr;
-};
-const Registry<LrScheduleInfo>& lr_schedule_registry();
-
-// Learning rate at optimizer step `step` (0-based) of `total_steps`: linear
-// warm-up over optim.warmup_steps, then optim.schedule's decay. UsageError
-// for an unknown optim.schedule.
-double learning_rate(const OptimConfig& c, int64_t step, int64_t total_steps);
 
 // Scales the gradients of `params` so that their global L2 norm is at most
 // `max_norm` (no-op for max_norm = 0). Returns the norm before clipping.

@@ -1,29 +1,19 @@
-// Up-front validation of a training run (see preflight.h).
+// Up-front validation of a training run (see preflight.h): the device and the
+// model here, everything else in config/preflight.cpp.
 #include "sim/preflight.h"
 
 #include <c10/core/Device.h>
 #include <c10/util/Exception.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <torch/cuda.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <string>
 
 #include "common/errors.h"
-#include "compressors/config.h"
+#include "config/preflight.h"
 #include "models/model_limits.h"
-#include "netmodel/replay.h"
-#include "netmodel/synthetic_trace.h"
-#include "runlog/runlog.h"
 
 namespace slowpipe::sim {
 namespace {
-
-namespace fs = std::filesystem;
 
 void check_device(const std::string& device) {
   try {
@@ -42,187 +32,12 @@ void check_device(const std::string& device) {
   }
 }
 
-// Creates and removes a file in `dir`: the one test that holds for root (to
-// whom access(2) says yes everywhere) and for folders that take no new files
-// (/proc, /sys, a read-only mount). Returns why it failed, empty when it did not.
-std::string cannot_create_in(const fs::path& dir) {
-  const fs::path probe = dir / (".slowpipe-probe." + std::to_string(getpid()));
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return errno == EEXIST ? "" : std::strerror(errno);
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return "";
-}
-
-// What a file that is not a regular file is, for messages.
-std::string file_kind(const fs::file_status& st) {
-  switch (st.type()) {
-    case fs::file_type::character:
-      return "a character device";
-    case fs::file_type::block:
-      return "a block device";
-    case fs::file_type::fifo:
-      return "a FIFO";
-    case fs::file_type::socket:
-      return "a socket";
-    default:
-      return "not a regular file";
-  }
-}
-
-// `path` is a file slowpipe will write (the run log, a checkpoint): where it
-// exists it is a regular, writable file, and its folder exists (or can be
-// created) and takes new files. Refused with a plain message, before HDF5 or
-// libtorch would fail on it with their own text (/dev/full, /proc/...).
-void check_writable_target(const std::string& key, const std::string& path) {
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (fs::exists(st) && fs::is_directory(st)) {
-    throw UsageError(key + " = " + path + " is a folder; name a file, e.g. " + path + "/run.h5");
-  }
-  if (fs::exists(st) && !fs::is_regular_file(st)) {
-    throw UsageError(key + " = " + path + " is " + file_kind(st) +
-                     ", not a regular file; name a file to write");
-  }
-  if (fs::exists(st) && access(path.c_str(), W_OK) != 0) {
-    throw UsageError(key + " = " + path + " exists and is not writable");
-  }
-  fs::path dir = fs::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  // The nearest existing ancestor decides: the missing folders are created.
-  fs::path probe = dir;
-  while (!probe.empty() && !fs::exists(probe, ec)) probe = probe.parent_path();
-  if (probe.empty()) probe = ".";
-  if (!fs::is_directory(probe, ec)) {
-    throw UsageError(key + " = " + path + ": " + probe.string() + " is not a folder");
-  }
-  const std::string why = cannot_create_in(probe);
-  if (!why.empty()) {
-    throw UsageError(key + " = " + path + ": cannot create files in folder " + probe.string() +
-                     " (" + why + ")");
-  }
-}
-
-// A log that a failed run left without a single row can be replaced: nothing
-// in it would be lost.
-bool replaceable_log(const std::string& path) {
-  try {
-    const auto attrs = read_attributes(path);
-    const auto it = attrs.find("status");
-    if (it == attrs.end() || it->second != "failed") return false;
-    for (const auto& t : list_tables(path)) {
-      if (read_table(path, t).rows() > 0) return false;
-    }
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-void check_out(const RunConfig& run, bool resuming) {
-  if (run.out.empty()) throw UsageError("run.out is empty: name the HDF5 run log to write");
-  check_writable_target("run.out", run.out);
-  std::error_code ec;
-  const bool exists = fs::exists(run.out, ec);
-  if (resuming) {
-    if (!exists) throw UsageError("--resume " + run.out + ": no such run log");
-    return;
-  }
-  if (exists && !run.overwrite && !replaceable_log(run.out)) {
-    throw UsageError(run.out + " exists (pass --resume " + run.out +
-                     " to continue it, or --set run.overwrite=true to replace it)");
-  }
-  if (!run.save.empty()) check_writable_target("run.save", run.save);
-}
-
-// compress.grad and compress.grad_sync shape what data-parallel replicas
-// exchange; with one replica there is no exchange, and a setting that would do
-// nothing is refused rather than ignored.
-void check_gradient_channel(const TrainConfig& c) {
-  if (c.pipeline.replicas > 1) return;
-  const std::string why =
-      ", but pipeline.replicas = 1: with one replica no gradients are exchanged, so the setting "
-      "would do nothing (set pipeline.replicas >= 2, or leave it out)";
-  if (c.compress.grad != "none") {
-    throw UsageError("compress.grad = " + c.compress.grad +
-                     " compresses what data-parallel replicas exchange" + why);
-  }
-  if (c.compress.grad_sync != GradSync::kAllReduce) {
-    throw UsageError(std::string("compress.grad_sync = ") + grad_sync_name(c.compress.grad_sync) +
-                     " chooses what data-parallel replicas exchange" + why);
-  }
-}
-
-void check_compression(const TrainConfig& c) {
-  check_gradient_channel(c);
-  // Boundaries lie between model chunks (stages x virtual stages).
-  const int boundaries = c.pipeline.stages * c.pipeline.virtual_stages - 1;
-  compressors::validate_compress_config(c.compress, boundaries, c.pipeline.replicas > 1);
-  // Forward or backward: an AQ-SGD channel in either direction keeps buffers.
-  if (c.compress.aq_store == compressors::AqStore::kDisk &&
-      compressors::uses_aq(c.compress, boundaries)) {
-    const std::string dir =
-        c.compress.aq_dir.empty() ? fs::temp_directory_path().string() : c.compress.aq_dir;
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec)) {
-      throw UsageError("compress.aq_dir = " + dir + " is not an existing folder");
-    }
-    if (access(dir.c_str(), W_OK | X_OK) != 0) {
-      throw UsageError("compress.aq_dir = " + dir + " is not writable");
-    }
-  }
-}
-
-// Replays a synthetic step of this pipeline layout on the configured network, so
-// a network that cannot carry it (a bad net.links pair, a zero-rate link) is
-// reported now rather than after the data is loaded.
-void check_network(const TrainConfig& c) {
-  const netmodel::StepTrace trace = netmodel::build_trace(
-      c.pipeline.schedule, c.pipeline.stages, c.pipeline.microbatches, c.pipeline.replicas,
-      [](netmodel::TraceOp& op) {
-        op.compute_s = 1e-3;
-        op.bytes = 1000;
-      },
-      c.pipeline.virtual_stages);
-  try {
-    netmodel::Simulator probe(c.net);
-    (void)probe.replay(trace);
-  } catch (const DataError& e) {
-    throw UsageError(std::string("the network (net.*) cannot carry this pipeline: ") + e.what());
-  }
-}
-
 }  // namespace
 
-// A distributed run (docs/distributed.md): one process per (replica, stage), no resume.
-void check_distributed(const TrainConfig& c, bool resuming) {
-  const DistConfig& d = c.dist;
-  if (!d.enabled()) return;
-  const int world = c.pipeline.stages * c.pipeline.replicas;
-  if (d.world_size != world)
-    throw UsageError("dist.world_size = " + std::to_string(d.world_size) +
-                     " processes, but pipeline.stages x pipeline.replicas = " +
-                     std::to_string(c.pipeline.stages) + " x " +
-                     std::to_string(c.pipeline.replicas) + " = " + std::to_string(world) +
-                     " (one process per stage and replica)");
-  if (d.rank >= d.world_size)
-    throw UsageError("dist.rank = " + std::to_string(d.rank) +
-                     " is not below dist.world_size = " + std::to_string(d.world_size));
-  if (resuming) throw UsageError("distributed runs cannot be resumed (--resume)");
-  if (c.run.checkpoint_every > 0)
-    throw UsageError("run.checkpoint_every: distributed runs write no resume checkpoints");
-  if (!c.run.save.empty())
-    throw UsageError("run.save: distributed runs do not write model checkpoints yet");
-}
-
 void preflight(const TrainConfig& c, bool resuming) {
-  validate(c.pipeline);
-  check_distributed(c, resuming);
+  check_layout(c, resuming);
   check_device(c.run.device);
-  // Only rank 0 of a distributed run writes the log.
-  if (!c.dist.enabled() || c.dist.rank == 0) check_out(c.run, resuming);
-  check_compression(c);
-  check_network(c);
+  check_outputs_and_network(c, resuming);
   models::MemoryBudget budget;
   budget.batch_samples = c.pipeline.batch_size / c.pipeline.replicas;
   budget.replicas = c.pipeline.replicas;

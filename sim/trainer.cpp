@@ -658,12 +658,6 @@ const char* status_name(RunStatus s) {
   return "unknown";
 }
 
-bool resume_key_may_differ(const std::string& key) {
-  // run.out: the same log may be named by another path when resuming.
-  return key == "run.progress" || key == "run.flush_every" ||
-         key.rfind("run.checkpoint_", 0) == 0 || key == "run.out" || key == "run.overwrite";
-}
-
 TrainSummary train(const TrainConfig& cfg, const ResolvedConfig& resolved, bool resume,
                    const DistEngineFactory& distributed) {
   const auto wall_start = Clock::now();

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "config/train_config.h"  // also resume_key_may_differ
 #include "sim/engine.h"
-#include "sim/train_config.h"
 
 namespace slowpipe::sim {
 
@@ -51,11 +51,5 @@ using DistEngineFactory = std::function<std::unique_ptr<StepEngine>(
 // writes the log, every other rank serves rank 0 and returns when it ends.
 TrainSummary train(const TrainConfig& config, const ResolvedConfig& resolved, bool resume = false,
                    const DistEngineFactory& distributed = {});
-
-// The keys that may differ between a run and its resumption (they do not
-// change what is computed): run.progress, run.flush_every, run.checkpoint_*,
-// run.out (the log may be named by another path) and run.overwrite. The
-// checkpoint fingerprint, `train --resume` and a sweep's rerun skip them.
-bool resume_key_may_differ(const std::string& key);
 
 }  // namespace slowpipe::sim

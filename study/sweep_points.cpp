@@ -11,8 +11,8 @@
 
 #include "common/errors.h"
 #include "common/options.h"
-#include "sim/preflight.h"
-#include "sim/train_config.h"
+#include "config/preflight.h"
+#include "config/train_config.h"
 #include "study/key_names.h"
 
 namespace slowpipe::study {
@@ -286,7 +286,7 @@ ResolvedSweep resolve_sweep(const SweepFile& sweep, const SweepSettings& setting
       check_inputs(o);
       sim::TrainConfig probe = t->config;
       probe.run.overwrite = true;  // the sweep decides what happens to an existing log
-      sim::preflight(probe, /*resuming=*/false);
+      sim::check_config(probe, /*resuming=*/false);
     } catch (const UsageError& e) {
       std::string values;
       for (const auto& [k, v] : points[i].values) values += " " + k + "=" + v;

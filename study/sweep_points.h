@@ -1,8 +1,10 @@
 // From a sweep file's points to runnable training runs: each point's name and
 // plot label, its full resolved configuration (the same OptionSet `slowpipe
 // train` uses, so a value train would refuse is refused here, before anything
-// runs), the INI written beside its run log, and the self-contained shell
-// command --emit-jobs writes for it.
+// runs, and the checks of sim::check_config, train's preflight without the
+// device and model checks, which need libtorch and wait for the point's run),
+// the INI written beside its run log, and the self-contained shell command
+// --emit-jobs writes for it. No libtorch here.
 //
 // Configuration layers, later wins: the sweep's `config =` files, the sweep
 // file's own sections, --config files, the point's [sweep] values, --set.

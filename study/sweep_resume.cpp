@@ -3,8 +3,8 @@
 
 #include <filesystem>
 
+#include "config/train_config.h"
 #include "runlog/runlog.h"
-#include "sim/trainer.h"
 
 namespace slowpipe::study {
 namespace {

@@ -17,7 +17,7 @@ names='none|fp16|bf16|q[0-9]*|sign|topk|randk|powersgd|qsgd|tah|gpt|cnn|mlp|sgd|
 var='[A-Za-z_.>-]*\b(name|codec|model)(\(\))?'
 pattern="${var}[[:space:]]*[!=]=[[:space:]]*\"(${names})\"|\"(${names})\"[[:space:]]*[!=]=[[:space:]]*${var}"
 # The registries themselves, where each name is defined.
-registries='^(sim/optimizer\.cpp|compressors/codec\.cpp|compressors/channel_spec\.cpp|models/registry\.cpp|models/model_facts\.cpp|models/data_registry\.cpp):'
+registries='^(config/optim_registry\.cpp|models/data_facts\.cpp|compressors/codec\.cpp|compressors/channel_spec\.cpp|models/registry\.cpp|models/model_facts\.cpp|models/data_registry\.cpp):'
 
 # Controls: the pattern finds the switches it exists to catch, and passes a
 # comparison of an option value.
@@ -35,7 +35,7 @@ fi
 
 cd "$src" || exit 1
 hits=$(grep -rnE "$pattern" --include='*.cpp' --include='*.h' \
-  common compressors models netmodel sim study dist | grep -vE "$registries")
+  common compressors models netmodel runlog config sim study dist cli | grep -vE "$registries")
 if [ -n "$hits" ]; then
   echo "FAIL: family names switched on outside their registry (move the property into the entry):"
   echo "$hits"

@@ -11,6 +11,7 @@
 #include "common/options.h"
 #include "matchers.h"
 #include "model_fixtures.h"
+#include "models/model_facts.h"
 #include "models/model_limits.h"
 #include "models/registry.h"
 
@@ -262,6 +263,14 @@ TEST_CASE("Model registry: the built-ins and a user's model go through register_
   CHECK(sm::model_registry().size() == before + 1);
   CHECK(sm::model_names().back() == "test-registry-tiny");
   CHECK(sm::find_model("test-registry-tiny").description == "a model registered by a test");
+  // model.name's choices are the models' facts (torch-free): every model has
+  // them, in the registry's order, so the new name is selectable.
+  CHECK(sm::model_facts_registry().names() == sm::model_names());
+  sm::ModelConfig cfg;
+  slowpipe::OptionSet opts;
+  sm::describe_options(cfg, opts);
+  opts.set("model.name", "test-registry-tiny");
+  CHECK(cfg.name == "test-registry-tiny");
   // A built-in's name is taken: the built-ins were registered the same way.
   sm::ModelEntry dup = tiny;
   dup.name = "gpt";

@@ -8,6 +8,7 @@
 #include "common/errors.h"
 #include "common/options.h"
 #include "matchers.h"
+#include "models/data_facts.h"
 #include "models/data_registry.h"
 #include "models/file_bytes.h"
 #include "models/text_dataset.h"
@@ -179,6 +180,23 @@ TEST_CASE("Data-set registry: the built-ins and a user's data set go through reg
   sm::register_dataset(e);
   CHECK(sm::dataset_names().back() == "test-registry-bytes");
   CHECK(sm::find_dataset("test-registry-bytes").default_path.empty());
+  // data.name's choices are the data sets' facts (torch-free): the same names
+  // in the same order, and the same files, packages and descriptions.
+  REQUIRE(sm::dataset_facts_registry().names() == sm::dataset_names());
+  for (const auto& name : sm::dataset_names()) {
+    const sm::DatasetEntry& entry = sm::find_dataset(name);
+    const sm::DatasetFacts* facts = sm::dataset_facts_registry().find(name);
+    REQUIRE(facts != nullptr);
+    CHECK(facts->description == entry.description);
+    CHECK(facts->default_path == entry.default_path);
+    CHECK(facts->debian_package == entry.debian_package);
+    CHECK(facts->path_is_directory == entry.path_is_directory);
+  }
+  sm::DataConfig cfg;
+  slowpipe::OptionSet opts;
+  sm::describe_options(cfg, opts);
+  opts.set("data.name", "test-registry-bytes");
+  CHECK(cfg.name == "test-registry-bytes");
   CHECK_THROWS_AS(sm::register_dataset(e), std::logic_error);
   e.name = "gcide";
   CHECK_THROWS_AS(sm::register_dataset(e), std::logic_error);

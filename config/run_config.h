@@ -1,7 +1,10 @@
-// Configuration owned by sim/: the run, the pipeline layout, the optimizer and
-// evaluation. Each struct has defaults and a describe_options() that binds its
-// fields to dotted keys; the CLI gathers them (with the models', compressors' and
-// netmodel's) into one OptionSet.
+// The simulator's own configuration: the run, the distributed layout, the
+// pipeline, the optimizer and evaluation. Each struct has defaults and a
+// describe_options() that binds its fields to dotted keys; train_config.h
+// gathers them (with the models', compressors' and netmodel's) into one
+// OptionSet. Plain C++ (slowpipe::config, no libtorch), so that sweeps resolve
+// points in the light front; the namespace is still slowpipe::sim, where the
+// structs are used.
 #pragma once
 
 #include <cstdint>
@@ -19,14 +22,14 @@ struct RunConfig {
   std::string out = "results/run.h5";
   std::string label;  // plot label; empty = derived from the config
   bool overwrite = false;
-  int threads = 1;                // libtorch intra-op threads (1 is fastest on 2 cores)
+  int threads = 1;                 // libtorch intra-op threads (1 is fastest on 2 cores)
   std::string kernels = "native";  // native|portable CPU kernels (kernel_policy.h)
-  int flush_every = 10;           // run-log rows between flushes
-  std::string progress = "auto";  // auto|line|plain|none
-  std::string save = "";          // checkpoint written at the end of the run
-  std::string device = "cpu";     // cpu|cuda|cuda:N
-  int warmup_passes = 1;          // untimed forward+backward passes before step 1
-  int64_t trace_every = 0;        // store a step's op trace every N steps (0 = never)
+  int flush_every = 10;            // run-log rows between flushes
+  std::string progress = "auto";   // auto|line|plain|none
+  std::string save = "";           // checkpoint written at the end of the run
+  std::string device = "cpu";      // cpu|cuda|cuda:N
+  int warmup_passes = 1;           // untimed forward+backward passes before step 1
+  int64_t trace_every = 0;         // store a step's op trace every N steps (0 = never)
   // Resume checkpoints: every N steps (> 0), kCheckpointAuto (time-budgeted: at
   // most ~2% of the run's wall time) or kCheckpointOff.
   int64_t checkpoint_every = kCheckpointAuto;

@@ -1,10 +1,11 @@
-// Option bindings for the sim/ configuration structs.
-#include "sim/run_config.h"
+// Option bindings for the run, distributed, pipeline, optimizer and evaluation
+// configuration structs.
+#include "config/run_config.h"
 
 #include "common/errors.h"
 #include "common/units.h"
+#include "config/optim_registry.h"
 #include "netmodel/schedule.h"
-#include "sim/optimizer.h"
 
 namespace slowpipe::sim {
 

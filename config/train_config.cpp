@@ -1,5 +1,6 @@
-// Gathers every module's configuration keys for `slowpipe train`.
-#include "sim/train_config.h"
+// Gathers every module's configuration keys for `slowpipe train`; the keys a
+// resumed run may change.
+#include "config/train_config.h"
 
 namespace slowpipe::sim {
 
@@ -13,6 +14,12 @@ void describe_options(TrainConfig& c, OptionSet& o) {
   models::describe_options(c.data, o);
   compressors::describe_options(c.compress, o);
   netmodel::describe_options(c.net, o);
+}
+
+bool resume_key_may_differ(const std::string& key) {
+  // run.out: the same log may be named by another path when resuming.
+  return key == "run.progress" || key == "run.flush_every" ||
+         key.rfind("run.checkpoint_", 0) == 0 || key == "run.out" || key == "run.overwrite";
 }
 
 }  // namespace slowpipe::sim

@@ -1,0 +1,39 @@
+// Everything `slowpipe train` is configured by: the run_config.h structs plus
+// the configs owned by models/, compressors/ and netmodel/. describe_options()
+// gathers every module's keys into one OptionSet; resume_key_may_differ() says
+// which of them a resumed run may change. Plain C++ (no libtorch): the sweep
+// resolves its points against this option set in the light front.
+#pragma once
+
+#include <string>
+
+#include "common/options.h"
+#include "compressors/config.h"
+#include "config/run_config.h"
+#include "models/data_config.h"
+#include "models/model_config.h"
+#include "netmodel/net_config.h"
+
+namespace slowpipe::sim {
+
+struct TrainConfig {
+  RunConfig run;
+  DistConfig dist;
+  PipelineConfig pipeline;
+  OptimConfig optim;
+  EvalConfig eval;
+  models::ModelConfig model;
+  models::DataConfig data;
+  compressors::CompressConfig compress;
+  netmodel::NetConfig net;
+};
+
+void describe_options(TrainConfig& c, OptionSet& o);
+
+// The keys that may differ between a run and its resumption (they do not
+// change what is computed): run.progress, run.flush_every, run.checkpoint_*,
+// run.out (the log may be named by another path) and run.overwrite. The
+// checkpoint fingerprint, `train --resume` and a sweep's rerun skip them.
+bool resume_key_may_differ(const std::string& key);
+
+}  // namespace slowpipe::sim

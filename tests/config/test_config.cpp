@@ -1,0 +1,128 @@
+// slowpipe::config without libtorch: the train option set takes every module's
+// keys with the registries' choices, the resume keys are exactly the ones that
+// do not change what is computed, and check_config refuses what preflight
+// refused before the split while leaving the device and the model to
+// sim::preflight (the point's own run).
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "common/errors.h"
+#include "config/optim_registry.h"
+#include "config/preflight.h"
+#include "config/train_config.h"
+
+namespace fs = std::filesystem;
+namespace sim = slowpipe::sim;
+
+namespace {
+
+// A fresh folder under the temporary directory, removed at the end of the scope.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("slowpipe-test-config." + std::to_string(::getpid()));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// A config with its option set; run.out in `dir`.
+struct Options {
+  sim::TrainConfig config;
+  slowpipe::OptionSet options;
+  explicit Options(const fs::path& dir) {
+    sim::describe_options(config, options);
+    options.set("run.out", (dir / "run.h5").string());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("Train options: every module's keys, choices from the registries") {
+  TempDir dir;
+  Options o(dir.path);
+  o.options.set("model.name", "cnn");
+  o.options.set("data.name", "fashion-mnist");
+  o.options.set("optim.name", "sgd");
+  o.options.set("optim.schedule", "linear");
+  o.options.set("compress.fw", "q4");
+  o.options.set("net.bandwidth", "100Mbps");
+  o.options.set("pipeline.schedule", "1f1b");
+  CHECK(o.config.model.name == "cnn");
+  CHECK(o.config.data.name == "fashion-mnist");
+  CHECK(o.config.optim.name == "sgd");
+  CHECK(o.config.optim.schedule == "linear");
+  CHECK(o.config.compress.fw == "q4");
+  CHECK_THROWS_WITH(o.options.set("model.name", "rnn"), Catch::Contains("gpt|cnn|mlp"));
+  CHECK_THROWS_AS(o.options.set("data.name", "imagenet"), slowpipe::UsageError);
+  CHECK_THROWS_AS(o.options.set("optim.name", "lamb"), slowpipe::UsageError);
+  CHECK_THROWS_AS(o.options.set("model.layerz", "2"), slowpipe::UsageError);
+  // optim.* choices are the registries' names.
+  for (const auto& name : sim::optimizer_registry().names()) o.options.set("optim.name", name);
+  for (const auto& name : sim::lr_schedule_registry().names())
+    o.options.set("optim.schedule", name);
+}
+
+TEST_CASE("resume_key_may_differ: display, checkpoint and output keys only") {
+  for (const char* key : {"run.progress", "run.flush_every", "run.checkpoint_every",
+                          "run.checkpoint_keep", "run.out", "run.overwrite"}) {
+    CHECK(sim::resume_key_may_differ(key));
+  }
+  TempDir dir;
+  Options o(dir.path);
+  int computational = 0;
+  for (const auto& opt : o.options.options()) {
+    if (!sim::resume_key_may_differ(opt.key)) ++computational;
+  }
+  CHECK(computational == static_cast<int>(o.options.options().size()) - 6);
+  for (const char* key : {"run.seed", "run.steps", "model.layers", "compress.fw", "net.bandwidth"})
+    CHECK_FALSE(sim::resume_key_may_differ(key));
+}
+
+TEST_CASE("check_config: the checks that need no libtorch") {
+  TempDir dir;
+  SECTION("the defaults pass") {
+    Options o(dir.path);
+    CHECK_NOTHROW(sim::check_config(o.config, /*resuming=*/false));
+  }
+  SECTION("a batch that does not split into micro-batches") {
+    Options o(dir.path);
+    o.options.set("pipeline.batch_size", "10");
+    o.options.set("pipeline.microbatches", "4");
+    CHECK_THROWS_WITH(sim::check_config(o.config, false), Catch::Contains("does not split"));
+    CHECK_THROWS_WITH(sim::check_layout(o.config, false), Catch::Contains("does not split"));
+  }
+  SECTION("an existing run log: refused, unless resumed or overwritten") {
+    Options o(dir.path);
+    std::ofstream(dir.path / "run.h5") << "x";
+    CHECK_THROWS_WITH(sim::check_config(o.config, false), Catch::Contains("--resume"));
+    CHECK_NOTHROW(sim::check_config(o.config, /*resuming=*/true));
+    o.options.set("run.overwrite", "true");
+    CHECK_NOTHROW(sim::check_config(o.config, false));
+  }
+  SECTION("resuming a log that does not exist") {
+    Options o(dir.path);
+    CHECK_THROWS_WITH(sim::check_config(o.config, true), Catch::Contains("no such run log"));
+  }
+  SECTION("a gradient codec with one replica") {
+    Options o(dir.path);
+    o.options.set("compress.grad", "q8");
+    CHECK_THROWS_WITH(sim::check_outputs_and_network(o.config, false),
+                      Catch::Contains("pipeline.replicas = 1"));
+  }
+  SECTION("the device and the model are left to sim::preflight") {
+    Options o(dir.path);
+    o.options.set("run.device", "cuda:7");
+    o.options.set("model.d_model", "65536");
+    o.options.set("model.layers", "256");
+    CHECK_NOTHROW(sim::check_config(o.config, false));
+  }
+}
