@@ -7,7 +7,7 @@
 #include "common/errors.h"
 #include "common/options.h"
 #include "sim/optimizer.h"
-#include "sim/run_config.h"
+#include "config/run_config.h"
 
 namespace ss = slowpipe::sim;
 
