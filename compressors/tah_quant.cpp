@@ -9,6 +9,8 @@
 // stream (every full tile when G >= 8) go through pack_codes / unpack_codes.
 #include "compressors/tah_quant.h"
 
+#include <c10/util/Half.h>
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -17,7 +19,6 @@
 
 #include "common/errors.h"
 #include "compressors/quant_kernels.h"
-#include "compressors/quantizer.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define TAH_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -43,6 +44,17 @@ int log2_of(int64_t g) {
   int k = 0;
   while ((int64_t{1} << k) < g) ++k;
   return k;
+}
+
+// (float)(1 / sqrt(G)) for G = 2^k, k = 0..10, computed once.
+float hadamard_scale(int64_t g) {
+  static const std::vector<float> scales = [] {
+    std::vector<float> s;
+    for (int k = 0; k <= 10; ++k)
+      s.push_back(static_cast<float>(1.0 / std::sqrt(static_cast<double>(int64_t{1} << k))));
+    return s;
+  }();
+  return scales[static_cast<size_t>(log2_of(g))];
 }
 
 // Byte offsets of the three sections of a message.
@@ -171,55 +183,41 @@ TAH_CLONES void dequantize_tile(const uint8_t* stream, uint64_t pos, int64_t len
 // are exact, so the order does not change the result).
 constexpr int kRedLanes = 16;
 
-// The two largest |x| (with multiplicity: two equal peaks give top1 = top2).
-TAH_CLONES void top_two(const float* x, int64_t len, float& top1, float& top2) {
-  float m1[kRedLanes] = {}, m2[kRedLanes] = {};
+// One pass over a tile: the two largest |x| (with multiplicity: two equal
+// peaks give top1 = top2), and min and max of x.
+struct TileStats {
+  float top1 = 0, top2 = 0, lo = 0, hi = 0;
+};
+TAH_CLONES TileStats tile_stats(const float* x, int64_t len) {
+  float m1[kRedLanes] = {}, m2[kRedLanes] = {}, mn[kRedLanes], mx[kRedLanes];
+  for (int j = 0; j < kRedLanes; ++j) mn[j] = mx[j] = x[0];
+  const auto step = [&](int j, float v) {
+    const float a = std::fabs(v);
+    const float low = a < m1[j] ? a : m1[j];
+    m2[j] = low > m2[j] ? low : m2[j];
+    m1[j] = a > m1[j] ? a : m1[j];
+    mn[j] = v < mn[j] ? v : mn[j];
+    mx[j] = v > mx[j] ? v : mx[j];
+  };
   const int64_t whole = len / kRedLanes * kRedLanes;
   for (int64_t i = 0; i < whole; i += kRedLanes)
-    for (int j = 0; j < kRedLanes; ++j) {
-      const float a = std::fabs(x[i + j]);
-      const float low = a < m1[j] ? a : m1[j];
-      m2[j] = low > m2[j] ? low : m2[j];
-      m1[j] = a > m1[j] ? a : m1[j];
-    }
-  for (int64_t i = whole; i < len; ++i) {
-    const float a = std::fabs(x[i]);
-    const float low = a < m1[0] ? a : m1[0];
-    m2[0] = low > m2[0] ? low : m2[0];
-    m1[0] = a > m1[0] ? a : m1[0];
-  }
+    for (int j = 0; j < kRedLanes; ++j) step(j, x[i + j]);
+  for (int64_t i = whole; i < len; ++i) step(0, x[i]);
   for (int w = kRedLanes / 2; w >= 1; w /= 2)  // lanes j and j + w, as a tree
     for (int j = 0; j < w; ++j) {
       const float low = m1[j] < m1[j + w] ? m1[j] : m1[j + w];
       const float high2 = m2[j] > m2[j + w] ? m2[j] : m2[j + w];
       m2[j] = low > high2 ? low : high2;
       m1[j] = m1[j] > m1[j + w] ? m1[j] : m1[j + w];
-    }
-  top1 = m1[0];
-  top2 = m2[0];
-}
-
-TAH_CLONES void min_max(const float* v, int64_t len, float& lo, float& hi) {
-  float mn[kRedLanes], mx[kRedLanes];
-  for (int j = 0; j < kRedLanes; ++j) mn[j] = mx[j] = v[0];
-  const int64_t whole = len / kRedLanes * kRedLanes;
-  for (int64_t i = 0; i < whole; i += kRedLanes)
-    for (int j = 0; j < kRedLanes; ++j) {
-      const float a = v[i + j];
-      mn[j] = a < mn[j] ? a : mn[j];
-      mx[j] = a > mx[j] ? a : mx[j];
-    }
-  for (int64_t i = whole; i < len; ++i) {
-    mn[0] = v[i] < mn[0] ? v[i] : mn[0];
-    mx[0] = v[i] > mx[0] ? v[i] : mx[0];
-  }
-  for (int w = kRedLanes / 2; w >= 1; w /= 2)
-    for (int j = 0; j < w; ++j) {
       mn[j] = mn[j + w] < mn[j] ? mn[j + w] : mn[j];
       mx[j] = mx[j + w] > mx[j] ? mx[j + w] : mx[j];
     }
-  lo = mn[0] + 0.0F;  // -0 reads as +0, whatever the lanes' order
-  hi = mx[0];         // -0 reads as +0, whatever the lanes' order
+  TileStats s;
+  s.top1 = m1[0];
+  s.top2 = m2[0];
+  s.lo = mn[0] + 0.0F;  // -0 reads as +0, whatever the lanes' order
+  s.hi = mx[0];
+  return s;
 }
 
 // The rotation decision of a full tile: the pivot is the first index of the
@@ -228,14 +226,32 @@ struct PivotChoice {
   bool rotate = false;
   int64_t index = 0;
 };
-PivotChoice choose_pivot(const float* x, int64_t g) {
-  float top1 = 0.0F, top2 = 0.0F;
-  top_two(x, g, top1, top2);
+PivotChoice choose_pivot(const float* x, const TileStats& s) {
   PivotChoice c;
-  c.rotate = top1 > 0.0F && top1 <= kRotateLimit && top1 >= 2.0F * top2;
+  c.rotate = s.top1 > 0.0F && s.top1 <= kRotateLimit && s.top1 >= 2.0F * s.top2;
   if (c.rotate)
-    while (std::fabs(x[c.index]) != top1) ++c.index;
+    while (std::fabs(x[c.index]) != s.top1) ++c.index;
   return c;
+}
+
+// fp16 bits, inline (c10's header-only conversions; the same roundings as
+// half_round_down / half_round_up of quantizer.h, which the tests compare).
+inline uint16_t to_half(float v) {
+  return c10::Half(v).x;
+}
+inline float from_half(uint16_t h) {
+  return static_cast<float>(c10::Half(h, c10::Half::from_bits()));
+}
+inline uint16_t half_up(float v) {  // v finite
+  if (v > 65504.0F) return 0x7BFF;
+  if (v < -65504.0F) return 0xFBFF;
+  const uint16_t h = to_half(v);
+  if (from_half(h) >= v) return h;
+  if (h == 0x8000) return 0x0001;
+  return (h & 0x8000) ? h - 1 : h + 1;
+}
+inline uint16_t half_down(float v) {
+  return half_up(-v) ^ 0x8000;
 }
 
 TAH_CLONES void round_codes(const float* v, int64_t len, float zero, float inv, float max_code,
@@ -251,14 +267,13 @@ TAH_CLONES void round_codes(const float* v, int64_t len, float zero, float inv, 
 // One tile's grid and codes: zero = min rounded down to fp16, step = (max -
 // zero) / (2^bits - 1) rounded up to fp16; code = floor((v - zero) / step + 1/2)
 // clamped to [0, 2^bits - 1], with 1/step as a float (0 when step is 0).
-void quantize_tile(const float* v, int64_t len, int bits, uint8_t* scales, uint8_t* codes) {
-  float lo = 0.0F, hi = 0.0F;
-  min_max(v, len, lo, hi);
-  const uint16_t zero_half = half_round_down(lo);
-  const float zero = half_to_float(zero_half);
+void quantize_tile(const float* v, int64_t len, float lo, float hi, int bits, uint8_t* scales,
+                   uint8_t* codes) {
+  const uint16_t zero_half = half_down(lo);
+  const float zero = from_half(zero_half);
   const auto max_code = static_cast<float>((1 << bits) - 1);
-  const uint16_t step_half = half_round_up(std::max(0.0F, (hi - zero) / max_code));
-  const float step = half_to_float(step_half);
+  const uint16_t step_half = half_up(std::max(0.0F, (hi - zero) / max_code));
+  const float step = from_half(step_half);
   std::memcpy(scales, &zero_half, 2);
   std::memcpy(scales + 2, &step_half, 2);
   round_codes(v, len, zero, step > 0.0F ? 1.0F / step : 0.0F, max_code, codes);
@@ -318,8 +333,7 @@ float tah_log2(float u) {
 }
 
 TAH_CLONES float tah_entropy(const float* x, int64_t len) {
-  float top = 0.0F, unused = 0.0F;
-  top_two(x, len, top, unused);
+  const float top = tile_stats(x, len).top1;
   if (!(top >= FLT_MIN)) return 0.0F;
   uint32_t tb;
   std::memcpy(&tb, &top, 4);
@@ -365,14 +379,30 @@ TAH_CLONES float tah_entropy(const float* x, int64_t len) {
 }
 
 TAH_CLONES void tah_hadamard(float* v, int64_t g) {
-  for (int64_t h = 1; h < g; h *= 2)
+  int64_t h = 1;
+  if (g >= 8) {  // stages 1, 2, 4 inside each group of 8, in registers
+    for (int64_t i = 0; i < g; i += 8) {
+      float a[8];
+      for (int j = 0; j < 8; ++j) a[j] = v[i + j];
+      for (int w = 1; w < 8; w *= 2)
+        for (int j = 0; j < 8; ++j)
+          if ((j & w) == 0) {
+            const float x = a[j], y = a[j + w];
+            a[j] = x + y;
+            a[j + w] = x - y;
+          }
+      for (int j = 0; j < 8; ++j) v[i + j] = a[j];
+    }
+    h = 8;
+  }
+  for (; h < g; h *= 2)
     for (int64_t i = 0; i < g; i += 2 * h)
       for (int64_t j = i; j < i + h; ++j) {
         const float a = v[j], b = v[j + h];
         v[j] = a + b;
         v[j + h] = a - b;
       }
-  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(g)));
+  const float scale = hadamard_scale(g);
   for (int64_t j = 0; j < g; ++j) v[j] *= scale;
 }
 
@@ -452,20 +482,22 @@ void TahQuant::encode_payload(const float* x, const Shape& shape, uint8_t* out) 
       const float* v = x + tok * l.channels + j * g;
       const int bits = high[t] ? l.high_bits : l.low_bits;
       if (high[t] && l.width_map) put_bits(header, static_cast<uint64_t>(t), 1, 1);
+      TileStats stats = tile_stats(v, len);
       if (full) {
-        const PivotChoice p = choose_pivot(v, g);
+        const PivotChoice p = choose_pivot(v, stats);
         if (p.rotate) {
           std::memcpy(rotated, v, static_cast<size_t>(g) * 4);
           std::swap(rotated[0], rotated[p.index]);
           tah_hadamard(rotated, g);
           v = rotated;
+          stats = tile_stats(v, len);
           const uint64_t at = sec.width_bits + static_cast<uint64_t>(full_index) * (1 + pivot_bits);
           put_bits(header, at, 1, 1);
           put_bits(header, at + 1, static_cast<uint32_t>(p.index), pivot_bits);
         }
         ++full_index;
       }
-      quantize_tile(v, len, bits, out + 4 * t, codes);
+      quantize_tile(v, len, stats.lo, stats.hi, bits, out + 4 * t, codes);
       write_codes(codes, len, bits, stream, pos);
       pos += static_cast<uint64_t>(len * bits);
     }
@@ -505,7 +537,7 @@ void TahQuant::decode_payload(const uint8_t* p, const Shape& shape, float* out) 
       uint16_t zero_half, step_half;
       std::memcpy(&zero_half, p + 4 * t, 2);
       std::memcpy(&step_half, p + 4 * t + 2, 2);
-      const float zero = half_to_float(zero_half), step = half_to_float(step_half);
+      const float zero = from_half(zero_half), step = from_half(step_half);
       if (!std::isfinite(zero) || !std::isfinite(step) || step < 0.0F)
         bad("tile " + std::to_string(t) + " has a non-finite zero point or a bad step");
       float* v = out + tok * l.channels + j * g;
