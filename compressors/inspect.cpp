@@ -52,9 +52,11 @@ void run_codec_inspection(const std::string& spec, const std::vector<int64_t>& s
   if (dist == "normal") {
     x = at::randn(shape, gen, at::TensorOptions().dtype(at::kFloat));
   } else if (dist == "laplace") {
-    // Inverse CDF of the Laplace(0, 1) distribution.
+    // Inverse CDF of the Laplace(0, 1) distribution. rand() may return 0, so u
+    // may be -0.5 exactly, where log1p(-1) = -inf: the argument stops at
+    // -1 + 2^-24 (the next value rand() can give), about 16.6 in magnitude.
     at::Tensor u = at::rand(shape, gen, at::TensorOptions().dtype(at::kFloat)) - 0.5;
-    x = -at::sign(u) * at::log1p(-2 * at::abs(u));
+    x = -at::sign(u) * at::log1p(at::clamp_min(-2 * at::abs(u), -1.0 + std::ldexp(1.0, -24)));
   } else {
     throw UsageError("--dist: expected normal or laplace (from-run is not implemented), got '" +
                      dist + "'");
