@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/config_args.h"
+#include "cli/handoff.h"
 #include "common/errors.h"
 #include "study/sweep_process.h"
 #include "study/sweep_runner.h"
@@ -53,6 +54,16 @@ void print_points(const study::ResolvedSweep& s, std::FILE* out) {
     if (logged) std::fprintf(out, "  [%s: %s]", study::action_name(d[i].action), d[i].why.c_str());
     std::fprintf(out, "\n");
   }
+}
+
+// Whether running the sweep now would start a training run: no point is
+// logged yet, or some logged point is not to be skipped.
+bool needs_training(const study::ResolvedSweep& s) {
+  if (!std::filesystem::exists(s.out_dir_absolute)) return !s.points.empty();
+  for (const auto& d : study::decide_points(s)) {
+    if (d.action != study::PointAction::kSkip) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -120,6 +131,16 @@ int cmd_sweep(const Args& args) {
     std::printf("%s: %zu jobs (run them with: parallel < %s)\n", emit.c_str(),
                 resolved.points.size(), emit.c_str());
     return 0;
+  }
+  // Points train in slowpipe-torch (this binary's `train` hands off to it):
+  // refuse before starting any when it is missing and a point would run.
+  const std::string torch = torch_binary_path();
+  if (::access(torch.c_str(), X_OK) != 0 && needs_training(resolved)) {
+    std::fprintf(stderr,
+                 "slowpipe sweep: cannot run its points: %s not found or not executable (they "
+                 "train in %s, built beside slowpipe: cmake --build BUILD_DIR --target %s)\n",
+                 torch.c_str(), kTorchBinaryName, kTorchBinaryName);
+    return 1;
   }
   study::RunnerOptions options;
   options.tool = tool;

@@ -1,5 +1,5 @@
 // The light front's hand-off: `slowpipe` links no libtorch, so a command that
-// needs it (train, launch, sweep, verdict, codec) is run by slowpipe-torch, the
+// needs it (train, launch, codec) is run by slowpipe-torch, the
 // full binary built in the same folder. The front replaces itself with it
 // (execv): the same process id, arguments (argv[0] included), environment,
 // standard streams and signal handling, so the caller sees one `slowpipe`

@@ -116,6 +116,6 @@ expect 0 "aq" -- alone/slowpipe codecs
 expect 1 "cannot run 'train': $work/alone/slowpipe-torch not found" -- alone/slowpipe train --steps 1
 expect 1 "slowpipe-torch not found" -- alone/slowpipe codec --spec q4
 printf '#!/bin/sh\n' >alone/slowpipe-torch  # present but not executable
-expect 1 "cannot execute $work/alone/slowpipe-torch: Permission denied" -- alone/slowpipe sweep x.ini
+expect 1 "cannot execute $work/alone/slowpipe-torch: Permission denied" -- alone/slowpipe launch --nproc 2
 
 finish front
