@@ -40,8 +40,8 @@ struct AqConfig {
   // Warm-up epochs in which the topk:shared backward itself sends fp32
   // (compress.warmup_epochs): no warm-up mask is published then.
   int silent_mask_epochs = 0;
-  int64_t num_samples = 0;                 // 0: unknown (memory store grows)
-  std::string store = "memory";            // memory | disk
+  int64_t num_samples = 0;  // 0: unknown (memory store grows)
+  AqStore store = AqStore::kMemory;
   std::string sender_path, receiver_path;  // disk store files
 };
 

@@ -17,17 +17,9 @@
 
 #include "common/grad_sync.h"
 #include "common/options.h"
+#include "compressors/aq_store.h"
 
 namespace slowpipe::compressors {
-
-// Where AQ-SGD keeps its per-sample buffers (compress.aq_store).
-enum class AqStore {
-  kMemory,  // "memory"
-  kDisk,    // "disk": a memory-mapped file in compress.aq_dir
-};
-const char* aq_store_name(AqStore store);
-// The value named `text`; UsageError naming `key` otherwise.
-AqStore parse_aq_store(const std::string& key, const std::string& text);
 
 struct CompressConfig {
   std::string fw = "none";    // compress.fw

@@ -52,7 +52,7 @@ std::unique_ptr<Channel> make_aq(const SpecTree& t, std::unique_ptr<Codec> c,
   a.silent_mask_epochs = ctx.plain_warmup_epochs;
   a.num_samples = ctx.num_samples;
   a.store = ctx.aq_store;
-  if (a.store == "disk") {
+  if (a.store == AqStore::kDisk) {
     a.sender_path = aq_path(ctx, "sender");
     a.receiver_path = aq_path(ctx, "receiver");
   }

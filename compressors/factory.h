@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "compressors/aq_store.h"
 #include "compressors/channel.h"
 #include "compressors/channel_spec.h"
 #include "compressors/codec.h"
@@ -28,9 +29,9 @@ struct ChannelContext {
   // (WarmupChannel, warmup.h); AQ-SGD channels warm up for
   // max(warmup_epochs, plain_warmup_epochs) epochs. make_channel ignores it.
   int plain_warmup_epochs = 0;
-  std::string aq_store = "memory";  // memory | disk
-  std::string aq_dir;               // disk store folder; "" = the system temp folder
-  uint64_t seed = 0;                // stochastic rounding, RandK
+  AqStore aq_store = AqStore::kMemory;
+  std::string aq_dir;  // disk store folder; "" = the system temp folder
+  uint64_t seed = 0;   // stochastic rounding, RandK
   // A forward channel whose backward is `topk:shared`: the stores it publishes
   // its masks to, sender side (up) and receiver side (down); null otherwise.
   // Set by make_boundary; every scheme's factory passes them to its channel.

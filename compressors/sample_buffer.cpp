@@ -15,11 +15,9 @@
 
 namespace slowpipe::compressors {
 
-SampleBuffer::SampleBuffer(std::string store, std::string path, int64_t num_samples)
-    : store_(std::move(store)), path_(std::move(path)), num_samples_(num_samples) {
-  if (store_ != "memory" && store_ != "disk")
-    throw UsageError("compress.aq_store: expected 'memory' or 'disk', got '" + store_ + "'");
-  if (store_ == "disk" && num_samples_ <= 0)
+SampleBuffer::SampleBuffer(AqStore store, std::string path, int64_t num_samples)
+    : store_(store), path_(std::move(path)), num_samples_(num_samples) {
+  if (store_ == AqStore::kDisk && num_samples_ <= 0)
     throw UsageError("compress.aq_store=disk needs the number of samples of the data set");
 }
 
@@ -38,7 +36,7 @@ void SampleBuffer::ensure(int64_t per_sample) {
                      std::to_string(per_sample) +
                      " elements (AQ-SGD needs fixed activation shapes)");
   per_sample_ = per_sample;
-  if (store_ == "disk") {
+  if (store_ == AqStore::kDisk) {
     std::error_code ec;
     std::filesystem::path p(path_);
     if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
@@ -120,7 +118,7 @@ void SampleBuffer::load_state(const std::string& prefix, const StateDict& in) {
     throw DataError("channel state: '" + prefix + "per_sample' is " + std::to_string(per) +
                     ", this buffer holds " + std::to_string(per_sample_));
   ensure(per);
-  if (store_ == "memory" && capacity > capacity_) grow(capacity);
+  if (store_ == AqStore::kMemory && capacity > capacity_) grow(capacity);
   if (capacity != capacity_)
     throw DataError("channel state: '" + prefix + "capacity' is " + std::to_string(capacity) +
                     " samples, this buffer holds " + std::to_string(capacity_));

@@ -14,14 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "compressors/aq_store.h"
 #include "compressors/state_dict.h"
 
 namespace slowpipe::compressors {
 
 class SampleBuffer {
  public:
-  // store: "memory" or "disk"; path: the file for "disk".
-  SampleBuffer(std::string store, std::string path, int64_t num_samples);
+  // path: the file of the disk store.
+  SampleBuffer(AqStore store, std::string path, int64_t num_samples);
   ~SampleBuffer();
   SampleBuffer(const SampleBuffer&) = delete;
   SampleBuffer& operator=(const SampleBuffer&) = delete;
@@ -48,7 +49,8 @@ class SampleBuffer {
 
  private:
   void grow(int64_t samples);
-  std::string store_, path_;
+  AqStore store_;
+  std::string path_;
   int64_t num_samples_ = 0;
   int64_t capacity_ = 0;  // rows allocated
   int64_t per_sample_ = -1;

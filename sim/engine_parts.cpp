@@ -34,7 +34,7 @@ compressors::ChannelContext channel_context(const EngineSetup& setup, const std:
   ctx.num_samples = setup.shard_samples > 0 ? setup.shard_samples : setup.train_samples;
   ctx.warmup_epochs = setup.compress.aq_warmup_epochs;
   ctx.plain_warmup_epochs = setup.compress.warmup_epochs;  // boundaries only (make_boundary)
-  ctx.aq_store = compressors::aq_store_name(setup.compress.aq_store);
+  ctx.aq_store = setup.compress.aq_store;
   ctx.aq_dir = setup.compress.aq_dir;
   ctx.seed = setup.seed * 1000003ULL + salt;  // distinct streams per channel
   return ctx;

@@ -278,7 +278,7 @@ void channel_transfer(benchmark::State& st, const std::string& spec) {
   sc::ChannelContext ctx;
   ctx.name = "bench.aq";
   ctx.num_samples = kDemoSamples;
-  ctx.aq_store = st.range(0) == 1 ? "disk" : "memory";
+  ctx.aq_store = st.range(0) == 1 ? sc::AqStore::kDisk : sc::AqStore::kMemory;
   auto ch = sc::make_channel(spec, ctx);
   at::manual_seed(0);
   const at::Tensor base = at::randn({kDemoMicro, 64, 128});

@@ -85,7 +85,7 @@ TEST_CASE("AQ-SGD: sender and receiver buffers identical after many steps, memor
     sc::ChannelContext ctx;
     ctx.num_samples = 40;
     ctx.warmup_epochs = 1;
-    ctx.aq_store = store;
+    ctx.aq_store = sc::parse_aq_store("store", store);
     ctx.name = "test.aq";
     auto ch = sc::make_channel("aq(q2:stochastic)", ctx);
     auto& aq = dynamic_cast<sc::AqChannel&>(*ch);

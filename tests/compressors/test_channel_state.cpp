@@ -38,7 +38,7 @@ sc::ChannelContext context(const std::string& store, const std::string& name) {
   ctx.name = name;
   ctx.num_samples = 6;
   ctx.warmup_epochs = 1;
-  ctx.aq_store = store;
+  ctx.aq_store = sc::parse_aq_store("store", store);
   ctx.aq_dir = (std::filesystem::temp_directory_path() / "slowpipe-state-test").string();
   ctx.seed = 99;
   return ctx;
