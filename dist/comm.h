@@ -20,6 +20,7 @@
 #pragma once
 
 #include <ATen/Tensor.h>
+#include <torch/version.h>
 
 #include <atomic>
 #include <cstdint>
@@ -30,11 +31,9 @@
 #include <string>
 #include <vector>
 
-#include <torch/version.h>
-
+#include "config/run_config.h"
 #include "dist/launch.h"
 #include "dist/layout.h"
-#include "config/run_config.h"
 
 namespace c10d {
 class Store;

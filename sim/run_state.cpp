@@ -1,9 +1,9 @@
 // Resume checkpoints (see run_state.h).
 #include "sim/run_state.h"
 
+#include <fcntl.h>
 #include <torch/serialize.h>
 #include <torch/torch.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,8 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <stdexcept>
 #include <sstream>
+#include <stdexcept>
 #include <vector>
 
 #include "common/errors.h"
@@ -40,8 +40,7 @@ std::vector<fs::path> list_checkpoints(const std::string& run_out) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(checkpoint_dir(run_out), ec)) {
     const std::string n = e.path().filename().string();
-    if (n.rfind("step-", 0) == 0 && n.size() > 5 &&
-        n.compare(n.size() - 5, 5, ".ckpt") == 0) {
+    if (n.rfind("step-", 0) == 0 && n.size() > 5 && n.compare(n.size() - 5, 5, ".ckpt") == 0) {
       out.push_back(e.path());
     }
   }
@@ -75,11 +74,10 @@ double write_resume_checkpoint(const std::string& run_out, const StepEngine& eng
   const auto t0 = std::chrono::steady_clock::now();
   torch::serialize::OutputArchive archive;
   engine.save_state(archive);
-  archive.write("cursor",
-                pack({c.steps_done, c.epoch, c.samples, bits_of(c.sim_time_s),
-                      bits_of(c.wall_time_s), c.train_rows, c.eval_rows,
-                      static_cast<int64_t>(c.net.rng_state), bits_of(c.net.elapsed_s),
-                      static_cast<int64_t>(c.net.steps)}));
+  archive.write("cursor", pack({c.steps_done, c.epoch, c.samples, bits_of(c.sim_time_s),
+                                bits_of(c.wall_time_s), c.train_rows, c.eval_rows,
+                                static_cast<int64_t>(c.net.rng_state), bits_of(c.net.elapsed_s),
+                                static_cast<int64_t>(c.net.steps)}));
   {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());
@@ -100,8 +98,8 @@ double write_resume_checkpoint(const std::string& run_out, const StepEngine& eng
                      ec.message());
   }
   const std::string path = step_file(run_out, c.steps_done);
-  const std::string meta = "{\"step\": " + std::to_string(c.steps_done) + ", \"config\": \"" +
-                           fingerprint + "\"}";
+  const std::string meta =
+      "{\"step\": " + std::to_string(c.steps_done) + ", \"config\": \"" + fingerprint + "\"}";
   if (const char* f = std::getenv("SLOWPIPE_FAULT"); f && std::strstr(f, "checkpoint-write")) {
     // Simulate a kill in the middle of writing: half a file under the
     // temporary name write_file_atomic uses, then the kill (if this is the one).
@@ -123,8 +121,7 @@ double write_resume_checkpoint(const std::string& run_out, const StepEngine& eng
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::optional<TrainerCursor> load_resume_checkpoint(const std::string& run_out,
-                                                    StepEngine& engine,
+std::optional<TrainerCursor> load_resume_checkpoint(const std::string& run_out, StepEngine& engine,
                                                     const std::string& fingerprint,
                                                     const LogRows& log_rows,
                                                     void (*warn)(const std::string&)) {
@@ -146,15 +143,17 @@ std::optional<TrainerCursor> load_resume_checkpoint(const std::string& run_out,
     try {
       archive.load_from(is);
     } catch (const c10::Error& e) {
-      throw DataError("checkpoint " + p.string() + " is not a readable archive: " +
-                      e.what_without_backtrace());
+      throw DataError("checkpoint " + p.string() +
+                      " is not a readable archive: " + e.what_without_backtrace());
     }
     at::Tensor cur, rng;
-    if (!archive.try_read("cursor", cur) || cur.numel() != 10 || !archive.try_read("torch_rng", rng)) {
+    if (!archive.try_read("cursor", cur) || cur.numel() != 10 ||
+        !archive.try_read("torch_rng", rng)) {
       throw DataError("checkpoint " + p.string() + " lacks the trainer's cursor");
     }
     if (cur[5].item<int64_t>() > log_rows.train || cur[6].item<int64_t>() > log_rows.eval) {
-      warn("skipping checkpoint " + p.string() + ": the run log holds fewer rows than it counts on");
+      warn("skipping checkpoint " + p.string() +
+           ": the run log holds fewer rows than it counts on");
       continue;
     }
     try {
