@@ -2,7 +2,7 @@
 //
 // Input layout: byte 0 picks a codec spec from kSpecs (every codec, every
 // quantizer granularity, min-max, stochastic, fp32 scales, sparsifiers with and
-// without a value codec, PowerSGD, QSGD); bytes 1-3 pick a shape of rank 1..3 with at most
+// without a value codec, PowerSGD, QSGD, TAH-Quant); bytes 1-3 pick a shape of rank 1..3 with at most
 // 4096 elements; byte 4 picks a mode; the rest is the message or the tensor.
 //   mode 0: the rest decoded as is (mostly wrong lengths: must be DataError);
 //   mode 1: the rest cut or zero-padded to the exact message length, then decoded;
@@ -82,6 +82,10 @@ const char* const kSpecs[] = {
     "qsgd:s=4:bucket=16",
     "qsgd:s=127:bucket=3",
     "topk:0.2+qsgd:s=2",
+    "tah:bits=3",
+    "tah:bits=2.5:tile=8",
+    "tah:bits=7.5:tile=2:fixed",
+    "topk:0.3+tah:bits=3.5:tile=4",
 };
 constexpr size_t kNumSpecs = sizeof(kSpecs) / sizeof(kSpecs[0]);
 

@@ -184,13 +184,13 @@ inline std::vector<uint8_t> tah_encode(const Tah& t, const std::vector<float>& x
       ++full_index;
     }
     const int bits = high[i] ? hi : low;
-    const float lo = *std::min_element(v.begin(), v.end());
+    const float lo = *std::min_element(v.begin(), v.end()) + 0.0F;  // -0 reads as +0
     const float up = *std::max_element(v.begin(), v.end());
     const uint16_t zh = half_round_down(lo);
     const float zero = half_to_float(zh);
     const auto levels = static_cast<float>((1 << bits) - 1);
     float step = (up - zero) / levels;
-    if (step < 0) step = 0;
+    if (!(step > 0)) step = 0;  // +0, also for -0
     const uint16_t sh = half_round_up(step);
     const float s = half_to_float(sh);
     std::memcpy(&out[4 * i], &zh, 2);
