@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Start-up cost of the light commands: wall time and peak memory of each README
-# example of `slowpipe --version`, `codecs`, `timing`, `netsim` and `export`,
+# Start-up cost of the light commands: wall time and peak memory of each
+# documented example (README, docs/command-line.md) of `slowpipe --version`,
+# `codecs`, `timing`, `netsim` and `export`,
 # run N times (default 20) one after the other. Prints the median and min-max
 # wall time in ms (bash's EPOCHREALTIME around the call) and the peak RSS in MB
 # (/usr/bin/time -f %M, median of 3 separate runs so the timer's own fork and
@@ -25,7 +26,7 @@ for i in $(seq 1 400); do echo "pipeline stage $i sends compressed activations o
   --set run.progress=none --steps 12 --out run.h5 >train.log 2>&1 ||
   { echo "startup.sh: the run log for 'export' could not be made:" >&2; tail -3 train.log >&2; exit 1; }
 
-# name|arguments (one README example per command)
+# name|arguments (one documented example per command)
 examples=(
   "--version|--version"
   "codecs|codecs"
