@@ -71,6 +71,7 @@ at::Tensor torch_unpack_dequantize(const at::Tensor& packed, const at::Tensor& s
   const double qmax = bits == 1 ? 1 : (1 << (bits - 1)) - 1;
   const int per_byte = 8 / bits;
   std::vector<at::Tensor> parts;
+  parts.reserve(per_byte);
   for (int j = 0; j < per_byte; ++j)
     parts.push_back(packed.__rshift__(bits * j).bitwise_and((1 << bits) - 1));
   at::Tensor codes = at::stack(parts, 1).view({rows, kChannels}).to(at::kFloat);
@@ -174,7 +175,7 @@ void BM_TahQuant_Decode(benchmark::State& st) {
 }
 
 // TopK: rows of 64 Ki elements (per sample), K = range(1) percent.
-constexpr int64_t kRowLen = 64 * 1024;
+constexpr int64_t kRowLen = int64_t{64} * 1024;
 
 void BM_TopkRow_Slowpipe(benchmark::State& st) {
   at::set_num_threads(1);

@@ -59,7 +59,8 @@ uint64_t formula(int centi, int64_t g, bool adaptive, const sc::Shape& s) {
   const uint64_t low = static_cast<uint64_t>(centi / 100),
                  frac = static_cast<uint64_t>(centi % 100);
   const uint64_t hf = frac * tf / 100, ht = frac * tt / 100;  // high tiles, one bit more
-  const uint64_t k = static_cast<uint64_t>(std::log2(static_cast<double>(g)) + 0.5);
+  uint64_t k = 0;                                             // log2 G
+  while ((int64_t{1} << k) < g) ++k;
   const uint64_t header = (adaptive && frac ? tf + tt : 0) + tf * (1 + k);
   const uint64_t codes = g * (tf * low + hf) + r * (tt * low + ht);
   return 4 * (tf + tt) + ceil_div(header, 8) + ceil_div(codes, 8);
