@@ -5,8 +5,11 @@
 //
 // Work is per tile in a local buffer (G <= 1024 floats): one pass computes the
 // entropies (adaptive mode, fractional B only) and picks the high-width tiles,
-// a second rotates, quantizes and packs. Tiles that start on a byte boundary of the code
-// stream (every full tile when G >= 8) go through pack_codes / unpack_codes.
+// a second rotates, quantizes and packs. Reductions run in 16 lanes, the
+// entropy's terms branch-free, so the loops vectorize. A tile that starts on a
+// byte boundary of the code stream with a multiple of 8 elements (every full
+// tile when G >= 8 and C is a multiple of G) is packed 8 codes in W bytes at a
+// time, and unpacked fused with its dequantization; others go bit by bit.
 #include "compressors/tah_quant.h"
 
 #include <c10/util/Half.h>
@@ -18,7 +21,6 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "compressors/quant_kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define TAH_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
