@@ -61,7 +61,6 @@ std::string shape_text(const at::Tensor& t) {
   return s + "]";
 }
 
-
 std::string ckpt(const std::string& path) {
   return "checkpoint file '" + path + "'";
 }
@@ -112,6 +111,18 @@ void compare_config(const nlohmann::json& meta, const std::string& name,
     if (saved != value) {
       saved_parts += (saved_parts.empty() ? "" : " and ") + key + "=" + saved;
       run_parts += (run_parts.empty() ? "" : " and ") + key + "=" + value;
+    }
+  }
+  // A key recorded only when set (model.subspace): saved, but not in this run.
+  for (const auto& item : meta["shape"].items()) {
+    const std::string& key = item.key();
+    if (key != "model.subspace" || !item.value().is_string()) continue;
+    bool in_run = false;
+    for (const auto& kv : shape) in_run = in_run || kv.first == key;
+    if (!in_run) {
+      saved_parts +=
+          (saved_parts.empty() ? "" : " and ") + key + "=" + item.value().get<std::string>();
+      run_parts += (run_parts.empty() ? "" : " and ") + key + " unset";
     }
   }
   if (!saved_parts.empty()) {

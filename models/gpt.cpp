@@ -7,6 +7,14 @@
 // Left out: weight tying between embedding and head (they sit in different
 // pipeline stages), KV caching, fused/flash attention.
 //
+// model.subspace = k > 0 constrains the residual stream to a fixed subspace
+// (models/subspace.h, after Protocol Models, arXiv 2506.01260): the attention
+// output and MLP down projections produce k coefficients that the fixed basis
+// U [C, k] lifts into the residual, and the embedding is k trainable
+// coefficients per byte and per position, lifted, plus a fixed part outside
+// span(U). Dropout then applies to those coefficients. k = 0 is the model
+// above, parameter for parameter and draw for draw.
+//
 // Forward FLOPs per sample count 2 x multiply-accumulates of the matrix products
 // (attention over the full T x T square, as computed); element-wise work is
 // ignored except the embedding's position add (T*C), so no block reports zero.
@@ -17,6 +25,7 @@
 
 #include "common/errors.h"
 #include "models/registry.h"
+#include "models/subspace.h"
 
 namespace slowpipe::models {
 namespace {
@@ -30,13 +39,30 @@ void init_linear(torch::nn::Linear& l, double std) {
   if (l->bias.defined()) l->bias.zero_();
 }
 
+using SubspacePtr = std::shared_ptr<const Subspace>;
+
+// Width of what a residual-writing layer produces: C, or k coefficients.
+int64_t write_width(const SubspacePtr& sub, int64_t d_model) {
+  return sub ? sub->rank() : d_model;
+}
+
+// What a residual-writing layer adds to the residual: its output, or U times it.
+at::Tensor into_residual(const SubspacePtr& sub, const at::Tensor& out) {
+  return sub ? sub->lift(out) : out;
+}
+
 // int64 [B, T] bytes -> float [B, T, C]
 class Embedding : public Block {
  public:
-  Embedding(int64_t seq_len, int64_t d_model, double dropout)
-      : Block("Embedding"), seq_len_(seq_len), d_model_(d_model), dropout_(dropout) {
-    tok_ = register_module("tok", torch::nn::Embedding(kVocab, d_model));   // [V, C]
-    pos_ = register_module("pos", torch::nn::Embedding(seq_len, d_model));  // [T_max, C]
+  Embedding(int64_t seq_len, int64_t d_model, double dropout, SubspacePtr sub)
+      : Block("Embedding"),
+        seq_len_(seq_len),
+        d_model_(d_model),
+        dropout_(dropout),
+        sub_(std::move(sub)) {
+    const int64_t w = write_width(sub_, d_model);
+    tok_ = register_module("tok", torch::nn::Embedding(kVocab, w));   // [V, C] (or [V, k])
+    pos_ = register_module("pos", torch::nn::Embedding(seq_len, w));  // [T_max, C] (or [T_max, k])
     torch::NoGradGuard g;
     tok_->weight.normal_(0.0, kInitStd);
     pos_->weight.normal_(0.0, kInitStd);
@@ -45,9 +71,11 @@ class Embedding : public Block {
     const int64_t t = x.size(1);
     TORCH_CHECK(t <= seq_len_, "sequence of ", t, " bytes exceeds model.seq_len ", seq_len_);
     auto positions = torch::arange(t, x.options().dtype(torch::kLong));  // [T]
-    auto h = tok_(x) + pos_(positions).unsqueeze(0);                     // [B, T, C]
-    return torch::nn::functional::dropout(
+    auto h = tok_(x) + pos_(positions).unsqueeze(0);                     // [B, T, C] (or k)
+    h = torch::nn::functional::dropout(
         h, torch::nn::functional::DropoutFuncOptions().p(dropout_).training(is_training()));
+    if (!sub_) return h;
+    return sub_->lift(h) + sub_->fixed(x);  // [B, T, C]
   }
   double forward_flops_per_sample() const override {
     return static_cast<double>(seq_len_) * static_cast<double>(d_model_);
@@ -56,24 +84,28 @@ class Embedding : public Block {
  private:
   int64_t seq_len_, d_model_;
   double dropout_;
+  SubspacePtr sub_;
   torch::nn::Embedding tok_{nullptr}, pos_{nullptr};
 };
 
 // float [B, T, C] -> float [B, T, C]
 class TransformerBlock : public Block {
  public:
-  TransformerBlock(int64_t seq_len, int64_t d_model, int64_t heads, int64_t layers, double dropout)
+  TransformerBlock(int64_t seq_len, int64_t d_model, int64_t heads, int64_t layers, double dropout,
+                   SubspacePtr sub)
       : Block("TransformerBlock"),
         seq_len_(seq_len),
         d_model_(d_model),
         heads_(heads),
-        dropout_(dropout) {
+        dropout_(dropout),
+        sub_(std::move(sub)) {
+    const int64_t w = write_width(sub_, d_model);
     ln1_ = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
     qkv_ = register_module("qkv", torch::nn::Linear(d_model, 3 * d_model));  // [3C, C]
-    proj_ = register_module("proj", torch::nn::Linear(d_model, d_model));    // [C, C]
+    proj_ = register_module("proj", torch::nn::Linear(d_model, w));          // [C, C] (or [k, C])
     ln2_ = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
     fc1_ = register_module("fc1", torch::nn::Linear(d_model, 4 * d_model));  // [4C, C]
-    fc2_ = register_module("fc2", torch::nn::Linear(4 * d_model, d_model));  // [C, 4C]
+    fc2_ = register_module("fc2", torch::nn::Linear(4 * d_model, w));        // [C, 4C] (or [k, 4C])
     const double resid_std = kInitStd / std::sqrt(2.0 * static_cast<double>(layers));
     init_linear(qkv_, kInitStd);
     init_linear(proj_, resid_std);
@@ -93,10 +125,10 @@ class TransformerBlock : public Block {
     auto future = torch::ones({t, t}, x.options().dtype(torch::kBool)).triu(1);      // [T, T]
     att = F::dropout(torch::softmax(att.masked_fill(future, -INFINITY), -1), drop);  // [B, H, T, T]
     auto y = torch::matmul(att, v).transpose(1, 2).reshape({b, t, c});               // [B, T, C]
-    auto h = x + F::dropout(proj_(y), drop);
+    auto h = x + into_residual(sub_, F::dropout(proj_(y), drop));
     // MLP.
-    auto m = fc2_(F::gelu(fc1_(ln2_(h))));  // [B, T, C]
-    return h + F::dropout(m, drop);
+    auto m = fc2_(F::gelu(fc1_(ln2_(h))));  // [B, T, C] (or [B, T, k])
+    return h + into_residual(sub_, F::dropout(m, drop));
   }
 
   double forward_flops_per_sample() const override {
@@ -108,6 +140,7 @@ class TransformerBlock : public Block {
  private:
   int64_t seq_len_, d_model_, heads_;
   double dropout_;
+  SubspacePtr sub_;
   torch::nn::LayerNorm ln1_{nullptr}, ln2_{nullptr};
   torch::nn::Linear qkv_{nullptr}, proj_{nullptr}, fc1_{nullptr}, fc2_{nullptr};
 };
@@ -137,10 +170,12 @@ class LMHead : public Block {
 ModelFootprint footprint_gpt(const ModelConfig& cfg, const DatasetInfo& /*data*/) {
   const double l = cfg.layers, c = cfg.d_model, h = cfg.heads, t = cfg.seq_len;
   const double v = kVocab;
+  const double k = cfg.subspace > 0 ? cfg.subspace : c;  // width the residual writers produce
   ModelFootprint f;
-  // Embedding (V + T) C; per block 12 C^2 + 13 C (qkv, proj, fc1, fc2, two LayerNorms);
-  // head LayerNorm 2 C and V C.
-  f.parameters = (v + t) * c + l * (12.0 * c * c + 13.0 * c) + 2.0 * c + v * c;
+  // Embedding (V + T) k; per block 7 C^2 + 11 C (qkv, fc1, two LayerNorms) + 5 C k + 2 k
+  // (proj, fc2), 12 C^2 + 13 C when k = C; head LayerNorm 2 C and V C.
+  f.parameters =
+      (v + t) * k + l * (7.0 * c * c + 11.0 * c + 5.0 * c * k + 2.0 * k) + 2.0 * c + v * c;
   // Kept for backward, at least: attention probabilities H T^2 and about 12 T C of
   // block activations per layer, the embedding output, logits and log-softmax.
   f.activation_floats_per_sample = t * c + l * (h * t * t + 12.0 * t * c) + 2.0 * t * v;
@@ -164,10 +199,15 @@ Model build_gpt(const ModelConfig& cfg, const DatasetInfo& data) {
   Model m;
   m.name = "gpt";
   m.task = Task::kLanguageModel;
-  m.blocks.push_back(std::make_shared<Embedding>(cfg.seq_len, cfg.d_model, cfg.dropout));
+  SubspacePtr sub;
+  if (cfg.subspace != 0) {
+    sub = std::make_shared<const Subspace>(cfg.d_model, cfg.subspace, kVocab, cfg.seq_len);
+    m.boundary = sub;
+  }
+  m.blocks.push_back(std::make_shared<Embedding>(cfg.seq_len, cfg.d_model, cfg.dropout, sub));
   for (int i = 0; i < cfg.layers; ++i) {
     m.blocks.push_back(std::make_shared<TransformerBlock>(cfg.seq_len, cfg.d_model, cfg.heads,
-                                                          cfg.layers, cfg.dropout));
+                                                          cfg.layers, cfg.dropout, sub));
   }
   m.blocks.push_back(std::make_shared<LMHead>(cfg.seq_len, cfg.d_model));
   return m;

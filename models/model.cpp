@@ -29,6 +29,14 @@ double Model::forward_flops_per_sample(size_t begin, size_t end) const {
   return flops;
 }
 
+at::Tensor forward_stage(const Model& model, size_t begin, size_t end, const at::Tensor& x,
+                         const at::Tensor& inputs) {
+  at::Tensor h = model.boundary && begin > 0 ? model.boundary->expand(x, inputs) : x;
+  for (size_t b = begin; b < end; ++b) h = model.blocks[b]->forward(h);
+  if (model.boundary && end < model.blocks.size()) h = model.boundary->reduce(h, inputs);
+  return h;
+}
+
 void Model::train(bool on) const {
   for (const auto& b : blocks) b->train(on);
 }

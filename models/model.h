@@ -30,6 +30,21 @@ class Block : public torch::nn::Module {
 };
 using BlockPtr = std::shared_ptr<Block>;
 
+// What crosses a stage boundary, when a model decides it (default: the block
+// output itself). A model whose activations at every cut lie in a known
+// affine subspace (models/subspace.h) sends only their coordinates: `reduce`
+// maps the output leaving a stage to what crosses, `expand` rebuilds the next
+// stage's input from what arrived and the model's inputs (the token ids, which
+// every stage has). Both are differentiable, so the gradient that crosses back
+// is the gradient of what crossed. expand(reduce(h, in), in) == h to float
+// rounding for every h the model can produce at a cut.
+class BoundaryMap {
+ public:
+  virtual ~BoundaryMap() = default;
+  virtual at::Tensor reduce(const at::Tensor& output, const at::Tensor& inputs) const = 0;
+  virtual at::Tensor expand(const at::Tensor& sent, const at::Tensor& inputs) const = 0;
+};
+
 struct Model {
   std::string name;  // registry name: "gpt", "cnn", "mlp"
   Task task = Task::kClassification;
@@ -38,6 +53,9 @@ struct Model {
   // values ({"model.d_model", "128"}, ...): set by build_model, written into
   // checkpoints and compared when one is loaded. Empty for a hand-built model.
   std::vector<std::pair<std::string, std::string>> shape_config;
+  // Null: block outputs cross the cuts as they are (every model but a
+  // subspace-constrained GPT).
+  std::shared_ptr<const BoundaryMap> boundary;
   // Every parameter of every block, in block order.
   std::vector<at::Tensor> parameters() const;
   // Number of scalar parameters of blocks [begin, end).
@@ -47,6 +65,14 @@ struct Model {
   // Training (dropout on) or evaluation mode for every block.
   void train(bool on = true) const;
 };
+
+// Blocks [begin, end) as a pipeline stage runs them: with a boundary map, a
+// stage that does not start the model expands what arrived (`x`) first, and
+// one that does not end it reduces its output before it leaves. `inputs` are
+// the model inputs of the same samples ([B, T] token ids); without a boundary
+// map they are not read and this is the blocks' forward chained.
+at::Tensor forward_stage(const Model& model, size_t begin, size_t end, const at::Tensor& x,
+                         const at::Tensor& inputs);
 
 // Mean cross-entropy. LM: output [B, T, V], targets [B, T]. Classification:
 // output [B, C], targets [B].

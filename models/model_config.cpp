@@ -23,6 +23,10 @@ void describe_options(ModelConfig& cfg, slowpipe::OptionSet& opts) {
   opts.add_path("model.init_from", cfg.init_from,
                 "checkpoint to initialise from (fine-tuning); empty = fresh init from run.seed");
   opts.add("model.dropout", cfg.dropout, "dropout probability", 0.0, 0.95);
+  opts.add("model.subspace", cfg.subspace,
+           "gpt: k > 0 confines the residual stream to a fixed k-dim subspace and sends k "
+           "coefficients per token across each cut (Protocol Models; docs/models.md); 0 = off",
+           0, 65536);
 }
 
 }  // namespace slowpipe::models

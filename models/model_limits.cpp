@@ -36,7 +36,14 @@ int* int_field(ModelConfig& cfg, const std::string& key) {
   if (key == "model.seq_len") return &cfg.seq_len;
   if (key == "model.channels") return &cfg.channels;
   if (key == "model.hidden") return &cfg.hidden;
+  if (key == "model.subspace") return &cfg.subspace;
   return nullptr;
+}
+
+// model.subspace is a shape key only when set: 0 (the default) is not recorded,
+// so checkpoints written before the key existed still load.
+bool unset_optional(const std::string& key, int value) {
+  return key == "model.subspace" && value == 0;
 }
 
 // The entry's default data set; without one, 1x28x28 images of 10 classes.
@@ -78,7 +85,7 @@ std::vector<std::pair<std::string, std::string>> shape_config(const ModelConfig&
   ModelConfig copy = cfg;
   for (const auto& key : keys_of(find_model(cfg.name))) {
     if (const int* v = int_field(copy, key)) {
-      out.emplace_back(key, std::to_string(*v));
+      if (!unset_optional(key, *v)) out.emplace_back(key, std::to_string(*v));
     } else if (key == "data.classes") {
       out.emplace_back(key, std::to_string(data.num_classes));
     } else if (key == "data.sample_shape") {
@@ -102,7 +109,7 @@ void check_model_memory(const ModelConfig& cfg, const MemoryBudget& budget) {
   for (const auto& key : keys_of(entry)) {
     ModelConfig halved = cfg;
     int* v = int_field(halved, key);
-    if (v == nullptr) continue;
+    if (v == nullptr || unset_optional(key, *v)) continue;
     shape += (shape.empty() ? "" : ", ") + key + "=" + std::to_string(*v);
     if (*v < 2) continue;
     *v /= 2;
@@ -125,8 +132,21 @@ void check_model_memory(const ModelConfig& cfg, const MemoryBudget& budget) {
                    " of memory" + (culprit.empty() ? "" : "; reduce " + culprit));
 }
 
+void check_model_keys(const ModelConfig& cfg) {
+  const auto& keys = keys_of(find_model(cfg.name));
+  if (cfg.subspace != 0 && std::find(keys.begin(), keys.end(), "model.subspace") == keys.end()) {
+    throw UsageError("model.subspace=" + std::to_string(cfg.subspace) +
+                     " applies to a model with a residual stream (gpt), not model.name=" +
+                     cfg.name + " (leave it 0)");
+  }
+  if (cfg.subspace > cfg.d_model) {
+    throw UsageError("model.subspace=" + std::to_string(cfg.subspace) +
+                     " must not exceed model.d_model=" + std::to_string(cfg.d_model));
+  }
+}
+
 void validate_model_config(const ModelConfig& cfg, const MemoryBudget& budget) {
-  find_model(cfg.name);
+  check_model_keys(cfg);
   check_model_memory(cfg, budget);
   if (!cfg.init_from.empty()) check_checkpoint_config(cfg, cfg.init_from);
 }

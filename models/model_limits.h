@@ -40,7 +40,7 @@ MemoryEstimate estimate_training_memory(const ModelConfig& cfg, const MemoryBudg
 
 // The model's shape keys (ModelEntry::shape_keys) with their values in `cfg`
 // and `data`: {"model.d_model", "128"}, {"data.classes", "10"},
-// {"data.sample_shape", "1x28x28"}.
+// {"data.sample_shape", "1x28x28"}; model.subspace only when it is not 0.
 std::vector<std::pair<std::string, std::string>> shape_config(const ModelConfig& cfg,
                                                               const DatasetInfo& data);
 
@@ -49,8 +49,13 @@ std::vector<std::pair<std::string, std::string>> shape_config(const ModelConfig&
 // the model's shape keys, the estimate and the memory.
 void check_model_memory(const ModelConfig& cfg, const MemoryBudget& budget = {});
 
+// Keys set for a model that does not have them: model.subspace other than 0
+// for a model whose shape keys lack it, or larger than model.d_model. UsageError.
+void check_model_keys(const ModelConfig& cfg);
+
 // Every model.* check that needs no data, for the trainer to call before any
-// data is loaded or any log is created: a known model.name, check_model_memory,
+// data is loaded or any log is created: a known model.name, check_model_keys,
+// check_model_memory,
 // and, when model.init_from is set, that the file is a slowpipe model
 // checkpoint written for the same model.name and model.* shape keys (its header
 // only: the checksum is verified when the checkpoint is loaded). UsageError or

@@ -17,14 +17,15 @@ void register_builtins() {
   const auto images = [](const ModelConfig&) {
     return DatasetInfo{"fashion-mnist", Task::kClassification, {1, 28, 28}, 10, ""};
   };
-  register_model({"gpt",
-                  "GPT-style byte-level decoder LM: embedding, pre-LN transformer blocks, LM head",
-                  &build_gpt,
-                  {"model.layers", "model.d_model", "model.heads", "model.seq_len"},
-                  &footprint_gpt,
-                  [](const ModelConfig& cfg) {
-                    return DatasetInfo{"text", Task::kLanguageModel, {cfg.seq_len}, 256, ""};
-                  }});
+  register_model(
+      {"gpt",
+       "GPT-style byte-level decoder LM: embedding, pre-LN transformer blocks, LM head",
+       &build_gpt,
+       {"model.layers", "model.d_model", "model.heads", "model.seq_len", "model.subspace"},
+       &footprint_gpt,
+       [](const ModelConfig& cfg) {
+         return DatasetInfo{"text", Task::kLanguageModel, {cfg.seq_len}, 256, ""};
+       }});
   register_model(
       {"cnn",
        "residual CNN for 28x28 images: stem conv, residual blocks (one stride-2), pool+linear",
@@ -71,6 +72,7 @@ const ModelEntry& find_model(const std::string& name) {
 
 Model build_model(const ModelConfig& cfg, const DatasetInfo& data, uint64_t seed) {
   const ModelEntry& entry = find_model(cfg.name);
+  check_model_keys(cfg);
   MemoryBudget budget;
   budget.data = &data;
   check_model_memory(cfg, budget);
