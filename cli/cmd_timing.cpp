@@ -68,29 +68,35 @@ int cmd_timing(const Args& args) {
                      {"timing.epochs", &epochs},
                      {"net.preset", &net}});
   const netmodel::CodecSpecs& specs = what_if.specs;
-  for (const auto* spec : {&specs.forward, &specs.backward, &specs.gradient}) {
-    compressors::validate_spec(*spec, spec == &specs.backward);
-  }
+  // Each spec is parsed once, here; the checks and the sizes below use these.
+  namespace cx = compressors;
+  const cx::ChannelSpec fw_spec = cx::ChannelSpec::parse(specs.forward, /*backward=*/false);
+  const cx::ChannelSpec bw_spec = cx::ChannelSpec::parse(specs.backward, /*backward=*/true);
+  const cx::ChannelSpec grad_given = cx::ChannelSpec::parse(specs.gradient, /*backward=*/false);
   // Roles, as training checks them: the boundary's pairing (topk:shared needs a
   // sparsifying forward), checked as make_boundary does without building the
   // channels; AQ-SGD cannot carry gradients.
   try {
-    compressors::validate_boundary(specs.forward, specs.backward);
+    cx::validate_boundary(fw_spec, bw_spec);
   } catch (const UsageError& e) {
     throw UsageError("timing.fw = " + specs.forward + ", timing.bw = " + specs.backward + ": " +
                      e.what());
   }
-  if (compressors::uses_aq(specs.gradient))
+  if (cx::uses_aq(grad_given))
     throw UsageError("timing.grad = " + specs.gradient +
                      ": AQ-SGD cannot carry parameter gradients");
-  compressors::validate_role("timing.grad", specs.gradient, compressors::ChannelRole::kGradient);
+  cx::validate_role("timing.grad", grad_given, cx::ChannelRole::kGradient);
   // Gradients are sized as training sends them: compressors::gradient_spec gives
   // a q<b> codec without a scale granularity grouped scales (docs/codec-spec.md).
-  what_if.specs.gradient = compressors::gradient_spec(specs.gradient);
+  const cx::ChannelSpec grad_spec = cx::gradient_spec(grad_given);
+  what_if.specs.gradient = grad_spec.text();
   // The size of a topk:shared message depends on the forward spec.
-  const auto wire = [&specs](const std::string& spec, const std::vector<int64_t>& shape) {
-    return spec == specs.backward ? compressors::wire_bytes(specs.forward, spec, shape)
-                                  : compressors::wire_bytes(spec, shape);
+  const auto wire = [&fw_spec, &bw_spec, &grad_spec](const std::string& spec,
+                                                     const std::vector<int64_t>& shape) {
+    if (spec == bw_spec.text()) return cx::wire_bytes(fw_spec, bw_spec, shape);
+    if (spec == fw_spec.text()) return cx::wire_bytes(fw_spec, shape);
+    if (spec == grad_spec.text()) return cx::wire_bytes(grad_spec, shape);
+    return cx::wire_bytes(cx::ChannelSpec(spec), shape);  // a spec the replay names itself
   };
   netmodel::run_timing(what_if, net_config, wire, std::cout, vm.count("tsv") > 0);
   return 0;

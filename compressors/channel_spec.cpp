@@ -83,34 +83,44 @@ std::unique_ptr<Codec> parse_codec(const SpecTree& tree, uint64_t seed, bool bac
   return codec;
 }
 
-void validate_spec(const std::string& spec, bool backward) {
-  SpecTree tree = parse_spec(spec);
-  parse_codec(tree, 0, backward);
+ChannelSpec::ChannelSpec() : text_("none"), tree_(parse_spec("none")) {}
+ChannelSpec::ChannelSpec(const std::string& text) : ChannelSpec(parse(text, /*backward=*/true)) {}
+ChannelSpec::ChannelSpec(const char* text) : ChannelSpec(std::string(text)) {}
+
+ChannelSpec ChannelSpec::parse(const std::string& text, bool backward) {
+  ChannelSpec s;
+  s.text_ = text;
+  s.tree_ = parse_spec(text);
+  parse_codec(s.tree_, 0, backward);  // names, arguments, scheme
+  s.shared_ = is_shared(s.tree_);
+  s.sparsifies_ = compressors::sparsifies(s.tree_);
+  return s;
 }
 
-void validate_boundary(const std::string& fw_spec, const std::string& bw_spec) {
-  SpecTree fw_tree = parse_spec(fw_spec);
-  SpecTree bw_tree = parse_spec(bw_spec);
-  parse_codec(fw_tree, 0, false);
-  parse_codec(bw_tree, 0, true);
-  if (is_shared(bw_tree) && !sparsifies(fw_tree))
-    throw UsageError("backward spec '" + bw_spec +
-                     "' reuses the forward mask, but the forward spec '" + fw_spec +
+bool ChannelSpec::keyed_by_sample() const {
+  return scheme_registry().find(tree_.scheme)->keyed_by_sample;  // checked by parse
+}
+
+void validate_spec(const std::string& spec, bool backward) {
+  ChannelSpec::parse(spec, backward);
+}
+
+void validate_boundary(const ChannelSpec& fw_spec, const ChannelSpec& bw_spec) {
+  parse_codec(fw_spec.tree(), 0, false);  // a forward: no topk:shared
+  if (bw_spec.shared() && !fw_spec.sparsifies())
+    throw UsageError("backward spec '" + bw_spec.text() +
+                     "' reuses the forward mask, but the forward spec '" + fw_spec.text() +
                      "' does not sparsify (use topk:K or randk:K forward)");
 }
 
-void validate_role(const std::string& key, const std::string& spec, ChannelRole role,
-                   const std::string& forward_spec) {
-  auto fail = [&](const std::string& why) { throw UsageError(key + " = " + spec + ": " + why); };
-  SpecTree tree;
-  std::unique_ptr<Codec> codec;
-  try {
-    tree = parse_spec(spec);
-    codec = parse_codec(tree, 0, /*backward=*/true);
-  } catch (const UsageError& e) {
-    throw UsageError(key + ": " + e.what());
-  }
-  const bool shared = is_shared(tree);
+void validate_role(const std::string& key, const ChannelSpec& spec, ChannelRole role,
+                   const ChannelSpec& forward_spec) {
+  auto fail = [&](const std::string& why) {
+    throw UsageError(key + " = " + spec.text() + ": " + why);
+  };
+  const SpecTree& tree = spec.tree();
+  std::unique_ptr<Codec> codec = parse_codec(tree, 0, /*backward=*/true);
+  const bool shared = spec.shared();
   MatrixView view = MatrixView::kSquare;
   if (role == ChannelRole::kGradient && dynamic_cast<const PowerSgd*>(codec.get()) &&
       powersgd_view_given(tree.stages.front(), &view) && view != MatrixView::kSquare)
@@ -127,40 +137,56 @@ void validate_role(const std::string& key, const std::string& spec, ChannelRole 
         "'topk:shared' reuses the forward mask of a boundary; it is only valid as a backward "
         "spec (compress.bw, compress.bw_at)");
   if (shared) {
-    SpecTree fw_tree;
     try {
-      fw_tree = parse_spec(forward_spec);
-      parse_codec(fw_tree, 0, /*backward=*/false);
+      parse_codec(forward_spec.tree(), 0, /*backward=*/false);
     } catch (const UsageError& e) {
       fail(std::string("its forward spec is not valid: ") + e.what());
     }
-    if (!sparsifies(fw_tree))
-      fail("'topk:shared' reuses the forward mask, but the forward spec '" + forward_spec +
+    if (!forward_spec.sparsifies())
+      fail("'topk:shared' reuses the forward mask, but the forward spec '" + forward_spec.text() +
            "' does not sparsify (use topk:K or randk:K forward, e.g. topk:0.1, ef(topk:0.1), "
            "aq(topk:0.3))");
   }
 }
 
-std::string canonical_spec(const std::string& spec) {
-  SpecTree tree = parse_spec(spec);
-  return canonical(tree, *parse_codec(tree, 0, /*backward=*/true));
+void validate_role(const std::string& key, const std::string& spec, ChannelRole role,
+                   const std::string& forward_spec) {
+  ChannelSpec parsed, forward;
+  try {
+    parsed = ChannelSpec::parse(spec, /*backward=*/true);
+  } catch (const UsageError& e) {
+    throw UsageError(key + ": " + e.what());
+  }
+  if (parsed.shared() && role == ChannelRole::kBackward) {
+    try {
+      forward = ChannelSpec::parse(forward_spec, /*backward=*/false);
+    } catch (const UsageError& e) {
+      throw UsageError(key + " = " + spec + ": its forward spec is not valid: " + e.what());
+    }
+  }
+  validate_role(key, parsed, role, forward);
+}
+
+std::string canonical_spec(const ChannelSpec& spec) {
+  return canonical(spec.tree(), *parse_codec(spec.tree(), 0, /*backward=*/true));
 }
 
 namespace {
 // The canonical spec of a one-stage `tree` with `option` appended to its stage.
-std::string with_option(const SpecTree& tree, const std::string& option) {
+ChannelSpec with_option(const SpecTree& tree, const std::string& option) {
   const SpecStage& stage = tree.stages.front();
   std::string codec_text = stage.name;
   for (const SpecArg& a : stage.args)
     codec_text += ":" + (a.key.empty() ? a.value : a.key + "=" + a.value);
   codec_text += option;
-  return canonical_spec(is_plain_scheme(tree.scheme) ? codec_text
-                                                     : tree.scheme + "(" + codec_text + ")");
+  const ChannelSpec grown(is_plain_scheme(tree.scheme) ? codec_text
+                                                       : tree.scheme + "(" + codec_text + ")");
+  return ChannelSpec(canonical_spec(grown));
 }
 }  // namespace
 
-std::string gradient_spec(const std::string& spec) {
-  SpecTree tree = parse_spec(spec);
+ChannelSpec gradient_spec(const ChannelSpec& spec) {
+  const SpecTree& tree = spec.tree();
   std::unique_ptr<Codec> codec = parse_codec(tree, 0, /*backward=*/false);
   const SpecStage& stage = tree.stages.front();
   if (dynamic_cast<const PowerSgd*>(codec.get()) && !powersgd_view_given(stage, nullptr))
@@ -172,22 +198,20 @@ std::string gradient_spec(const std::string& spec) {
   return with_option(tree, ":group=" + std::to_string(kGradientGroup));
 }
 
-uint64_t wire_bytes(const std::string& spec, const Shape& shape) {
-  SpecTree tree = parse_spec(spec);
-  if (is_shared(tree))
-    throw UsageError("wire_bytes('" + spec +
+uint64_t wire_bytes(const ChannelSpec& spec, const Shape& shape) {
+  if (spec.shared())
+    throw UsageError("wire_bytes('" + spec.text() +
                      "'): the size depends on the forward spec; name it too");
-  return parse_codec(tree, 0, false)->message_bytes(shape);
+  return parse_codec(spec.tree(), 0, false)->message_bytes(shape);
 }
 
-uint64_t wire_bytes(const std::string& fw_spec, const std::string& bw_spec, const Shape& shape) {
-  SpecTree bw_tree = parse_spec(bw_spec);
-  if (!is_shared(bw_tree)) return wire_bytes(bw_spec, shape);
-  SpecTree fw_tree = parse_spec(fw_spec);
-  if (!sparsifies(fw_tree))
-    throw UsageError("'" + bw_spec + "' needs a sparsifying forward spec, got '" + fw_spec + "'");
-  auto fw = make_codec(fw_tree, 0);
-  auto bw = parse_codec(bw_tree, 0, true);
+uint64_t wire_bytes(const ChannelSpec& fw_spec, const ChannelSpec& bw_spec, const Shape& shape) {
+  if (!bw_spec.shared()) return wire_bytes(bw_spec, shape);
+  if (!fw_spec.sparsifies())
+    throw UsageError("'" + bw_spec.text() + "' needs a sparsifying forward spec, got '" +
+                     fw_spec.text() + "'");
+  auto fw = make_codec(fw_spec.tree(), 0);
+  auto bw = parse_codec(bw_spec.tree(), 0, true);
   int64_t rows, m, k;
   dynamic_cast<Sparsifier&>(*fw).geometry(shape, &rows, &m, &k);
   SparseSelection sel;

@@ -47,6 +47,42 @@ bool is_plain_scheme(const std::string& scheme);
 // The scheme's label in plot legends (plot_label, else its name).
 std::string scheme_plot_label(const std::string& scheme);
 
+// A channel spec parsed once, where it enters (an option, a sweep point, a
+// test): the text as written (what options print and run logs record) and its
+// parse tree, from which the factories build codecs and channels without
+// parsing again. Valid by construction: the scheme and codecs exist and their
+// arguments check; `topk:shared` only where a backward is allowed. Whether it
+// suits a role or a boundary is validate_role's and validate_boundary's
+// business. Converts implicitly from text (parsing it, as a backward), so
+// that code holding a literal spec can pass it where a ChannelSpec is taken.
+class ChannelSpec {
+ public:
+  ChannelSpec();                         // "none"
+  ChannelSpec(const std::string& text);  // NOLINT: parses; UsageError
+  ChannelSpec(const char* text);         // NOLINT
+  // Parses `text`; `backward` allows topk:shared. UsageError naming the position.
+  static ChannelSpec parse(const std::string& text, bool backward);
+
+  const std::string& text() const { return text_; }
+  const SpecTree& tree() const { return tree_; }
+  const std::string& scheme() const { return tree_.scheme; }
+  bool shared() const { return shared_; }          // topk:shared[+VALUES]
+  bool sparsifies() const { return sparsifies_; }  // topk:K / randk:K first stage
+  // Keys its state by sample id (AQ-SGD's per-sample buffers; the scheme
+  // registry's keyed_by_sample): needs compress.aq_dir for a disk store.
+  bool keyed_by_sample() const;
+  bool operator==(const ChannelSpec& o) const { return text_ == o.text_; }
+  bool operator!=(const ChannelSpec& o) const { return text_ != o.text_; }
+
+ private:
+  std::string text_;
+  SpecTree tree_;
+  bool shared_ = false, sparsifies_ = false;
+};
+inline std::ostream& operator<<(std::ostream& os, const ChannelSpec& s) {
+  return os << s.text();
+}
+
 // Validates a spec (UsageError); `backward` allows topk:shared.
 void validate_spec(const std::string& spec, bool backward);
 
@@ -63,10 +99,19 @@ void validate_spec(const std::string& spec, bool backward);
 // Throws UsageError "KEY = SPEC: why" (KEY names the option, e.g.
 // "compress.grad" or "compress.bw (boundary 2)").
 enum class ChannelRole { kForward, kBackward, kGradient };
+void validate_role(const std::string& key, const ChannelSpec& spec, ChannelRole role,
+                   const ChannelSpec& forward_spec = ChannelSpec());
+// The same for specs still in text: a spec that does not parse is refused as
+// "KEY: bad spec ...", a forward that does not parse (needed only behind a
+// topk:shared backward) as "KEY = SPEC: its forward spec is not valid: ...".
 void validate_role(const std::string& key, const std::string& spec, ChannelRole role,
                    const std::string& forward_spec = "");
+inline void validate_role(const std::string& key, const char* spec, ChannelRole role,
+                          const char* forward_spec = "") {
+  validate_role(key, std::string(spec), role, std::string(forward_spec));
+}
 // The canonical form of a spec (defaults omitted, aliases resolved).
-std::string canonical_spec(const std::string& spec);
+std::string canonical_spec(const ChannelSpec& spec);
 
 // What a `compress.grad` spec runs as. Gradients cross as one flat [1, N] tensor
 // per stage, where the quantizers' default per-channel scales (the last
@@ -78,18 +123,18 @@ std::string canonical_spec(const std::string& spec);
 // other codecs and sparsifier value stages (default: one scale per row) are
 // returned as written. The result is a valid spec and a fixed point.
 constexpr int64_t kGradientGroup = 128;
-std::string gradient_spec(const std::string& spec);
+ChannelSpec gradient_spec(const ChannelSpec& spec);
 
 // The pairing make_boundary checks, without building the channels: both specs
 // valid (the forward as a forward, the backward as a backward), and a
 // `topk:shared[+VALUES]` backward only after a forward that sparsifies.
 // Throws UsageError.
-void validate_boundary(const std::string& fw_spec, const std::string& bw_spec);
+void validate_boundary(const ChannelSpec& fw_spec, const ChannelSpec& bw_spec);
 
 // Exact bytes of one steady-state message (AQ: after warm-up) for a tensor of
 // `shape`. For `topk:shared` use the overload that names the forward spec.
-uint64_t wire_bytes(const std::string& spec, const Shape& shape);
-uint64_t wire_bytes(const std::string& fw_spec, const std::string& bw_spec, const Shape& shape);
+uint64_t wire_bytes(const ChannelSpec& spec, const Shape& shape);
+uint64_t wire_bytes(const ChannelSpec& fw_spec, const ChannelSpec& bw_spec, const Shape& shape);
 
 // `slowpipe codecs`: codecs and schemes with syntax and one-line description.
 void print_registry(std::ostream& os);

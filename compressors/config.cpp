@@ -8,13 +8,12 @@
 namespace slowpipe::compressors {
 
 namespace {
-std::string checked(const std::string& key, const std::string& spec, bool backward) {
+ChannelSpec checked(const std::string& key, const std::string& spec, bool backward) {
   try {
-    validate_spec(spec, backward);
+    return ChannelSpec::parse(spec, backward);
   } catch (const UsageError& e) {
     throw UsageError(key + ": " + e.what());
   }
-  return spec;
 }
 }  // namespace
 
@@ -34,8 +33,8 @@ AqStore parse_aq_store(const std::string& key, const std::string& text) {
   throw UsageError("bad value for '" + key + "': '" + text + "' (expected one of memory|disk)");
 }
 
-bool uses_aq(const std::string& spec) {
-  return parse_spec(spec).scheme == "aq";
+bool uses_aq(const ChannelSpec& spec) {
+  return spec.keyed_by_sample();
 }
 
 bool uses_aq(const CompressConfig& c, int num_boundaries) {
@@ -44,11 +43,11 @@ bool uses_aq(const CompressConfig& c, int num_boundaries) {
   return false;
 }
 
-std::string CompressConfig::fw_for(int boundary) const {
+const ChannelSpec& CompressConfig::fw_for(int boundary) const {
   auto it = fw_at.find(boundary);
   return it == fw_at.end() ? fw : it->second;
 }
-std::string CompressConfig::bw_for(int boundary) const {
+const ChannelSpec& CompressConfig::bw_for(int boundary) const {
   auto it = bw_at.find(boundary);
   return it == bw_at.end() ? bw : it->second;
 }
@@ -68,7 +67,7 @@ void validate_compress_config(const CompressConfig& c, int num_boundaries, bool 
   validate_boundary_overrides(c, num_boundaries);
   for (int b = 0; b < num_boundaries; ++b) {
     const std::string at = " (boundary " + std::to_string(b) + ")";
-    const std::string fw = c.fw_for(b), bw = c.bw_for(b);
+    const ChannelSpec &fw = c.fw_for(b), &bw = c.bw_for(b);
     validate_role((c.fw_at.count(b) ? "compress.fw_at" : "compress.fw") + at, fw,
                   ChannelRole::kForward);
     validate_role((c.bw_at.count(b) ? "compress.bw_at" : "compress.bw") + at, bw,
@@ -77,9 +76,9 @@ void validate_compress_config(const CompressConfig& c, int num_boundaries, bool 
   if (data_parallel) validate_role("compress.grad", c.grad, ChannelRole::kGradient);
 }
 
-std::map<int, std::string> parse_boundary_specs(const std::string& key, const std::string& text,
+std::map<int, ChannelSpec> parse_boundary_specs(const std::string& key, const std::string& text,
                                                 bool backward) {
-  std::map<int, std::string> out;
+  std::map<int, ChannelSpec> out;
   size_t start = 0;
   while (start < text.size()) {
     size_t end = text.find(',', start);
@@ -96,19 +95,20 @@ std::map<int, std::string> parse_boundary_specs(const std::string& key, const st
   return out;
 }
 
-std::string format_boundary_specs(const std::map<int, std::string>& specs) {
+std::string format_boundary_specs(const std::map<int, ChannelSpec>& specs) {
   std::string s;
-  for (const auto& [b, spec] : specs) s += (s.empty() ? "" : ",") + std::to_string(b) + ":" + spec;
+  for (const auto& [b, spec] : specs)
+    s += (s.empty() ? "" : ",") + std::to_string(b) + ":" + spec.text();
   return s;
 }
 
 void describe_options(CompressConfig& c, slowpipe::OptionSet& o) {
-  auto spec_option = [&o](const std::string& key, std::string& field, bool backward,
+  auto spec_option = [&o](const std::string& key, ChannelSpec& field, bool backward,
                           const std::string& help) {
     o.add_custom(
         key, "spec", help,
         [&field, key, backward](const std::string& v) { field = checked(key, v, backward); },
-        [&field] { return field; });
+        [&field] { return field.text(); });
   };
   spec_option("compress.fw", c.fw, false,
               "forward (activation) channel of every boundary, e.g. q4, aq(q2)");

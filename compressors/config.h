@@ -18,13 +18,15 @@
 #include "common/grad_sync.h"
 #include "common/options.h"
 #include "compressors/aq_store.h"
+#include "compressors/channel_spec.h"
 
 namespace slowpipe::compressors {
 
 struct CompressConfig {
-  std::string fw = "none";    // compress.fw
-  std::string bw = "none";    // compress.bw
-  std::string grad = "none";  // compress.grad (data-parallel gradients)
+  // Parsed where they are set (ChannelSpec, channel_spec.h); they travel as such.
+  ChannelSpec fw;    // compress.fw
+  ChannelSpec bw;    // compress.bw
+  ChannelSpec grad;  // compress.grad (data-parallel gradients)
   // What data-parallel replicas exchange (docs/grad-sync.md): "allreduce" =
   // each stage's gradient through compress.grad, averaged; "momentum" = each
   // replica's optimizer first moment through compress.grad, sharded across the
@@ -32,14 +34,14 @@ struct CompressConfig {
   // momentum_warmup_steps steps of "allreduce" with uncompressed gradients.
   GradSync grad_sync = GradSync::kAllReduce;
   int64_t momentum_warmup_steps = 100;
-  std::map<int, std::string> fw_at, bw_at;  // per-boundary overrides
+  std::map<int, ChannelSpec> fw_at, bw_at;  // per-boundary overrides
   int warmup_epochs = 0;                    // every boundary channel sends fp32 in [0, W)
   int aq_warmup_epochs = 1;                 // AQ-SGD: max(warmup_epochs, aq_warmup_epochs)
   AqStore aq_store = AqStore::kMemory;
   std::string aq_dir;  // "" = system temp folder
 
-  std::string fw_for(int boundary) const;
-  std::string bw_for(int boundary) const;
+  const ChannelSpec& fw_for(int boundary) const;
+  const ChannelSpec& bw_for(int boundary) const;
 };
 
 // Binds compress.fw, compress.bw, compress.grad, compress.grad_sync,
@@ -59,15 +61,15 @@ void validate_compress_config(const CompressConfig& config, int num_boundaries, 
 // The boundary-index part alone.
 void validate_boundary_overrides(const CompressConfig& config, int num_boundaries);
 
-// Whether a valid spec runs AQ-SGD (its scheme is aq, read from the parsed
-// spec); throws UsageError for a spec that does not parse.
-bool uses_aq(const std::string& spec);
+// Whether a spec runs AQ-SGD: its scheme keeps per-sample buffers (the scheme
+// registry's keyed_by_sample).
+bool uses_aq(const ChannelSpec& spec);
 // Whether any boundary of `num_boundaries`, forward or backward, runs AQ-SGD.
 bool uses_aq(const CompressConfig& config, int num_boundaries);
 
 // "0:q4,2:q8" -> {0:"q4", 2:"q8"}; validates each spec. `key` names errors.
-std::map<int, std::string> parse_boundary_specs(const std::string& key, const std::string& text,
+std::map<int, ChannelSpec> parse_boundary_specs(const std::string& key, const std::string& text,
                                                 bool backward);
-std::string format_boundary_specs(const std::map<int, std::string>& specs);
+std::string format_boundary_specs(const std::map<int, ChannelSpec>& specs);
 
 }  // namespace slowpipe::compressors

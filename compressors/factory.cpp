@@ -110,22 +110,21 @@ const SchemeFactory& scheme_factory(const std::string& name) {
   return entry->make;
 }
 
-std::unique_ptr<Channel> make_channel(const std::string& spec, const ChannelContext& ctx) {
-  SpecTree tree = parse_spec(spec);
-  std::unique_ptr<Codec> codec = parse_codec(tree, ctx.seed, /*backward=*/false);
-  return scheme_factory(tree.scheme)(tree, std::move(codec), ctx);
+std::unique_ptr<Channel> make_channel(const ChannelSpec& spec, const ChannelContext& ctx) {
+  std::unique_ptr<Codec> codec = parse_codec(spec.tree(), ctx.seed, /*backward=*/false);
+  return scheme_factory(spec.scheme())(spec.tree(), std::move(codec), ctx);
 }
 
-Boundary make_boundary(const std::string& fw_spec, const std::string& bw_spec,
+Boundary make_boundary(const ChannelSpec& fw_spec, const ChannelSpec& bw_spec,
                        const ChannelContext& ctx) {
   validate_boundary(fw_spec, bw_spec);
-  SpecTree fw_tree = parse_spec(fw_spec);
-  SpecTree bw_tree = parse_spec(bw_spec);
+  const SpecTree& fw_tree = fw_spec.tree();
+  const SpecTree& bw_tree = bw_spec.tree();
   ChannelContext fw_ctx = ctx, bw_ctx = ctx;
   fw_ctx.name = ctx.name + ".fw";
   bw_ctx.name = ctx.name + ".bw";
   bw_ctx.seed = ctx.seed ^ 0xB0B0B0B0B0B0ULL;
-  const bool shared = is_shared(bw_tree);
+  const bool shared = bw_spec.shared();
   if (shared) {  // one store per side of the boundary (feedback.h)
     fw_ctx.up_masks = std::make_shared<MaskStore>();
     fw_ctx.down_masks = std::make_shared<MaskStore>();

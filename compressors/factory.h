@@ -53,7 +53,7 @@ void register_scheme_channel(const std::string& name, SchemeFactory make);
 
 // Builds a channel. Throws UsageError for a bad spec. `topk:shared` is refused
 // here: it only exists as the backward half of a boundary (make_boundary).
-std::unique_ptr<Channel> make_channel(const std::string& spec, const ChannelContext& ctx);
+std::unique_ptr<Channel> make_channel(const ChannelSpec& spec, const ChannelContext& ctx);
 
 // The forward and backward channels of one pipeline boundary, each behind a
 // WarmupChannel when ctx.plain_warmup_epochs > 0 (AQ-SGD channels excepted). A backward spec
@@ -63,7 +63,7 @@ std::unique_ptr<Channel> make_channel(const std::string& spec, const ChannelCont
 struct Boundary {
   std::unique_ptr<Channel> fw, bw;
 };
-Boundary make_boundary(const std::string& fw_spec, const std::string& bw_spec,
+Boundary make_boundary(const ChannelSpec& fw_spec, const ChannelSpec& bw_spec,
                        const ChannelContext& ctx);
 
 }  // namespace slowpipe::compressors

@@ -44,8 +44,8 @@ void check_inspection_shape(const std::vector<int64_t>& shape) {
 
 void run_codec_inspection(const std::string& spec, const std::vector<int64_t>& shape,
                           const std::string& dist, uint64_t seed, std::ostream& os) {
-  SpecTree tree = parse_spec(spec);
-  validate_spec(spec, /*backward=*/false);
+  const ChannelSpec channel = ChannelSpec::parse(spec, /*backward=*/false);
+  const SpecTree& tree = channel.tree();
   check_inspection_shape(shape);
   at::Generator gen = at::detail::createCPUGenerator(seed);
   at::Tensor x;
@@ -81,8 +81,8 @@ void run_codec_inspection(const std::string& spec, const std::vector<int64_t>& s
   std::string shape_text;
   for (int64_t d : shape) shape_text += (shape_text.empty() ? "" : ",") + std::to_string(d);
   os << fmt::format(
-      "spec          {}{}\n", canonical_spec(spec),
-      tree.scheme == "direct" ? "" : "   (inspecting its codec " + codec->spec() + ")");
+      "spec          {}{}\n", canonical_spec(channel),
+      is_plain_scheme(tree.scheme) ? "" : "   (inspecting its codec " + codec->spec() + ")");
   os << fmt::format("tensor        [{}] {} ({} elements, fp32 {} bytes)\n", shape_text, dist,
                     x.numel(), static_cast<uint64_t>(fp32_bytes));
   os << fmt::format("message       {} bytes\n", msg.size());

@@ -124,7 +124,7 @@ void check_gradient_channel(const TrainConfig& c) {
       ", but pipeline.replicas = 1: with one replica no gradients are exchanged, so the setting "
       "would do nothing (set pipeline.replicas >= 2, or leave it out)";
   if (c.compress.grad != "none") {
-    throw UsageError("compress.grad = " + c.compress.grad +
+    throw UsageError("compress.grad = " + c.compress.grad.text() +
                      " compresses what data-parallel replicas exchange" + why);
   }
   if (c.compress.grad_sync != GradSync::kAllReduce) {

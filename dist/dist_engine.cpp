@@ -220,8 +220,8 @@ void DistEngine::build_channels() {
     bw_out_ = std::move(b.bw);
   }
   if (layout_.replicas > 1) {
-    const std::string spec = cx::gradient_spec(c.grad);
-    grad_plain_ = spec == "none";
+    const cx::ChannelSpec spec = cx::gradient_spec(c.grad);
+    grad_plain_ = spec.text() == "none";
     for (int q = 0; q < layout_.replicas; ++q)
       grad_.push_back(cx::make_channel(
           spec, sim::channel_context(setup_, "r" + std::to_string(q) + ".grad" + std::to_string(s),

@@ -178,8 +178,8 @@ std::vector<std::string> channel_lines(const TrainConfig& cfg, const StepEngine&
                     " epoch(s) (compress.aq_warmup_epochs)");
   }
   if (engine.replicas() > 1) {
-    const std::string spec = cx::gradient_spec(cfg.compress.grad);
-    std::string line = "  gradients " + spec + ":";
+    const cx::ChannelSpec spec = cx::gradient_spec(cfg.compress.grad);
+    std::string line = "  gradients " + spec.text() + ":";
     for (int s = 0; s < S; ++s) {
       const cx::Shape shape = {1, engine.model().parameter_count(cuts[s], cuts[s + 1])};
       line += std::string(s ? "," : "") + " stage " + std::to_string(s) + " " + dims(shape) + " " +
@@ -211,7 +211,7 @@ void write_attributes(RunLog& log, const TrainConfig& cfg, const ResolvedConfig&
   log.set_attribute("pipeline.resolved_cuts", join(cut_text, ","));
   log.set_attribute("compress.fw_specs", join(engine.fw_specs(), ","));
   log.set_attribute("compress.bw_specs", join(engine.bw_specs(), ","));
-  log.set_attribute("compress.grad_spec", compressors::gradient_spec(cfg.compress.grad));
+  log.set_attribute("compress.grad_spec", compressors::gradient_spec(cfg.compress.grad).text());
   log.set_attribute("data.train_samples", static_cast<double>(data.size(models::Split::kTrain)));
   log.set_attribute("data.validation_samples",
                     static_cast<double>(data.size(models::Split::kValidation)));

@@ -99,7 +99,7 @@ TEST_CASE("gradient_spec: grouped payload equals the naive reference on flat gra
     for (int bits : {2, 4, 8})
       for (bool minmax : {false, true}) {
         const std::string spec =
-            sc::gradient_spec("q" + std::to_string(bits) + (minmax ? ":minmax" : ""));
+            sc::gradient_spec("q" + std::to_string(bits) + (minmax ? ":minmax" : "")).text();
         INFO(spec << " N = " << n);
         sc::QuantizerConfig c;
         c.bits = bits;
