@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "common/errors.h"
-#include "compressors/aq_kernels.h"
+#include "compressors/internal/aq_kernels.h"
 #include "compressors/sparsifier.h"
 
 namespace slowpipe::compressors {

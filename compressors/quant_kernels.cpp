@@ -10,7 +10,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "compressors/quant_simd.h"
+#include "compressors/internal/quant_simd.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define SLOWPIPE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))

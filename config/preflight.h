@@ -4,7 +4,7 @@
 // what is checked). The pipeline layout and distributed keys; run.out and
 // run.save writable (an existing log refused unless overwritten or resumed);
 // compress.* against the boundaries; net.* able to carry a step of this
-// pipeline. sim::preflight (sim/preflight.h) adds the checks that need
+// pipeline. sim::preflight (sim/internal/preflight.h) adds the checks that need
 // libtorch or the models (run.device, model memory, model.init_from's header);
 // a sweep runs check_config on every point in the light front and leaves
 // those to the point's own run.

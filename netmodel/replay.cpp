@@ -13,8 +13,8 @@
 #include "common/errors.h"
 #include "common/units.h"
 #include "netmodel/compute_model.h"
-#include "netmodel/replay_loop.h"
-#include "netmodel/replica_symmetry.h"
+#include "netmodel/internal/replay_loop.h"
+#include "netmodel/internal/replica_symmetry.h"
 
 namespace slowpipe::netmodel {
 namespace {

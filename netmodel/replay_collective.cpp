@@ -1,5 +1,5 @@
 // Ring all-reduce and sharded exchange as chains of messages (replay_collective.h).
-#include "netmodel/replay_collective.h"
+#include "netmodel/internal/replay_collective.h"
 
 namespace slowpipe::netmodel {
 

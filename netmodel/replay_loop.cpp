@@ -1,5 +1,5 @@
 // Devices as serial streams driven by one EventEngine (replay_loop.h).
-#include "netmodel/replay_loop.h"
+#include "netmodel/internal/replay_loop.h"
 
 #include <algorithm>
 #include <string>

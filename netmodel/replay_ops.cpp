@@ -1,5 +1,5 @@
 // The op index of one replayed step: checks and slots (replay_ops.h).
-#include "netmodel/replay_ops.h"
+#include "netmodel/internal/replay_ops.h"
 
 #include <algorithm>
 #include <cmath>

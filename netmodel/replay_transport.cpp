@@ -1,5 +1,5 @@
 // Messages as flows, connections as FIFO queues (replay_transport.h).
-#include "netmodel/replay_transport.h"
+#include "netmodel/internal/replay_transport.h"
 
 #include <cmath>
 

@@ -11,7 +11,7 @@
 #include "common/errors.h"
 #include "common/units.h"
 #include "netmodel/replay.h"
-#include "netmodel/replica_symmetry.h"
+#include "netmodel/internal/replica_symmetry.h"
 #include "netmodel/schedule.h"
 
 namespace slowpipe::netmodel {

@@ -17,7 +17,7 @@
 #include "models/registry.h"
 #include "netmodel/schedule.h"
 #include "sim/engine_parts.h"
-#include "sim/engine_replica.h"
+#include "sim/internal/engine_replica.h"
 
 namespace slowpipe::sim {
 namespace {

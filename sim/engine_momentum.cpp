@@ -13,7 +13,7 @@
 #include "compressors/factory.h"
 #include "sim/engine.h"
 #include "sim/engine_parts.h"
-#include "sim/engine_replica.h"
+#include "sim/internal/engine_replica.h"
 
 namespace slowpipe::sim {
 namespace {

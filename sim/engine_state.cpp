@@ -11,7 +11,7 @@
 
 #include "common/errors.h"
 #include "sim/engine.h"
-#include "sim/engine_replica.h"
+#include "sim/internal/engine_replica.h"
 
 namespace slowpipe::sim {
 namespace {

@@ -1,5 +1,5 @@
 // One evaluation on the validation split; see evaluation.h.
-#include "sim/evaluation.h"
+#include "sim/internal/evaluation.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // Up-front validation of a training run (see preflight.h): the device and the
 // model here, everything else in config/preflight.cpp.
-#include "sim/preflight.h"
+#include "sim/internal/preflight.h"
 
 #include <c10/core/Device.h>
 #include <c10/util/Exception.h>

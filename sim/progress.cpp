@@ -1,5 +1,5 @@
 // Progress display: an updating terminal line, or periodic plain lines.
-#include "sim/progress.h"
+#include "sim/internal/progress.h"
 
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 // Resume checkpoints (see run_state.h).
-#include "sim/run_state.h"
+#include "sim/internal/run_state.h"
 
 #include <fcntl.h>
 #include <torch/serialize.h>

@@ -1,5 +1,5 @@
 // Fixed data shards per replica (see shard_sampler.h).
-#include "sim/shard_sampler.h"
+#include "sim/internal/shard_sampler.h"
 
 #include <string>
 

@@ -1,5 +1,5 @@
 // The train and eval table schemas (see train_log.h).
-#include "sim/train_log.h"
+#include "sim/internal/train_log.h"
 
 #include <algorithm>
 #include <cmath>

@@ -36,13 +36,13 @@
 #include "netmodel/replay.h"
 #include "runlog/runlog.h"
 #include "sim/engine.h"
-#include "sim/evaluation.h"
+#include "sim/internal/evaluation.h"
 #include "sim/kernel_policy.h"
-#include "sim/preflight.h"
-#include "sim/progress.h"
-#include "sim/run_state.h"
-#include "sim/shard_sampler.h"
-#include "sim/train_log.h"
+#include "sim/internal/preflight.h"
+#include "sim/internal/progress.h"
+#include "sim/internal/run_state.h"
+#include "sim/internal/shard_sampler.h"
+#include "sim/internal/train_log.h"
 
 namespace slowpipe::sim {
 namespace {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Registries own their names (docs/codec-spec.md, "Adding a codec";
 # docs/models.md, "Adding a model"): no library source outside a registry
-# compares a name, codec or model variable with a built-in codec, model or
-# optimizer name
+# compares a name, codec, model or scheme variable with a built-in codec,
+# model, optimizer or feedback-scheme name
 # (`model == "gpt"`, `stage.name == "topk"`, `"none" != codec`). Such a switch
 # is a property that belongs in the family's registry entry: a new entry would
 # silently miss it. Usage: test_registry_names.sh SOURCE_DIR
@@ -13,8 +13,8 @@
 # benchmarks and fuzzers may name what they test.
 set -u
 src=${1:?usage: test_registry_names.sh SOURCE_DIR}
-names='none|fp16|bf16|q[0-9]*|sign|topk|randk|powersgd|qsgd|tah|gpt|cnn|mlp|sgd|adamw'
-var='[A-Za-z_.>-]*\b(name|codec|model)(\(\))?'
+names='none|fp16|bf16|q[0-9]*|sign|topk|randk|powersgd|qsgd|tah|gpt|cnn|mlp|sgd|adamw|direct|ef|ef21|aq'
+var='[A-Za-z_.>-]*\b(name|codec|model|scheme)(\(\))?'
 pattern="${var}[[:space:]]*[!=]=[[:space:]]*\"(${names})\"|\"(${names})\"[[:space:]]*[!=]=[[:space:]]*${var}"
 # The registries themselves, where each name is defined.
 registries='^(config/optim_registry\.cpp|models/data_facts\.cpp|compressors/codec\.cpp|compressors/channel_spec\.cpp|models/registry\.cpp|models/model_facts\.cpp|models/data_registry\.cpp):'
@@ -22,7 +22,7 @@ registries='^(config/optim_registry\.cpp|models/data_facts\.cpp|compressors/code
 # Controls: the pattern finds the switches it exists to catch, and passes a
 # comparison of an option value.
 for bad in 'if (model == "gpt") {' '  } else if (stage.name == "fp16" || x) {' \
-  'const bool u = spec.codec == "none";' 'if ("topk" != s.name)'; do
+  'const bool u = spec.codec == "none";' 'if ("topk" != s.name)' 'return tree.scheme == "aq";'; do
   if ! printf '%s\n' "$bad" | grep -qE "$pattern"; then
     echo "FAIL: the pattern misses: $bad"
     exit 1

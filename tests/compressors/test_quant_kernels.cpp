@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "compressors/quant_kernels.h"
-#include "compressors/quant_simd.h"
+#include "compressors/internal/quant_simd.h"
 
 namespace sc = slowpipe::compressors;
 

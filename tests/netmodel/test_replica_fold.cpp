@@ -18,7 +18,7 @@
 
 #include "common/errors.h"
 #include "netmodel/replay.h"
-#include "netmodel/replica_symmetry.h"
+#include "netmodel/internal/replica_symmetry.h"
 #include "netmodel/schedule.h"
 #include "netmodel/synthetic_trace.h"
 

@@ -18,7 +18,7 @@
 #include "compressors/factory.h"
 #include "engine_fixture.h"
 #include "runlog/runlog.h"
-#include "sim/shard_sampler.h"
+#include "sim/internal/shard_sampler.h"
 #include "sim/trainer.h"
 
 namespace {

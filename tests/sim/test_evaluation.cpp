@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "sim/evaluation.h"
+#include "sim/internal/evaluation.h"
 
 namespace {
 

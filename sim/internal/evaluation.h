@@ -2,7 +2,7 @@
 // metric (bits/byte for a language model, accuracy for a classifier) without
 // compression, and again through the forward channels' codecs. What it leaves
 // out: when to evaluate and where the row goes (sim/trainer.cpp), the columns
-// (sim/train_log.h).
+// (sim/internal/train_log.h).
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include "models/dataset.h"
 #include "sim/engine.h"
 #include "config/run_config.h"
-#include "sim/train_log.h"
+#include "sim/internal/train_log.h"
 
 namespace slowpipe::sim {
 

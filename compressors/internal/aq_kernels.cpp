@@ -1,9 +1,9 @@
 // AQ-SGD's row loops; the contract is in aq_kernels.h. The AVX-512 and AVX2 +
 // F16C paths are compiled with function-level target attributes (as
 // quant_simd.cpp) and run only where the CPU has those instructions.
-#include "compressors/aq_kernels.h"
+#include "compressors/internal/aq_kernels.h"
 
-#include "compressors/quant_simd.h"
+#include "compressors/internal/quant_simd.h"
 #include "compressors/quantizer.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)

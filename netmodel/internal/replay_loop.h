@@ -15,9 +15,9 @@
 
 #include "netmodel/event_engine.h"
 #include "netmodel/replay.h"
-#include "netmodel/replay_collective.h"
-#include "netmodel/replay_ops.h"
-#include "netmodel/replay_transport.h"
+#include "netmodel/internal/replay_collective.h"
+#include "netmodel/internal/replay_ops.h"
+#include "netmodel/internal/replay_transport.h"
 
 namespace slowpipe::netmodel {
 

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "netmodel/replay_ops.h"
-#include "netmodel/replay_transport.h"
+#include "netmodel/internal/replay_ops.h"
+#include "netmodel/internal/replay_transport.h"
 
 namespace slowpipe::netmodel {
 

@@ -1,7 +1,7 @@
 // AVX-512 channel-mode quantization kernels; see quant_simd.h. Compiled with
 // function-level target attributes and picked at run time, so the binary still
 // runs on CPUs without AVX-512 (available() is then false).
-#include "compressors/quant_simd.h"
+#include "compressors/internal/quant_simd.h"
 
 #include <cstring>
 
