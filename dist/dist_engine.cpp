@@ -346,10 +346,9 @@ void DistEngine::warm_up(const models::Batch& batch, int passes) {
   if (device.is_cuda()) torch::cuda::synchronize();
 }
 
-at::Tensor DistEngine::stage_forward(const at::Tensor& x) {
-  at::Tensor h = x;
-  for (size_t b = cuts_[stage_]; b < cuts_[stage_ + 1]; ++b) h = model_.blocks[b]->forward(h);
-  return h;
+at::Tensor DistEngine::stage_forward(const at::Tensor& x, const at::Tensor& inputs) {
+  // With a model's boundary map, what enters and leaves a stage is what crosses a cut.
+  return models::forward_stage(model_, cuts_[stage_], cuts_[stage_ + 1], x, inputs);
 }
 
 sim::StepResult DistEngine::train_step(const models::Batch& batch, int64_t step, int64_t total) {
@@ -413,7 +412,7 @@ sim::EvalResult DistEngine::local_eval(const models::Batch& batch, bool compress
     std::memcpy(h.data_ptr<float>(), b.data(), b.size());
     h = h.to(device);
   }
-  h = stage_forward(h);
+  h = stage_forward(h, batch.inputs.to(device));
   if (stage_ + 1 < S) {
     // What the single-process engine hands the next stage: the activation, or
     // its compressed-inference reconstruction; sent as fp32 (not logged).

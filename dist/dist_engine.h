@@ -82,7 +82,8 @@ class DistEngine : public sim::StepEngine {
   void sync_gradients(RankReport& rep);
   void clip_and_update(int64_t step, int64_t total, RankReport& rep);
   sim::EvalResult local_eval(const models::Batch& batch, bool compressed);
-  at::Tensor stage_forward(const at::Tensor& x);
+  // `inputs`: the model inputs of the same samples (the boundary map's token ids).
+  at::Tensor stage_forward(const at::Tensor& x, const at::Tensor& inputs);
 
   sim::EngineSetup setup_;
   Layout layout_;

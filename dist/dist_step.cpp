@@ -77,9 +77,10 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
                                ? batch.ids.narrow(0, begin, mb) - r * setup_.shard_samples
                                : batch.ids.narrow(0, begin, mb);
     if (op.pass == netmodel::Pass::kForward) {
+      const at::Tensor tokens = batch.inputs.narrow(0, begin, mb).to(device);
       at::Tensor x;
       if (s == 0) {
-        x = batch.inputs.narrow(0, begin, mb).to(device);
+        x = tokens;
       } else {
         Dims dims;
         const Bytes msg = comm_->take(layout_.rank(r, s - 1), act_tag(m), &dims);
@@ -92,7 +93,7 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
       }
       sync();
       const sim::OpTimer timer;
-      at::Tensor y = stage_forward(x);
+      at::Tensor y = stage_forward(x, tokens);
       if (s == S - 1) {
         const at::Tensor targets = batch.targets.narrow(0, begin, mb).to(device);
         y = models::loss(task(), y, targets) * (static_cast<double>(mb) / shard);

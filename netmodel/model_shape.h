@@ -27,6 +27,10 @@ struct ModelShape {
   int mlp_ratio = 4;
   int score_terms = 1;  // attention score matmuls per head
   bool lm_head = true;  // vocabulary projection on the last stage
+  // Values per token crossing a cut: k for a residual stream confined to a
+  // fixed k-dim subspace (Protocol Models; docs/models.md, model.subspace);
+  // 0 = hidden. FLOPs and parameters stay the unconstrained model's.
+  int64_t subspace = 0;
   int stages = 8;
   int microbatch_size = 1;  // samples per micro-batch
   int batch = 32;           // samples per replica and step
@@ -43,6 +47,10 @@ const ModelShape& find_model_shape(const std::string& key, const std::string& na
 // is a positive multiple of the micro-batch size and stage_layers (if given)
 // has one entry >= 1 per stage summing to the layers.
 void check_model_shape(const ModelShape& shape);
+// Values per token a boundary message carries: subspace, or hidden when 0.
+inline int64_t boundary_width(const ModelShape& shape) {
+  return shape.subspace > 0 ? shape.subspace : shape.hidden;
+}
 // Layers of stage s: stage_layers[s], or the even split (the first stages take
 // the remainder).
 int layers_of_stage(const ModelShape& shape, int stage);

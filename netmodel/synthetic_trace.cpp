@@ -119,11 +119,11 @@ class ChunkCosts {
         // scaled replay; the analytic models recompute them from the same fields.
         analytic_(make_compute_model("analytic:" + device.name, "timing.device")) {
     const std::vector<int64_t> boundary = {shape.microbatch_size, shape.seq,
-                                           shape.hidden};  // [b, T, d]
+                                           boundary_width(shape)};  // [b, T, d] (or k)
     act_bytes_ = wire_bytes(specs.forward, boundary);
     grad_bytes_ = wire_bytes(specs.backward, boundary);
     act_raw_ = 4ull * static_cast<uint64_t>(shape.microbatch_size * shape.seq *
-                                            shape.hidden);  // fp32 [b, T, d]
+                                            boundary_width(shape));  // fp32 [b, T, d] (or k)
     for (int s = 0; s < shape.stages; ++s) {
       fwd_[s] = forward_flops(shape, s);
       params_[s] = stage_parameters(shape, s);

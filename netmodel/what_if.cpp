@@ -183,6 +183,11 @@ void describe_step_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
   o.add("timing.batch", c.batch, "samples per replica and step (0: the shape's)", 0, 1 << 24);
   o.add("timing.microbatch", c.microbatch_size, "samples per micro-batch (0: the shape's)", 0,
         1 << 20);
+  o.add("timing.subspace", c.subspace,
+        "k > 0: the model's residual stream lies in a fixed k-dim subspace, so each cut carries k "
+        "values per token each way (model.subspace, docs/models.md); the baselines stay "
+        "unconstrained; 0 = the shape's width",
+        0, 1 << 20);
 }
 
 // The keys of the comparison and the whole run: baseline, epochs, warm-ups, bandwidths.
@@ -244,6 +249,11 @@ ModelShape resolve_shape(const WhatIfConfig& c) {
   }
   if (c.batch > 0) shape.batch = c.batch;
   if (c.microbatch_size > 0) shape.microbatch_size = c.microbatch_size;
+  if (c.subspace > shape.hidden) {
+    throw UsageError("timing.subspace = " + std::to_string(c.subspace) +
+                     " exceeds the model's width d = " + std::to_string(shape.hidden));
+  }
+  shape.subspace = c.subspace;
   try {
     check_model_shape(shape);
   } catch (const UsageError& e) {
@@ -333,11 +343,12 @@ std::string key_of(const CodecSpecs& s) {
 MessageSizes message_sizes(const ModelShape& shape, const CodecSpecs& specs,
                            const WireBytesFn& wire_bytes) {
   MessageSizes m;
-  const std::vector<int64_t> boundary = {shape.microbatch_size, shape.seq, shape.hidden};
+  const std::vector<int64_t> boundary = {shape.microbatch_size, shape.seq, boundary_width(shape)};
+  const std::vector<int64_t> full = {shape.microbatch_size, shape.seq, shape.hidden};
   m.activation = wire_bytes(specs.forward, boundary);
   m.activation_gradient = wire_bytes(specs.backward, boundary);
-  m.fp32_activation = wire_bytes("none", boundary);
-  m.fp16_activation = wire_bytes("fp16", boundary);
+  m.fp32_activation = wire_bytes("none", full);  // the unconstrained model's
+  m.fp16_activation = wire_bytes("fp16", full);
   for (int s = 0; s < shape.stages; ++s) {
     const std::vector<int64_t> params = {static_cast<int64_t>(stage_parameters(shape, s))};
     m.parameter_gradient.push_back(wire_bytes(specs.gradient, params));
@@ -378,10 +389,15 @@ StepPlan plan_steps(const WhatIfConfig& c, const ResolvedWhatIf& r, const NetCon
                      asymmetry + ")");
   }
   StepPlan plan;
-  auto trace_of = [&](const CodecSpecs& s) {
-    std::string k = key_of(s);
+  // The baselines are the unconstrained model (timing.subspace applies to the
+  // compressed run and its warm-up epochs only).
+  ModelShape unconstrained = r.shape;
+  unconstrained.subspace = 0;
+  auto trace_of = [&](const CodecSpecs& s, bool baseline = false) {
+    const ModelShape& shape = baseline ? unconstrained : r.shape;
+    std::string k = key_of(s) + (shape.subspace > 0 ? "|k" + std::to_string(shape.subspace) : "");
     if (plan.traces.count(k) == 0) {
-      StepTrace t = make_synthetic_trace(r.shape, r.schedule, c.replicas, s, wire_bytes, device,
+      StepTrace t = make_synthetic_trace(shape, r.schedule, c.replicas, s, wire_bytes, device,
                                          c.virtual_stages, compact);
       t.sharded_exchange = c.grad_sync == GradSync::kMomentum;
       plan.traces.emplace(k, std::move(t));
@@ -392,7 +408,7 @@ StepPlan plan_steps(const WhatIfConfig& c, const ResolvedWhatIf& r, const NetCon
   plan.epochs_of_step.resize(r.baselines.size());
   for (size_t b = 0; b < r.baselines.size(); ++b) {
     const CodecSpecs base = baseline_specs(r.baselines[b]);
-    plan.base_keys.push_back(trace_of(base));
+    plan.base_keys.push_back(trace_of(base, /*baseline=*/true));
     for (int e = 0; e < r.epochs; ++e) {
       ++plan.epochs_of_step[b][trace_of(specs_of_epoch(c.specs, base, r.warmup, e))];
     }
@@ -509,7 +525,8 @@ void print_assumptions(const WhatIfConfig& c, const NetConfig& net, const WhatIf
      << " per replica = " << micro << " micro-batches of " << m.microbatch_size << "\n";
   print_device(net, r, os);
   const std::string shape = "[" + std::to_string(m.microbatch_size) + "," + std::to_string(m.seq) +
-                            "," + std::to_string(m.hidden) + "]";
+                            "," + std::to_string(boundary_width(m)) + "]" +
+                            (m.subspace > 0 ? " (subspace coefficients)" : "");
   const std::string plain = " (fp32 " + format_bytes(static_cast<double>(msg.fp32_activation)) +
                             ", fp16 " + format_bytes(static_cast<double>(msg.fp16_activation)) +
                             ")";

@@ -63,6 +63,7 @@ struct WhatIfConfig {
   GradSync grad_sync = GradSync::kAllReduce;  // allreduce (ring) | momentum (sharded exchange)
   int batch = 0;                              // 0: the shape's (samples per replica and step)
   int microbatch_size = 0;                    // 0: the shape's
+  int64_t subspace = 0;                       // values per token at a cut; 0: hidden
   std::string baseline = "fp32";              // fp32 | fp16 | both
   int epochs = 0;                             // 0: preset's, else 10
   int warmup_epochs = -1;                     // every channel; < 0: preset's, else 0
@@ -74,8 +75,9 @@ struct WhatIfConfig {
 // Binds `timing.preset`, `timing.model`, `timing.fw`, `timing.bw`,
 // `timing.grad`, `timing.schedule`, `timing.replicas`, `timing.device`,
 // `timing.stages`, `timing.virtual_stages`, `timing.grad_sync`, `timing.batch`,
-// `timing.microbatch`, `timing.baseline`, `timing.epochs`, `timing.warmup_epochs`,
-// `timing.aq_warmup_epochs`, `timing.steps_per_epoch`, `timing.bandwidth` (a comma list).
+// `timing.microbatch`, `timing.subspace`, `timing.baseline`, `timing.epochs`,
+// `timing.warmup_epochs`, `timing.aq_warmup_epochs`, `timing.steps_per_epoch`, `timing.bandwidth`
+// (a comma list).
 void describe_options(WhatIfConfig& config, slowpipe::OptionSet& options);
 
 // The configuration with the preset and defaults applied and checked.

@@ -167,14 +167,15 @@ void PipelineEngine::warm_up(const models::Batch& batch, int passes) {
       batch.inputs.size(0) / (static_cast<int64_t>(replicas()) * setup_.pipeline.microbatches);
   for (int pass = 0; pass < passes; ++pass) {
     for (auto& rep : replicas_) {
-      at::Tensor h = batch.inputs.narrow(0, 0, mb).to(device);
+      const at::Tensor tokens = batch.inputs.narrow(0, 0, mb).to(device);
+      at::Tensor h = tokens;
       std::vector<at::Tensor> leaves;
       for (int s = 0; s < stages(); ++s) {
         if (s > 0) {
           h = h.detach().requires_grad_(true);
           leaves.push_back(h);
         }
-        h = stage_forward(*rep, s, h);
+        h = stage_forward(*rep, s, h, tokens);
       }
       models::loss(task(), h, batch.targets.narrow(0, 0, mb).to(device)).backward();
       for (auto& o : rep->optimizers) o.zero_grad();
@@ -183,10 +184,10 @@ void PipelineEngine::warm_up(const models::Batch& batch, int passes) {
   if (cuda_) torch::cuda::synchronize();
 }
 
-at::Tensor PipelineEngine::stage_forward(Replica& r, int stage, const at::Tensor& x) {
-  at::Tensor h = x;
-  for (size_t b = cuts_[stage]; b < cuts_[stage + 1]; ++b) h = r.model.blocks[b]->forward(h);
-  return h;
+at::Tensor PipelineEngine::stage_forward(Replica& r, int stage, const at::Tensor& x,
+                                         const at::Tensor& inputs) {
+  // With a model's boundary map, what enters and leaves a stage is what crosses a cut.
+  return models::forward_stage(r.model, cuts_[stage], cuts_[stage + 1], x, inputs);
 }
 
 // One replica's tensors in flight during a step, per (chunk, micro-batch).
@@ -289,10 +290,11 @@ void PipelineEngine::run_forward(StepWork& w, const PipelineOp& op, StepResult& 
   Replica& rep = *replicas_[r];
   const torch::Device device(setup_.device);
   const int64_t begin = r * w.shard + m * w.mb;
-  at::Tensor x = c == 0 ? w.batch->inputs.narrow(0, begin, w.mb).to(device) : w.inputs[c][m];
+  const at::Tensor tokens = w.batch->inputs.narrow(0, begin, w.mb).to(device);
+  at::Tensor x = c == 0 ? tokens : w.inputs[c][m];
   sync_device();
   const OpTimer timer;
-  at::Tensor y = stage_forward(rep, c, x);
+  at::Tensor y = stage_forward(rep, c, x, tokens);
   if (c == C - 1) {
     const at::Tensor targets = w.batch->targets.narrow(0, begin, w.mb).to(device);
     y = models::loss(task(), y, targets) * (static_cast<double>(w.mb) / w.shard);
@@ -481,9 +483,10 @@ EvalResult PipelineEngine::evaluate(const models::Batch& batch, bool compressed)
     ~TrainAgain() { m.train(true); }
   } train_again{rep.model};
   const torch::Device device(setup_.device);
-  at::Tensor h = batch.inputs.to(device);
+  const at::Tensor tokens = batch.inputs.to(device);
+  at::Tensor h = tokens;
   for (int s = 0; s < stages(); ++s) {
-    h = stage_forward(rep, s, h);
+    h = stage_forward(rep, s, h, tokens);
     if (s + 1 < stages() && compressed) h = rep.fw[s]->infer(h, nullptr);
   }
   const at::Tensor targets = batch.targets.to(device);

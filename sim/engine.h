@@ -186,7 +186,8 @@ class PipelineEngine : public StepEngine {
  private:
   struct Replica;
   struct StepWork;
-  at::Tensor stage_forward(Replica& r, int stage, const at::Tensor& x);
+  // `inputs`: the model inputs of the same samples (the boundary map's token ids).
+  at::Tensor stage_forward(Replica& r, int stage, const at::Tensor& x, const at::Tensor& inputs);
   // The passes of one step (engine.cpp): each runs one op of the global order.
   void run_forward(StepWork& w, const PipelineOp& op, StepResult& result);
   void run_backward(StepWork& w, const PipelineOp& op, StepResult& result);

@@ -4,7 +4,8 @@
 #     give the single-process run's losses, learning rates, gradient norms and
 #     byte counts bit for bit, for fp32, q2, aq(q2) and ef(topk:0.1) with a
 #     compressed gradient exchange; eval losses too; 4 stages with a
-#     topk:shared backward and AQ-SGD alike;
+#     topk:shared backward and AQ-SGD alike; a subspace-constrained GPT
+#     (model.subspace, k coefficients across each cut) alike;
 #   - a rank killed with SIGKILL: every other rank exits within the promised
 #     time, naming the dead rank and the step; the log is readable, status failed;
 #   - a rank stopped with SIGSTOP (a vanished host): rank 0 logs status failed
@@ -75,6 +76,7 @@ same_as_single aq 4 "${dp[@]}" --fw 'aq(q2)' --bw q4 --grad none
 same_as_single ef-topk 4 "${dp[@]}" --fw 'ef(topk:0.1)' --bw 'ef(topk:0.1)' --grad 'ef(q4)'
 same_as_single shared 4 --set model.layers=4 --set pipeline.stages=4 --set pipeline.microbatches=4 \
   --fw 'aq(topk:0.3)' --bw 'topk:shared+q8'
+same_as_single subspace 4 "${dp[@]}" --set model.subspace=4 --fw q8 --bw none --grad none
 # The control: another seed gives other losses (the comparison can fail).
 "$bin" train "${small[@]}" "${dp[@]}" --seed 2 --out other.h5 >/dev/null 2>&1
 cols other.h5 train '^(step|loss)$' >other.train
