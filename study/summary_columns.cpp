@@ -29,6 +29,7 @@ std::vector<SummaryColumn> make_columns() {
       {"bw_bytes", "bw/step", "bytes", CellFormat::kBytes},
       {"grad_bytes", "grad/step", "bytes", CellFormat::kBytes},
       {"fp32_ratio", "vs fp32", "1", CellFormat::kRatio},
+      {"state_bytes", "channel state", "bytes", CellFormat::kBytes},
   };
   cols.insert(cols.end(), rest.begin(), rest.end());
   return cols;

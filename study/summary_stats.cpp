@@ -116,6 +116,13 @@ void add_traffic_stats(RunStats& run, const sim::Table& train) {
     any = true;
   }
   run.values["fp32_ratio"] = (any && sent > 0) ? reference / sent : kNaN;
+  // Peak memory the channels keep (error-feedback residuals, AQ-SGD's
+  // per-sample buffers): the largest channel_state_bytes of any logged step.
+  double state = kNaN;
+  if (train.has_column("channel_state_bytes"))
+    for (double x : train.column("channel_state_bytes"))
+      if (std::isfinite(x)) state = std::isnan(state) ? x : std::max(state, x);
+  run.values["state_bytes"] = state;
 }
 
 }  // namespace

@@ -42,13 +42,16 @@ void write_log(const std::string& path, const std::map<std::string, std::string>
                         {"loss", "1", ""},
                         {"sim_time_s", "s", ""},
                         {"fw0_bytes", "bytes", ""},
-                        {"bw0_bytes", "bytes", ""}});
+                        {"bw0_bytes", "bytes", ""},
+                        {"channel_state_bytes", "bytes", ""}});
   for (int i = 1; i <= 20; ++i) {
     log.append("train", {{"step", i},
                          {"loss", 3 - 0.1 * i + loss_offset},
                          {"sim_time_s", 0.5 * i},
                          {"fw0_bytes", 40},
-                         {"bw0_bytes", 80}});
+                         {"bw0_bytes", 80},
+                         // grows to a peak at step 12, then shrinks (a non-monotone control)
+                         {"channel_state_bytes", 100.0 * (i <= 12 ? i : 24 - i)}});
   }
   log.declare("eval", {{"step", "1", ""},
                        {"loss", "1", ""},
@@ -130,6 +133,7 @@ TEST_CASE("summary: one run log's row against a hand computation") {
   CHECK(v("bw_bytes") == 80);
   CHECK(v("fp32_ratio") == Approx(320.0 / 120.0));
   CHECK(std::isnan(v("grad_bytes")));
+  CHECK(v("state_bytes") == 1200);  // the peak, not the last row's 400
 
   const st::RunStats far = st::read_run_stats(dir + "/a.h5", with_target(0.5, 2));
   CHECK(std::isinf(far.values.at("time_to_target_s")));
