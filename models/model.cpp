@@ -1,4 +1,5 @@
-// Model-wide helpers: parameter lists and the two training losses.
+// Model-wide helpers: parameter lists, a stage's forward with the model's
+// boundary map around it, and the two training losses.
 #include "models/model.h"
 
 #include <torch/torch.h>
