@@ -9,13 +9,13 @@
 #   make lint       clang-tidy over every source under .clang-tidy (build-lint/, nothing
 #                   built; any finding fails)
 #   make reproduce  the source papers' findings, one sweep each (experiments/reproduce/);
-#                   make reproduce-a1 (a1, a2, r1, r23, r4, p1) runs one; SCALE=K for longer runs
+#                   make reproduce-a1 (a1, a2, r1, r23, r4, p1, t1) runs one; SCALE=K for longer runs
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 60
 SCALE ?= 1
-REPRODUCTIONS := a1 a2 r1 r23 r4 p1
+REPRODUCTIONS := a1 a2 r1 r23 r4 p1 t1
 
 .PHONY: deps configure build demo test bench format lint clean fuzz sanitize reproduce \
 	$(addprefix reproduce-,$(REPRODUCTIONS))
