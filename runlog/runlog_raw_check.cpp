@@ -160,9 +160,49 @@ void check_layout(RawFile& file, const std::vector<uint8_t>& m, size_t body, uin
   }
 }
 
+// The attribute message of `bytes` at `body` in header chunk `m` (`flags`:
+// its header flags), checked to hold its parts and its whole value, with an
+// integer, float or string (fixed- or variable-length) type.
+AttributeMessage parse_attribute(RawFile& file, const std::vector<uint8_t>& m, size_t body,
+                                 uint64_t bytes, uint64_t flags) {
+  const size_t end = body + bytes;
+  if (bytes < 8) file.refuse("an attribute message is truncated");
+  const unsigned version = m[body];
+  if (version < 1 || version > 3) file.refuse("an attribute message has an unknown version");
+  if ((flags & 0x02) != 0 || (version >= 2 && (m[body + 1] & 0x03) != 0)) {
+    file.refuse("an attribute message is shared (slowpipe never writes one)");
+  }
+  const uint64_t name_bytes = le(m, body + 2, 2), type_bytes = le(m, body + 4, 2),
+                 space_bytes = le(m, body + 6, 2);
+  const uint64_t name_at = body + (version >= 3 ? 9 : 8);
+  const uint64_t type_at = name_at + padded(version, name_bytes);
+  const uint64_t space_at = type_at + padded(version, type_bytes);
+  const uint64_t data_at = space_at + padded(version, space_bytes);
+  if (name_bytes == 0 || type_bytes < 8 || data_at > end) {
+    file.refuse("an attribute message is shorter than its name, type and dataspace");
+  }
+  const char* name_chars = reinterpret_cast<const char*>(m.data() + name_at);
+  AttributeMessage a;
+  a.name.assign(name_chars, strnlen(name_chars, static_cast<size_t>(name_bytes)));
+  const unsigned type_class = m[type_at] & 0x0F;
+  const bool string = type_class == 3 || (type_class == 9 && (m[type_at + 1] & 0x0F) == 1);
+  if (type_class != 0 && type_class != 1 && !string) {
+    file.refuse("attribute '" + a.name + "' has a type slowpipe never writes (class " +
+                std::to_string(type_class) + ")");
+  }
+  const uint64_t type_size = le(m, type_at + 4, 4);
+  const uint64_t elements = dataspace_elements(file, m, space_at, space_bytes, a.name);
+  if (type_size == 0 || elements > (end - data_at) / type_size) {
+    file.refuse("attribute '" + a.name + "' claims " + std::to_string(elements) + " x " +
+                std::to_string(type_size) + " bytes, more than its message holds");
+  }
+  a.value.assign(m.begin() + static_cast<std::ptrdiff_t>(data_at),
+                 m.begin() + static_cast<std::ptrdiff_t>(data_at + elements * type_size));
+  return a;
+}
+
 // Every attribute message of the version-1 object header at `header`, each
-// checked to hold its parts and its whole value, with an integer, float or
-// string (fixed- or variable-length) type.
+// checked by parse_attribute; a chunked layout message is checked too.
 std::vector<AttributeMessage> attribute_messages(RawFile& file, uint64_t header) {
   const std::vector<uint8_t> prefix = file.read(header, 16, "the object header");
   if (prefix[0] != 1) file.refuse("its object header is not version 1 (slowpipe writes version 1)");
@@ -188,40 +228,7 @@ std::vector<AttributeMessage> attribute_messages(RawFile& file, uint64_t header)
       }
       if (type == kLayoutMessage) check_layout(file, m, body, bytes);
       if (type != kAttributeMessage) continue;
-      const size_t end = body + bytes;
-      if (bytes < 8) file.refuse("an attribute message is truncated");
-      const unsigned version = m[body];
-      if (version < 1 || version > 3) file.refuse("an attribute message has an unknown version");
-      if ((flags & 0x02) != 0 || (version >= 2 && (m[body + 1] & 0x03) != 0)) {
-        file.refuse("an attribute message is shared (slowpipe never writes one)");
-      }
-      const uint64_t name_bytes = le(m, body + 2, 2), type_bytes = le(m, body + 4, 2),
-                     space_bytes = le(m, body + 6, 2);
-      const uint64_t name_at = body + (version >= 3 ? 9 : 8);
-      const uint64_t type_at = name_at + padded(version, name_bytes);
-      const uint64_t space_at = type_at + padded(version, type_bytes);
-      const uint64_t data_at = space_at + padded(version, space_bytes);
-      if (name_bytes == 0 || type_bytes < 8 || data_at > end) {
-        file.refuse("an attribute message is shorter than its name, type and dataspace");
-      }
-      const char* name_chars = reinterpret_cast<const char*>(m.data() + name_at);
-      AttributeMessage a;
-      a.name.assign(name_chars, strnlen(name_chars, static_cast<size_t>(name_bytes)));
-      const unsigned type_class = m[type_at] & 0x0F;
-      const bool string = type_class == 3 || (type_class == 9 && (m[type_at + 1] & 0x0F) == 1);
-      if (type_class != 0 && type_class != 1 && !string) {
-        file.refuse("attribute '" + a.name + "' has a type slowpipe never writes (class " +
-                    std::to_string(type_class) + ")");
-      }
-      const uint64_t type_size = le(m, type_at + 4, 4);
-      const uint64_t elements = dataspace_elements(file, m, space_at, space_bytes, a.name);
-      if (type_size == 0 || elements > (end - data_at) / type_size) {
-        file.refuse("attribute '" + a.name + "' claims " + std::to_string(elements) + " x " +
-                    std::to_string(type_size) + " bytes, more than its message holds");
-      }
-      a.value.assign(m.begin() + static_cast<std::ptrdiff_t>(data_at),
-                     m.begin() + static_cast<std::ptrdiff_t>(data_at + elements * type_size));
-      out.push_back(std::move(a));
+      out.push_back(parse_attribute(file, m, body, bytes, flags));
     }
   }
   return out;

@@ -254,6 +254,117 @@ const char* object_kind(H5O_type_t t) {
   }
 }
 
+// The table's 'rows' attribute: one integer, not negative, and no more rows
+// than the file could hold.
+int64_t read_row_count(const std::string& path, const H5::Group& group, const std::string& where) {
+  int64_t rows = 0;
+  if (!group.attrExists("rows")) throw DataError(where + " has no 'rows' attribute");
+  {
+    H5::Attribute attr = group.openAttribute("rows");
+    const H5T_class_t type = attr.getTypeClass();
+    if (type != H5T_INTEGER || attr.getSpace().getSimpleExtentNpoints() != 1) {
+      throw DataError(where + ": its 'rows' attribute is " +
+                      (type != H5T_INTEGER ? std::string(class_name(type)) : "not a single value") +
+                      ", expected one integer");
+    }
+    attr.read(H5::PredType::NATIVE_INT64, &rows);
+  }
+  if (rows < 0) {
+    throw DataError(where + ": its 'rows' attribute is " + std::to_string(rows) + " (negative)");
+  }
+  // Columns are stored uncompressed, so every counted row is 8 bytes in the file
+  // (this also keeps a hostile count from allocating terabytes).
+  std::error_code ec;
+  const uintmax_t file_bytes = std::filesystem::file_size(path, ec);
+  if (!ec && static_cast<uintmax_t>(rows) > file_bytes / sizeof(double)) {
+    throw DataError(where + ": its 'rows' attribute is " + std::to_string(rows) +
+                    ", more than the whole file (" + std::to_string(file_bytes) +
+                    " bytes) can hold");
+  }
+  return rows;
+}
+
+// Opens member `member` as a column into `ds`; false (and the member listed
+// in `unreadable`) when it cannot be read. A member that is not a dataset is
+// an error.
+bool open_column(const H5::Group& group, const std::string& member, const std::string& where,
+                 H5::DataSet& ds, std::vector<std::string>& unreadable) {
+  try {
+    const H5O_type_t kind = group.childObjType(member);
+    if (kind != H5O_TYPE_DATASET) {
+      throw DataError(where + ": member '" + member + "' is " + object_kind(kind) +
+                      ", not a column");
+    }
+  } catch (const H5::Exception&) {
+    // A column whose creation a kill cut short (its link reached the disk,
+    // its header did not); the caller decides whether that may happen.
+    hdf5_error_cause();
+    unreadable.push_back(member);
+    return false;
+  }
+  try {
+    // Its header's bytes before HDF5 decodes them (runlog_raw_check.cpp); a
+    // header that fails the check is unreadable as one HDF5 cannot load.
+    check_object_header(group.getId(), member, where + ": column '" + member + "'");
+    ds = group.openDataSet(member);
+  } catch (const DataError&) {
+    unreadable.push_back(member);
+    return false;
+  } catch (const H5::Exception&) {
+    hdf5_error_cause();
+    unreadable.push_back(member);
+    return false;
+  }
+  return true;
+}
+
+// Checks that column `ds` is stored as slowpipe writes it and holds at least
+// `rows` values; returns its extent.
+int64_t check_column_layout(const H5::DataSet& ds, const std::string& column, int64_t rows) {
+  H5::DataSpace space = ds.getSpace();
+  const int rank = space.getSimpleExtentNdims();
+  if (rank != 1) {
+    throw DataError(column + " has rank " + std::to_string(rank) + ", expected a 1-D column");
+  }
+  const H5T_class_t type = ds.getTypeClass();
+  if (type != H5T_FLOAT) {
+    throw DataError(column + " holds " + class_name(type) + " values, expected float64");
+  }
+  // slowpipe writes every column as float64 in chunks of kChunkRows. Anything
+  // else is refused before data is read: HDF5 1.10 copies past its buffers
+  // when reading some damaged layouts (found by fuzz_runlog_read).
+  const H5::DSetCreatPropList layout = ds.getCreatePlist();
+  hsize_t chunk[1] = {0};
+  if (layout.getLayout() != H5D_CHUNKED || layout.getChunk(1, chunk) != 1 ||
+      chunk[0] != static_cast<hsize_t>(kChunkRows) || ds.getFloatType().getSize() != 8) {
+    throw DataError(column +
+                    " is not stored as slowpipe writes its columns (float64 in chunks of " +
+                    std::to_string(kChunkRows) + " rows)");
+  }
+  hsize_t dims[1] = {0};
+  space.getSimpleExtentDims(dims);
+  const int64_t extent = static_cast<int64_t>(dims[0]);
+  if (extent < rows) {
+    throw DataError(column + " holds " + std::to_string(extent) +
+                    " values but the table's 'rows' attribute says " + std::to_string(rows));
+  }
+  return extent;
+}
+
+// The column's 'index' attribute (its place in the table); the largest
+// int64 when it has none.
+int64_t read_column_index(const H5::DataSet& ds, const std::string& column) {
+  int64_t index = std::numeric_limits<int64_t>::max();
+  if (ds.attrExists("index")) {
+    H5::Attribute attr = ds.openAttribute("index");
+    if (attr.getTypeClass() != H5T_INTEGER || attr.getSpace().getSimpleExtentNpoints() != 1) {
+      throw DataError(column + ": its 'index' attribute is not one integer");
+    }
+    attr.read(H5::PredType::NATIVE_INT64, &index);
+  }
+  return index;
+}
+
 }  // namespace
 
 StoredTable inspect_table(const std::string& path, const H5::Group& group,
@@ -261,97 +372,16 @@ StoredTable inspect_table(const std::string& path, const H5::Group& group,
   const std::string where = "run log " + path + ": table '" + name + "'";
   StoredTable out;
   check_attribute_messages(group.getId(), where);
-  if (!group.attrExists("rows")) throw DataError(where + " has no 'rows' attribute");
-  {
-    H5::Attribute rows = group.openAttribute("rows");
-    const H5T_class_t type = rows.getTypeClass();
-    if (type != H5T_INTEGER || rows.getSpace().getSimpleExtentNpoints() != 1) {
-      throw DataError(where + ": its 'rows' attribute is " +
-                      (type != H5T_INTEGER ? std::string(class_name(type)) : "not a single value") +
-                      ", expected one integer");
-    }
-    rows.read(H5::PredType::NATIVE_INT64, &out.rows);
-  }
-  if (out.rows < 0) {
-    throw DataError(where + ": its 'rows' attribute is " + std::to_string(out.rows) +
-                    " (negative)");
-  }
-  // Columns are stored uncompressed, so every counted row is 8 bytes in the file
-  // (this also keeps a hostile count from allocating terabytes).
-  std::error_code ec;
-  const uintmax_t file_bytes = std::filesystem::file_size(path, ec);
-  if (!ec && static_cast<uintmax_t>(out.rows) > file_bytes / sizeof(double)) {
-    throw DataError(where + ": its 'rows' attribute is " + std::to_string(out.rows) +
-                    ", more than the whole file (" + std::to_string(file_bytes) +
-                    " bytes) can hold");
-  }
+  out.rows = read_row_count(path, group, where);
   const hsize_t n = group.getNumObjs();
   for (hsize_t i = 0; i < n; ++i) {
     const std::string member = group.getObjnameByIdx(i);
     H5::DataSet ds;
-    try {
-      const H5O_type_t kind = group.childObjType(member);
-      if (kind != H5O_TYPE_DATASET) {
-        throw DataError(where + ": member '" + member + "' is " + object_kind(kind) +
-                        ", not a column");
-      }
-    } catch (const H5::Exception&) {
-      // A column whose creation a kill cut short (its link reached the disk,
-      // its header did not); the caller decides whether that may happen.
-      hdf5_error_cause();
-      out.unreadable.push_back(member);
-      continue;
-    }
-    try {
-      // Its header's bytes before HDF5 decodes them (runlog_raw_check.cpp); a
-      // header that fails the check is unreadable as one HDF5 cannot load.
-      check_object_header(group.getId(), member, where + ": column '" + member + "'");
-      ds = group.openDataSet(member);
-    } catch (const DataError&) {
-      out.unreadable.push_back(member);
-      continue;
-    } catch (const H5::Exception&) {
-      hdf5_error_cause();
-      out.unreadable.push_back(member);
-      continue;
-    }
+    if (!open_column(group, member, where, ds, out.unreadable)) continue;
     const std::string column = "run log " + path + ": column " + name + "/" + member;
     check_attribute_messages(ds.getId(), column);
-    H5::DataSpace space = ds.getSpace();
-    const int rank = space.getSimpleExtentNdims();
-    if (rank != 1) {
-      throw DataError(column + " has rank " + std::to_string(rank) + ", expected a 1-D column");
-    }
-    const H5T_class_t type = ds.getTypeClass();
-    if (type != H5T_FLOAT) {
-      throw DataError(column + " holds " + class_name(type) + " values, expected float64");
-    }
-    // slowpipe writes every column as float64 in chunks of kChunkRows. Anything
-    // else is refused before data is read: HDF5 1.10 copies past its buffers
-    // when reading some damaged layouts (found by fuzz_runlog_read).
-    const H5::DSetCreatPropList layout = ds.getCreatePlist();
-    hsize_t chunk[1] = {0};
-    if (layout.getLayout() != H5D_CHUNKED || layout.getChunk(1, chunk) != 1 ||
-        chunk[0] != static_cast<hsize_t>(kChunkRows) || ds.getFloatType().getSize() != 8) {
-      throw DataError(column +
-                      " is not stored as slowpipe writes its columns (float64 in chunks of " +
-                      std::to_string(kChunkRows) + " rows)");
-    }
-    hsize_t dims[1] = {0};
-    space.getSimpleExtentDims(dims);
-    const int64_t extent = static_cast<int64_t>(dims[0]);
-    if (extent < out.rows) {
-      throw DataError(column + " holds " + std::to_string(extent) +
-                      " values but the table's 'rows' attribute says " + std::to_string(out.rows));
-    }
-    int64_t index = std::numeric_limits<int64_t>::max();
-    if (ds.attrExists("index")) {
-      H5::Attribute attr = ds.openAttribute("index");
-      if (attr.getTypeClass() != H5T_INTEGER || attr.getSpace().getSimpleExtentNpoints() != 1) {
-        throw DataError(column + ": its 'index' attribute is not one integer");
-      }
-      attr.read(H5::PredType::NATIVE_INT64, &index);
-    }
+    const int64_t extent = check_column_layout(ds, column, out.rows);
+    const int64_t index = read_column_index(ds, column);
     out.columns.push_back(StoredColumn{index,
                                        ColumnInfo{member, read_string_attribute(ds, "unit", column),
                                                   read_string_attribute(ds, "description", column)},
