@@ -234,6 +234,60 @@ std::string point_label(const SweepPoint& point, const std::vector<std::string>&
   return label;
 }
 
+namespace {
+
+// The keys whose values are paths (made absolute in each point's options).
+std::vector<std::string> path_option_keys() {
+  std::vector<std::string> path_keys;
+  TrainOptions scratch;
+  for (const auto& o : scratch.options.options()) {
+    if (o.is_path) path_keys.push_back(o.key);
+  }
+  return path_keys;
+}
+
+// Point `i` of the sweep, named `name`: the base, its values, the sets and
+// the scale applied, its outputs made absolute under the sweep's folder and
+// its configuration checked as `slowpipe train` would.
+ResolvedPoint resolve_point(const SweepFile& sweep, const SweepSettings& settings,
+                            const std::vector<std::pair<std::string, std::string>>& sets,
+                            const ResolvedSweep& out, const SweepPoint& point, size_t i,
+                            const std::string& name, const std::string& cwd) {
+  ResolvedPoint rp;
+  rp.name = name;
+  rp.point = point;
+  rp.label = point_label(point, out.varying);
+  auto t = std::make_unique<TrainOptions>();
+  OptionSet& o = t->options;
+  try {
+    apply_base(o, sweep, settings);
+    for (const auto& [k, v] : point.values) o.set(k, v);
+    for (const auto& [k, v] : sets) o.set(k, v);
+    for (const auto& k : settings.scale_keys) scale_key(o, k, settings.scale);
+    o.set("run.out", out.out_dir_absolute + "/" + rp.name + ".h5");
+    for (const char* k : kOutputKeys) o.set(k, absolute_against(o.get(k), cwd));
+    if (o.get("run.label").empty()) {
+      o.set("run.label", rp.label);
+    } else {
+      rp.label = o.get("run.label");
+    }
+    check_inputs(o);
+    sim::TrainConfig probe = t->config;
+    probe.run.overwrite = true;  // the sweep decides what happens to an existing log
+    sim::check_config(probe, /*resuming=*/false);
+  } catch (const UsageError& e) {
+    std::string values;
+    for (const auto& [k, v] : point.values) values += " " + k + "=" + v;
+    throw UsageError("point " + std::to_string(i + 1) + " (" + rp.name + "):" + values + ": " +
+                     e.what());
+  }
+  rp.resolved = o.resolved();
+  rp.threads = std::max(1, t->config.run.threads);
+  return rp;
+}
+
+}  // namespace
+
 ResolvedSweep resolve_sweep(const SweepFile& sweep, const SweepSettings& settings) {
   const std::vector<SweepKey> keys = checked_keys(sweep);
   SweepFile checked = sweep;
@@ -255,47 +309,10 @@ ResolvedSweep resolve_sweep(const SweepFile& sweep, const SweepSettings& setting
     out.out_dir_absolute.pop_back();
   }
   out.varying = varying_keys(points);
-  std::vector<std::string> path_keys;
-  {
-    TrainOptions scratch;
-    for (const auto& o : scratch.options.options()) {
-      if (o.is_path) path_keys.push_back(o.key);
-    }
-  }
-  const std::vector<std::string> names = point_names(points, out.varying, path_keys);
+  const std::vector<std::string> names = point_names(points, out.varying, path_option_keys());
   const std::string cwd = fs::current_path().string();
   for (size_t i = 0; i < points.size(); ++i) {
-    ResolvedPoint rp;
-    rp.name = names[i];
-    rp.point = points[i];
-    rp.label = point_label(points[i], out.varying);
-    auto t = std::make_unique<TrainOptions>();
-    OptionSet& o = t->options;
-    try {
-      apply_base(o, sweep, settings);
-      for (const auto& [k, v] : points[i].values) o.set(k, v);
-      for (const auto& [k, v] : sets) o.set(k, v);
-      for (const auto& k : settings.scale_keys) scale_key(o, k, settings.scale);
-      o.set("run.out", out.out_dir_absolute + "/" + rp.name + ".h5");
-      for (const char* k : kOutputKeys) o.set(k, absolute_against(o.get(k), cwd));
-      if (o.get("run.label").empty()) {
-        o.set("run.label", rp.label);
-      } else {
-        rp.label = o.get("run.label");
-      }
-      check_inputs(o);
-      sim::TrainConfig probe = t->config;
-      probe.run.overwrite = true;  // the sweep decides what happens to an existing log
-      sim::check_config(probe, /*resuming=*/false);
-    } catch (const UsageError& e) {
-      std::string values;
-      for (const auto& [k, v] : points[i].values) values += " " + k + "=" + v;
-      throw UsageError("point " + std::to_string(i + 1) + " (" + rp.name + "):" + values + ": " +
-                       e.what());
-    }
-    rp.resolved = o.resolved();
-    rp.threads = std::max(1, t->config.run.threads);
-    out.points.push_back(std::move(rp));
+    out.points.push_back(resolve_point(sweep, settings, sets, out, points[i], i, names[i], cwd));
   }
   return out;
 }

@@ -221,78 +221,65 @@ std::vector<std::string> split_command(const std::string& text) {
   return out;
 }
 
-Claim parse_claim(const SweepFile& sweep) {
-  Claim claim;
-  std::map<std::string, int> seen;
-  for (const auto& l : sweep.claim) {
-    const std::string where = sweep.path + ":" + std::to_string(l.line) + ": [claim] ";
-    if (kSingleKeys.count(l.key) != 0) {
-      const auto [it, fresh] = seen.emplace(l.key, l.line);
-      if (!fresh) {
-        throw UsageError(where + "'" + l.key + "' given twice (first on line " +
-                         std::to_string(it->second) + ")");
-      }
+namespace {
+
+// A table.NAME line: a plain name, defined once, naming a command.
+void add_table(Claim& claim, const IniLine& l) {
+  Claim::Table t{l.key.substr(6), split_command(l.value), l.line};
+  if (!is_plain_name(t.name)) {
+    throw UsageError("table name '" + t.name + "' is not a plain name (letters, digits, '_')");
+  }
+  for (const auto& other : claim.tables) {
+    if (other.name == t.name) throw UsageError("table." + t.name + " given twice");
+  }
+  if (t.args.empty()) throw UsageError("table." + t.name + " names no command");
+  claim.tables.push_back(std::move(t));
+}
+
+// Sets what line `l` of [claim] says; throws a UsageError without the
+// line's place for a bad value or an unknown key.
+void apply_claim_line(Claim& claim, const IniLine& l) {
+  if (l.key == "id") {
+    claim.id = l.value;
+  } else if (l.key == "title") {
+    claim.title = l.value;
+  } else if (l.key == "source") {
+    claim.source = l.value;
+  } else if (l.key == "claim") {
+    claim.claim = l.value;
+  } else if (l.key == "workload") {
+    claim.workload = l.value;
+  } else if (l.key == "note") {
+    claim.notes.push_back(l.value);
+  } else if (l.key == "target") {
+    if (!parse_number(l.value, claim.target)) throw UsageError("target is not a number");
+    claim.has_target = true;
+  } else if (l.key == "scale") {
+    for (const auto& k : split_trim(l.value, ',')) {
+      if (k.empty() || k.find('.') == std::string::npos)
+        throw UsageError("scale lists dotted train keys separated by ',' (got '" + k + "')");
+      claim.scale_keys.push_back(k);
     }
-    if (l.value.empty()) throw UsageError(where + "'" + l.key + "' is empty");
-    try {
-      if (l.key == "id") {
-        claim.id = l.value;
-      } else if (l.key == "title") {
-        claim.title = l.value;
-      } else if (l.key == "source") {
-        claim.source = l.value;
-      } else if (l.key == "claim") {
-        claim.claim = l.value;
-      } else if (l.key == "workload") {
-        claim.workload = l.value;
-      } else if (l.key == "note") {
-        claim.notes.push_back(l.value);
-      } else if (l.key == "target") {
-        if (!parse_number(l.value, claim.target)) throw UsageError("target is not a number");
-        claim.has_target = true;
-      } else if (l.key == "scale") {
-        for (const auto& k : split_trim(l.value, ',')) {
-          if (k.empty() || k.find('.') == std::string::npos)
-            throw UsageError("scale lists dotted train keys separated by ',' (got '" + k + "')");
-          claim.scale_keys.push_back(k);
-        }
-      } else if (l.key.rfind("table.", 0) == 0) {
-        Claim::Table t{l.key.substr(6), split_command(l.value), l.line};
-        if (!is_plain_name(t.name)) {
-          throw UsageError("table name '" + t.name +
-                           "' is not a plain name (letters, digits, '_')");
-        }
-        for (const auto& other : claim.tables) {
-          if (other.name == t.name) throw UsageError("table." + t.name + " given twice");
-        }
-        if (t.args.empty()) throw UsageError("table." + t.name + " names no command");
-        claim.tables.push_back(std::move(t));
-      } else if (l.key == "check" || l.key.rfind("check.", 0) == 0) {
-        VerdictCheck c = parse_check(l.value);
-        c.line = l.line;
-        c.finding = l.key == "check" ? "" : l.key.substr(6);
-        if (l.key != "check" && !is_plain_name(c.finding)) {
-          throw UsageError("finding name '" + c.finding + "' is not a plain name");
-        }
-        claim.checks.push_back(std::move(c));
-      } else {
-        throw UsageError("unknown key '" + l.key +
-                         "' (keys: id, title, source, claim, workload, note, target, scale, "
-                         "table.NAME, check, check.FINDING)");
-      }
-    } catch (const UsageError& e) {
-      if (std::string(e.what()).rfind(sweep.path, 0) == 0) throw;
-      throw UsageError(where + l.key + ": " + e.what());
+  } else if (l.key.rfind("table.", 0) == 0) {
+    add_table(claim, l);
+  } else if (l.key == "check" || l.key.rfind("check.", 0) == 0) {
+    VerdictCheck c = parse_check(l.value);
+    c.line = l.line;
+    c.finding = l.key == "check" ? "" : l.key.substr(6);
+    if (l.key != "check" && !is_plain_name(c.finding)) {
+      throw UsageError("finding name '" + c.finding + "' is not a plain name");
     }
+    claim.checks.push_back(std::move(c));
+  } else {
+    throw UsageError("unknown key '" + l.key +
+                     "' (keys: id, title, source, claim, workload, note, target, scale, "
+                     "table.NAME, check, check.FINDING)");
   }
-  const std::string file = sweep.path + ": [claim] ";
-  for (const char* key : {"id", "title", "claim"}) {
-    if (seen.count(key) == 0) throw UsageError(file + "needs '" + key + " = ...'");
-  }
-  if (claim.checks.empty()) throw UsageError(file + "needs at least one 'check = ...'");
-  for (auto& c : claim.checks) {
-    if (c.finding.empty()) c.finding = claim.id;
-  }
+}
+
+// Every term of every check names a summary column (target set where one
+// needs it) or a table the claim defines.
+void check_claim_terms(const Claim& claim, const SweepFile& sweep) {
   std::set<std::string> columns;
   for (const auto& c : summary_columns()) columns.insert(c.id);
   for (const auto& c : claim.checks) {
@@ -317,6 +304,39 @@ Claim parse_claim(const SweepFile& sweep) {
       }
     }
   }
+}
+
+}  // namespace
+
+Claim parse_claim(const SweepFile& sweep) {
+  Claim claim;
+  std::map<std::string, int> seen;
+  for (const auto& l : sweep.claim) {
+    const std::string where = sweep.path + ":" + std::to_string(l.line) + ": [claim] ";
+    if (kSingleKeys.count(l.key) != 0) {
+      const auto [it, fresh] = seen.emplace(l.key, l.line);
+      if (!fresh) {
+        throw UsageError(where + "'" + l.key + "' given twice (first on line " +
+                         std::to_string(it->second) + ")");
+      }
+    }
+    if (l.value.empty()) throw UsageError(where + "'" + l.key + "' is empty");
+    try {
+      apply_claim_line(claim, l);
+    } catch (const UsageError& e) {
+      if (std::string(e.what()).rfind(sweep.path, 0) == 0) throw;
+      throw UsageError(where + l.key + ": " + e.what());
+    }
+  }
+  const std::string file = sweep.path + ": [claim] ";
+  for (const char* key : {"id", "title", "claim"}) {
+    if (seen.count(key) == 0) throw UsageError(file + "needs '" + key + " = ...'");
+  }
+  if (claim.checks.empty()) throw UsageError(file + "needs at least one 'check = ...'");
+  for (auto& c : claim.checks) {
+    if (c.finding.empty()) c.finding = claim.id;
+  }
+  check_claim_terms(claim, sweep);
   return claim;
 }
 

@@ -109,6 +109,41 @@ std::string fmt(double v) {
   return s.str();
 }
 
+// A ~ B: reproduced within the tolerance t, not reproduced beyond 2t.
+void judge_similar(CheckResult& r) {
+  r.diff = std::fabs(r.lhs - r.rhs);
+  if (std::isnan(r.diff)) {
+    r.why = "both sides diverged";
+  } else if (r.diff <= r.tolerance) {
+    r.outcome = Outcome::kReproduced;
+    r.why = "|A - B| = " + fmt(r.diff) + " <= t = " + fmt(r.tolerance);
+  } else if (r.diff > 2 * r.tolerance) {
+    r.outcome = Outcome::kNotReproduced;
+    r.why = "|A - B| = " + fmt(r.diff) + " > 2t = " + fmt(2 * r.tolerance);
+  } else {
+    r.why = "t < |A - B| = " + fmt(r.diff) + " <= 2t (t = " + fmt(r.tolerance) + ")";
+  }
+}
+
+// A > B or A < B: reproduced beyond the tolerance, not reproduced in the
+// other direction.
+void judge_direction(VerdictOp op, CheckResult& r) {
+  r.diff = op == VerdictOp::kGreater ? r.lhs - r.rhs : r.rhs - r.lhs;
+  const std::string d = op == VerdictOp::kGreater ? "A - B" : "B - A";
+  if (std::isnan(r.diff)) {
+    r.why = "both sides diverged";
+  } else if (r.diff > r.tolerance) {
+    r.outcome = Outcome::kReproduced;
+    r.why = d + " = " + fmt(r.diff) + " > t = " + fmt(r.tolerance);
+  } else if (r.diff <= 0) {
+    r.outcome = Outcome::kNotReproduced;
+    r.why = d + " = " + fmt(r.diff) + " <= 0: not in the claimed direction";
+  } else {
+    r.why = "0 < " + d + " = " + fmt(r.diff) + " <= t = " + fmt(r.tolerance) +
+            ": the claimed direction, within the tolerance";
+  }
+}
+
 }  // namespace
 
 VerdictTable summary_verdict_table(const std::vector<RunStats>& runs) {
@@ -249,33 +284,9 @@ CheckResult evaluate_check(const VerdictCheck& check, const VerdictTables& table
     r.spread = pooled_spread(cells).std;
   }
   if (check.op == VerdictOp::kSimilar) {
-    r.diff = std::fabs(r.lhs - r.rhs);
-    if (std::isnan(r.diff)) {
-      r.why = "both sides diverged";
-    } else if (r.diff <= r.tolerance) {
-      r.outcome = Outcome::kReproduced;
-      r.why = "|A - B| = " + fmt(r.diff) + " <= t = " + fmt(r.tolerance);
-    } else if (r.diff > 2 * r.tolerance) {
-      r.outcome = Outcome::kNotReproduced;
-      r.why = "|A - B| = " + fmt(r.diff) + " > 2t = " + fmt(2 * r.tolerance);
-    } else {
-      r.why = "t < |A - B| = " + fmt(r.diff) + " <= 2t (t = " + fmt(r.tolerance) + ")";
-    }
-    return r;
-  }
-  r.diff = check.op == VerdictOp::kGreater ? r.lhs - r.rhs : r.rhs - r.lhs;
-  const std::string d = check.op == VerdictOp::kGreater ? "A - B" : "B - A";
-  if (std::isnan(r.diff)) {
-    r.why = "both sides diverged";
-  } else if (r.diff > r.tolerance) {
-    r.outcome = Outcome::kReproduced;
-    r.why = d + " = " + fmt(r.diff) + " > t = " + fmt(r.tolerance);
-  } else if (r.diff <= 0) {
-    r.outcome = Outcome::kNotReproduced;
-    r.why = d + " = " + fmt(r.diff) + " <= 0: not in the claimed direction";
+    judge_similar(r);
   } else {
-    r.why = "0 < " + d + " = " + fmt(r.diff) + " <= t = " + fmt(r.tolerance) +
-            ": the claimed direction, within the tolerance";
+    judge_direction(check.op, r);
   }
   return r;
 }
