@@ -233,7 +233,8 @@ void print_registry(std::ostream& os) {
        << "           " << s.syntax << "\n";
   os << "Examples: none  fp16  q4  q2:stochastic  q4:group=64  topk:0.1  topk:0.1+q8  randk:0.2\n"
         "          ef(topk:0.1)  ef21(q4)  aq(q2)  aq(topk:0.3)   backward only: topk:shared\n"
-        "          ef(powersgd:4) (PowerSGD as published)  qsgd:s=4  qsgd:s=15:bucket=512\n";
+        "          ef(powersgd:4) (PowerSGD as published)  qsgd:s=4  qsgd:s=15:bucket=512\n"
+        "          tah:bits=3  tah:bits=3.5:tile=32  tah:bits=3.5:fixed  aq(tah:bits=2)\n";
 }
 
 }  // namespace slowpipe::compressors
