@@ -217,6 +217,67 @@ std::string Quantizer::spec() const {
   return s;
 }
 
+namespace {
+
+// Each option claims its family (StageOptions): two roundings, say, are an
+// error naming both.
+void claim_option_kind(StageOptions& options, const SpecArg& arg) {
+  const std::string& v = arg.value;
+  if (arg.key == "group" || (arg.key.empty() && (v == "tensor" || v == "row" || v == "channel")))
+    options.claim("scale granularity", arg);
+  else if (arg.key.empty() && (v == "stochastic" || v == "sr" || v == "nearest" || v == "rtn"))
+    options.claim("rounding", arg);
+  else if (arg.key.empty() && (v == "maxabs" || v == "minmax"))
+    options.claim("scale statistic", arg);
+  else if (arg.key.empty() && (v == "fp16" || v == "fp32"))
+    options.claim("scale precision", arg);
+}
+
+// Sets what one quantizer option says in `c`.
+void apply_quantizer_option(QuantizerConfig& c, const SpecArg& arg, const CodecBuildContext& ctx) {
+  const std::string& v = arg.value;
+  if (arg.key == "group") {
+    bool digits_only = v.find_first_not_of("0123456789") == std::string::npos && v.size() <= 12;
+    int64_t g = digits_only ? std::stoll(v) : 0;
+    if (g < 1)
+      stage_error(ctx, arg.pos, "expected group=G with G a positive integer, got '" + v + "'");
+    c.mode = ScaleMode::kGroup;
+    c.group = g;
+  } else if (!arg.key.empty()) {
+    stage_error(ctx, arg.pos,
+                "unknown quantizer option '" + arg.key + "=' (only group=G takes a value)");
+  } else if (v == "stochastic" || v == "sr") {
+    c.stochastic = true;
+  } else if (v == "nearest" || v == "rtn") {
+    c.stochastic = false;
+  } else if (v == "tensor") {
+    c.mode = ScaleMode::kTensor;
+  } else if (v == "row") {
+    c.mode = ScaleMode::kRow;
+  } else if (v == "channel") {
+    if (ctx.value_stage)
+      stage_error(
+          ctx, arg.pos,
+          "per-channel scales do not apply to sparsified values; use row, tensor or group=G");
+    c.mode = ScaleMode::kChannel;
+  } else if (v == "maxabs") {
+    c.minmax = false;
+  } else if (v == "minmax") {
+    c.minmax = true;
+  } else if (v == "fp16") {
+    c.fp32_scales = false;
+  } else if (v == "fp32") {
+    c.fp32_scales = true;
+  } else {
+    stage_error(ctx, arg.pos,
+                "expected a quantizer option (stochastic, nearest, tensor, row, channel, group=G, "
+                "maxabs, minmax, fp16, fp32), got '" +
+                    v + "'");
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<Codec> make_quantizer(const SpecStage& stage, const CodecBuildContext& ctx) {
   QuantizerConfig c;
   c.value_stage = ctx.value_stage;
@@ -229,54 +290,8 @@ std::unique_ptr<Codec> make_quantizer(const SpecStage& stage, const CodecBuildCo
     stage_error(ctx, stage.pos, "expected a bit width q1..q8, got '" + stage.name + "'");
   StageOptions options(ctx);
   for (const SpecArg& arg : stage.args) {
-    const std::string& v = arg.value;
-    if (arg.key == "group" || (arg.key.empty() && (v == "tensor" || v == "row" || v == "channel")))
-      options.claim("scale granularity", arg);
-    else if (arg.key.empty() && (v == "stochastic" || v == "sr" || v == "nearest" || v == "rtn"))
-      options.claim("rounding", arg);
-    else if (arg.key.empty() && (v == "maxabs" || v == "minmax"))
-      options.claim("scale statistic", arg);
-    else if (arg.key.empty() && (v == "fp16" || v == "fp32"))
-      options.claim("scale precision", arg);
-    if (arg.key == "group") {
-      bool digits_only = v.find_first_not_of("0123456789") == std::string::npos && v.size() <= 12;
-      int64_t g = digits_only ? std::stoll(v) : 0;
-      if (g < 1)
-        stage_error(ctx, arg.pos, "expected group=G with G a positive integer, got '" + v + "'");
-      c.mode = ScaleMode::kGroup;
-      c.group = g;
-    } else if (!arg.key.empty()) {
-      stage_error(ctx, arg.pos,
-                  "unknown quantizer option '" + arg.key + "=' (only group=G takes a value)");
-    } else if (v == "stochastic" || v == "sr") {
-      c.stochastic = true;
-    } else if (v == "nearest" || v == "rtn") {
-      c.stochastic = false;
-    } else if (v == "tensor") {
-      c.mode = ScaleMode::kTensor;
-    } else if (v == "row") {
-      c.mode = ScaleMode::kRow;
-    } else if (v == "channel") {
-      if (ctx.value_stage)
-        stage_error(
-            ctx, arg.pos,
-            "per-channel scales do not apply to sparsified values; use row, tensor or group=G");
-      c.mode = ScaleMode::kChannel;
-    } else if (v == "maxabs") {
-      c.minmax = false;
-    } else if (v == "minmax") {
-      c.minmax = true;
-    } else if (v == "fp16") {
-      c.fp32_scales = false;
-    } else if (v == "fp32") {
-      c.fp32_scales = true;
-    } else {
-      stage_error(
-          ctx, arg.pos,
-          "expected a quantizer option (stochastic, nearest, tensor, row, channel, group=G, "
-          "maxabs, minmax, fp16, fp32), got '" +
-              v + "'");
-    }
+    claim_option_kind(options, arg);
+    apply_quantizer_option(c, arg, ctx);
   }
   return std::make_unique<Quantizer>(c, ctx.seed);
 }

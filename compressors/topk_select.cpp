@@ -170,6 +170,46 @@ class RankFinder {
   bool binned_ = false;
 };
 
+// Values in [lo, hi] around the k-th largest magnitude of x[0, m) (step 1 of
+// TopkSelector::select): with high probability it lies in the bracket, and
+// select() falls back to the exact path when it does not. `sample`, `scratch`
+// and `counts` are the selector's buffers (scratch left with >= m entries).
+struct Bracket {
+  uint32_t lo, hi;
+};
+
+Bracket bracket_kth(const float* x, int64_t m, int64_t k, std::vector<uint32_t>& sample,
+                    std::vector<uint32_t>& scratch, std::vector<uint32_t>& counts) {
+  // From a sample of about m / 32 values, stratified by blocks of 16
+  // consecutive elements (a cache line when the row is aligned; fewer cache
+  // misses than scattered positions): one block at a hash-chosen offset in
+  // each of `blocks` equal strata, ascending.
+  constexpr int64_t kBlock = 16;
+  const int64_t blocks = std::clamp<int64_t>(m / (32 * kBlock), 32, 512);
+  const int64_t s = blocks * kBlock, stratum = m / blocks;  // stratum >= 128
+  sample.resize(s);
+  uint64_t state = static_cast<uint64_t>(m) * 0x2545F4914F6CDD1DULL + static_cast<uint64_t>(k);
+  for (int64_t b = 0; b < blocks; ++b) {
+    uint64_t jitter =
+        ((splitmix64(state) >> 32) * static_cast<uint64_t>(stratum - kBlock + 1)) >> 32;
+    const float* p = x + b * stratum + static_cast<int64_t>(jitter);
+    for (int64_t j = 0; j < kBlock; ++j) sample[b * kBlock + j] = mag_bits(p[j]);
+  }
+  const double p = static_cast<double>(k) / static_cast<double>(m);
+  const double mean = p * static_cast<double>(s);
+  const double margin = 3.5 * std::sqrt(static_cast<double>(s) * p * (1 - p)) + 2;
+  const auto r_hi = static_cast<int64_t>(std::floor(mean - margin));  // rank (0 = largest)
+  const auto r_lo = static_cast<int64_t>(std::ceil(mean + margin));
+  uint32_t hi = 0xFFFFFFFFU, lo = 0;
+  scratch.resize(std::max(s, m));  // also the rank finders' scratch in select()
+  {
+    RankFinder in_sample(sample.data(), s, scratch.data(), counts);
+    if (r_lo < s) lo = in_sample.rank(r_lo).value;
+    if (r_hi >= 0) hi = in_sample.rank(r_hi).value;
+  }
+  return {lo, hi};
+}
+
 }  // namespace
 
 int64_t kept_count(double fraction, int64_t m) {
@@ -208,33 +248,9 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
     select_exact(x, m, k, out);
     return;
   }
-  // 1. Bracket the k-th largest magnitude from a sample of about m / 32 values,
-  // stratified by blocks of 16 consecutive elements (a cache line when the row is
-  // aligned; fewer cache misses than scattered positions): one block at a
-  // hash-chosen offset in each of `blocks` equal strata, ascending.
-  constexpr int64_t kBlock = 16;
-  const int64_t blocks = std::clamp<int64_t>(m / (32 * kBlock), 32, 512);
-  const int64_t s = blocks * kBlock, stratum = m / blocks;  // stratum >= 128
-  sample_.resize(s);
-  uint64_t state = static_cast<uint64_t>(m) * 0x2545F4914F6CDD1DULL + static_cast<uint64_t>(k);
-  for (int64_t b = 0; b < blocks; ++b) {
-    uint64_t jitter =
-        ((splitmix64(state) >> 32) * static_cast<uint64_t>(stratum - kBlock + 1)) >> 32;
-    const float* p = x + b * stratum + static_cast<int64_t>(jitter);
-    for (int64_t j = 0; j < kBlock; ++j) sample_[b * kBlock + j] = mag_bits(p[j]);
-  }
-  const double p = static_cast<double>(k) / static_cast<double>(m);
-  const double mean = p * static_cast<double>(s);
-  const double margin = 3.5 * std::sqrt(static_cast<double>(s) * p * (1 - p)) + 2;
-  const auto r_hi = static_cast<int64_t>(std::floor(mean - margin));  // rank (0 = largest)
-  const auto r_lo = static_cast<int64_t>(std::ceil(mean + margin));
-  uint32_t hi = 0xFFFFFFFFU, lo = 0;
-  mags_.resize(std::max(s, m));  // scratch of the rank finders
-  {
-    RankFinder in_sample(sample_.data(), s, mags_.data(), counts_);
-    if (r_lo < s) lo = in_sample.rank(r_lo).value;
-    if (r_hi >= 0) hi = in_sample.rank(r_hi).value;
-  }
+  // 1. Bracket the k-th largest magnitude (bracket_kth).
+  const Bracket bracket = bracket_kth(x, m, k, sample_, mags_, counts_);
+  uint32_t hi = bracket.hi, lo = bracket.lo;
   if (lo > hi) lo = hi;
   // 2. Sweep 1: count the sure ones (> hi), collect the candidates ([lo, hi]).
   cand_mags_.resize(m + 16);  // + 16: the SIMD sweep stores whole vectors
