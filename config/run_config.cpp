@@ -8,6 +8,38 @@
 #include "netmodel/schedule.h"
 
 namespace slowpipe::sim {
+namespace {
+
+// run.checkpoint_every and run.checkpoint_keep: when resume checkpoints are
+// written, and how many are kept.
+void describe_checkpoint_options(RunConfig& c, OptionSet& o) {
+  o.add_custom(
+      "run.checkpoint_every", "auto|off|N",
+      "resume checkpoints: every N steps, auto (time-budgeted, ~2% of the run) or off",
+      [&c](const std::string& v) {
+        if (v == "auto") {
+          c.checkpoint_every = RunConfig::kCheckpointAuto;
+        } else if (v == "off") {
+          c.checkpoint_every = RunConfig::kCheckpointOff;
+        } else {
+          const int64_t n = parse_int("run.checkpoint_every", v);
+          if (n < 1) {
+            throw UsageError("bad value for 'run.checkpoint_every': '" + v +
+                             "' (expected auto, off or a step count >= 1)");
+          }
+          c.checkpoint_every = n;
+        }
+      },
+      [&c] {
+        if (c.checkpoint_every == RunConfig::kCheckpointAuto) return std::string("auto");
+        if (c.checkpoint_every == RunConfig::kCheckpointOff) return std::string("off");
+        return std::to_string(c.checkpoint_every);
+      });
+  o.add("run.checkpoint_keep", c.checkpoint_keep, "resume checkpoints kept (newest first)", 1,
+        1000);
+}
+
+}  // namespace
 
 void describe_options(RunConfig& c, OptionSet& o) {
   o.add_custom(
@@ -46,30 +78,7 @@ void describe_options(RunConfig& c, OptionSet& o) {
         "untimed forward+backward passes before the first step (no update; keeps warm-up out of "
         "the timings)",
         0, 100);
-  o.add_custom(
-      "run.checkpoint_every", "auto|off|N",
-      "resume checkpoints: every N steps, auto (time-budgeted, ~2% of the run) or off",
-      [&c](const std::string& v) {
-        if (v == "auto") {
-          c.checkpoint_every = RunConfig::kCheckpointAuto;
-        } else if (v == "off") {
-          c.checkpoint_every = RunConfig::kCheckpointOff;
-        } else {
-          const int64_t n = parse_int("run.checkpoint_every", v);
-          if (n < 1) {
-            throw UsageError("bad value for 'run.checkpoint_every': '" + v +
-                             "' (expected auto, off or a step count >= 1)");
-          }
-          c.checkpoint_every = n;
-        }
-      },
-      [&c] {
-        if (c.checkpoint_every == RunConfig::kCheckpointAuto) return std::string("auto");
-        if (c.checkpoint_every == RunConfig::kCheckpointOff) return std::string("off");
-        return std::to_string(c.checkpoint_every);
-      });
-  o.add("run.checkpoint_keep", c.checkpoint_keep, "resume checkpoints kept (newest first)", 1,
-        1000);
+  describe_checkpoint_options(c, o);
   o.add("trace.every", c.trace_every,
         "store a step's op trace (JSON) in the run log every N steps (0 = never)", 0);
 }
