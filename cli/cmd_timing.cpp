@@ -22,14 +22,15 @@ int cmd_timing(const Args& args) {
       "usage: slowpipe timing [--preset " + netmodel::timing_presets().known("|") +
       "] [--model gpt2-xl]\n"
       "                       [--fw SPEC] [--bw SPEC] [--grad SPEC] [--baseline fp32|fp16|both]\n"
-      "                       [--epochs N] [--bandwidth 10Gbps,1Gbps,...] [--set KEY=VALUE]...\n"
+      "                       [--epochs N] [--steps N] [--bandwidth 10Gbps,1Gbps,...]\n"
+      "                       [--set KEY=VALUE]...\n"
       "                       [--tsv]\n\n"
       "Prints the assumptions, then step time, throughput and speed-up over an uncompressed\n"
       "baseline per step and over a whole run (warm-up epochs included) of a model shape on\n"
       "a sweep of bandwidths, from analytic compute and exact message sizes. Options");
   std::vector<std::string> sets, configs;
   std::string preset, model, fw, bw, grad, bandwidth, schedule, replicas, net, device, baseline,
-      epochs;
+      epochs, steps;
   desc.add_options()("help,h", "this help, with every key")("config,c", po::value(&configs),
                                                             "INI config file (repeatable)")(
       "set,s", po::value(&sets), "KEY=VALUE override (timing.* and net.* keys)")(
@@ -38,6 +39,7 @@ int cmd_timing(const Args& args) {
       "bw", po::value(&bw), "timing.bw")("grad", po::value(&grad), "timing.grad")(
       "baseline", po::value(&baseline), "timing.baseline: fp32, fp16 or both")(
       "epochs", po::value(&epochs), "timing.epochs: epochs of the whole run")(
+      "steps", po::value(&steps), "timing.steps: also print T = steps x step time")(
       "bandwidth", po::value(&bandwidth), "timing.bandwidth: comma list")(
       "schedule", po::value(&schedule), "timing.schedule")("replicas", po::value(&replicas),
                                                            "timing.replicas")(
@@ -66,7 +68,9 @@ int cmd_timing(const Args& args) {
                      {"timing.device", &device},
                      {"timing.baseline", &baseline},
                      {"timing.epochs", &epochs},
+                     {"timing.steps", &steps},
                      {"net.preset", &net}});
+  netmodel::apply_preset_defaults(what_if, net_config);  // keys given above win
   const netmodel::CodecSpecs& specs = what_if.specs;
   // Each spec is parsed once, here; the checks and the sizes below use these.
   namespace cx = compressors;

@@ -85,8 +85,10 @@ int layers_of_stage(const ModelShape& m, int stage) {
 
 double forward_flops(const ModelShape& m, int stage) {
   const double d = static_cast<double>(m.hidden), t = static_cast<double>(m.seq);
-  const double per_token_layer =
-      2.0 * (4.0 * d * d + 2.0 * m.mlp_ratio * d * d) + 2.0 * t * d * (1 + m.score_terms);
+  // The ratio's expression unchanged when no width is given (the same bits).
+  const double mlp =
+      m.mlp_width > 0 ? 2.0 * d * static_cast<double>(m.mlp_width) : 2.0 * m.mlp_ratio * d * d;
+  const double per_token_layer = 2.0 * (4.0 * d * d + mlp) + 2.0 * t * d * (1 + m.score_terms);
   double per_token = per_token_layer * layers_of_stage(m, stage);
   if (m.lm_head && stage == m.stages - 1) per_token += 2.0 * d * static_cast<double>(m.vocab);
   return per_token * t * m.microbatch_size;
@@ -94,7 +96,10 @@ double forward_flops(const ModelShape& m, int stage) {
 
 double stage_parameters(const ModelShape& m, int stage) {
   const double d = static_cast<double>(m.hidden);
-  double p = (4.0 + 2.0 * m.mlp_ratio) * d * d * layers_of_stage(m, stage);
+  const double per_layer = m.mlp_width > 0
+                               ? 4.0 * d * d + 2.0 * d * static_cast<double>(m.mlp_width)
+                               : (4.0 + 2.0 * m.mlp_ratio) * d * d;
+  double p = per_layer * layers_of_stage(m, stage);
   if (stage == 0) p += d * static_cast<double>(m.vocab + m.seq);
   return p;
 }

@@ -2,7 +2,8 @@
 // the pipeline layout of the papers' set-ups, with analytic FLOPs.
 //
 // FLOPs of a transformer layer per token, forward (2 FLOPs per multiply-add):
-// 2 x (4 d^2 [QKV + output projections] + 2 r d^2 [MLP with ratio r]) plus
+// 2 x (4 d^2 [QKV + output projections] + 2 r d^2 [MLP with ratio r; 2 d f
+// for an explicit MLP width f]) plus
 // attention 2 T d (A V) + 2 T d k (scores; k = 1, or 3 for DeBERTa's
 // disentangled attention: content-content, content-position,
 // position-content); the LM head adds 2 d V on the last stage; backward = 2 x
@@ -25,8 +26,9 @@ struct ModelShape {
   int64_t seq = 1024;
   int64_t vocab = 50257;
   int mlp_ratio = 4;
-  int score_terms = 1;  // attention score matmuls per head
-  bool lm_head = true;  // vocabulary projection on the last stage
+  int64_t mlp_width = 0;  // MLP hidden width; 0: mlp_ratio x hidden
+  int score_terms = 1;    // attention score matmuls per head
+  bool lm_head = true;    // vocabulary projection on the last stage
   // Values per token crossing a cut: k for a residual stream confined to a
   // fixed k-dim subspace (Protocol Models; docs/models.md, model.subspace);
   // 0 = hidden. FLOPs and parameters stay the unconstrained model's.
@@ -56,6 +58,10 @@ inline int64_t boundary_width(const ModelShape& shape) {
 int layers_of_stage(const ModelShape& shape, int stage);
 // "6,6,6,6,7,7,7,3".
 std::string describe_stage_layers(const ModelShape& shape);
+// The MLP's hidden width: mlp_width, or mlp_ratio x hidden when 0.
+inline int64_t mlp_width(const ModelShape& shape) {
+  return shape.mlp_width > 0 ? shape.mlp_width : shape.mlp_ratio * shape.hidden;
+}
 // Forward FLOPs of one micro-batch on stage s.
 double forward_flops(const ModelShape& shape, int stage);
 // Parameters of stage s (12 d^2 per layer for r = 4, plus embeddings on the

@@ -166,9 +166,26 @@ void describe_cluster_options(NetConfig& c, slowpipe::OptionSet& o) {
         c.links = v;
       },
       [&c] { return c.links; });
+  o.add_custom(
+      "net.link_model", "choice",
+      "full-duplex (default: a resource per link direction, fair sharing, latency pipelined) | "
+      "shared-inbound (the Protocol NanoGPT meter: one inbound wire per host for both "
+      "directions, bits/bandwidth + latency per message, serialized; docs/netmodel.md)",
+      [&c](const std::string& v) {
+        if (v != kFullDuplex && v != kSharedInbound) {
+          throw UsageError("bad value for 'net.link_model': '" + v + "' (" + kFullDuplex + " or " +
+                           kSharedInbound + ")");
+        }
+        c.link_model = v;
+      },
+      [&c] { return c.link_model.empty() ? std::string(kFullDuplex) : c.link_model; });
 }
 
 }  // namespace
+
+bool shared_inbound(const NetConfig& c) {
+  return c.link_model == kSharedInbound;
+}
 
 void describe_options(NetConfig& c, slowpipe::OptionSet& o) {
   describe_link_options(c, o);
@@ -196,6 +213,7 @@ std::string describe(const NetConfig& c) {
      << ", " << format_duration(effective_latency_s(c)) << ", efficiency " << c.efficiency;
   if (c.jitter_s > 0) os << ", jitter " << format_duration(c.jitter_s);
   if (!c.links.empty()) os << ", links " << c.links;
+  if (shared_inbound(c)) os << ", link model " << kSharedInbound << " (efficiency not applied)";
   return os.str();
 }
 

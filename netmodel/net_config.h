@@ -58,7 +58,16 @@ struct NetConfig {
   int stages_per_host = 1;
   double nic_bandwidth_bps = 0;  // 0: unlimited NICs
   std::string links;             // per-link overrides, see parse_link_overrides
+  // How messages use the network (docs/netmodel.md, "Two network views"):
+  // "" = the preset's (slowpipe timing), else kFullDuplex; kSharedInbound:
+  // the Protocol NanoGPT meter (replay_inbound.h).
+  std::string link_model;
 };
+
+constexpr const char* kFullDuplex = "full-duplex";
+constexpr const char* kSharedInbound = "shared-inbound";
+// The link model in force: kFullDuplex when `link_model` is empty.
+bool shared_inbound(const NetConfig& config);
 
 // Binds the `net.*` keys.
 void describe_options(NetConfig& config, slowpipe::OptionSet& options);

@@ -44,6 +44,11 @@ void summarise(const StepLoop& loop, Timeline& out) {
                            network.carried_bits(r) / 8.0 / copies});
     }
   }
+  if (const InboundWires* wires = loop.wires()) {  // shared-inbound: one wire per host
+    for (int h = 0; h < wires->hosts(); ++h) {
+      out.links.push_back({"wire->" + std::to_string(h), wires->busy_s(h), wires->bytes(h)});
+    }
+  }
   out.events = loop.events();
 }
 

@@ -2,6 +2,7 @@
 #include "netmodel/internal/replay_loop.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "common/errors.h"
@@ -22,6 +23,17 @@ void StepLoop::prepare(const StepTrace& trace, Timeline& out, const ComputeModel
   in_flight_.assign(devices, 0);
   ops_.build(trace, stages_, followed_replicas());
   collective_.reset(replicas_, fold_);
+  if (inbound_) {
+    for (const TraceOp& op : trace.ops) {
+      if (op.kind == OpKind::kAllReduce) {
+        throw UsageError(
+            "net.link_model = shared-inbound models pipeline messages only: the step has "
+            "all-reduce ops (use one replica, or net.link_model = full-duplex)");
+      }
+    }
+    wire_state_.assign(trace.ops.size(), 0);
+    wires_.reset(transport_.topology().hosts());
+  }
 }
 
 void StepLoop::try_start(int d) {
@@ -29,7 +41,10 @@ void StepLoop::try_start(int d) {
   if (busy_[d] || cursor_[d] >= stream.size()) return;
   const int32_t i = stream[cursor_[d]];
   int32_t decode_op;
-  if (!ops_.ready(i, done_, decode_op)) return;
+  if (!ops_.ready(i, done_, decode_op)) {
+    if (inbound_ && decode_op != kNoOp && wire_state_[decode_op] == 1) bill_inbound(decode_op);
+    return;
+  }
   const TraceOp& op = ops_.op(i);
   OpTiming& t = out_->timing[i];
   const double now = engine_.now();
@@ -109,8 +124,45 @@ void StepLoop::on_send(int d, int32_t i) {
   const auto kind = op.kind == OpKind::kSendActivation ? ConnectionKind::kActivations
                                                        : ConnectionKind::kGradients;
   const Topology& topo = transport_.topology();
+  if (inbound_) {  // posted: billed when the receiver waits on it (bill_inbound)
+    wire_state_[i] = 1;
+    try_start(ops_.device(r, op.peer));
+    return;
+  }
   transport_.send(m, d, ops_.device(r, op.peer), kind, topo.host(r, op.device),
                   topo.host(r, op.peer), static_cast<double>(op.bytes));
+}
+
+// The receiver waits on posted message `msg`: it goes on the receiver's
+// inbound wire now, in the receiver's order (replay_inbound.h). Its rate is
+// the nominal bandwidth of its route's slowest resource (no efficiency).
+void StepLoop::bill_inbound(int32_t msg) {
+  const TraceOp& op = ops_.op(msg);
+  Topology& topo = transport_.topology();
+  const int to = topo.host(op.replica, op.peer);
+  const Route& route = topo.route(topo.host(op.replica, op.device), to);
+  OpTiming& t = out_->timing[msg];
+  wire_state_[msg] = 2;
+  if (route.local) {
+    engine_.schedule(engine_.now(), kWireArrival, static_cast<uint32_t>(msg));
+    return;
+  }
+  double capacity_bps = std::numeric_limits<double>::infinity();
+  for (uint32_t k = 0; k < route.length; ++k) {
+    capacity_bps = std::min(capacity_bps, transport_.network().capacity_bps(route.path[k]));
+  }
+  const double bits = 8.0 * static_cast<double>(op.bytes) + transport_.overhead_bits();
+  const WireBill b = wires_.bill(to, t.start_s, bits, capacity_bps / efficiency_,
+                                 transport_.message_latency_s(route));
+  t.start_s = b.start_s;  // the ready time until now: the first bit from here
+  engine_.schedule(b.arrival_s, kWireArrival, static_cast<uint32_t>(msg));
+}
+
+void StepLoop::on_wire_arrival(int32_t msg) {
+  done_[msg] = 1;
+  out_->timing[msg].end_s = engine_.now();
+  const TraceOp& op = ops_.op(msg);
+  try_start(ops_.device(op.replica, op.peer));
 }
 
 void StepLoop::on_arrival(uint32_t msg_id) {
@@ -138,6 +190,9 @@ void StepLoop::run() {
         break;
       case kArrival:
         on_arrival(ev.target);
+        break;
+      case kWireArrival:
+        on_wire_arrival(static_cast<int32_t>(ev.target));
         break;
       default:
         break;

@@ -10,8 +10,9 @@
 
 #include "common/errors.h"
 #include "common/units.h"
-#include "netmodel/replay.h"
 #include "netmodel/internal/replica_symmetry.h"
+#include "netmodel/internal/what_if_parts.h"
+#include "netmodel/replay.h"
 #include "netmodel/schedule.h"
 
 namespace slowpipe::netmodel {
@@ -48,6 +49,7 @@ const Registry<TimingPreset>& timing_presets() {
     deb.warmup_epochs = 1;
     deb.codecs_used = "the reference ran fw aq(q3), bw q6";
     v.add(deb);
+    add_protocol_nanogpt_presets(v);  // protocol_nanogpt.cpp
     return v;
   }();
   return presets;
@@ -148,8 +150,21 @@ void describe_step_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
         c.model = v;
       },
       [&c] { return model_of(c); });
-  o.add("timing.fw", c.specs.forward, "channel spec of forward activations (none = fp32)");
-  o.add("timing.bw", c.specs.backward, "channel spec of backward activation gradients");
+  o.add_custom(
+      "timing.fw", "string",
+      "channel spec of forward activations (none = fp32; default the preset's)",
+      [&c](const std::string& v) {
+        c.specs.forward = v;
+        c.fw_given = true;
+      },
+      [&c] { return c.specs.forward; });
+  o.add_custom(
+      "timing.bw", "string", "channel spec of backward activation gradients (default the preset's)",
+      [&c](const std::string& v) {
+        c.specs.backward = v;
+        c.bw_given = true;
+      },
+      [&c] { return c.specs.backward; });
   o.add("timing.grad", c.specs.gradient,
         "channel spec of the data-parallel parameter-gradient all-reduce");
   o.add_custom(
@@ -188,6 +203,11 @@ void describe_step_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
         "values per token each way (model.subspace, docs/models.md); the baselines stay "
         "unconstrained; 0 = the shape's width",
         0, 1 << 20);
+  o.add("timing.token_id_bytes", c.token_id_bytes,
+        "bytes per token a subspace message carries beside its k values (token ids a stage "
+        "rebuilds its input from); needs timing.subspace > 0",
+        0, 1 << 20);
+  describe_shape_options(c, o);  // what_if_shape.cpp
 }
 
 // The keys of the comparison and the whole run: baseline, epochs, warm-ups, bandwidths.
@@ -210,9 +230,15 @@ void describe_run_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
         1000000);
   o.add("timing.steps_per_epoch", c.steps_per_epoch,
         "steps per epoch of the whole run (scales its time, not its speed-up)", 1, 1 << 30);
+  o.add("timing.steps", c.steps,
+        "steps of a run to price: > 0 also prints T = steps x step time (0: not printed)", 0,
+        int64_t{1} << 40);
   o.add_custom(
       "timing.bandwidth", "list", "bandwidths to sweep (10Gbps,1Gbps,500Mbps,300Mbps,100Mbps)",
-      [&c](const std::string& v) { c.bandwidths_bps = parse_bandwidth_list(v); },
+      [&c](const std::string& v) {
+        c.bandwidths_bps = parse_bandwidth_list(v);
+        c.bandwidth_given = true;
+      },
       [&c] {
         std::string s;
         for (double b : c.bandwidths_bps) s += (s.empty() ? "" : ",") + format_bandwidth(b);
@@ -243,6 +269,7 @@ ModelShape resolve_shape(const WhatIfConfig& c) {
   ModelShape shape = !c.model.empty()    ? find_model_shape("timing.model", c.model)
                      : preset != nullptr ? preset->shape
                                          : find_model_shape("timing.model", "gpt2-xl");
+  apply_shape_keys(c, shape);
   if (c.stages > 0 && c.stages != shape.stages) {
     shape.stages = c.stages;
     shape.stage_layers.clear();  // a preset's split no longer fits: even split
@@ -254,6 +281,10 @@ ModelShape resolve_shape(const WhatIfConfig& c) {
                      " exceeds the model's width d = " + std::to_string(shape.hidden));
   }
   shape.subspace = c.subspace;
+  if (c.token_id_bytes > 0 && c.subspace == 0) {
+    throw UsageError("timing.token_id_bytes = " + std::to_string(c.token_id_bytes) +
+                     " needs timing.subspace > 0 (token ids travel beside subspace values)");
+  }
   try {
     check_model_shape(shape);
   } catch (const UsageError& e) {
@@ -397,8 +428,9 @@ StepPlan plan_steps(const WhatIfConfig& c, const ResolvedWhatIf& r, const NetCon
     const ModelShape& shape = baseline ? unconstrained : r.shape;
     std::string k = key_of(s) + (shape.subspace > 0 ? "|k" + std::to_string(shape.subspace) : "");
     if (plan.traces.count(k) == 0) {
-      StepTrace t = make_synthetic_trace(shape, r.schedule, c.replicas, s, wire_bytes, device,
-                                         c.virtual_stages, compact);
+      StepTrace t = make_synthetic_trace(shape, r.schedule, c.replicas, s,
+                                         with_token_ids(shape, c.token_id_bytes, wire_bytes),
+                                         device, c.virtual_stages, compact);
       t.sharded_exchange = c.grad_sync == GradSync::kMomentum;
       plan.traces.emplace(k, std::move(t));
     }
@@ -455,7 +487,8 @@ WhatIfResult run_what_if(const WhatIfConfig& c, const NetConfig& net,
   WhatIfResult result;
   result.setup = resolve_what_if(c);
   const ResolvedWhatIf& r = result.setup;
-  result.messages = message_sizes(r.shape, c.specs, wire_bytes);
+  result.messages =
+      message_sizes(r.shape, c.specs, with_token_ids(r.shape, c.token_id_bytes, wire_bytes));
   const NetConfig timed = with_timing_device(net, r.device);
   const StepPlan plan = plan_steps(c, r, timed, wire_bytes);
   for (double bps : c.bandwidths_bps) result.rows.push_back(row_at(bps, plan, c, r, timed));
@@ -512,8 +545,10 @@ void print_assumptions(const WhatIfConfig& c, const NetConfig& net, const WhatIf
        << "; docs/netmodel.md)\n";
   }
   os << "model " << m.name << ": " << m.layers << " layers (per stage " << describe_stage_layers(m)
-     << "), d " << m.hidden << ", seq " << m.seq << ", vocabulary " << m.vocab << ", MLP ratio "
-     << m.mlp_ratio << ", " << m.score_terms << " attention score matmul(s)"
+     << "), d " << m.hidden << ", seq " << m.seq << ", vocabulary " << m.vocab
+     << (m.mlp_width > 0 ? ", MLP width " + std::to_string(m.mlp_width)
+                         : ", MLP ratio " + std::to_string(m.mlp_ratio))
+     << ", " << m.score_terms << " attention score matmul(s)"
      << (m.lm_head ? ", LM head on the last stage" : ", no LM head") << "\n";
   const int micro = m.batch / m.microbatch_size;
   os << "pipeline " << m.stages << " stages";
@@ -524,9 +559,12 @@ void print_assumptions(const WhatIfConfig& c, const NetConfig& net, const WhatIf
   os << " x " << c.replicas << " replica(s), schedule " << r.schedule << ", batch " << m.batch
      << " per replica = " << micro << " micro-batches of " << m.microbatch_size << "\n";
   print_device(net, r, os);
-  const std::string shape = "[" + std::to_string(m.microbatch_size) + "," + std::to_string(m.seq) +
-                            "," + std::to_string(boundary_width(m)) + "]" +
-                            (m.subspace > 0 ? " (subspace coefficients)" : "");
+  const std::string shape =
+      "[" + std::to_string(m.microbatch_size) + "," + std::to_string(m.seq) + "," +
+      std::to_string(boundary_width(m)) + "]" + (m.subspace > 0 ? " (subspace coefficients)" : "") +
+      (m.subspace > 0 && c.token_id_bytes > 0
+           ? " + " + std::to_string(c.token_id_bytes) + " B/token of token ids"
+           : "");
   const std::string plain = " (fp32 " + format_bytes(static_cast<double>(msg.fp32_activation)) +
                             ", fp16 " + format_bytes(static_cast<double>(msg.fp16_activation)) +
                             ")";
@@ -598,14 +636,16 @@ void print_what_if(const WhatIfConfig& c, const NetConfig& net, const WhatIfResu
     }
     os << table_row(cells, widths);
   }
+  print_run_price(c, res, os);
 }
 
-void write_what_if_tsv(const WhatIfResult& res, std::ostream& os) {
+void write_what_if_tsv(const WhatIfResult& res, std::ostream& os, int64_t steps) {
   os << "bandwidth\tbandwidth_bps\tstep_s\tsamples_per_s\tbubble_fraction";
   for (const auto& b : res.setup.baselines) {
     os << "\t" << b << "_step_s\t" << b << "_speedup\t" << b << "_run_s\t" << b
        << "_compressed_run_s\t" << b << "_run_speedup";
   }
+  if (steps > 0) os << "\tT_s";
   os << "\n";
   const auto old = os.precision(10);
   for (const auto& row : res.rows) {
@@ -616,6 +656,7 @@ void write_what_if_tsv(const WhatIfResult& res, std::ostream& os) {
       os << "\t" << b.step_s << "\t" << b.speedup << "\t" << b.run_s << "\t" << b.compressed_run_s
          << "\t" << b.run_speedup;
     }
+    if (steps > 0) os << "\t" << static_cast<double>(steps) * row.step_s;
     os << "\n";
   }
   os.precision(old);
@@ -625,7 +666,7 @@ void run_timing(const WhatIfConfig& c, const NetConfig& net, const WireBytesFn& 
                 std::ostream& os, bool tsv) {
   const WhatIfResult result = run_what_if(c, net, wire_bytes);
   if (tsv) {
-    write_what_if_tsv(result, os);
+    write_what_if_tsv(result, os, c.steps);
   } else {
     print_what_if(c, net, result, os);
   }

@@ -38,6 +38,15 @@ struct TimingPreset {
   int epochs = 1;
   int warmup_epochs = 0;    // every boundary channel
   std::string codecs_used;  // what the source ran, for the banner
+  // Defaults of keys outside the shape (apply_preset_defaults); empty / 0 /
+  // negative: none.
+  std::string fw, bw;          // timing.fw, timing.bw
+  double bandwidth_bps = 0;    // timing.bandwidth: this one bandwidth
+  double latency_s = -1;       // net.latency
+  std::string link_model;      // net.link_model
+  int64_t subspace = 0;        // timing.subspace
+  int64_t token_id_bytes = 0;  // timing.token_id_bytes
+  double record_step_s = 0;    // the source's published step time, printed beside ours
 };
 const Registry<TimingPreset>& timing_presets();
 // Throws UsageError naming `key` and listing the presets (and "none").
@@ -64,10 +73,17 @@ struct WhatIfConfig {
   int batch = 0;                              // 0: the shape's (samples per replica and step)
   int microbatch_size = 0;                    // 0: the shape's
   int64_t subspace = 0;                       // values per token at a cut; 0: hidden
-  std::string baseline = "fp32";              // fp32 | fp16 | both
-  int epochs = 0;                             // 0: preset's, else 10
-  int warmup_epochs = -1;                     // every channel; < 0: preset's, else 0
-  int aq_warmup_epochs = 1;                   // aq(...) channels (AQ-SGD's default)
+  int64_t token_id_bytes = 0;                 // bytes per token beside the subspace values
+  // Shape overrides (0: the shape's): layers, width, vocabulary, sequence, MLP width.
+  int layers = 0;
+  int64_t d_model = 0, vocab = 0, seq = 0, mlp_width = 0;
+  int64_t steps = 0;  // > 0: also print T = steps x step time (timing.steps, --steps)
+  // Set by the keys, so that a preset's defaults never override them.
+  bool fw_given = false, bw_given = false, bandwidth_given = false;
+  std::string baseline = "fp32";  // fp32 | fp16 | both
+  int epochs = 0;                 // 0: preset's, else 10
+  int warmup_epochs = -1;         // every channel; < 0: preset's, else 0
+  int aq_warmup_epochs = 1;       // aq(...) channels (AQ-SGD's default)
   int steps_per_epoch = 100;
   std::vector<double> bandwidths_bps = {10e9, 1e9, 500e6, 300e6, 100e6};
 };
@@ -79,6 +95,11 @@ struct WhatIfConfig {
 // `timing.warmup_epochs`, `timing.aq_warmup_epochs`, `timing.steps_per_epoch`, `timing.bandwidth`
 // (a comma list).
 void describe_options(WhatIfConfig& config, slowpipe::OptionSet& options);
+
+// The preset's defaults for keys the user did not give (TimingPreset: fw, bw,
+// the bandwidth, net.latency, net.link_model, subspace, token-id bytes): what
+// `slowpipe timing` applies after reading its keys, before checking the specs.
+void apply_preset_defaults(WhatIfConfig& config, NetConfig& net);
 
 // The configuration with the preset and defaults applied and checked.
 struct ResolvedWhatIf {
@@ -137,7 +158,8 @@ void print_what_if(const WhatIfConfig& config, const NetConfig& net, const WhatI
 // bandwidth (as "100Mbps"), bandwidth_bps, step_s, samples_per_s,
 // bubble_fraction, then per baseline B (fp32, fp16): B_step_s, B_speedup,
 // B_run_s, B_compressed_run_s, B_run_speedup (seconds; speed-ups as ratios).
-void write_what_if_tsv(const WhatIfResult& result, std::ostream& os);
+// With steps > 0 a last column T_s = steps x step_s (timing.steps).
+void write_what_if_tsv(const WhatIfResult& result, std::ostream& os, int64_t steps = 0);
 // Both: what `slowpipe timing` does (`tsv`: write_what_if_tsv instead of the
 // printed assumptions and tables).
 void run_timing(const WhatIfConfig& config, const NetConfig& net, const WireBytesFn& wire_bytes,

@@ -14,10 +14,11 @@
 #include <vector>
 
 #include "netmodel/event_engine.h"
-#include "netmodel/replay.h"
 #include "netmodel/internal/replay_collective.h"
+#include "netmodel/internal/replay_inbound.h"
 #include "netmodel/internal/replay_ops.h"
 #include "netmodel/internal/replay_transport.h"
+#include "netmodel/replay.h"
 
 namespace slowpipe::netmodel {
 
@@ -30,6 +31,8 @@ class StepLoop {
         replicas_(replicas),
         folding_(replicas > 1 ? folding : Folding::kNone),
         fold_(folding_ != Folding::kNone),
+        inbound_(shared_inbound(config)),
+        efficiency_(config.efficiency),
         transport_(config, stages, replicas, folding_),
         collective_(ops_, transport_) {}
 
@@ -48,6 +51,8 @@ class StepLoop {
   void run();
   const FlowNetwork& network() const { return transport_.network(); }
   const Topology& topology() const { return transport_.topology(); }
+  // The shared-inbound model's wires (net.link_model; nullptr under full-duplex).
+  const InboundWires* wires() const { return inbound_ ? &wires_ : nullptr; }
   uint64_t events() const { return engine_.processed(); }
 
  private:
@@ -57,22 +62,30 @@ class StepLoop {
   void on_compute_done(int d, int32_t i);
   void on_send(int d, int32_t i);
   void on_arrival(uint32_t msg_id);
+  // shared-inbound: bills message op `msg` to its receiver's wire once the
+  // receiver waits on it and it is posted.
+  void bill_inbound(int32_t msg);
+  void on_wire_arrival(int32_t msg);
   void check_drained() const;
 
   int stages_, replicas_;
   Folding folding_;
   bool fold_;
+  bool inbound_;       // net.link_model = shared-inbound
+  double efficiency_;  // divides a resource's capacity back to the nominal rate
   EventEngine engine_;
   StepOps ops_;
   Transport transport_;
   Collective collective_;
+  InboundWires wires_;
   // per step
   Timeline* out_ = nullptr;
   const ComputeModel* compute_ = nullptr;
-  std::vector<size_t> cursor_;      // [device]: its next op in its stream
-  std::vector<uint8_t> busy_;       // [device]
-  std::vector<uint8_t> done_;       // per op: compute finished / delivered / reduced
-  std::vector<int32_t> in_flight_;  // [device]: forwards awaiting their backward
+  std::vector<size_t> cursor_;       // [device]: its next op in its stream
+  std::vector<uint8_t> busy_;        // [device]
+  std::vector<uint8_t> done_;        // per op: compute finished / delivered / reduced
+  std::vector<int32_t> in_flight_;   // [device]: forwards awaiting their backward
+  std::vector<uint8_t> wire_state_;  // shared-inbound, per send op: 1 posted, 2 billed
 };
 
 }  // namespace slowpipe::netmodel

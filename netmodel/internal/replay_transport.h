@@ -22,7 +22,7 @@
 namespace slowpipe::netmodel {
 
 // The replay's event kinds.
-enum ReplayEvent : uint32_t { kComputeDone, kNetWake, kArrival };
+enum ReplayEvent : uint32_t { kComputeDone, kNetWake, kArrival, kWireArrival };
 
 enum class ConnectionKind : uint64_t { kActivations, kGradients, kRing, kExchange };
 
@@ -54,6 +54,14 @@ class Transport {
   // A kNetWake event stamped `version`: schedules the arrivals of the flows
   // that finished and starts the messages queued behind them.
   void on_wake(uint64_t version);
+
+  // The latency one message pays over `route`: the route's, the per-message
+  // overhead and a jitter draw (the shared-inbound model's, replay_inbound.h).
+  double message_latency_s(const Route& route) {
+    return route.latency_s + config_->overhead_s + jitter_s();
+  }
+  double overhead_bits() const { return 8.0 * config_->overhead_bytes; }
+  Topology& topology() { return topology_; }
 
   const Message& message(uint32_t id) const { return messages_[id]; }
   const FlowNetwork& network() const { return network_; }
