@@ -10,9 +10,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "compressors/internal/quant_simd.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define SLOWPIPE_HAVE_AVX512_SWEEP 1
+#define SLOWPIPE_HAVE_SIMD_SWEEP 1
+#define SLOWPIPE_AVX2 __attribute__((target("avx2,popcnt")))
 #endif
 
 namespace slowpipe::compressors {
@@ -60,7 +63,7 @@ int64_t emit_scalar(const float* x, int64_t begin, int64_t m, uint32_t t, int64_
   return w;
 }
 
-#ifdef SLOWPIPE_HAVE_AVX512_SWEEP
+#ifdef SLOWPIPE_HAVE_SIMD_SWEEP
 // The same two sweeps with AVX-512 compress-stores, 16 elements at a time.
 __attribute__((target("avx512f,popcnt"))) int64_t count_and_collect_avx512(
     const float* x, int64_t m, uint32_t lo, uint32_t hi, uint32_t* cmag, int64_t& nc) {
@@ -105,12 +108,74 @@ __attribute__((target("avx512f,popcnt"))) int64_t emit_avx512(const float* x, in
   }
   return w + emit_scalar(x, i, m, t, ties, out + w);
 }
-bool has_avx512() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") != 0;
-  }();
-  return has;
+
+// The same two sweeps in AVX2, 8 elements at a time. AVX2 has no compress: a
+// table gives, for each 8-bit mask, the lanes to keep as byte indices, which
+// vpermd moves to the front. AVX2 compares signed integers: magnitudes are
+// below 2^31, so `hi` is clamped to 0x7FFFFFFF (no magnitude is above either)
+// and u >= lo is u > lo - 1 (lo = 0: -1, true for every u).
+struct PackTable {
+  uint64_t lanes[256];
+};
+constexpr PackTable make_pack_table() {
+  PackTable t{};
+  for (int mask = 0; mask < 256; ++mask) {
+    uint64_t v = 0;
+    int w = 0;
+    for (int lane = 0; lane < 8; ++lane)
+      if ((mask >> lane) & 1) v |= static_cast<uint64_t>(lane) << (8 * w++);
+    t.lanes[mask] = v;
+  }
+  return t;
+}
+constexpr PackTable kPackTable = make_pack_table();
+
+SLOWPIPE_AVX2 inline __m256i pack_lanes(__m256i v, int mask) {
+  const __m256i perm = _mm256_cvtepu8_epi32(
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(kPackTable.lanes + mask)));
+  return _mm256_permutevar8x32_epi32(v, perm);
+}
+SLOWPIPE_AVX2 inline int lane_mask(__m256i cmp) {
+  return _mm256_movemask_ps(_mm256_castsi256_ps(cmp));
+}
+SLOWPIPE_AVX2 int64_t count_and_collect_avx2(const float* x, int64_t m, uint32_t lo, uint32_t hi,
+                                             uint32_t* cmag, int64_t& nc) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+  const __m256i vhi = _mm256_set1_epi32(static_cast<int>(std::min(hi, 0x7FFFFFFFU)));
+  const __m256i vlo1 = _mm256_set1_epi32(static_cast<int>(lo) - 1);
+  int64_t above = 0, i = 0;
+  for (; i + 8 <= m; i += 8) {
+    const __m256i u =
+        _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), abs_mask);
+    const __m256i gt = _mm256_cmpgt_epi32(u, vhi);
+    above += __builtin_popcount(lane_mask(gt));
+    const int c = lane_mask(_mm256_andnot_si256(gt, _mm256_cmpgt_epi32(u, vlo1)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(cmag + nc), pack_lanes(u, c));
+    nc += __builtin_popcount(c);
+  }
+  return above + count_and_collect_scalar(x, i, m, lo, hi, cmag, nc);
+}
+SLOWPIPE_AVX2 int64_t emit_avx2(const float* x, int64_t m, uint32_t t, int64_t& ties, int64_t k,
+                                int32_t* out) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+  const __m256i vt = _mm256_set1_epi32(static_cast<int>(std::min(t, 0x7FFFFFFFU)));
+  const __m256i step = _mm256_set1_epi32(8);
+  __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  int64_t w = 0, i = 0;
+  for (; i + 8 <= m; i += 8) {
+    const __m256i u =
+        _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), abs_mask);
+    const int gt = lane_mask(_mm256_cmpgt_epi32(u, vt));
+    const int eq = lane_mask(_mm256_cmpeq_epi32(u, vt));
+    if ((eq && ties > 0) || w + 8 > k) {  // rare: ties to settle in order, or the last stores
+      w += emit_scalar(x, i, i + 8, t, ties, out + w);
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + w), pack_lanes(idx, gt));
+      w += __builtin_popcount(gt);
+    }
+    idx = _mm256_add_epi32(idx, step);
+  }
+  return w + emit_scalar(x, i, m, t, ties, out + w);
 }
 #endif
 
@@ -212,6 +277,11 @@ Bracket bracket_kth(const float* x, int64_t m, int64_t k, std::vector<uint32_t>&
 
 }  // namespace
 
+TopkSelector::Sweeps TopkSelector::sweeps() const {
+  const auto cpu = static_cast<Sweeps>(static_cast<int>(simd::level()));
+  return static_cast<int>(widest_) < static_cast<int>(cpu) ? widest_ : cpu;
+}
+
 int64_t kept_count(double fraction, int64_t m) {
   if (m <= 0) return 0;
   auto k = static_cast<int64_t>(std::ceil(fraction * static_cast<double>(m) - 1e-9));
@@ -256,9 +326,12 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
   cand_mags_.resize(m + 16);  // + 16: the SIMD sweep stores whole vectors
   uint32_t* cmag = cand_mags_.data();
   int64_t nc = 0, ns = 0;
-#ifdef SLOWPIPE_HAVE_AVX512_SWEEP
-  if (simd_ && has_avx512())
+  const Sweeps isa = sweeps();
+#ifdef SLOWPIPE_HAVE_SIMD_SWEEP
+  if (isa == Sweeps::kAvx512)
     ns = count_and_collect_avx512(x, m, lo, hi, cmag, nc);
+  else if (isa == Sweeps::kAvx2)
+    ns = count_and_collect_avx2(x, m, lo, hi, cmag, nc);
   else
 #endif
     ns = count_and_collect_scalar(x, 0, m, lo, hi, cmag, nc);
@@ -279,9 +352,11 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
   }
   // 4. Sweep 2: emit in index order.
   int64_t written;
-#ifdef SLOWPIPE_HAVE_AVX512_SWEEP
-  if (simd_ && has_avx512())
+#ifdef SLOWPIPE_HAVE_SIMD_SWEEP
+  if (isa == Sweeps::kAvx512)
     written = emit_avx512(x, m, t, ties, k, out);
+  else if (isa == Sweeps::kAvx2)
+    written = emit_avx2(x, m, t, ties, k, out);
   else
 #endif
     written = emit_scalar(x, 0, m, t, ties, out);

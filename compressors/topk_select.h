@@ -8,10 +8,10 @@
 // side); sweeps the row counting magnitudes above the upper one and collecting
 // those between (the candidates); finds the exact k-th magnitude among the
 // candidates (a 2048-bin histogram, then nth_element in one bin); and sweeps
-// again to emit the indices in order. Sweeps use AVX-512 compresses where the
-// CPU has them. If the bracket missed (rare, checked exactly), it falls back to
-// nth_element over the whole row. Either way the result is exact. The kept
-// indices are coded on the wire by index_coding.h.
+// again to emit the indices in order. Sweeps use AVX-512 compresses, or AVX2
+// with a table of lane permutations, where the CPU has them. If the bracket missed (rare, checked
+// exactly), it falls back to nth_element over the whole row. Either way the result is exact. The
+// kept indices are coded on the wire by index_coding.h.
 #pragma once
 
 #include <cstdint>
@@ -26,13 +26,18 @@ class TopkSelector {
   // The same result by nth_element over the whole row (the fallback; tests).
   void select_exact(const float* x, int64_t m, int64_t k, int32_t* out);
   int64_t fallbacks() const { return fallbacks_; }
-  // Tests: false forces the portable scalar sweeps even where AVX-512 exists.
-  void set_simd(bool enabled) { simd_ = enabled; }
+  // Tests and benchmarks: the widest sweeps to use; the CPU and SLOWPIPE_SIMD
+  // (internal/quant_simd.h) may cap them further. Every choice gives the same
+  // indices.
+  enum class Sweeps { kPortable = 0, kAvx2 = 1, kAvx512 = 2 };
+  void set_sweeps(Sweeps widest) { widest_ = widest; }
+  void set_simd(bool enabled) { widest_ = enabled ? Sweeps::kAvx512 : Sweeps::kPortable; }
+  Sweeps sweeps() const;  // the sweeps select() runs
 
  private:
   std::vector<uint32_t> mags_, cand_mags_, sample_, counts_;
   int64_t fallbacks_ = 0;
-  bool simd_ = true;
+  Sweeps widest_ = Sweeps::kAvx512;
 };
 
 // k distinct indices drawn uniformly from [0, m), ascending (selection sampling).

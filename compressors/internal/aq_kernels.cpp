@@ -86,7 +86,8 @@ bool cpu_has_avx2_f16c() {
     __builtin_cpu_init();
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
-    return f16c && __builtin_cpu_supports("avx2") != 0;
+    return f16c && __builtin_cpu_supports("avx2") != 0 &&
+           simd::level() != simd::Level::kPortable;  // SLOWPIPE_SIMD may cap
   }();
   return has;
 }

@@ -3,7 +3,8 @@
 // a portable loop, the reference (the loops AqChannel ran before they moved
 // here), and two SIMD paths built on the hardware fp16 conversions (vcvtps2ph /
 // vcvtph2ps): AVX-512F (16 lanes) and AVX2 + F16C (8 lanes). Isa::kAuto, the
-// default, picks the widest the CPU has at run time.
+// default, picks the widest the CPU has at run time (capped by SLOWPIPE_SIMD,
+// internal/quant_simd.h).
 //
 // Numeric contract: every path gives the same bits. fp16 stores round to
 // nearest even (float_to_half, quantizer.h); a value "does not fit" when its

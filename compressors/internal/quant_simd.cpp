@@ -3,7 +3,10 @@
 // runs on CPUs without AVX-512 (available() is then false).
 #include "compressors/internal/quant_simd.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -16,14 +19,37 @@
 
 namespace slowpipe::compressors::simd {
 
+namespace {
+// SLOWPIPE_SIMD as a cap; kAvx512 when unset.
+Level env_cap() {
+  const char* v = std::getenv("SLOWPIPE_SIMD");
+  if (v == nullptr || *v == '\0') return Level::kAvx512;
+  const std::string s(v);
+  if (s == "avx512") return Level::kAvx512;
+  if (s == "avx2") return Level::kAvx2;
+  if (s == "portable") return Level::kPortable;
+  std::fprintf(stderr, "warning: SLOWPIPE_SIMD='%s' ignored (expected avx512, avx2 or portable)\n",
+               v);
+  return Level::kAvx512;
+}
+}  // namespace
+
 #ifdef SLOWPIPE_QUANT_AVX512
 
-bool available() {
-  static const bool has = [] {
+Level level() {
+  static const Level cached = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") != 0;
+    Level cpu = Level::kPortable;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt")) cpu = Level::kAvx2;
+    if (cpu == Level::kAvx2 && __builtin_cpu_supports("avx512f")) cpu = Level::kAvx512;
+    const Level cap = env_cap();
+    return static_cast<int>(cap) < static_cast<int>(cpu) ? cap : cpu;
   }();
-  return has;
+  return cached;
+}
+
+bool available() {
+  return level() == Level::kAvx512;
 }
 
 SLOWPIPE_AVX512 int64_t quant_vary(const float* x, int64_t n, const float* lo, const float* inv,
@@ -67,8 +93,8 @@ SLOWPIPE_AVX512 void column_maxabs(const float* x, int64_t rows, int64_t cols, u
   }
   for (; r < rows; ++r)
     for (int64_t c = 0; c < vec_cols; c += 16)
-      _mm512_storeu_si512(
-          m + c, _mm512_max_epu32(magnitude(x + r * cols + c), _mm512_loadu_si512(m + c)));
+      _mm512_storeu_si512(m + c,
+                          _mm512_max_epu32(magnitude(x + r * cols + c), _mm512_loadu_si512(m + c)));
   for (r = 0; r < rows; ++r)
     for (int64_t c = vec_cols; c < cols; ++c) {
       uint32_t a;
@@ -80,6 +106,10 @@ SLOWPIPE_AVX512 void column_maxabs(const float* x, int64_t rows, int64_t cols, u
 
 #else  // no AVX-512 paths in this build: available() is false, the rest is never called
 
+Level level() {
+  static const Level cached = (static_cast<void>(env_cap()), Level::kPortable);
+  return cached;
+}
 bool available() {
   return false;
 }

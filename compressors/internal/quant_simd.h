@@ -9,7 +9,17 @@
 
 namespace slowpipe::compressors::simd {
 
-// True when this build has the AVX-512 paths and the CPU runs AVX-512F.
+// The widest instruction set the run-time-dispatched kernels of this library
+// may use (these kernels, aq_kernels.h, the TopK sweeps, QSGD's loop): the
+// CPU's, capped by the environment variable SLOWPIPE_SIMD = avx2 | portable
+// (read once; any other value is ignored with a warning on stderr), so that
+// a developer on an AVX-512 host can measure what an AVX2-only host runs.
+// Left out: the target_clones of quant_kernels.cpp and index_coding.cpp,
+// which the loader picks from the CPU alone.
+enum class Level { kPortable = 0, kAvx2 = 1, kAvx512 = 2 };
+Level level();
+
+// True when this build has the AVX-512 paths and level() allows AVX-512F.
 bool available();
 
 // codes[i] = clamp(floor((x[i] - lo[i]) * inv[i] + 0.5), 0, max_code), NaN -> 0,

@@ -63,6 +63,56 @@ TEST_CASE("TopK: keeps exactly the k largest magnitudes per row (fast path and e
   }
 }
 
+TEST_CASE("TopK: the AVX2 and AVX-512 sweeps keep the portable sweeps' indices, bit for bit") {
+  // Rows over 4096 elements take the sweeps; lengths off the 8- and 16-lane
+  // grid leave tails; special magnitudes (NaN, inf, -0, subnormals, many ties
+  // at the threshold) take the in-order tie path inside vectors.
+  using Sweeps = sc::TopkSelector::Sweeps;
+  sc::TopkSelector portable;
+  portable.set_sweeps(Sweeps::kPortable);
+  REQUIRE(portable.sweeps() == Sweeps::kPortable);
+  int simd_runs = 0;
+  for (Sweeps isa : {Sweeps::kAvx2, Sweeps::kAvx512}) {
+    sc::TopkSelector fast;
+    fast.set_sweeps(isa);
+    if (fast.sweeps() != isa) continue;  // this CPU or SLOWPIPE_SIMD does not allow it
+    ++simd_runs;
+    std::mt19937 rng(11);
+    for (int64_t m : {4097, 8191, 20011, 65536}) {
+      for (int kind = 0; kind < 6; ++kind) {
+        std::vector<float> x = make_row(m, kind % 4, static_cast<uint32_t>(m + kind));
+        if (kind == 4)  // special values sprinkled in
+          for (int64_t i = 0; i < m; i += 1 + static_cast<int64_t>(rng() % 97)) {
+            const uint32_t pick = rng() % 5;
+            uint32_t bits = pick == 0   ? 0x7FC00000U            // NaN
+                            : pick == 1 ? 0x7F800000U            // inf
+                            : pick == 2 ? 0x80000000U            // -0
+                            : pick == 3 ? (rng() & 0x007FFFFFU)  // subnormal
+                                        : 0xFF800000U;           // -inf
+            std::memcpy(&x[i], &bits, 4);
+          }
+        if (kind == 5)  // a tenth of the row at one magnitude: ties across the threshold
+          for (int64_t i = 0; i < m; ++i)
+            if (rng() % 10 == 0) x[i] = (i & 1) ? 2.0F : -2.0F;
+        for (double frac : {0.0005, 0.05, 0.1, 0.3, 0.9}) {
+          INFO("isa=" << static_cast<int>(isa) << " m=" << m << " kind=" << kind << " K=" << frac);
+          const int64_t k = sc::kept_count(frac, m);
+          std::vector<int32_t> want(k), got(k);
+          portable.select(x.data(), m, k, want.data());
+          fast.select(x.data(), m, k, got.data());
+          REQUIRE(got == want);
+          std::vector<int32_t> exact(k);
+          portable.select_exact(x.data(), m, k, exact.data());
+          REQUIRE(want == exact);
+          // (the naive reference's fabs ordering is not defined for NaN)
+          if (kind != 4) REQUIRE(want == sc::naive::topk_indices(x.data(), m, k));
+        }
+      }
+    }
+  }
+  if (simd_runs == 0) WARN("no SIMD sweeps on this CPU: only the portable sweeps were checked");
+}
+
 TEST_CASE("TopK: the sampled bracket rarely misses, also on rows with per-channel scales") {
   // Rows of 64 Ki = 512 tokens x 128 channels: iid normal, Laplace-like, and
   // channels with log-uniform scales over 3 decades (outlier channels), where
