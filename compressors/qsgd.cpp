@@ -1,13 +1,16 @@
 // QSGD: bucketed stochastic quantization scaled by the L2 norm; see qsgd.h and
-// docs/codec-spec.md ("QSGD").
+// docs/codec-spec.md ("QSGD"). The per-element loops (norms, levels) are
+// internal/qsgd_kernels.h: SIMD paths with the portable loop's bytes.
 #include "compressors/qsgd.h"
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "common/errors.h"
+#include "compressors/internal/qsgd_kernels.h"
 #include "compressors/quant_kernels.h"
 
 namespace slowpipe::compressors {
@@ -29,14 +32,18 @@ int64_t buckets_of(int64_t n, int64_t d) {
 
 }  // namespace
 
-float qsgd_norm(const float* v, int64_t n) {
-  double sq = 0;
-  for (int64_t i = 0; i < n; ++i) sq += static_cast<double>(v[i]) * v[i];
-  const double norm = std::sqrt(sq);
+float norm_of_sum(double sum_of_squares) {
+  const double norm = std::sqrt(sum_of_squares);
   if (norm >= FLT_MAX) return FLT_MAX;
   float f = static_cast<float>(norm);
   if (static_cast<double>(f) < norm) f = std::nextafter(f, FLT_MAX);
   return f;
+}
+
+float qsgd_norm(const float* v, int64_t n) {
+  double sq = 0;
+  for (int64_t i = 0; i < n; ++i) sq += static_cast<double>(v[i]) * v[i];
+  return norm_of_sum(sq);
 }
 
 Qsgd::Qsgd(QsgdConfig config, uint64_t seed) : config_(config), seed_(seed) {}
@@ -56,25 +63,26 @@ void Qsgd::encode_payload(const float* x, const Shape& shape, uint8_t* out) {
   const int64_t n = shape_numel(shape);
   if (const int64_t bad = first_non_finite(x, n); bad >= 0) refuse_non_finite(spec(), x, n, bad);
   const int64_t d = config_.bucket, buckets = buckets_of(n, d);
-  const double s = config_.levels;
   const uint32_t seed = encode_seed(seed_, encodes_++);
-  std::vector<uint8_t> codes(static_cast<size_t>(n));
+  codes_.resize(static_cast<size_t>(n));
+  sums_.resize(static_cast<size_t>(buckets));
+  // The squared norms of the whole buckets, then of the last (possibly short) one.
+  const int64_t whole = n / d;
+  const simd::Level isa = simd_ ? simd::Level::kAvx512 : simd::Level::kPortable;
+  qsgd::bucket_sums(x, d, whole, sums_.data());
+  if (whole < buckets) qsgd::bucket_sums(x + whole * d, n - whole * d, 1, sums_.data() + whole);
   for (int64_t b = 0; b < buckets; ++b) {
     const int64_t start = b * d, len = std::min(d, n - start);
-    const float norm = qsgd_norm(x + start, len);
+    const float norm = norm_of_sum(sums_[b]);
     std::memcpy(out + 4 * b, &norm, 4);
     if (!(norm > 0)) {
-      std::memset(codes.data() + start, 0, static_cast<size_t>(len));
+      std::memset(codes_.data() + start, 0, static_cast<size_t>(len));
       continue;
     }
-    for (int64_t i = start; i < start + len; ++i) {
-      const double t = s * std::fabs(static_cast<double>(x[i])) / norm;  // in [0, S]
-      int level = static_cast<int>(t + stochastic_uniform(seed, i));     // floor: t + u >= 0
-      level = std::min(level, config_.levels);
-      codes[i] = static_cast<uint8_t>((level << 1) | (level > 0 && x[i] < 0 ? 1 : 0));
-    }
+    qsgd::bucket_codes(x + start, len, norm, config_.levels, seed, static_cast<uint64_t>(start),
+                       codes_.data() + start, isa);
   }
-  pack_codes(codes.data(), n, code_bits(), out + 4 * buckets);
+  pack_codes(codes_.data(), n, code_bits(), out + 4 * buckets);
 }
 
 void Qsgd::decode_payload(const uint8_t* p, const Shape& shape, float* out) const {
@@ -82,6 +90,8 @@ void Qsgd::decode_payload(const uint8_t* p, const Shape& shape, float* out) cons
   const int64_t d = config_.bucket, buckets = buckets_of(n, d);
   std::vector<uint8_t> codes(static_cast<size_t>(n));
   unpack_codes(p + 4 * buckets, n, code_bits(), codes.data());
+  const int top_code = 2 * config_.levels + 1;
+  float value[kMaxLevels + 1];  // value[l] = norm * l / S, as the formula (docs/codec-spec.md)
   for (int64_t b = 0; b < buckets; ++b) {
     float norm;
     std::memcpy(&norm, p + 4 * b, 4);
@@ -89,13 +99,20 @@ void Qsgd::decode_payload(const uint8_t* p, const Shape& shape, float* out) cons
       throw DataError("message for '" + spec() + "': bucket " + std::to_string(b) +
                       " has a negative or non-finite norm");
     const int64_t start = b * d, len = std::min(d, n - start);
-    for (int64_t i = start; i < start + len; ++i) {
-      const int level = codes[i] >> 1;
-      if (level > config_.levels)
-        throw DataError("message for '" + spec() + "': level " + std::to_string(level) +
-                        " above s at element " + std::to_string(i));
-      const auto v = static_cast<float>(static_cast<double>(norm) * level / config_.levels);
-      out[i] = (codes[i] & 1) ? -v : v;
+    const uint8_t* c = codes.data() + start;
+    int max_code = 0;
+    for (int64_t i = 0; i < len; ++i) max_code = std::max<int>(max_code, c[i]);
+    if (max_code > top_code)
+      for (int64_t i = 0; i < len; ++i)
+        if ((c[i] >> 1) > config_.levels)
+          throw DataError("message for '" + spec() + "': level " + std::to_string(c[i] >> 1) +
+                          " above s at element " + std::to_string(start + i));
+    for (int l = 0; l <= config_.levels; ++l)
+      value[l] = static_cast<float>(static_cast<double>(norm) * l / config_.levels);
+    float* o = out + start;
+    for (int64_t i = 0; i < len; ++i) {
+      const float v = value[c[i] >> 1];
+      o[i] = (c[i] & 1) ? -v : v;
     }
   }
 }

@@ -18,6 +18,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "compressors/codec.h"
 
@@ -41,17 +42,24 @@ class Qsgd : public Codec {
   void load_state(const std::string& prefix, const CodecState& in) override;
 
   const QsgdConfig& config() const { return config_; }
+  // Tests: false runs the portable loops even where SIMD ones exist (the
+  // same bytes; internal/qsgd_kernels.h).
+  void set_simd(bool enabled) { simd_ = enabled; }
   int code_bits() const;  // 1 + ceil(log2(S + 1))
 
  private:
   QsgdConfig config_;
   uint64_t seed_;
   uint64_t encodes_ = 0;
+  bool simd_ = true;
+  std::vector<uint8_t> codes_;  // [n] scratch of encode_payload
+  std::vector<double> sums_;    // [buckets] squared norms
 };
 
 // The bucket's L2 norm as stored: computed in double, rounded up to fp32,
-// saturated at FLT_MAX.
+// saturated at FLT_MAX. norm_of_sum: the same from the sum of squares.
 float qsgd_norm(const float* v, int64_t n);
+float norm_of_sum(double sum_of_squares);
 
 std::unique_ptr<Codec> make_qsgd(const SpecStage& stage, const CodecBuildContext& ctx);
 

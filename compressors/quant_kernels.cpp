@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "compressors/internal/quant_simd.h"
+#include "compressors/internal/rounding_hash.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define SLOWPIPE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -27,20 +28,8 @@ namespace {
 constexpr int64_t kChunk = 4096;
 constexpr int kLanes = 16;
 
-inline uint32_t mix32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352dU;
-  x ^= x >> 15;
-  x *= 0x846ca68bU;
-  x ^= x >> 16;
-  return x;
-}
-inline uint32_t run_key(uint32_t seed, uint64_t index) {
-  return mix32(seed + 0x9E3779B9U * (static_cast<uint32_t>(index >> 32) + 1U));
-}
-inline float hash_uniform(uint32_t lo_index, uint32_t key) {
-  return static_cast<float>(mix32(lo_index + key) >> 8) * (1.0F / 16777216.0F);
-}
+using rounding::hash_uniform;
+using rounding::run_key;
 inline uint8_t to_code(float t, float max_code) {
   t = t > 0.0F ? t : 0.0F;  // NaN -> 0
   t = t < max_code ? t : max_code;
@@ -109,8 +98,8 @@ SLOWPIPE_CLONES void column_maxabs(const float* x, int64_t rows, int64_t cols, u
 }
 // Min-max statistics: an inf becomes the min or the max; a NaN would be skipped
 // by the comparisons, so `bad` accumulates v - v (0 for finite v, NaN otherwise).
-SLOWPIPE_CLONES void column_minmax(const float* x, int64_t rows, int64_t cols, float* lo,
-                                   float* hi, float* bad) {
+SLOWPIPE_CLONES void column_minmax(const float* x, int64_t rows, int64_t cols, float* lo, float* hi,
+                                   float* bad) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = x + r * cols;
     for (int64_t c = 0; c < cols; ++c) {
