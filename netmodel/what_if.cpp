@@ -129,6 +129,35 @@ int parse_count(const std::string& key, const std::string& v, int min) {
 
 namespace {
 
+// The keys of the device and the sizes: stages, batch, micro-batch, subspace, shape.
+void describe_size_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
+  o.add_custom(
+      "timing.device", "choice",
+      "device of the synthetic compute times (" + device_presets().known() +
+          "); default the preset's, else A100",
+      [&c](const std::string& v) {
+        find_device("timing.device", v);
+        c.device = v;
+      },
+      [&c] { return device_of(c); });
+  o.add("timing.stages", c.stages, "pipeline stages (0: the shape's)", 0, 4096);
+  o.add("timing.virtual_stages", c.virtual_stages,
+        "model chunks per stage (interleaved schedule; docs/schedules.md)", 1, 64);
+  o.add("timing.batch", c.batch, "samples per replica and step (0: the shape's)", 0, 1 << 24);
+  o.add("timing.microbatch", c.microbatch_size, "samples per micro-batch (0: the shape's)", 0,
+        1 << 20);
+  o.add("timing.subspace", c.subspace,
+        "k > 0: the model's residual stream lies in a fixed k-dim subspace, so each cut carries k "
+        "values per token each way (model.subspace, docs/models.md); the baselines stay "
+        "unconstrained; 0 = the shape's width",
+        0, 1 << 20);
+  o.add("timing.token_id_bytes", c.token_id_bytes,
+        "bytes per token a subspace message carries beside its k values (token ids a stage "
+        "rebuilds its input from); needs timing.subspace > 0",
+        0, 1 << 20);
+  describe_shape_options(c, o);  // what_if_shape.cpp
+}
+
 // The keys of the step: preset, model, codecs, schedule, replicas, device, sizes.
 void describe_step_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
   const std::string shapes = model_shapes().known();
@@ -183,31 +212,7 @@ void describe_step_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
   add_grad_sync_option(o, "timing.grad_sync", c.grad_sync,
                        "replicas' exchange: ring all-reduce, or the sharded exchange of AQ-SGD's "
                        "momentum compression (timing.grad sizes both; docs/grad-sync.md)");
-  o.add_custom(
-      "timing.device", "choice",
-      "device of the synthetic compute times (" + device_presets().known() +
-          "); default the preset's, else A100",
-      [&c](const std::string& v) {
-        find_device("timing.device", v);
-        c.device = v;
-      },
-      [&c] { return device_of(c); });
-  o.add("timing.stages", c.stages, "pipeline stages (0: the shape's)", 0, 4096);
-  o.add("timing.virtual_stages", c.virtual_stages,
-        "model chunks per stage (interleaved schedule; docs/schedules.md)", 1, 64);
-  o.add("timing.batch", c.batch, "samples per replica and step (0: the shape's)", 0, 1 << 24);
-  o.add("timing.microbatch", c.microbatch_size, "samples per micro-batch (0: the shape's)", 0,
-        1 << 20);
-  o.add("timing.subspace", c.subspace,
-        "k > 0: the model's residual stream lies in a fixed k-dim subspace, so each cut carries k "
-        "values per token each way (model.subspace, docs/models.md); the baselines stay "
-        "unconstrained; 0 = the shape's width",
-        0, 1 << 20);
-  o.add("timing.token_id_bytes", c.token_id_bytes,
-        "bytes per token a subspace message carries beside its k values (token ids a stage "
-        "rebuilds its input from); needs timing.subspace > 0",
-        0, 1 << 20);
-  describe_shape_options(c, o);  // what_if_shape.cpp
+  describe_size_options(c, o);
 }
 
 // The keys of the comparison and the whole run: baseline, epochs, warm-ups, bandwidths.
