@@ -112,6 +112,92 @@ Comm::Comm(const sim::DistConfig& cfg, Layout layout)
   }
 }
 
+namespace {
+
+// The rendezvous keys in the store (Comm::join_rendezvous).
+const char* const kLaunchIdKey = "slowpipe/launch_id";
+const char* const kJoinedKey = "slowpipe/joined";
+const char* const kJoinedOkKey = "slowpipe/joined_ok";
+
+std::string rank_key(int r) {
+  return "slowpipe/rank/" + std::to_string(r);
+}
+
+// A reason another rank posted (e.g. the other process of a doubled rank).
+std::string posted_reason(c10d::Store& store) {
+  if (!store.check({kAbortKey})) return std::string();
+  const auto v = store.get(kAbortKey);
+  return std::string(v.begin(), v.end());
+}
+
+// Rank 0 writes this launch's id; the others read it before writing anything
+// (the store may be another run's).
+void check_launch_id(c10d::Store& store, int rank, const std::string& where, milliseconds timeout) {
+  const char* id_env = std::getenv(kLaunchIdVar);
+  const std::string my_id = id_env ? id_env : "";
+  if (rank == 0) {
+    store.set(kLaunchIdKey, std::vector<uint8_t>(my_id.begin(), my_id.end()));
+    return;
+  }
+  store.wait({kLaunchIdKey}, timeout);
+  const auto v = store.get(kLaunchIdKey);
+  if (std::string(v.begin(), v.end()) != my_id)
+    throw UsageError("the rendezvous at " + where +
+                     " belongs to another run (another slowpipe launch serves that port); "
+                     "choose a free --port (or MASTER_PORT)");
+}
+
+// Rank 0: waits until `world` check-ins, then that each rank checked in once.
+void await_every_rank(Comm& comm, const std::string& where, const std::string& within,
+                      const std::string& every_rank, std::chrono::steady_clock::time_point until) {
+  c10d::Store& store = comm.store();
+  const int world = comm.layout().world();
+  int64_t n = 0;
+  while ((n = store.add(kJoinedKey, 0)) < world) {
+    if (const std::string why = posted_reason(store); !why.empty()) {
+      std::this_thread::sleep_for(milliseconds(1000));  // as below
+      throw UsageError(why);
+    }
+    if (std::chrono::steady_clock::now() > until)
+      throw DistError("only " + std::to_string(n) + " of " + std::to_string(world) +
+                      " ranks joined the rendezvous at " + where + " within " + within +
+                      "; start every rank with the same WORLD_SIZE and MASTER_ADDR:MASTER_PORT");
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  std::string twice, never;
+  for (int r = 0; r < world; ++r) {
+    const int64_t c = store.add(rank_key(r), 0);
+    if (c > 1) twice += (twice.empty() ? "" : ", ") + std::to_string(r);
+    if (c == 0) never += (never.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!twice.empty() || !never.empty()) {
+    const std::string why = "ranks started twice: " + (twice.empty() ? "none" : twice) +
+                            "; never started: " + (never.empty() ? "none" : never) + "; " +
+                            every_rank + " (rendezvous " + where + ")";
+    comm.post_abort(why);
+    // The store ends with this process: let the others read the reason first.
+    std::this_thread::sleep_for(milliseconds(1000));
+    throw UsageError(why);
+  }
+  store.set(kJoinedOkKey, std::vector<uint8_t>{1});
+}
+
+// The other ranks: wait for rank 0 to confirm that all joined.
+void await_confirmation(Comm& comm, int rank, const std::string& where, const std::string& within,
+                        std::chrono::steady_clock::time_point deadline) {
+  c10d::Store& store = comm.store();
+  while (!store.check({kJoinedOkKey})) {
+    if (const std::string why = posted_reason(store); !why.empty()) throw UsageError(why);
+    if (std::chrono::steady_clock::now() > deadline)
+      throw DistError(comm.layout().name(rank) + ": rank 0 did not confirm that all " +
+                      std::to_string(comm.layout().world()) + " ranks joined the rendezvous at " +
+                      where + " within " + within);
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
+}  // namespace
+
 // Every rank checks in once under its own key; rank 0 waits until all have,
 // then confirms. A second process with the same rank stops the run (it is
 // the only way the count can be reached while a rank is missing).
@@ -119,30 +205,8 @@ void Comm::join_rendezvous(const std::string& where) {
   const auto timeout = milliseconds(static_cast<int64_t>(cfg_.timeout_s * 1000));
   const std::string within = format_duration(cfg_.timeout_s) + " (dist.timeout)";
   const int world = layout_.world();
-  const char* const id_key = "slowpipe/launch_id";
-  const char* const joined = "slowpipe/joined";
-  const char* const confirmed = "slowpipe/joined_ok";
-  const char* id_env = std::getenv(kLaunchIdVar);
-  const std::string my_id = id_env ? id_env : "";
-  const auto rank_key = [](int r) { return "slowpipe/rank/" + std::to_string(r); };
   const std::string every_rank = "start each rank from 0 to " + std::to_string(world - 1) + " once";
-  // A reason another rank posted (e.g. the other process of a doubled rank).
-  const auto posted = [this] {
-    if (!store_->check({kAbortKey})) return std::string();
-    const auto v = store_->get(kAbortKey);
-    return std::string(v.begin(), v.end());
-  };
-  if (rank_ == 0) {
-    store_->set(id_key, std::vector<uint8_t>(my_id.begin(), my_id.end()));
-  } else {
-    // Read before writing anything: the store may be another run's.
-    store_->wait({id_key}, timeout);
-    const auto v = store_->get(id_key);
-    if (std::string(v.begin(), v.end()) != my_id)
-      throw UsageError("the rendezvous at " + where +
-                       " belongs to another run (another slowpipe launch serves that port); "
-                       "choose a free --port (or MASTER_PORT)");
-  }
+  check_launch_id(*store_, rank_, where, timeout);
   if (store_->add(rank_key(rank_), 1) > 1) {
     const std::string why = "rank " + std::to_string(rank_) +
                             " was started twice (two processes with RANK=" + std::to_string(rank_) +
@@ -150,49 +214,14 @@ void Comm::join_rendezvous(const std::string& where) {
     post_abort(why);
     throw UsageError(why);
   }
-  store_->add(joined, 1);
+  store_->add(kJoinedKey, 1);
   const auto until = std::chrono::steady_clock::now() + timeout;
   if (rank_ == 0) {
-    int64_t n = 0;
-    while ((n = store_->add(joined, 0)) < world) {
-      if (const std::string why = posted(); !why.empty()) {
-        std::this_thread::sleep_for(milliseconds(1000));  // as below
-        throw UsageError(why);
-      }
-      if (std::chrono::steady_clock::now() > until)
-        throw DistError("only " + std::to_string(n) + " of " + std::to_string(world) +
-                        " ranks joined the rendezvous at " + where + " within " + within +
-                        "; start every rank with the same WORLD_SIZE and MASTER_ADDR:MASTER_PORT");
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    std::string twice, never;
-    for (int r = 0; r < world; ++r) {
-      const int64_t c = store_->add(rank_key(r), 0);
-      if (c > 1) twice += (twice.empty() ? "" : ", ") + std::to_string(r);
-      if (c == 0) never += (never.empty() ? "" : ", ") + std::to_string(r);
-    }
-    if (!twice.empty() || !never.empty()) {
-      const std::string why = "ranks started twice: " + (twice.empty() ? "none" : twice) +
-                              "; never started: " + (never.empty() ? "none" : never) + "; " +
-                              every_rank + " (rendezvous " + where + ")";
-      post_abort(why);
-      // The store ends with this process: let the others read the reason first.
-      std::this_thread::sleep_for(milliseconds(1000));
-      throw UsageError(why);
-    }
-    store_->set(confirmed, std::vector<uint8_t>{1});
+    await_every_rank(*this, where, within, every_rank, until);
     return;
   }
   // Rank 0 waits up to dist.timeout for the others; a little longer here.
-  const auto deadline = until + milliseconds(2000);
-  while (!store_->check({confirmed})) {
-    if (const std::string why = posted(); !why.empty()) throw UsageError(why);
-    if (std::chrono::steady_clock::now() > deadline)
-      throw DistError(layout_.name(rank_) + ": rank 0 did not confirm that all " +
-                      std::to_string(world) + " ranks joined the rendezvous at " + where +
-                      " within " + within);
-    std::this_thread::sleep_for(milliseconds(20));
-  }
+  await_confirmation(*this, rank_, where, within, until + milliseconds(2000));
 }
 
 void Comm::connect() {

@@ -165,6 +165,162 @@ std::string launch_id() {
   return buf;
 }
 
+// The signal handlers launch replaces, restored in each worker and at the end.
+struct SavedSignals {
+  struct sigaction int_ {};
+  struct sigaction term {};
+};
+
+// The worker side of fork(): its environment and argv, then exec of
+// `slowpipe train`; returns only by _exit.
+[[noreturn]] void exec_worker(const LaunchOptions& o, const std::string& exe, int r, int port,
+                              const std::string& id, bool piped, int err_write, pid_t group,
+                              const SavedSignals& old) {
+  ::setpgid(0, group);  // out of the terminal's group: Ctrl-C reaches launch only
+  sigaction(SIGINT, &old.int_, nullptr);
+  sigaction(SIGTERM, &old.term, nullptr);
+  if (piped) ::dup2(err_write, STDERR_FILENO);
+  setenv("RANK", std::to_string(r).c_str(), 1);
+  setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
+  setenv("WORLD_SIZE", std::to_string(o.nproc).c_str(), 1);
+  setenv("MASTER_ADDR", o.master_addr.c_str(), 1);
+  setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+  setenv(kLaunchIdVar, id.c_str(), 1);
+  std::vector<std::string> argv_s = {exe, "train"};
+  argv_s.insert(argv_s.end(), o.train_args.begin(), o.train_args.end());
+  if (r > 0) argv_s.insert(argv_s.end(), {"--set", "run.progress=none"});
+  std::vector<char*> argv;
+  argv.reserve(argv_s.size() + 1);
+  for (auto& s : argv_s) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  ::execv(exe.c_str(), argv.data());
+  std::fprintf(stderr, "slowpipe launch: cannot run %s: %s\n", exe.c_str(), std::strerror(errno));
+  ::_exit(127);
+}
+
+// Forks the o.nproc workers into one process group (`group`: rank 0's pid),
+// their stderr piped to launch except rank 0's on a terminal.
+std::vector<Worker> spawn_workers(const LaunchOptions& o, const std::string& exe, int port,
+                                  const std::string& id, const SavedSignals& old, pid_t& group) {
+  std::vector<Worker> workers(static_cast<size_t>(o.nproc));
+  group = 0;
+  // Rank 0 writes to a terminal itself (its progress line redraws in place).
+  const bool rank0_direct = ::isatty(STDERR_FILENO) != 0;
+  for (int r = 0; r < o.nproc; ++r) {
+    const bool piped = r > 0 || !rank0_direct;
+    int err[2] = {-1, -1};
+    if (piped && ::pipe2(err, O_CLOEXEC) != 0)
+      throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) exec_worker(o, exe, r, port, id, piped, err[1], group, old);
+    ::setpgid(pid, group);  // also here: whichever runs first
+    if (group == 0) group = pid;
+    Worker& w = workers[static_cast<size_t>(r)];
+    w.pid = pid;
+    if (piped) {
+      ::close(err[1]);
+      w.err_fd = err[0];
+    }
+  }
+  return workers;
+}
+
+// Once set: when the workers left are killed, and why. The earliest
+// deadline asked for wins.
+struct EndDeadline {
+  bool set = false;
+  Clock::time_point at = Clock::now();
+  std::string why;
+
+  void end_by(double grace_s, const std::string& reason) {
+    const auto t = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
+    if (!set || t < at) {
+      set = true;
+      at = t;
+      why = reason;
+    }
+  }
+};
+
+// The first SIGINT/SIGTERM asks rank 0 to end the run; a second kills all.
+void handle_signal(std::vector<Worker>& workers, int running, pid_t group, int& signals_seen) {
+  if (g_signal == 0) return;
+  g_signal = 0;
+  if (++signals_seen == 1 && workers[0].code < 0) {
+    ::kill(workers[0].pid, SIGTERM);  // rank 0 ends the run after its step, and tells the others
+  } else if (running > 0) {
+    std::fprintf(stderr, "slowpipe launch: second signal: killing every worker\n");
+    ::kill(-group, SIGKILL);
+  }
+}
+
+// Kills the workers still running once the deadline has passed.
+void kill_overdue(const std::vector<Worker>& workers, pid_t group, EndDeadline& deadline) {
+  if (!deadline.set || Clock::now() < deadline.at) return;
+  for (size_t r = 0; r < workers.size(); ++r) {
+    const Worker& w = workers[r];
+    if (w.code >= 0) continue;
+    std::fprintf(stderr, "slowpipe launch: rank %d did not end %s (stopped or hung): killed\n",
+                 static_cast<int>(r), deadline.why.c_str());
+    ::kill(w.pid, SIGKILL);
+  }
+  ::kill(-group, SIGKILL);  // anything else left in the workers' group
+  std::fflush(stderr);
+  deadline.set = false;
+}
+
+// Records worker r's exit; rank 0's end or another's failure sets how long
+// the others may take to follow.
+void on_worker_exit(const LaunchOptions& o, int r, Worker& w, int status, EndDeadline& deadline) {
+  w.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (w.code != 0)
+    std::fprintf(stderr, "slowpipe launch: rank %d exited with status %d\n", r, w.code);
+  char buf[160];
+  if (r == 0) {
+    // After a clean end the others are past the final barrier: they
+    // only tear down, which a loaded machine may make slow.
+    const double grace_s = end_grace_s(o.timeout_s) +
+                           (w.code == 0 || w.code == kExitInterrupted ? kCleanEndExtra_s : 0);
+    std::snprintf(buf, sizeof buf, "within %.0f s after rank 0 ended", grace_s);
+    deadline.end_by(grace_s, buf);
+  } else if (w.code != 0) {
+    std::snprintf(buf, sizeof buf, "within %.0f s after rank %d failed (2 x dist.timeout + 5 s)",
+                  failed_grace_s(o.timeout_s), r);
+    deadline.end_by(failed_grace_s(o.timeout_s), buf);
+  }
+}
+
+// Reaps the workers that have exited, without waiting.
+void reap_exited(const LaunchOptions& o, std::vector<Worker>& workers, int& running,
+                 EndDeadline& deadline) {
+  int status = 0;
+  pid_t pid;
+  while (running > 0 && (pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+    for (int r = 0; r < o.nproc; ++r) {
+      Worker& w = workers[static_cast<size_t>(r)];
+      if (w.pid != pid) continue;
+      --running;
+      on_worker_exit(o, r, w, status, deadline);
+    }
+  }
+}
+
+// Forwards the workers' stderr and reaps them until all have exited and
+// closed their pipes.
+void supervise(const LaunchOptions& o, std::vector<Worker>& workers, pid_t group) {
+  int running = o.nproc;
+  int signals_seen = 0;
+  EndDeadline deadline;
+  while (running > 0 || std::any_of(workers.begin(), workers.end(),
+                                    [](const Worker& w) { return w.err_fd >= 0; })) {
+    handle_signal(workers, running, group, signals_seen);
+    pump_stderr(workers, running > 0 ? 50 : 200);
+    if (running > 0) kill_overdue(workers, group, deadline);
+    reap_exited(o, workers, running, deadline);
+  }
+}
+
 }  // namespace
 
 int launch(const LaunchOptions& o) {
@@ -179,122 +335,15 @@ int launch(const LaunchOptions& o) {
   std::fflush(stderr);
   struct sigaction sa {};
   sa.sa_handler = on_launch_signal;
-  struct sigaction old_int {
-  }, old_term{};
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
+  SavedSignals old;
+  sigaction(SIGINT, &sa, &old.int_);
+  sigaction(SIGTERM, &sa, &old.term);
 
-  std::vector<Worker> workers(static_cast<size_t>(o.nproc));
   pid_t group = 0;  // the workers' process group: rank 0's pid
-  // Rank 0 writes to a terminal itself (its progress line redraws in place).
-  const bool rank0_direct = ::isatty(STDERR_FILENO) != 0;
-  for (int r = 0; r < o.nproc; ++r) {
-    const bool piped = r > 0 || !rank0_direct;
-    int err[2] = {-1, -1};
-    if (piped && ::pipe2(err, O_CLOEXEC) != 0)
-      throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-    const pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-    if (pid == 0) {
-      ::setpgid(0, group);  // out of the terminal's group: Ctrl-C reaches launch only
-      sigaction(SIGINT, &old_int, nullptr);
-      sigaction(SIGTERM, &old_term, nullptr);
-      if (piped) ::dup2(err[1], STDERR_FILENO);
-      setenv("RANK", std::to_string(r).c_str(), 1);
-      setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
-      setenv("WORLD_SIZE", std::to_string(o.nproc).c_str(), 1);
-      setenv("MASTER_ADDR", o.master_addr.c_str(), 1);
-      setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-      setenv(kLaunchIdVar, id.c_str(), 1);
-      std::vector<std::string> argv_s = {exe, "train"};
-      argv_s.insert(argv_s.end(), o.train_args.begin(), o.train_args.end());
-      if (r > 0) argv_s.insert(argv_s.end(), {"--set", "run.progress=none"});
-      std::vector<char*> argv;
-      argv.reserve(argv_s.size() + 1);
-      for (auto& s : argv_s) argv.push_back(s.data());
-      argv.push_back(nullptr);
-      ::execv(exe.c_str(), argv.data());
-      std::fprintf(stderr, "slowpipe launch: cannot run %s: %s\n", exe.c_str(),
-                   std::strerror(errno));
-      ::_exit(127);
-    }
-    ::setpgid(pid, group);  // also here: whichever runs first
-    if (group == 0) group = pid;
-    Worker& w = workers[static_cast<size_t>(r)];
-    w.pid = pid;
-    if (piped) {
-      ::close(err[1]);
-      w.err_fd = err[0];
-    }
-  }
-  int running = o.nproc;
-  int signals_seen = 0;
-  // Once set: when the workers left are killed, and why.
-  bool deadline_set = false;
-  Clock::time_point deadline = Clock::now();
-  std::string why;
-  const auto end_by = [&](double grace_s, const std::string& reason) {
-    const auto t = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
-    if (!deadline_set || t < deadline) {
-      deadline_set = true;
-      deadline = t;
-      why = reason;
-    }
-  };
-  while (running > 0 || std::any_of(workers.begin(), workers.end(),
-                                    [](const Worker& w) { return w.err_fd >= 0; })) {
-    if (g_signal != 0) {
-      g_signal = 0;
-      if (++signals_seen == 1 && workers[0].code < 0) {
-        ::kill(workers[0].pid,
-               SIGTERM);  // rank 0 ends the run after its step, and tells the others
-      } else if (running > 0) {
-        std::fprintf(stderr, "slowpipe launch: second signal: killing every worker\n");
-        ::kill(-group, SIGKILL);
-      }
-    }
-    pump_stderr(workers, running > 0 ? 50 : 200);
-    if (running > 0 && deadline_set && Clock::now() >= deadline) {
-      for (int r = 0; r < o.nproc; ++r) {
-        const Worker& w = workers[static_cast<size_t>(r)];
-        if (w.code >= 0) continue;
-        std::fprintf(stderr, "slowpipe launch: rank %d did not end %s (stopped or hung): killed\n",
-                     r, why.c_str());
-        ::kill(w.pid, SIGKILL);
-      }
-      ::kill(-group, SIGKILL);  // anything else left in the workers' group
-      std::fflush(stderr);
-      deadline_set = false;
-    }
-    int status = 0;
-    pid_t pid;
-    while (running > 0 && (pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
-      for (int r = 0; r < o.nproc; ++r) {
-        Worker& w = workers[static_cast<size_t>(r)];
-        if (w.pid != pid) continue;
-        w.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        --running;
-        if (w.code != 0)
-          std::fprintf(stderr, "slowpipe launch: rank %d exited with status %d\n", r, w.code);
-        char buf[160];
-        if (r == 0) {
-          // After a clean end the others are past the final barrier: they
-          // only tear down, which a loaded machine may make slow.
-          const double grace_s = end_grace_s(o.timeout_s) +
-                                 (w.code == 0 || w.code == kExitInterrupted ? kCleanEndExtra_s : 0);
-          std::snprintf(buf, sizeof buf, "within %.0f s after rank 0 ended", grace_s);
-          end_by(grace_s, buf);
-        } else if (w.code != 0) {
-          std::snprintf(buf, sizeof buf,
-                        "within %.0f s after rank %d failed (2 x dist.timeout + 5 s)",
-                        failed_grace_s(o.timeout_s), r);
-          end_by(failed_grace_s(o.timeout_s), buf);
-        }
-      }
-    }
-  }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
+  std::vector<Worker> workers = spawn_workers(o, exe, port, id, old, group);
+  supervise(o, workers, group);
+  sigaction(SIGINT, &old.int_, nullptr);
+  sigaction(SIGTERM, &old.term, nullptr);
   if (workers[0].code != 0) return workers[0].code;
   for (const Worker& w : workers)
     if (w.code != 0) return w.code;

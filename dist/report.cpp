@@ -112,20 +112,19 @@ RankReport unpack(const Bytes& bytes) {
   return r;
 }
 
-sim::StepResult merge(const std::vector<RankReport>& reports, const Layout& layout,
-                      const std::vector<sim::PipelineOp>& order) {
+namespace {
+
+using DecodeKey = std::tuple<int, int, int, int>;  // kind, sending stage, micro-batch, replica
+
+// The channel summaries: the boundaries' summed over every rank, the
+// gradient all-reduce's per stage (when there are replicas).
+void merge_channels(const std::vector<RankReport>& reports, const Layout& layout,
+                    sim::StepResult& out) {
   const int S = layout.stages, D = layout.replicas;
-  sim::StepResult out;
   out.fw.resize(static_cast<size_t>(S - 1));
   out.bw.resize(static_cast<size_t>(S - 1));
   out.fw_wire.assign(static_cast<size_t>(S - 1), 0);
   out.bw_wire.assign(static_cast<size_t>(S - 1), 0);
-  // The single-process engine sums losses replica by replica, micro-batch by micro-batch.
-  double loss_sum = 0;
-  for (int r = 0; r < D; ++r)
-    for (double l : reports[static_cast<size_t>(layout.rank(r, S - 1))].losses) loss_sum += l;
-  out.loss = loss_sum / D;
-  out.grad_norm = reports[0].grad_norm;
   for (const RankReport& rep : reports) {
     for (int b = 0; b + 1 < S; ++b) {
       const auto i = static_cast<size_t>(b);
@@ -147,20 +146,31 @@ sim::StepResult merge(const std::vector<RankReport>& reports, const Layout& layo
   finish(out.fw);
   finish(out.bw);
   finish(out.grad);
+}
 
-  // Receivers' decode seconds, keyed by (kind, sending stage, micro-batch, replica).
-  std::map<std::tuple<int, int, int, int>, double> decode;
+// Receivers' decode seconds, keyed by (kind, sending stage, micro-batch, replica).
+std::map<DecodeKey, double> decode_seconds(const std::vector<RankReport>& reports,
+                                           const Layout& layout) {
+  std::map<DecodeKey, double> decode;
   for (int rank = 0; rank < layout.world(); ++rank)
     for (const DecodeTime& d : reports[static_cast<size_t>(rank)].decodes)
       decode[{static_cast<int>(d.kind), d.stage, d.microbatch, layout.replica_of(rank)}] +=
           d.seconds;
-  // Trace: replica by replica in the global op order, each compute op followed
-  // by its send; then the all-reduces (stage by stage), then the optimizer steps.
+  return decode;
+}
+
+// Trace: replica by replica in the global op order, each compute op followed
+// by its send; then the all-reduces (stage by stage), then the optimizer steps.
+std::vector<netmodel::TraceOp> merge_trace(const std::vector<RankReport>& reports,
+                                           const Layout& layout,
+                                           const std::vector<sim::PipelineOp>& order) {
+  const int S = layout.stages, D = layout.replicas;
+  const std::map<DecodeKey, double> decode = decode_seconds(reports, layout);
   std::vector<std::deque<netmodel::TraceOp>> queue(static_cast<size_t>(layout.world()));
   for (int rank = 0; rank < layout.world(); ++rank)
     for (const auto& op : reports[static_cast<size_t>(rank)].ops)
       queue[static_cast<size_t>(rank)].push_back(op);
-  auto& ops = out.trace.ops;
+  std::vector<netmodel::TraceOp> ops;
   for (int r = 0; r < D; ++r) {
     for (const sim::PipelineOp& p : order) {
       auto& q = queue[static_cast<size_t>(layout.rank(r, p.chunk))];
@@ -187,7 +197,24 @@ sim::StepResult merge(const std::vector<RankReport>& reports, const Layout& layo
         }
       }
   }
-  for (const auto& op : ops) out.compute_s += op.compute_s;
+  return ops;
+}
+
+}  // namespace
+
+sim::StepResult merge(const std::vector<RankReport>& reports, const Layout& layout,
+                      const std::vector<sim::PipelineOp>& order) {
+  const int S = layout.stages, D = layout.replicas;
+  sim::StepResult out;
+  // The single-process engine sums losses replica by replica, micro-batch by micro-batch.
+  double loss_sum = 0;
+  for (int r = 0; r < D; ++r)
+    for (double l : reports[static_cast<size_t>(layout.rank(r, S - 1))].losses) loss_sum += l;
+  out.loss = loss_sum / D;
+  out.grad_norm = reports[0].grad_norm;
+  merge_channels(reports, layout, out);
+  out.trace.ops = merge_trace(reports, layout, order);
+  for (const auto& op : out.trace.ops) out.compute_s += op.compute_s;
   return out;
 }
 
