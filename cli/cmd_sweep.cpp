@@ -66,6 +66,38 @@ bool needs_training(const study::ResolvedSweep& s) {
   return false;
 }
 
+// The sweep file's points, resolved; with a [claim], its scale keys applied
+// and its checks held against the points.
+study::ResolvedSweep resolve_sweep_file(const std::string& file, study::SweepSettings settings) {
+  const study::SweepFile sweep = study::read_sweep_file(file);
+  study::Claim claim;
+  if (sweep.has_claim) {
+    claim = study::parse_claim(sweep);
+    settings.scale_keys = claim.scale_keys;
+  } else if (settings.scale != 1) {
+    throw UsageError("--scale needs a [claim] section with scale = KEYS (docs/reproduce.md)");
+  }
+  study::ResolvedSweep resolved = study::resolve_sweep(sweep, settings);
+  if (sweep.has_claim) {
+    study::check_claim_points(claim, sweep, resolved);
+    resolved.has_claim = true;
+    resolved.sweep_path = std::filesystem::absolute(file).lexically_normal().string();
+    resolved.has_target = claim.has_target;
+    resolved.target = claim.target;
+  }
+  return resolved;
+}
+
+// --emit-jobs FILE: one shell command per point, run by `tool`.
+void emit_jobs(const study::ResolvedSweep& resolved, const std::string& emit,
+               const std::string& tool) {
+  std::ofstream jobs_file(emit);
+  for (const auto& p : resolved.points) jobs_file << study::job_command(resolved, p, tool) << "\n";
+  if (!jobs_file) throw UsageError("cannot write --emit-jobs file " + emit);
+  std::printf("%s: %zu jobs (run them with: parallel < %s)\n", emit.c_str(), resolved.points.size(),
+              emit.c_str());
+}
+
 }  // namespace
 
 int cmd_sweep(const Args& args) {
@@ -101,35 +133,15 @@ int cmd_sweep(const Args& args) {
 
   if (scale < 1) throw UsageError("--scale " + std::to_string(scale) + ": need 1 or more");
 
-  const study::SweepFile sweep = study::read_sweep_file(file);
-  study::SweepSettings settings{configs, sets, out, scale, {}};
-  study::Claim claim;
-  if (sweep.has_claim) {
-    claim = study::parse_claim(sweep);
-    settings.scale_keys = claim.scale_keys;
-  } else if (scale != 1) {
-    throw UsageError("--scale needs a [claim] section with scale = KEYS (docs/reproduce.md)");
-  }
-  study::ResolvedSweep resolved = study::resolve_sweep(sweep, settings);
-  if (sweep.has_claim) {
-    study::check_claim_points(claim, sweep, resolved);
-    resolved.has_claim = true;
-    resolved.sweep_path = std::filesystem::absolute(file).lexically_normal().string();
-    resolved.has_target = claim.has_target;
-    resolved.target = claim.target;
-  }
+  const study::ResolvedSweep resolved =
+      resolve_sweep_file(file, study::SweepSettings{configs, sets, out, scale, {}});
   if (vm.count("dry-run")) {
     print_points(resolved, stdout);
     return 0;
   }
   const std::string tool = study::self_executable();
   if (!emit.empty()) {
-    std::ofstream jobs_file(emit);
-    for (const auto& p : resolved.points)
-      jobs_file << study::job_command(resolved, p, tool) << "\n";
-    if (!jobs_file) throw UsageError("cannot write --emit-jobs file " + emit);
-    std::printf("%s: %zu jobs (run them with: parallel < %s)\n", emit.c_str(),
-                resolved.points.size(), emit.c_str());
+    emit_jobs(resolved, emit, tool);
     return 0;
   }
   // Points train in slowpipe-torch (this binary's `train` hands off to it):

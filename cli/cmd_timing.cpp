@@ -16,6 +16,55 @@
 namespace po = boost::program_options;
 
 namespace slowpipe::cli {
+namespace {
+
+namespace cx = compressors;
+
+// The three channel specs of the run, each parsed once: the checks and the
+// message sizes use these.
+struct TimingSpecs {
+  cx::ChannelSpec fw, bw, grad;
+};
+
+// Parses and checks timing.fw/bw/grad as training would; the gradient spec
+// becomes the one training sends (written back into what_if.specs.gradient).
+TimingSpecs checked_specs(netmodel::WhatIfConfig& what_if) {
+  const netmodel::CodecSpecs& specs = what_if.specs;
+  const cx::ChannelSpec fw_spec = cx::ChannelSpec::parse(specs.forward, /*backward=*/false);
+  const cx::ChannelSpec bw_spec = cx::ChannelSpec::parse(specs.backward, /*backward=*/true);
+  const cx::ChannelSpec grad_given = cx::ChannelSpec::parse(specs.gradient, /*backward=*/false);
+  // Roles, as training checks them: the boundary's pairing (topk:shared needs a
+  // sparsifying forward), checked as make_boundary does without building the
+  // channels; AQ-SGD cannot carry gradients.
+  try {
+    cx::validate_boundary(fw_spec, bw_spec);
+  } catch (const UsageError& e) {
+    throw UsageError("timing.fw = " + specs.forward + ", timing.bw = " + specs.backward + ": " +
+                     e.what());
+  }
+  if (cx::uses_aq(grad_given))
+    throw UsageError("timing.grad = " + specs.gradient +
+                     ": AQ-SGD cannot carry parameter gradients");
+  cx::validate_role("timing.grad", grad_given, cx::ChannelRole::kGradient);
+  // Gradients are sized as training sends them: compressors::gradient_spec gives
+  // a q<b> codec without a scale granularity grouped scales (docs/codec-spec.md).
+  const cx::ChannelSpec grad_spec = cx::gradient_spec(grad_given);
+  what_if.specs.gradient = grad_spec.text();
+  return {fw_spec, bw_spec, grad_spec};
+}
+
+// The wire size of a message of `shape` under a spec the replay names; the
+// size of a topk:shared message depends on the forward spec.
+auto wire_sizer(const TimingSpecs& s) {
+  return [&s](const std::string& spec, const std::vector<int64_t>& shape) {
+    if (spec == s.bw.text()) return cx::wire_bytes(s.fw, s.bw, shape);
+    if (spec == s.fw.text()) return cx::wire_bytes(s.fw, shape);
+    if (spec == s.grad.text()) return cx::wire_bytes(s.grad, shape);
+    return cx::wire_bytes(cx::ChannelSpec(spec), shape);  // a spec the replay names itself
+  };
+}
+
+}  // namespace
 
 int cmd_timing(const Args& args) {
   po::options_description desc(
@@ -71,38 +120,8 @@ int cmd_timing(const Args& args) {
                      {"timing.steps", &steps},
                      {"net.preset", &net}});
   netmodel::apply_preset_defaults(what_if, net_config);  // keys given above win
-  const netmodel::CodecSpecs& specs = what_if.specs;
-  // Each spec is parsed once, here; the checks and the sizes below use these.
-  namespace cx = compressors;
-  const cx::ChannelSpec fw_spec = cx::ChannelSpec::parse(specs.forward, /*backward=*/false);
-  const cx::ChannelSpec bw_spec = cx::ChannelSpec::parse(specs.backward, /*backward=*/true);
-  const cx::ChannelSpec grad_given = cx::ChannelSpec::parse(specs.gradient, /*backward=*/false);
-  // Roles, as training checks them: the boundary's pairing (topk:shared needs a
-  // sparsifying forward), checked as make_boundary does without building the
-  // channels; AQ-SGD cannot carry gradients.
-  try {
-    cx::validate_boundary(fw_spec, bw_spec);
-  } catch (const UsageError& e) {
-    throw UsageError("timing.fw = " + specs.forward + ", timing.bw = " + specs.backward + ": " +
-                     e.what());
-  }
-  if (cx::uses_aq(grad_given))
-    throw UsageError("timing.grad = " + specs.gradient +
-                     ": AQ-SGD cannot carry parameter gradients");
-  cx::validate_role("timing.grad", grad_given, cx::ChannelRole::kGradient);
-  // Gradients are sized as training sends them: compressors::gradient_spec gives
-  // a q<b> codec without a scale granularity grouped scales (docs/codec-spec.md).
-  const cx::ChannelSpec grad_spec = cx::gradient_spec(grad_given);
-  what_if.specs.gradient = grad_spec.text();
-  // The size of a topk:shared message depends on the forward spec.
-  const auto wire = [&fw_spec, &bw_spec, &grad_spec](const std::string& spec,
-                                                     const std::vector<int64_t>& shape) {
-    if (spec == bw_spec.text()) return cx::wire_bytes(fw_spec, bw_spec, shape);
-    if (spec == fw_spec.text()) return cx::wire_bytes(fw_spec, shape);
-    if (spec == grad_spec.text()) return cx::wire_bytes(grad_spec, shape);
-    return cx::wire_bytes(cx::ChannelSpec(spec), shape);  // a spec the replay names itself
-  };
-  netmodel::run_timing(what_if, net_config, wire, std::cout, vm.count("tsv") > 0);
+  const TimingSpecs specs = checked_specs(what_if);
+  netmodel::run_timing(what_if, net_config, wire_sizer(specs), std::cout, vm.count("tsv") > 0);
   return 0;
 }
 

@@ -78,6 +78,64 @@ void apply_torchrun_env(OptionSet& options) {
   }
 }
 
+// Options given beside --resume apply on top of the logged ones; any that
+// changes what is computed must be what the log holds already.
+void refuse_changed_keys(const std::string& resume,
+                         const std::vector<std::pair<std::string, std::string>>& logged,
+                         const OptionSet& options) {
+  std::string differ;
+  for (const auto& [k, v] : options.resolved()) {
+    const auto it = std::find_if(logged.begin(), logged.end(),
+                                 [&k = k](const auto& kv) { return kv.first == k; });
+    const std::string was = it == logged.end() ? "(unset)" : it->second;
+    if (v != was && !sim::resume_key_may_differ(k)) {
+      differ += (differ.empty() ? "" : ", ") + k + " = " + v + " (logged: " + was + ")";
+    }
+  }
+  if (!differ.empty()) {
+    throw UsageError("--resume " + resume + ": the configuration differs from the logged run in " +
+                     differ);
+  }
+}
+
+// The options of `slowpipe train --resume RESUME`: the logged configuration,
+// then what is given beside it. False when the run is complete already
+// (said on stdout): nothing to resume.
+bool resume_options(const std::string& resume, OptionSet& options,
+                    const std::vector<std::string>& configs, const std::vector<std::string>& sets,
+                    const std::vector<Shortcut>& shortcuts, bool out_flag_given) {
+  std::map<std::string, std::string> attrs;
+  load_logged_config(resume, options, attrs);
+  const auto logged = options.resolved();
+  const std::string logged_out = options.get("run.out");
+  apply_config_args(options, configs, sets, shortcuts);
+  refuse_other_out(resume, logged_out, options.get("run.out"), out_flag_given);
+  refuse_changed_keys(resume, logged, options);
+  options.set("run.out", resume);
+  const auto status = attrs.find("status");
+  if (status != attrs.end() && status->second == "complete") {
+    std::printf("%s: the run is already complete; nothing to resume\n", resume.c_str());
+    return false;
+  }
+  return true;
+}
+
+// Rank 0's last line: where the run is, its losses and times; the exit status.
+int report_run(const sim::TrainSummary& s) {
+  if (s.status == sim::RunStatus::kDiverged) {
+    std::fprintf(stderr, "slowpipe train: error: the run diverged: %s; %lld steps logged in %s\n",
+                 s.message.c_str(), static_cast<long long>(s.steps), s.out.c_str());
+    return kExitDiverged;
+  }
+  char eval[64] = "no evaluation";  // an empty validation split
+  if (!std::isnan(s.final_eval_loss))
+    std::snprintf(eval, sizeof eval, "eval loss %.4f", s.final_eval_loss);
+  std::printf("%s: %lld steps, final loss %.4f, %s, simulated time %.2f s, wall %.1f s%s\n",
+              s.out.c_str(), static_cast<long long>(s.steps), s.final_loss, eval, s.sim_time_s,
+              s.wall_time_s, s.status == sim::RunStatus::kInterrupted ? " (interrupted)" : "");
+  return s.status == sim::RunStatus::kInterrupted ? kExitInterrupted : 0;
+}
+
 }  // namespace
 
 int cmd_train(const Args& args) {
@@ -115,33 +173,7 @@ int cmd_train(const Args& args) {
                                            {"run.out", &out},        {"run.steps", &steps},
                                            {"run.seed", &seed},      {"pipeline.stages", &stages}};
   if (!resume.empty()) {
-    std::map<std::string, std::string> attrs;
-    load_logged_config(resume, options, attrs);
-    // Options given beside --resume apply on top of the logged ones; any that
-    // changes what is computed must be what the log holds already.
-    const auto logged = options.resolved();
-    const std::string logged_out = options.get("run.out");
-    apply_config_args(options, configs, sets, shortcuts);
-    refuse_other_out(resume, logged_out, options.get("run.out"), !out.empty());
-    std::string differ;
-    for (const auto& [k, v] : options.resolved()) {
-      const auto it = std::find_if(logged.begin(), logged.end(),
-                                   [&k = k](const auto& kv) { return kv.first == k; });
-      const std::string was = it == logged.end() ? "(unset)" : it->second;
-      if (v != was && !sim::resume_key_may_differ(k)) {
-        differ += (differ.empty() ? "" : ", ") + k + " = " + v + " (logged: " + was + ")";
-      }
-    }
-    if (!differ.empty()) {
-      throw UsageError("--resume " + resume +
-                       ": the configuration differs from the logged run in " + differ);
-    }
-    options.set("run.out", resume);
-    const auto status = attrs.find("status");
-    if (status != attrs.end() && status->second == "complete") {
-      std::printf("%s: the run is already complete; nothing to resume\n", resume.c_str());
-      return 0;
-    }
+    if (!resume_options(resume, options, configs, sets, shortcuts, !out.empty())) return 0;
   } else {
     apply_torchrun_env(options);
     apply_config_args(options, configs, sets, shortcuts);
@@ -152,18 +184,7 @@ int cmd_train(const Args& args) {
   const sim::TrainSummary s =
       sim::train(config, options.resolved(), !resume.empty(), dist::engine_factory());
   if (config.dist.enabled() && config.dist.rank != 0) return 0;  // rank 0 reports
-  if (s.status == sim::RunStatus::kDiverged) {
-    std::fprintf(stderr, "slowpipe train: error: the run diverged: %s; %lld steps logged in %s\n",
-                 s.message.c_str(), static_cast<long long>(s.steps), s.out.c_str());
-    return kExitDiverged;
-  }
-  char eval[64] = "no evaluation";  // an empty validation split
-  if (!std::isnan(s.final_eval_loss))
-    std::snprintf(eval, sizeof eval, "eval loss %.4f", s.final_eval_loss);
-  std::printf("%s: %lld steps, final loss %.4f, %s, simulated time %.2f s, wall %.1f s%s\n",
-              s.out.c_str(), static_cast<long long>(s.steps), s.final_loss, eval, s.sim_time_s,
-              s.wall_time_s, s.status == sim::RunStatus::kInterrupted ? " (interrupted)" : "");
-  return s.status == sim::RunStatus::kInterrupted ? kExitInterrupted : 0;
+  return report_run(s);
 }
 
 }  // namespace slowpipe::cli

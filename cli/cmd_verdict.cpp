@@ -50,6 +50,40 @@ std::vector<std::string> plots_in(const std::string& dir) {
   return out;
 }
 
+// Runs each table command of the claim into DIR/NAME.tsv and reads it back.
+study::VerdictTables run_tables(const study::Claim& claim, const std::string& dir) {
+  study::VerdictTables tables;
+  for (const auto& t : claim.tables) {
+    const std::string path = dir + "/" + t.name + ".tsv";
+    run_table_command(t, path);
+    tables[t.name] = study::read_tsv_table(t.name, path);
+  }
+  return tables;
+}
+
+// The runs' wall times: their sum and the longest (runs without one left out).
+void add_run_times(const std::vector<study::RunStats>& runs, study::VerdictReport& report) {
+  for (const auto& r : runs) {
+    const auto w = r.values.find("wall_time_s");
+    if (w == r.values.end() || !std::isfinite(w->second)) continue;
+    report.runs_wall_s += w->second;
+    report.longest_run_s = std::max(report.longest_run_s, w->second);
+  }
+}
+
+// The report on standard output, or into `out_path` (written whole, then renamed).
+void write_report(const study::VerdictReport& report, const std::string& out_path) {
+  if (out_path.empty()) {
+    study::write_verdict_report(report, std::cout);
+    return;
+  }
+  std::ofstream out(out_path + ".tmp");
+  study::write_verdict_report(report, out);
+  out.close();
+  if (!out) throw UsageError("cannot write " + out_path);
+  fs::rename(out_path + ".tmp", out_path);
+}
+
 }  // namespace
 
 int cmd_verdict(const Args& args) {
@@ -82,12 +116,7 @@ int cmd_verdict(const Args& args) {
   if (dir.empty()) dir = study::default_sweep_dir(sweep.name, scale, true);
   if (!fs::is_directory(dir)) throw UsageError(dir + ": no such folder (run the sweep first)");
 
-  study::VerdictTables tables;
-  for (const auto& t : claim.tables) {
-    const std::string path = dir + "/" + t.name + ".tsv";
-    run_table_command(t, path);
-    tables[t.name] = study::read_tsv_table(t.name, path);
-  }
+  study::VerdictTables tables = run_tables(claim, dir);
   study::SummaryOptions options;
   options.has_target = claim.has_target;
   options.target_loss = claim.target;
@@ -108,21 +137,8 @@ int cmd_verdict(const Args& args) {
   report.result = &result;
   report.plots = plots_in(dir);
   report.run_count = runs.size();
-  for (const auto& r : runs) {
-    const auto w = r.values.find("wall_time_s");
-    if (w == r.values.end() || !std::isfinite(w->second)) continue;
-    report.runs_wall_s += w->second;
-    report.longest_run_s = std::max(report.longest_run_s, w->second);
-  }
-  if (out_path.empty()) {
-    study::write_verdict_report(report, std::cout);
-  } else {
-    std::ofstream out(out_path + ".tmp");
-    study::write_verdict_report(report, out);
-    out.close();
-    if (!out) throw UsageError("cannot write " + out_path);
-    fs::rename(out_path + ".tmp", out_path);
-  }
+  add_run_times(runs, report);
+  write_report(report, out_path);
   for (const auto& [finding, outcome] : result.findings) {
     std::fprintf(stderr, "verdict %s: %s\n", finding.c_str(), study::outcome_name(outcome));
   }
