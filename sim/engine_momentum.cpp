@@ -25,6 +25,45 @@ std::pair<int64_t, int64_t> shard_range(int64_t n, int d, int j) {
   return {begin, std::min(n, begin + len) - begin};
 }
 
+// One chunk's averaged moment [1, N] from the replicas' `local` moments:
+// replica j serves shard j, every replica r sends it shard j through
+// `workers[r * D + j]` and j sends the average back through `servers[j]`.
+// Adds every transfer that crosses the network to `grad`; `sent[r]`: what
+// replica r encodes, sends and decodes.
+at::Tensor average_moment(const std::vector<at::Tensor>& local,
+                          const std::vector<compressors::Channel*>& workers,
+                          const std::vector<compressors::Channel*>& servers, ChannelSummary& grad,
+                          std::vector<compressors::TransferStats>& sent) {
+  const int D = static_cast<int>(local.size());
+  const int64_t n = local[0].size(1);
+  at::Tensor mean = at::empty({1, n}, at::kFloat);
+  for (int j = 0; j < D; ++j) {
+    const auto [begin, len] = shard_range(n, D, j);
+    if (len == 0) continue;
+    at::Tensor sum;
+    for (int r = 0; r < D; ++r) {
+      compressors::TransferStats st;
+      const at::Tensor x = local[r].narrow(1, begin, len).contiguous();
+      const at::Tensor y = workers[r * D + j]->transfer(x, at::Tensor(), &st);
+      sum = sum.defined() ? sum + y : y.clone();
+      sent[r].bytes += st.bytes;
+      sent[r].encode_s += st.encode_s;
+      sent[j].decode_s += st.decode_s;
+      if (r != j) add_transfer(grad, st);  // the server's own shard stays local
+    }
+    compressors::TransferStats st;
+    const at::Tensor avg = sum / D;
+    mean.narrow(1, begin, len).copy_(servers[j]->transfer(avg, at::Tensor(), &st));
+    sent[j].encode_s += st.encode_s;
+    for (int r = 0; r < D; ++r) {
+      if (r == j) continue;
+      add_transfer(grad, st);  // one copy of the average to every other replica
+      sent[r].decode_s += st.decode_s;
+    }
+  }
+  return mean;
+}
+
 }  // namespace
 
 void PipelineEngine::build_momentum_channels() {
@@ -86,35 +125,15 @@ void PipelineEngine::exchange_momentum(StepResult& result, int64_t step, int64_t
       replicas_[r]->optimizers[c].set_lr(result.lr);
       local[r] = replicas_[r]->optimizers[c].next_momentum().cpu();  // [1, N]
     }
-    const int64_t n = local[0].size(1);
-    at::Tensor mean = at::empty({1, n}, at::kFloat);
+    // Replica r's channel to server j, and server j's channel back.
+    std::vector<compressors::Channel*> workers(D * D), servers(D);
+    for (int r = 0; r < D; ++r) {
+      for (int j = 0; j < D; ++j) workers[r * D + j] = replicas_[r]->momentum[c * D + j].get();
+      servers[r] = replicas_[r]->momentum_server[c].get();
+    }
     // Per replica: what it sends and decodes (its trace op's bytes and seconds).
     std::vector<compressors::TransferStats> sent(D);
-    for (int j = 0; j < D; ++j) {
-      const auto [begin, len] = shard_range(n, D, j);
-      if (len == 0) continue;
-      at::Tensor sum;
-      for (int r = 0; r < D; ++r) {
-        compressors::TransferStats st;
-        const at::Tensor x = local[r].narrow(1, begin, len).contiguous();
-        const at::Tensor y = replicas_[r]->momentum[c * D + j]->transfer(x, at::Tensor(), &st);
-        sum = sum.defined() ? sum + y : y.clone();
-        sent[r].bytes += st.bytes;
-        sent[r].encode_s += st.encode_s;
-        sent[j].decode_s += st.decode_s;
-        if (r != j) add_transfer(result.grad[c], st);  // the server's own shard stays local
-      }
-      compressors::TransferStats st;
-      const at::Tensor avg = sum / D;
-      mean.narrow(1, begin, len)
-          .copy_(replicas_[j]->momentum_server[c]->transfer(avg, at::Tensor(), &st));
-      sent[j].encode_s += st.encode_s;
-      for (int r = 0; r < D; ++r) {
-        if (r == j) continue;
-        add_transfer(result.grad[c], st);  // one copy of the average to every other replica
-        sent[r].decode_s += st.decode_s;
-      }
-    }
+    const at::Tensor mean = average_moment(local, workers, servers, result.grad[c], sent);
     for (int r = 0; r < D; ++r) {
       Replica& rep = *replicas_[r];
       // The trace's exchange op: this replica's whole compressed moment; the

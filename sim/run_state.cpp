@@ -63,6 +63,33 @@ double double_of(int64_t i) {
   return d;
 }
 
+// The trainer's cursor from its ten int64 values (write_resume_checkpoint's
+// order), with the compute model's state when the checkpoint holds one.
+TrainerCursor read_cursor(const at::Tensor& cur, torch::serialize::InputArchive& archive,
+                          const fs::path& p) {
+  const auto v = [&cur](int i) { return cur[i].item<int64_t>(); };
+  TrainerCursor c;
+  c.steps_done = v(0);
+  c.epoch = static_cast<int>(v(1));
+  c.samples = v(2);
+  c.sim_time_s = double_of(v(3));
+  c.wall_time_s = double_of(v(4));
+  c.train_rows = v(5);
+  c.eval_rows = v(6);
+  c.net.rng_state = static_cast<uint64_t>(v(7));
+  c.net.elapsed_s = double_of(v(8));
+  c.net.steps = static_cast<uint64_t>(v(9));
+  at::Tensor cs;
+  if (archive.try_read("net_compute_state", cs)) {
+    if (cs.scalar_type() != torch::kUInt8 || cs.dim() != 1) {
+      throw DataError("checkpoint " + p.string() + ": malformed compute-model state");
+    }
+    const auto* b = cs.data_ptr<uint8_t>();
+    c.net.compute_state.assign(b, b + cs.numel());
+  }
+  return c;
+}
+
 }  // namespace
 
 std::string checkpoint_dir(const std::string& run_out) {
@@ -166,27 +193,7 @@ std::optional<TrainerCursor> load_resume_checkpoint(const std::string& run_out, 
       std::lock_guard<std::mutex> lock(gen.mutex());
       gen.set_state(rng);
     }
-    const auto v = [&cur](int i) { return cur[i].item<int64_t>(); };
-    TrainerCursor c;
-    c.steps_done = v(0);
-    c.epoch = static_cast<int>(v(1));
-    c.samples = v(2);
-    c.sim_time_s = double_of(v(3));
-    c.wall_time_s = double_of(v(4));
-    c.train_rows = v(5);
-    c.eval_rows = v(6);
-    c.net.rng_state = static_cast<uint64_t>(v(7));
-    c.net.elapsed_s = double_of(v(8));
-    c.net.steps = static_cast<uint64_t>(v(9));
-    at::Tensor cs;
-    if (archive.try_read("net_compute_state", cs)) {
-      if (cs.scalar_type() != torch::kUInt8 || cs.dim() != 1) {
-        throw DataError("checkpoint " + p.string() + ": malformed compute-model state");
-      }
-      const auto* b = cs.data_ptr<uint8_t>();
-      c.net.compute_state.assign(b, b + cs.numel());
-    }
-    return c;
+    return read_cursor(cur, archive, p);
   }
   return std::nullopt;
 }

@@ -6,6 +6,75 @@
 #include <ctime>
 
 namespace slowpipe::sim {
+namespace {
+
+using StepColumns = std::vector<Column<StepRecord>>;
+
+// Per pipeline boundary b: what crossed it forward (fw<b>_*) and backward (bw<b>_*).
+void add_boundary_columns(StepColumns& cols, int S) {
+  using R = StepRecord;
+  for (int b = 0; b + 1 < S; ++b) {
+    const std::string f = "fw" + std::to_string(b), g = "bw" + std::to_string(b);
+    const size_t i = static_cast<size_t>(b);
+    cols.push_back(
+        {{f + "_bytes", "bytes", "bytes sent forward across boundary " + std::to_string(b)},
+         [i](const R& r) { return double(r.result->fw[i].bytes); }});
+    cols.push_back({{f + "_rel_error", "1", "mean ||x - x_hat|| / ||x|| of activations"},
+                    [i](const R& r) { return r.result->fw[i].rel_error; }});
+    cols.push_back(
+        {{f + "_delta_norm", "1", "AQ-SGD, EF21: mean norm of the compressed difference"},
+         [i](const R& r) { return r.result->fw[i].delta_norm; }});
+    cols.push_back(
+        {{g + "_bytes", "bytes", "bytes sent backward across boundary " + std::to_string(b)},
+         [i](const R& r) { return double(r.result->bw[i].bytes); }});
+    cols.push_back({{g + "_rel_error", "1", "mean ||g - g_hat|| / ||g|| of activation-gradients"},
+                    [i](const R& r) { return r.result->bw[i].rel_error; }});
+  }
+}
+
+// Per stage s, with replicas: the gradient all-reduce (grad<s>_*).
+void add_gradient_columns(StepColumns& cols, int S) {
+  using R = StepRecord;
+  for (int s = 0; s < S; ++s) {
+    const size_t i = static_cast<size_t>(s);
+    cols.push_back({{"grad" + std::to_string(s) + "_bytes", "bytes",
+                     "gradient bytes sent by all replicas for stage " + std::to_string(s)},
+                    [i](const R& r) { return double(r.result->grad[i].bytes); }});
+    cols.push_back(
+        {{"grad" + std::to_string(s) + "_rel_error", "1", "mean relative error of stage gradients"},
+         [i](const R& r) { return r.result->grad[i].rel_error; }});
+  }
+}
+
+// A distributed run's own measures: the step's wall time and the bytes
+// handed to c10d.
+void add_dist_columns(StepColumns& cols, int S, int D) {
+  using R = StepRecord;
+  cols.push_back({{"dist_step_time_s", "s",
+                   "measured wall time of the distributed step: from rank 0's step command to "
+                   "every rank's report (compare with sim_step_time_s)"},
+                  [](const R& r) { return r.result->dist_step_s; }});
+  for (int b = 0; b + 1 < S; ++b) {
+    const size_t i = static_cast<size_t>(b);
+    cols.push_back({{"fw" + std::to_string(b) + "_sent_bytes", "bytes",
+                     "bytes handed to c10d forward across boundary " + std::to_string(b) +
+                         " (codec bytes plus a 64-byte header per message)"},
+                    [i](const R& r) { return double(r.result->fw_wire[i]); }});
+    cols.push_back({{"bw" + std::to_string(b) + "_sent_bytes", "bytes",
+                     "bytes handed to c10d backward across boundary " + std::to_string(b) +
+                         " (codec bytes plus a 64-byte header per message)"},
+                    [i](const R& r) { return double(r.result->bw_wire[i]); }});
+  }
+  for (int s = 0; D > 1 && s < S; ++s) {
+    const size_t i = static_cast<size_t>(s);
+    cols.push_back({{"grad" + std::to_string(s) + "_sent_bytes", "bytes",
+                     "gradient bytes handed to c10d by all replicas for stage " +
+                         std::to_string(s) + " (all-reduce input, or codec message + size)"},
+                    [i](const R& r) { return double(r.result->grad_wire[i]); }});
+  }
+}
+
+}  // namespace
 
 std::vector<Column<StepRecord>> train_columns(int S, int D, bool distributed) {
   using R = StepRecord;
@@ -31,58 +100,9 @@ std::vector<Column<StepRecord>> train_columns(int S, int D, bool distributed) {
       {{"channel_state_bytes", "bytes", "feedback state held by all channels (EF, AQ-SGD buffers)"},
        [](const R& r) { return double(r.channel_state_bytes); }},
   };
-  for (int b = 0; b + 1 < S; ++b) {
-    const std::string f = "fw" + std::to_string(b), g = "bw" + std::to_string(b);
-    const size_t i = static_cast<size_t>(b);
-    cols.push_back(
-        {{f + "_bytes", "bytes", "bytes sent forward across boundary " + std::to_string(b)},
-         [i](const R& r) { return double(r.result->fw[i].bytes); }});
-    cols.push_back({{f + "_rel_error", "1", "mean ||x - x_hat|| / ||x|| of activations"},
-                    [i](const R& r) { return r.result->fw[i].rel_error; }});
-    cols.push_back(
-        {{f + "_delta_norm", "1", "AQ-SGD, EF21: mean norm of the compressed difference"},
-         [i](const R& r) { return r.result->fw[i].delta_norm; }});
-    cols.push_back(
-        {{g + "_bytes", "bytes", "bytes sent backward across boundary " + std::to_string(b)},
-         [i](const R& r) { return double(r.result->bw[i].bytes); }});
-    cols.push_back({{g + "_rel_error", "1", "mean ||g - g_hat|| / ||g|| of activation-gradients"},
-                    [i](const R& r) { return r.result->bw[i].rel_error; }});
-  }
-  if (D > 1) {
-    for (int s = 0; s < S; ++s) {
-      const size_t i = static_cast<size_t>(s);
-      cols.push_back({{"grad" + std::to_string(s) + "_bytes", "bytes",
-                       "gradient bytes sent by all replicas for stage " + std::to_string(s)},
-                      [i](const R& r) { return double(r.result->grad[i].bytes); }});
-      cols.push_back({{"grad" + std::to_string(s) + "_rel_error", "1",
-                       "mean relative error of stage gradients"},
-                      [i](const R& r) { return r.result->grad[i].rel_error; }});
-    }
-  }
-  if (distributed) {
-    cols.push_back({{"dist_step_time_s", "s",
-                     "measured wall time of the distributed step: from rank 0's step command to "
-                     "every rank's report (compare with sim_step_time_s)"},
-                    [](const R& r) { return r.result->dist_step_s; }});
-    for (int b = 0; b + 1 < S; ++b) {
-      const size_t i = static_cast<size_t>(b);
-      cols.push_back({{"fw" + std::to_string(b) + "_sent_bytes", "bytes",
-                       "bytes handed to c10d forward across boundary " + std::to_string(b) +
-                           " (codec bytes plus a 64-byte header per message)"},
-                      [i](const R& r) { return double(r.result->fw_wire[i]); }});
-      cols.push_back({{"bw" + std::to_string(b) + "_sent_bytes", "bytes",
-                       "bytes handed to c10d backward across boundary " + std::to_string(b) +
-                           " (codec bytes plus a 64-byte header per message)"},
-                      [i](const R& r) { return double(r.result->bw_wire[i]); }});
-    }
-    for (int s = 0; D > 1 && s < S; ++s) {
-      const size_t i = static_cast<size_t>(s);
-      cols.push_back({{"grad" + std::to_string(s) + "_sent_bytes", "bytes",
-                       "gradient bytes handed to c10d by all replicas for stage " +
-                           std::to_string(s) + " (all-reduce input, or codec message + size)"},
-                      [i](const R& r) { return double(r.result->grad_wire[i]); }});
-    }
-  }
+  add_boundary_columns(cols, S);
+  if (D > 1) add_gradient_columns(cols, S);
+  if (distributed) add_dist_columns(cols, S, D);
   return cols;
 }
 
