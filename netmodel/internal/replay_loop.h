@@ -5,7 +5,9 @@
 // spent on the consumer's stream before the consumer op. Events: a compute
 // finished, the network's next flow finished, a message arrived. Fills the
 // Timeline's op timings, device busy time and peak activations; the caller
-// (replay.cpp) sums up step time, bubble and link use afterwards.
+// (replay.cpp) sums up step time, bubble and link use afterwards. Under
+// net.link_model = shared-inbound a send is posted, then billed to its
+// receiver's inbound wire when the receiver waits on it (replay_inbound.h).
 // Leaves out: the network itself (replay_transport.h) and the collectives'
 // protocol (replay_collective.h).
 #pragma once
