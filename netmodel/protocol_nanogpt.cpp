@@ -37,6 +37,7 @@ TimingPreset protocol_preset() {
   p.epochs = 1;
   p.fw = "bf16";
   p.bw = "bf16";
+  p.baseline = "fp16";      // the bf16 wire's bytes (2 per element): the speed-up of a method
   p.bandwidth_bps = 200e6;  // LINK_BANDWIDTH
   p.latency_s = 0.05;       // LINK_LATENCY
   p.link_model = kSharedInbound;

@@ -217,8 +217,15 @@ void describe_step_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
 
 // The keys of the comparison and the whole run: baseline, epochs, warm-ups, bandwidths.
 void describe_run_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
-  o.add_choice("timing.baseline", c.baseline, {"fp32", "fp16", "both"},
-               "uncompressed baseline the speed-up is against: fp32 or fp16 messages, or both");
+  o.add_choice(
+      "timing.baseline", {"fp32", "fp16", "both"},
+      "uncompressed baseline the speed-up is against: fp32 or fp16 messages, or both (default "
+      "the preset's, else fp32)",
+      [&c](const std::string& v) {
+        c.baseline = v;
+        c.baseline_given = true;
+      },
+      [&c] { return c.baseline; });
   o.add_custom(
       "timing.epochs", "int", "epochs of the whole run (default the preset's, else 10)",
       [&c](const std::string& v) { c.epochs = parse_count("timing.epochs", v, 1); },

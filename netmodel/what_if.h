@@ -41,6 +41,7 @@ struct TimingPreset {
   // Defaults of keys outside the shape (apply_preset_defaults); empty / 0 /
   // negative: none.
   std::string fw, bw;          // timing.fw, timing.bw
+  std::string baseline;        // timing.baseline
   double bandwidth_bps = 0;    // timing.bandwidth: this one bandwidth
   double latency_s = -1;       // net.latency
   std::string link_model;      // net.link_model
@@ -79,7 +80,7 @@ struct WhatIfConfig {
   int64_t d_model = 0, vocab = 0, seq = 0, mlp_width = 0;
   int64_t steps = 0;  // > 0: also print T = steps x step time (timing.steps, --steps)
   // Set by the keys, so that a preset's defaults never override them.
-  bool fw_given = false, bw_given = false, bandwidth_given = false;
+  bool fw_given = false, bw_given = false, bandwidth_given = false, baseline_given = false;
   std::string baseline = "fp32";  // fp32 | fp16 | both
   int epochs = 0;                 // 0: preset's, else 10
   int warmup_epochs = -1;         // every channel; < 0: preset's, else 0

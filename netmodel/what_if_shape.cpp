@@ -38,6 +38,7 @@ void apply_preset_defaults(WhatIfConfig& c, NetConfig& net) {
   const TimingPreset& p = find_timing_preset("timing.preset", c.preset);
   if (!p.fw.empty() && !c.fw_given) c.specs.forward = p.fw;
   if (!p.bw.empty() && !c.bw_given) c.specs.backward = p.bw;
+  if (!p.baseline.empty() && !c.baseline_given) c.baseline = p.baseline;
   if (p.bandwidth_bps > 0 && !c.bandwidth_given) c.bandwidths_bps = {p.bandwidth_bps};
   if (p.latency_s >= 0 && net.latency_s < 0) net.latency_s = p.latency_s;
   if (!p.link_model.empty() && net.link_model.empty()) net.link_model = p.link_model;
@@ -73,8 +74,8 @@ void print_run_price(const WhatIfConfig& c, const WhatIfResult& res, std::ostrea
   for (const WhatIfRow& row : res.rows) {
     os << format_bandwidth(row.bandwidth_bps) << ": step " << fmt("%.3f", row.step_s) << " s";
     if (record_s > 0) {
-      os << " (record " << fmt("%.3f", record_s) << " s, "
-         << fmt("%+.2f", (row.step_s / record_s - 1) * 100) << "%)";
+      os << " (the preset's record " << fmt("%.3f", record_s)
+         << " s: " << fmt("%+.2f", (row.step_s / record_s - 1) * 100) << "%)";
     }
     if (c.steps > 0) {
       os << "; T = " << c.steps << " steps x " << fmt("%.3f", row.step_s)

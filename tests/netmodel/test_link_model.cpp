@@ -154,6 +154,7 @@ TEST_CASE("Link model: the protocol-nanogpt presets reproduce the records within
     nm::apply_preset_defaults(w, net);
     CHECK(w.bandwidths_bps == std::vector<double>{200e6});
     CHECK(net.latency_s == 0.05);
+    CHECK(w.baseline == "fp16");  // the bf16 wire's bytes
     const auto r = nm::run_what_if(w, net, bf16_bytes);
     const uint64_t tokens = static_cast<uint64_t>(r.setup.shape.microbatch_size) * 1024;
     CHECK(r.messages.activation == bytes_per_token * tokens);
@@ -177,4 +178,12 @@ TEST_CASE("Link model: the protocol-nanogpt presets reproduce the records within
   CHECK(w.specs.forward == "none");
   CHECK(w.specs.backward == "bf16");
   CHECK(net.link_model == nm::kFullDuplex);
+  CHECK(w.baseline == "fp16");
+  w = nm::WhatIfConfig{};
+  slowpipe::OptionSet o;
+  nm::describe_options(w, o);
+  o.set("timing.preset", "protocol-nanogpt");
+  o.set("timing.baseline", "fp32");  // given: kept
+  nm::apply_preset_defaults(w, net);
+  CHECK(w.baseline == "fp32");
 }
