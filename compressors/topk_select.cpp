@@ -63,8 +63,49 @@ int64_t emit_scalar(const float* x, int64_t begin, int64_t m, uint32_t t, int64_
   return w;
 }
 
+// The AVX2 sweeps fuse the two: sweep 1 also writes the kept stream, the
+// indices and magnitudes of every element >= lo in index order (the sure ones
+// and the candidates, about k plus the bracket: a sixth of the row at K = 10%),
+// and sweep 2 filters that stream instead of the row.
+struct Kept {
+  int32_t* idx;   // [n + 16]
+  uint32_t* mag;  // [n + 16]
+  int64_t n = 0;
+};
+
 #ifdef SLOWPIPE_HAVE_SIMD_SWEEP
-// The same two sweeps with AVX-512 compress-stores, 16 elements at a time.
+// Sweep 1 over x[begin, m) with the kept stream.
+int64_t collect_kept_scalar(const float* x, int64_t begin, int64_t m, uint32_t lo, uint32_t hi,
+                            uint32_t* cmag, int64_t& nc, Kept& kept) {
+  int64_t above = 0;
+  for (int64_t i = begin; i < m; ++i) {
+    const uint32_t u = mag_bits(x[i]);
+    above += u > hi;
+    cmag[nc] = u;
+    nc += (u >= lo) & (u <= hi);
+    kept.idx[kept.n] = static_cast<int32_t>(i);
+    kept.mag[kept.n] = u;
+    kept.n += u >= lo;
+  }
+  return above;
+}
+// Sweep 2 over kept entries [begin, end): as emit_scalar.
+int64_t filter_scalar(const Kept& kept, int64_t begin, int64_t end, uint32_t t, int64_t& ties,
+                      int32_t* out) {
+  int64_t w = 0;
+  for (int64_t j = begin; j < end; ++j) {
+    const uint32_t u = kept.mag[j];
+    if (u > t || (u == t && ties > 0)) {
+      if (u == t) --ties;
+      out[w++] = kept.idx[j];
+    }
+  }
+  return w;
+}
+
+// The two sweeps of the portable loops with AVX-512 compresses, 16 elements at
+// a time. (The fused sweeps below measured slower here: three compresses per
+// vector instead of one; vpcompressd is the bottleneck.)
 __attribute__((target("avx512f,popcnt"))) int64_t count_and_collect_avx512(
     const float* x, int64_t m, uint32_t lo, uint32_t hi, uint32_t* cmag, int64_t& nc) {
   const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
@@ -109,11 +150,11 @@ __attribute__((target("avx512f,popcnt"))) int64_t emit_avx512(const float* x, in
   return w + emit_scalar(x, i, m, t, ties, out + w);
 }
 
-// The same two sweeps in AVX2, 8 elements at a time. AVX2 has no compress: a
-// table gives, for each 8-bit mask, the lanes to keep as byte indices, which
-// vpermd moves to the front. AVX2 compares signed integers: magnitudes are
-// below 2^31, so `hi` is clamped to 0x7FFFFFFF (no magnitude is above either)
-// and u >= lo is u > lo - 1 (lo = 0: -1, true for every u).
+// The fused sweeps in AVX2, 8 elements at a time. AVX2 has no compress: a table
+// gives, for each 8-bit mask, the lanes to keep as byte indices, which vpermd
+// moves to the front. AVX2 compares signed integers: magnitudes are below
+// 2^31, so `hi` and `t` are clamped to 0x7FFFFFFF (no magnitude is above
+// either) and u >= lo is u > lo - 1 (lo = 0: -1, true for every u).
 struct PackTable {
   uint64_t lanes[256];
 };
@@ -130,52 +171,60 @@ constexpr PackTable make_pack_table() {
 }
 constexpr PackTable kPackTable = make_pack_table();
 
-SLOWPIPE_AVX2 inline __m256i pack_lanes(__m256i v, int mask) {
-  const __m256i perm = _mm256_cvtepu8_epi32(
+SLOWPIPE_AVX2 inline __m256i pack_permutation(int mask) {
+  return _mm256_cvtepu8_epi32(
       _mm_loadl_epi64(reinterpret_cast<const __m128i*>(kPackTable.lanes + mask)));
-  return _mm256_permutevar8x32_epi32(v, perm);
 }
 SLOWPIPE_AVX2 inline int lane_mask(__m256i cmp) {
   return _mm256_movemask_ps(_mm256_castsi256_ps(cmp));
 }
-SLOWPIPE_AVX2 int64_t count_and_collect_avx2(const float* x, int64_t m, uint32_t lo, uint32_t hi,
-                                             uint32_t* cmag, int64_t& nc) {
+SLOWPIPE_AVX2 inline __m256i load8(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+SLOWPIPE_AVX2 inline void store8(void* p, __m256i v) {
+  _mm256_storeu_si256(static_cast<__m256i*>(p), v);
+}
+SLOWPIPE_AVX2 int64_t collect_avx2(const float* x, int64_t m, uint32_t lo, uint32_t hi,
+                                   uint32_t* cmag, int64_t& nc, Kept& kept) {
   const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
   const __m256i vhi = _mm256_set1_epi32(static_cast<int>(std::min(hi, 0x7FFFFFFFU)));
   const __m256i vlo1 = _mm256_set1_epi32(static_cast<int>(lo) - 1);
-  int64_t above = 0, i = 0;
-  for (; i + 8 <= m; i += 8) {
-    const __m256i u =
-        _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), abs_mask);
-    const __m256i gt = _mm256_cmpgt_epi32(u, vhi);
-    above += __builtin_popcount(lane_mask(gt));
-    const int c = lane_mask(_mm256_andnot_si256(gt, _mm256_cmpgt_epi32(u, vlo1)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(cmag + nc), pack_lanes(u, c));
-    nc += __builtin_popcount(c);
-  }
-  return above + count_and_collect_scalar(x, i, m, lo, hi, cmag, nc);
-}
-SLOWPIPE_AVX2 int64_t emit_avx2(const float* x, int64_t m, uint32_t t, int64_t& ties, int64_t k,
-                                int32_t* out) {
-  const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
-  const __m256i vt = _mm256_set1_epi32(static_cast<int>(std::min(t, 0x7FFFFFFFU)));
   const __m256i step = _mm256_set1_epi32(8);
   __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  int64_t w = 0, i = 0;
+  int64_t above = 0, i = 0;
   for (; i + 8 <= m; i += 8) {
-    const __m256i u =
-        _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), abs_mask);
+    const __m256i u = _mm256_and_si256(load8(x + i), abs_mask);
+    const __m256i gt = _mm256_cmpgt_epi32(u, vhi);
+    const __m256i ge = _mm256_cmpgt_epi32(u, vlo1);
+    above += __builtin_popcount(lane_mask(gt));
+    const int c = lane_mask(_mm256_andnot_si256(gt, ge));
+    store8(cmag + nc, _mm256_permutevar8x32_epi32(u, pack_permutation(c)));
+    nc += __builtin_popcount(c);
+    const int g = lane_mask(ge);
+    const __m256i perm = pack_permutation(g);
+    store8(kept.idx + kept.n, _mm256_permutevar8x32_epi32(idx, perm));
+    store8(kept.mag + kept.n, _mm256_permutevar8x32_epi32(u, perm));
+    kept.n += __builtin_popcount(g);
+    idx = _mm256_add_epi32(idx, step);
+  }
+  return above + collect_kept_scalar(x, i, m, lo, hi, cmag, nc, kept);
+}
+SLOWPIPE_AVX2 int64_t filter_avx2(const Kept& kept, uint32_t t, int64_t& ties, int64_t k,
+                                  int32_t* out) {
+  const __m256i vt = _mm256_set1_epi32(static_cast<int>(std::min(t, 0x7FFFFFFFU)));
+  int64_t w = 0, j = 0;
+  for (; j + 8 <= kept.n; j += 8) {
+    const __m256i u = load8(kept.mag + j);
     const int gt = lane_mask(_mm256_cmpgt_epi32(u, vt));
     const int eq = lane_mask(_mm256_cmpeq_epi32(u, vt));
     if ((eq && ties > 0) || w + 8 > k) {  // rare: ties to settle in order, or the last stores
-      w += emit_scalar(x, i, i + 8, t, ties, out + w);
+      w += filter_scalar(kept, j, j + 8, t, ties, out + w);
     } else {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + w), pack_lanes(idx, gt));
+      store8(out + w, _mm256_permutevar8x32_epi32(load8(kept.idx + j), pack_permutation(gt)));
       w += __builtin_popcount(gt);
     }
-    idx = _mm256_add_epi32(idx, step);
   }
-  return w + emit_scalar(x, i, m, t, ties, out + w);
+  return w + filter_scalar(kept, j, kept.n, t, ties, out + w);
 }
 #endif
 
@@ -198,11 +247,20 @@ class RankFinder {
       lo_ = std::min(lo_, a[i]);
       hi_ = std::max(hi_, a[i]);
     }
-    if (n <= 512 || lo_ == hi_) return;  // small or constant: no histogram
+    build();
+  }
+  // The same when every a[i] is known to lie in [lo, hi] (no min/max pass).
+  RankFinder(const uint32_t* a, int64_t n, uint32_t lo, uint32_t hi, uint32_t* scratch,
+             std::vector<uint32_t>& counts)
+      : a_(a), n_(n), scratch_(scratch), counts_(counts), lo_(lo), hi_(hi) {
+    build();
+  }
+  void build() {
+    if (n_ <= 512 || lo_ == hi_) return;  // small or constant: no histogram
     const int width = 32 - __builtin_clz(hi_ - lo_);
     shift_ = std::max(0, width - kBits);
     counts_.assign(size_t{1} << kBits, 0);
-    for (int64_t i = 0; i < n; ++i) ++counts_[(a[i] - lo_) >> shift_];
+    for (int64_t i = 0; i < n_; ++i) ++counts_[(a_[i] - lo_) >> shift_];
     binned_ = true;
   }
   Ranked rank(int64_t r) {
@@ -322,16 +380,23 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
   const Bracket bracket = bracket_kth(x, m, k, sample_, mags_, counts_);
   uint32_t hi = bracket.hi, lo = bracket.lo;
   if (lo > hi) lo = hi;
-  // 2. Sweep 1: count the sure ones (> hi), collect the candidates ([lo, hi]).
-  cand_mags_.resize(m + 16);  // + 16: the SIMD sweep stores whole vectors
+  // 2. Sweep 1: count the sure ones (> hi), collect the candidates ([lo, hi]);
+  // the AVX2 sweep also keeps every element >= lo (Kept).
+  cand_mags_.resize(m + 16);  // + 16: the SIMD sweeps store whole vectors
   uint32_t* cmag = cand_mags_.data();
   int64_t nc = 0, ns = 0;
   const Sweeps isa = sweeps();
+  Kept kept{nullptr, nullptr};
+  if (isa == Sweeps::kAvx2) {
+    kept_idx_.resize(m + 16);
+    kept_mags_.resize(m + 16);
+    kept = Kept{kept_idx_.data(), kept_mags_.data()};
+  }
 #ifdef SLOWPIPE_HAVE_SIMD_SWEEP
   if (isa == Sweeps::kAvx512)
     ns = count_and_collect_avx512(x, m, lo, hi, cmag, nc);
   else if (isa == Sweeps::kAvx2)
-    ns = count_and_collect_avx2(x, m, lo, hi, cmag, nc);
+    ns = collect_avx2(x, m, lo, hi, cmag, nc, kept);
   else
 #endif
     ns = count_and_collect_scalar(x, 0, m, lo, hi, cmag, nc);
@@ -346,17 +411,18 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
   uint32_t t = hi;
   int64_t ties = 0;
   if (need > 0) {
-    Ranked ranked = RankFinder(cmag, nc, mags_.data(), counts_).rank(need - 1);
+    Ranked ranked = RankFinder(cmag, nc, lo, hi, mags_.data(), counts_).rank(need - 1);
     t = ranked.value;
     ties = need - ranked.greater;
   }
-  // 4. Sweep 2: emit in index order.
+  // 4. Sweep 2: emit in index order (AVX2: from the kept stream, which holds
+  // every element >= t in index order, since t >= lo).
   int64_t written;
 #ifdef SLOWPIPE_HAVE_SIMD_SWEEP
   if (isa == Sweeps::kAvx512)
     written = emit_avx512(x, m, t, ties, k, out);
   else if (isa == Sweeps::kAvx2)
-    written = emit_avx2(x, m, t, ties, k, out);
+    written = filter_avx2(kept, t, ties, k, out);
   else
 #endif
     written = emit_scalar(x, 0, m, t, ties, out);

@@ -7,11 +7,15 @@
 // between two thresholds (3.5 standard deviations of the sample quantile either
 // side); sweeps the row counting magnitudes above the upper one and collecting
 // those between (the candidates); finds the exact k-th magnitude among the
-// candidates (a 2048-bin histogram, then nth_element in one bin); and sweeps
-// again to emit the indices in order. Sweeps use AVX-512 compresses, or AVX2
-// with a table of lane permutations, where the CPU has them. If the bracket missed (rare, checked
-// exactly), it falls back to nth_element over the whole row. Either way the result is exact. The
-// kept indices are coded on the wire by index_coding.h.
+// candidates (a 2048-bin histogram over the bracket, then nth_element in one
+// bin); and emits the indices in order. The portable loops emit with a second
+// sweep of the row; the SIMD ones (AVX-512 compresses, or AVX2 with a table
+// of lane permutations, picked at run time) keep the indices and magnitudes
+// of every element above the lower threshold during the first sweep and
+// filter those (about a sixth of the row at K = 10%). If the bracket missed
+// (rare, checked exactly), it falls back to nth_element over the whole row.
+// Either way the result is exact, the same indices on every path. The kept
+// indices are coded on the wire by index_coding.h.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +39,8 @@ class TopkSelector {
   Sweeps sweeps() const;  // the sweeps select() runs
 
  private:
-  std::vector<uint32_t> mags_, cand_mags_, sample_, counts_;
+  std::vector<uint32_t> mags_, cand_mags_, sample_, counts_, kept_mags_;
+  std::vector<int32_t> kept_idx_;
   int64_t fallbacks_ = 0;
   Sweeps widest_ = Sweeps::kAvx512;
 };
