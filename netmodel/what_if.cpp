@@ -300,7 +300,9 @@ ModelShape resolve_shape(const WhatIfConfig& c) {
   try {
     check_model_shape(shape);
   } catch (const UsageError& e) {
-    throw UsageError("timing.stages = " + std::to_string(shape.stages) +
+    const std::string layers =
+        c.layers > 0 ? "timing.layers = " + std::to_string(c.layers) + ", " : "";
+    throw UsageError(layers + "timing.stages = " + std::to_string(shape.stages) +
                      ", timing.batch = " + std::to_string(shape.batch) + ", timing.microbatch = " +
                      std::to_string(shape.microbatch_size) + ": " + e.what());
   }

@@ -94,7 +94,9 @@ struct WhatIfConfig {
 // `timing.stages`, `timing.virtual_stages`, `timing.grad_sync`, `timing.batch`,
 // `timing.microbatch`, `timing.subspace`, `timing.baseline`, `timing.epochs`,
 // `timing.warmup_epochs`, `timing.aq_warmup_epochs`, `timing.steps_per_epoch`, `timing.bandwidth`
-// (a comma list).
+// (a comma list), `timing.token_id_bytes`, `timing.steps`, and the shape keys
+// `timing.layers`, `timing.d_model`, `timing.vocab`, `timing.seq`,
+// `timing.mlp_width` (what_if_shape.cpp).
 void describe_options(WhatIfConfig& config, slowpipe::OptionSet& options);
 
 // The preset's defaults for keys the user did not give (TimingPreset: fw, bw,
