@@ -16,7 +16,10 @@
 //     of 64 Ki) and on a GPT-2 XL activation [1, 1024, 1600] (one row of 1.6 Mi);
 //     counters: message bytes and the ratio fp32 bytes / message bytes;
 //   - the index coding alone (encode, decode) of those TopK selections at K = 1,
-//     10 and 30% (items: kept indices).
+//     10 and 30% (items: kept indices);
+//   - QSGD (qsgd:s=4) encode and decode beside q4 on a GPT-2 XL activation.
+// SLOWPIPE_SIMD=avx2 caps the run-time-dispatched kernels (TopK sweeps, QSGD,
+// the channel statistics) to what an AVX2-only host runs (quant_simd.h).
 // Throughput is reported as fp32 input bytes per second (SetBytesProcessed).
 // Every benchmark makes one untimed call first. libtorch's temporaries come from
 // malloc; glibc returns large blocks to the system, so on a VM with costly page
@@ -267,6 +270,27 @@ void BM_TopkCodec_EncodeDecode_Gpt2xl(benchmark::State& st) {
   topk_codec_round_trip(st, {1, 1024, 1600}, st.range(0) != 0);
 }
 
+// QSGD (s = 4, buckets of 128) against q4 in the same run, on a GPT-2 XL
+// activation [1, 1024, 1600]: range(0) 0 qsgd, 1 q4; range(1) 0 encode, 1 decode.
+void BM_QsgdCodec_Gpt2xl(benchmark::State& st) {
+  at::set_num_threads(1);
+  at::manual_seed(0);
+  const sc::Shape shape{1, 1024, 1600};
+  at::Tensor x = at::randn(shape);
+  auto codec = sc::make_codec(st.range(0) == 0 ? "qsgd:s=4" : "q4");
+  sc::Message msg;
+  at::Tensor y = at::empty_like(x);
+  codec->encode_raw(x.data_ptr<float>(), shape, msg);  // warm-up, untimed
+  for (auto _ : st) {
+    if (st.range(1) == 0)
+      codec->encode_raw(x.data_ptr<float>(), shape, msg);
+    else
+      codec->decode_raw(msg.data(), msg.size(), shape, y.data_ptr<float>());
+    benchmark::ClobberMemory();
+  }
+  st.SetBytesProcessed(st.iterations() * x.numel() * 4);
+}
+
 // ---- one channel transfer of the demo's activation ----
 
 constexpr int64_t kDemoSamples = 1024, kDemoMicro = 4;
@@ -356,6 +380,15 @@ BENCHMARK(BM_TopkCodec_EncodeDecode_Gpt2xl)
     ->Arg(0)
     ->Arg(1)
     ->ArgName("q8")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+BENCHMARK(BM_QsgdCodec_Gpt2xl)
+    ->Args({0, 0})
+    ->Args({1, 0})
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->ArgNames({"q4", "decode"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
