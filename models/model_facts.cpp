@@ -4,7 +4,8 @@
 //   cnn: the stem [B, c, H, W]; residual block i (0-based) [B, c, H, W] before
 //        block layers/2 and [B, 2c, ceil(H/2), ceil(W/2)] from it on
 //        (c = model.channels; H = W = 28, the 28x28 images the cnn is built for);
-//   mlp: [B, model.hidden].
+//   mlp: [B, model.hidden];
+//   protocol-gpt: as gpt.
 // Block numbering and shapes as docs/models.md and models/{gpt,cnn,mlp}.cpp.
 #include "models/model_facts.h"
 
@@ -45,6 +46,8 @@ void register_builtins() {
   register_model_facts(
       {"cnn", "[B, c, 28, 28], then [B, 2c, 14, 14] from block layers/2", &cnn_block_output});
   register_model_facts({"mlp", "[B, hidden] out of every block", &mlp_block_output});
+  register_model_facts(
+      {"protocol-gpt", "[B, seq_len, d_model] out of every block", &gpt_block_output});
 }
 
 Registry<ModelFacts>& filled() {

@@ -39,6 +39,15 @@ void register_builtins() {
                   {"model.layers", "model.hidden", "data.classes", "data.sample_shape"},
                   &footprint_mlp,
                   images});
+  register_model({"protocol-gpt",
+                  "Protocol NanoGPT's GPT at byte scale: RMSNorm, QK-norm, rotary, ReLU^2 MLP, "
+                  "zero-initialised output projections, soft-capped logits",
+                  &build_protocol_gpt,
+                  {"model.layers", "model.d_model", "model.heads", "model.seq_len"},
+                  &footprint_protocol_gpt,
+                  [](const ModelConfig& cfg) {
+                    return DatasetInfo{"text", Task::kLanguageModel, {cfg.seq_len}, 256, ""};
+                  }});
 }
 
 // The registry with the built-ins in it: they are registered on first use,

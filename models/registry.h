@@ -75,6 +75,11 @@ Model build_gpt(const ModelConfig& cfg, const DatasetInfo& data);
 Model build_cnn(const ModelConfig& cfg, const DatasetInfo& data);
 Model build_mlp(const ModelConfig& cfg, const DatasetInfo& data);
 ModelFootprint footprint_gpt(const ModelConfig& cfg, const DatasetInfo& data);
+// Protocol NanoGPT's GPT at byte scale (models/gpt_protocol.cpp), and its
+// half-truncated rotary embedding of [B, T, H, D] queries or keys.
+Model build_protocol_gpt(const ModelConfig& cfg, const DatasetInfo& data);
+ModelFootprint footprint_protocol_gpt(const ModelConfig& cfg, const DatasetInfo& data);
+at::Tensor protocol_rotary(const at::Tensor& x);
 ModelFootprint footprint_cnn(const ModelConfig& cfg, const DatasetInfo& data);
 ModelFootprint footprint_mlp(const ModelConfig& cfg, const DatasetInfo& data);
 
