@@ -122,8 +122,9 @@ Timeline Simulator::replay(const StepTrace& trace) {
     symmetry_replicas_ = D;
     asymmetry_ = net_asymmetry(config_, S, D);
   }
-  folded_ =
-      fold_replicas_ && D > 1 && asymmetry_.empty() && (trace.replicated || replicas_alike(trace));
+  // The shared-inbound wires are not folded: its replicas replay in full.
+  folded_ = fold_replicas_ && D > 1 && asymmetry_.empty() && !shared_inbound(config_) &&
+            (trace.replicated || replicas_alike(trace));
   Timeline out;
   if (trace.replicated && !folded_) {
     const StepTrace full = expand_trace(trace);

@@ -118,6 +118,24 @@ TEST_CASE("Link model: stages on one host exchange for free; collectives are ref
   CHECK_THROWS_AS(nm::replay(two_replicas, meter("fixed:0.25/0.5")), slowpipe::UsageError);
 }
 
+TEST_CASE("Link model: replicas without collectives replay in full, each on its own wires") {
+  // Two replicas of the two-stage GPipe above, no all-reduce: each replica's
+  // hosts have their own wires, so the step is the one replica's 7.5 s.
+  nm::StepTrace t = nm::build_trace("gpipe", 2, 2, 2, [](nm::TraceOp& op) { op.bytes = 1000000; });
+  std::vector<nm::TraceOp> ops;
+  for (const auto& op : t.ops) {
+    if (op.kind != nm::OpKind::kAllReduce) ops.push_back(op);
+  }
+  t.ops = ops;
+  nm::Simulator sim(meter("fixed:0.25/0.5"));
+  const nm::Timeline tl = sim.replay(t);
+  CHECK_FALSE(sim.folded());
+  CHECK(tl.step_s == Approx(7.5));
+  for (const char* wire : {"wire->0", "wire->1", "wire->2", "wire->3"}) {
+    CHECK(wire_busy_s(tl, wire) == Approx(3.0));
+  }
+}
+
 TEST_CASE("Link model: net.link_model accepts the two models by name") {
   nm::NetConfig c;
   slowpipe::OptionSet o;
