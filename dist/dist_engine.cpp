@@ -67,35 +67,49 @@ std::string config_differences(const std::string& theirs, const std::string& ran
   return out;
 }
 
-DistEngine::DistEngine(sim::EngineSetup setup, const sim::DistConfig& cfg,
-                       const std::string& config_text)
-    : setup_(std::move(setup)) {
-  sim::validate(setup_.pipeline);
-  if (setup_.compress.grad_sync != GradSync::kAllReduce && setup_.pipeline.replicas > 1) {
+namespace {
+
+// What a distributed run cannot do (each runs in one process instead).
+void refuse_unsupported(const sim::EngineSetup& setup) {
+  sim::validate(setup.pipeline);
+  if (setup.compress.grad_sync != GradSync::kAllReduce && setup.pipeline.replicas > 1) {
     throw UsageError(std::string("compress.grad_sync = ") +
-                     grad_sync_name(setup_.compress.grad_sync) +
+                     grad_sync_name(setup.compress.grad_sync) +
                      ": distributed runs all-reduce gradients; run the momentum exchange in one "
                      "process (docs/grad-sync.md)");
   }
-  if (netmodel::make_schedule(setup_.pipeline.schedule, setup_.pipeline.stages,
-                              setup_.pipeline.microbatches)
+  if (netmodel::make_schedule(setup.pipeline.schedule, setup.pipeline.stages,
+                              setup.pipeline.microbatches)
           .split_backward) {
-    throw UsageError("pipeline.schedule = " + setup_.pipeline.schedule +
+    throw UsageError("pipeline.schedule = " + setup.pipeline.schedule +
                      ": distributed runs run whole backwards (gpipe, 1f1b, interleaved with one "
                      "chunk per stage); run it in one process (docs/distributed.md)");
   }
-  if (setup_.pipeline.virtual_stages > 1) {
-    throw UsageError("pipeline.virtual_stages = " + std::to_string(setup_.pipeline.virtual_stages) +
+  if (setup.pipeline.virtual_stages > 1) {
+    throw UsageError("pipeline.virtual_stages = " + std::to_string(setup.pipeline.virtual_stages) +
                      ": distributed runs hold one model chunk per process (docs/distributed.md)");
   }
-  layout_ = {setup_.pipeline.stages, setup_.pipeline.replicas};
-  if (cfg.world_size != layout_.world())
+}
+
+// dist.world_size and dist.rank against the pipeline's layout.
+void check_world(const sim::DistConfig& cfg, const Layout& layout) {
+  if (cfg.world_size != layout.world())
     throw UsageError("dist.world_size = " + std::to_string(cfg.world_size) +
                      ", but the run has pipeline.stages x pipeline.replicas = " +
-                     std::to_string(layout_.world()) + " processes");
+                     std::to_string(layout.world()) + " processes");
   if (cfg.rank >= cfg.world_size)
     throw UsageError("dist.rank = " + std::to_string(cfg.rank) +
                      " is not below dist.world_size = " + std::to_string(cfg.world_size));
+}
+
+}  // namespace
+
+DistEngine::DistEngine(sim::EngineSetup setup, const sim::DistConfig& cfg,
+                       const std::string& config_text)
+    : setup_(std::move(setup)) {
+  refuse_unsupported(setup_);
+  layout_ = {setup_.pipeline.stages, setup_.pipeline.replicas};
+  check_world(cfg, layout_);
   if (setup_.channel_factory) throw std::logic_error("DistEngine: channel factories unsupported");
   replica_ = layout_.replica_of(cfg.rank);
   stage_ = layout_.stage_of(cfg.rank);

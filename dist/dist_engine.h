@@ -79,6 +79,12 @@ class DistEngine : public sim::StepEngine {
   // This rank's part of a step and of an evaluation.
   RankReport local_step(const models::Batch& batch, int64_t step, int64_t total);
   void pipeline_ops(const models::Batch& batch, int64_t step, RankReport& rep);
+  // One step's micro-batch slices and kept tensors, and the two kinds of op
+  // pipeline_ops runs with them (dist_step.cpp).
+  struct StepSlices;
+  void prefetch_messages();
+  void forward_op(StepSlices& c, int m, RankReport& rep);
+  void backward_op(StepSlices& c, int m, RankReport& rep);
   void sync_gradients(RankReport& rep);
   void clip_and_update(int64_t step, int64_t total, RankReport& rep);
   sim::EvalResult local_eval(const models::Batch& batch, bool compressed);

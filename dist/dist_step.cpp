@@ -46,20 +46,59 @@ RankReport DistEngine::local_step(const models::Batch& batch, int64_t step, int6
   return rep;
 }
 
+// A step's view of its batch from this rank: which rows micro-batch m is, the
+// ids its channels key per-sample state by, and the tensors a forward keeps
+// for its backward.
+struct DistEngine::StepSlices {
+  const models::Batch& batch;
+  int64_t step = 0;
+  int64_t shard = 0, mb = 0;  // samples per replica, per micro-batch
+  int replica = 0;
+  int64_t shard_samples = 0;  // EngineSetup::shard_samples
+  torch::Device device;
+  std::vector<at::Tensor> inputs, outputs;
+
+  int64_t begin(int m) const { return replica * shard + m * mb; }
+  // Channels key per-sample state by the id within the replica's shard.
+  at::Tensor ids(int m) const {
+    const at::Tensor all = batch.ids.narrow(0, begin(m), mb);
+    return shard_samples > 0 ? all - replica * shard_samples : all;
+  }
+  void sync() const {
+    if (device.is_cuda()) torch::cuda::synchronize();
+  }
+};
+
 void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankReport& rep) {
-  const int S = layout_.stages, D = layout_.replicas, M = setup_.pipeline.microbatches;
-  const int r = replica_, s = stage_;
+  const int D = layout_.replicas, M = setup_.pipeline.microbatches;
   const int64_t B = batch.inputs.size(0);
   if (B % (static_cast<int64_t>(D) * M) != 0)
     throw UsageError("batch of " + std::to_string(B) + " samples does not split into " +
                      std::to_string(D) + " replicas x " + std::to_string(M) + " micro-batches");
-  const int64_t shard = B / D, mb = shard / M;
-  const torch::Device device(setup_.device);
-  const auto sync = [&device] {
-    if (device.is_cuda()) torch::cuda::synchronize();
-  };
-  std::vector<at::Tensor> inputs(static_cast<size_t>(M)), outputs(static_cast<size_t>(M));
-  // Every message this stage will receive, in the order its ops consume them.
+  const int64_t shard = B / D;
+  StepSlices c{batch,
+               step,
+               shard,
+               shard / M,
+               replica_,
+               setup_.shard_samples,
+               torch::Device(setup_.device),
+               std::vector<at::Tensor>(static_cast<size_t>(M)),
+               std::vector<at::Tensor>(static_cast<size_t>(M))};
+  prefetch_messages();
+  for (const sim::PipelineOp& op : my_ops_) {
+    if (op.pass == netmodel::Pass::kForward) {
+      forward_op(c, op.microbatch, rep);
+    } else {
+      backward_op(c, op.microbatch, rep);
+    }
+  }
+  comm_->end_prefetch();
+}
+
+// Every message this stage will receive, in the order its ops consume them.
+void DistEngine::prefetch_messages() {
+  const int S = layout_.stages, r = replica_, s = stage_;
   std::vector<int> from_up, from_down;
   for (const sim::PipelineOp& op : my_ops_) {
     if (op.pass == netmodel::Pass::kForward && s > 0) from_up.push_back(act_tag(op.microbatch));
@@ -68,99 +107,101 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
   }
   if (!from_up.empty()) comm_->prefetch(layout_.rank(r, s - 1), from_up);
   if (!from_down.empty()) comm_->prefetch(layout_.rank(r, s + 1), from_down);
-  for (const sim::PipelineOp& op : my_ops_) {
-    const int m = op.microbatch;
-    const auto mi = static_cast<size_t>(m);
-    const int64_t begin = r * shard + m * mb;
-    // Channels key per-sample state by the id within the replica's shard.
-    const at::Tensor ids = setup_.shard_samples > 0
-                               ? batch.ids.narrow(0, begin, mb) - r * setup_.shard_samples
-                               : batch.ids.narrow(0, begin, mb);
-    if (op.pass == netmodel::Pass::kForward) {
-      const at::Tensor tokens = batch.inputs.narrow(0, begin, mb).to(device);
-      at::Tensor x;
-      if (s == 0) {
-        x = tokens;
-      } else {
-        Dims dims;
-        const Bytes msg = comm_->take(layout_.rank(r, s - 1), act_tag(m), &dims);
-        compressors::TransferStats st;
-        const at::Tensor got = fw_in_->receive(msg, dims, ids, &st);
-        rep.fw[static_cast<size_t>(s - 1)].decode_s += st.decode_s;
-        rep.decodes.push_back({OpKind::kSendActivation, s - 1, m, st.decode_s});
-        x = got.to(device).detach().requires_grad_(true);
-        inputs[mi] = x;
-      }
-      sync();
-      const sim::OpTimer timer;
-      at::Tensor y = stage_forward(x, tokens);
-      if (s == S - 1) {
-        const at::Tensor targets = batch.targets.narrow(0, begin, mb).to(device);
-        y = models::loss(task(), y, targets) * (static_cast<double>(mb) / shard);
-      }
-      sync();
-      rep.ops.push_back(
-          sim::compute_op(OpKind::kForward, {s, s, m, r}, timer, flops_per_sample_ * mb));
-      rep.ops.back().kernels = forward_kernels_;
-      outputs[mi] = y;
-      if (s < S - 1) {
-        if (!sim::all_finite(y))
-          throw sim::NonFiniteError("non-finite activation at " + sim::where(step, r, m) +
-                                    ": stage " + std::to_string(s) +
-                                    " output, forward across boundary " + std::to_string(s));
-        compressors::TransferStats st;
-        Bytes msg;
-        fw_out_->send(y.detach(), ids, msg, &st);
-        rep.fw_wire[static_cast<size_t>(s)] +=
-            comm_->send(msg, dims_of(y), layout_.rank(r, s + 1), act_tag(m));
-        rep.ops.push_back(sim::message_op(OpKind::kSendActivation, {s, s, m, r, s + 1}, y, st,
-                                          rep.fw[static_cast<size_t>(s)]));
-      }
-      continue;
-    }
-    at::Tensor g;
-    if (s < S - 1) {
-      Dims dims;
-      const Bytes msg = comm_->take(layout_.rank(r, s + 1), grad_tag(m), &dims);
-      compressors::TransferStats st;
-      g = bw_in_->receive(msg, dims, ids, &st).to(device);
-      rep.bw[static_cast<size_t>(s)].decode_s += st.decode_s;
-      rep.decodes.push_back({OpKind::kSendGradient, s + 1, m, st.decode_s});
-    }
-    sync();
-    const sim::OpTimer timer;
-    if (s == S - 1) {
-      const double loss = outputs[mi].item<double>();
-      if (!std::isfinite(loss))
-        throw sim::NonFiniteError("non-finite loss at " + sim::where(step, r, m) + " (last stage " +
-                                  std::to_string(s) + ")");
-      rep.losses.push_back(loss);
-      outputs[mi].backward();
-    } else {
-      outputs[mi].backward(g);
-    }
-    sync();
-    rep.ops.push_back(
-        sim::compute_op(OpKind::kBackward, {s, s, m, r}, timer, 2.0 * flops_per_sample_ * mb));
-    rep.ops.back().kernels = 2 * forward_kernels_;
-    if (s > 0) {
-      const at::Tensor grad = inputs[mi].grad();
-      if (!sim::all_finite(grad))
-        throw sim::NonFiniteError("non-finite activation-gradient at " + sim::where(step, r, m) +
-                                  ": stage " + std::to_string(s) +
-                                  " input, backward across boundary " + std::to_string(s - 1));
-      compressors::TransferStats st;
-      Bytes msg;
-      bw_out_->send(grad, ids, msg, &st);
-      rep.bw_wire[static_cast<size_t>(s - 1)] +=
-          comm_->send(msg, dims_of(grad), layout_.rank(r, s - 1), grad_tag(m));
-      rep.ops.push_back(sim::message_op(OpKind::kSendGradient, {s, s, m, r, s - 1}, grad, st,
-                                        rep.bw[static_cast<size_t>(s - 1)]));
-    }
-    outputs[mi] = at::Tensor();
-    inputs[mi] = at::Tensor();
+}
+
+// Micro-batch m's forward: take and decode the activation (or the tokens on
+// stage 0), run the stage (and the loss on the last), send the output on.
+void DistEngine::forward_op(StepSlices& c, int m, RankReport& rep) {
+  const int S = layout_.stages, r = replica_, s = stage_;
+  const auto mi = static_cast<size_t>(m);
+  const at::Tensor ids = c.ids(m);
+  const at::Tensor tokens = c.batch.inputs.narrow(0, c.begin(m), c.mb).to(c.device);
+  at::Tensor x;
+  if (s == 0) {
+    x = tokens;
+  } else {
+    Dims dims;
+    const Bytes msg = comm_->take(layout_.rank(r, s - 1), act_tag(m), &dims);
+    compressors::TransferStats st;
+    const at::Tensor got = fw_in_->receive(msg, dims, ids, &st);
+    rep.fw[static_cast<size_t>(s - 1)].decode_s += st.decode_s;
+    rep.decodes.push_back({OpKind::kSendActivation, s - 1, m, st.decode_s});
+    x = got.to(c.device).detach().requires_grad_(true);
+    c.inputs[mi] = x;
   }
-  comm_->end_prefetch();
+  c.sync();
+  const sim::OpTimer timer;
+  at::Tensor y = stage_forward(x, tokens);
+  if (s == S - 1) {
+    const at::Tensor targets = c.batch.targets.narrow(0, c.begin(m), c.mb).to(c.device);
+    y = models::loss(task(), y, targets) * (static_cast<double>(c.mb) / c.shard);
+  }
+  c.sync();
+  rep.ops.push_back(
+      sim::compute_op(OpKind::kForward, {s, s, m, r}, timer, flops_per_sample_ * c.mb));
+  rep.ops.back().kernels = forward_kernels_;
+  c.outputs[mi] = y;
+  if (s == S - 1) return;
+  if (!sim::all_finite(y))
+    throw sim::NonFiniteError("non-finite activation at " + sim::where(c.step, r, m) + ": stage " +
+                              std::to_string(s) + " output, forward across boundary " +
+                              std::to_string(s));
+  compressors::TransferStats st;
+  Bytes msg;
+  fw_out_->send(y.detach(), ids, msg, &st);
+  rep.fw_wire[static_cast<size_t>(s)] +=
+      comm_->send(msg, dims_of(y), layout_.rank(r, s + 1), act_tag(m));
+  rep.ops.push_back(sim::message_op(OpKind::kSendActivation, {s, s, m, r, s + 1}, y, st,
+                                    rep.fw[static_cast<size_t>(s)]));
+}
+
+// Micro-batch m's backward: take and decode the gradient (the loss on the last
+// stage), run the backward, send the input's gradient back.
+void DistEngine::backward_op(StepSlices& c, int m, RankReport& rep) {
+  const int S = layout_.stages, r = replica_, s = stage_;
+  const auto mi = static_cast<size_t>(m);
+  const at::Tensor ids = c.ids(m);
+  at::Tensor g;
+  if (s < S - 1) {
+    Dims dims;
+    const Bytes msg = comm_->take(layout_.rank(r, s + 1), grad_tag(m), &dims);
+    compressors::TransferStats st;
+    g = bw_in_->receive(msg, dims, ids, &st).to(c.device);
+    rep.bw[static_cast<size_t>(s)].decode_s += st.decode_s;
+    rep.decodes.push_back({OpKind::kSendGradient, s + 1, m, st.decode_s});
+  }
+  c.sync();
+  const sim::OpTimer timer;
+  if (s == S - 1) {
+    const double loss = c.outputs[mi].item<double>();
+    if (!std::isfinite(loss))
+      throw sim::NonFiniteError("non-finite loss at " + sim::where(c.step, r, m) + " (last stage " +
+                                std::to_string(s) + ")");
+    rep.losses.push_back(loss);
+    c.outputs[mi].backward();
+  } else {
+    c.outputs[mi].backward(g);
+  }
+  c.sync();
+  rep.ops.push_back(
+      sim::compute_op(OpKind::kBackward, {s, s, m, r}, timer, 2.0 * flops_per_sample_ * c.mb));
+  rep.ops.back().kernels = 2 * forward_kernels_;
+  if (s > 0) {
+    const at::Tensor grad = c.inputs[mi].grad();
+    if (!sim::all_finite(grad))
+      throw sim::NonFiniteError("non-finite activation-gradient at " + sim::where(c.step, r, m) +
+                                ": stage " + std::to_string(s) +
+                                " input, backward across boundary " + std::to_string(s - 1));
+    compressors::TransferStats st;
+    Bytes msg;
+    bw_out_->send(grad, ids, msg, &st);
+    rep.bw_wire[static_cast<size_t>(s - 1)] +=
+        comm_->send(msg, dims_of(grad), layout_.rank(r, s - 1), grad_tag(m));
+    rep.ops.push_back(sim::message_op(OpKind::kSendGradient, {s, s, m, r, s - 1}, grad, st,
+                                      rep.bw[static_cast<size_t>(s - 1)]));
+  }
+  c.outputs[mi] = at::Tensor();
+  c.inputs[mi] = at::Tensor();
 }
 
 void DistEngine::sync_gradients(RankReport& rep) {

@@ -63,48 +63,55 @@ PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
   order_ = global_order(schedule_);
 
   for (int r = 0; r < D; ++r) {
-    Replica& rep = *replicas_[r];
-    for (int s = 0; s < C; ++s) {
-      std::vector<at::Tensor> params;
-      double flops = 0;
-      for (size_t b = cuts_[s]; b < cuts_[s + 1]; ++b) {
-        for (const auto& p : rep.model.blocks[b]->parameters()) params.push_back(p);
-        flops += rep.model.blocks[b]->forward_flops_per_sample();
-      }
-      rep.stage_params.push_back(params);
-      rep.optimizers.emplace_back(setup_.optim, params);
-      rep.flops_per_sample.push_back(flops);
-      rep.forward_kernels.push_back(forward_kernels(rep.model, cuts_[s], cuts_[s + 1]));
-    }
-    for (int b = 0; b + 1 < C; ++b) {
-      if (setup_.channel_factory) {
-        rep.fw.push_back(setup_.channel_factory(ChannelRole::kForward, b, r));
-        rep.bw.push_back(setup_.channel_factory(ChannelRole::kBackward, b, r));
-      } else {
-        const std::string name = "r" + std::to_string(r) + ".b" + std::to_string(b);
-        auto pair = compressors::make_boundary(
-            setup_.compress.fw_for(b), setup_.compress.bw_for(b),
-            channel_context(setup_, name, static_cast<uint64_t>(r) * 4096 + b));
-        rep.fw.push_back(std::move(pair.fw));
-        rep.bw.push_back(std::move(pair.bw));
-      }
-    }
-    if (D > 1) {
-      for (int s = 0; s < C; ++s) {
-        if (setup_.channel_factory) {
-          rep.grad.push_back(setup_.channel_factory(ChannelRole::kGradient, s, r));
-        } else {
-          const std::string name = "r" + std::to_string(r) + ".grad" + std::to_string(s);
-          // Momentum exchange: gradients cross uncompressed during its warm-up only.
-          const bool momentum = setup_.compress.grad_sync == GradSync::kMomentum;
-          rep.grad.push_back(compressors::make_channel(
-              compressors::gradient_spec(momentum ? "none" : setup_.compress.grad),
-              channel_context(setup_, name, static_cast<uint64_t>(r) * 4096 + 2048 + s)));
-        }
-      }
-    }
+    build_stages(*replicas_[r]);
+    build_channels(*replicas_[r], r);
   }
   build_momentum_channels();
+}
+
+void PipelineEngine::build_stages(Replica& rep) {
+  for (int s = 0; s < schedule_.chunks; ++s) {
+    std::vector<at::Tensor> params;
+    double flops = 0;
+    for (size_t b = cuts_[s]; b < cuts_[s + 1]; ++b) {
+      for (const auto& p : rep.model.blocks[b]->parameters()) params.push_back(p);
+      flops += rep.model.blocks[b]->forward_flops_per_sample();
+    }
+    rep.stage_params.push_back(params);
+    rep.optimizers.emplace_back(setup_.optim, params);
+    rep.flops_per_sample.push_back(flops);
+    rep.forward_kernels.push_back(forward_kernels(rep.model, cuts_[s], cuts_[s + 1]));
+  }
+}
+
+void PipelineEngine::build_channels(Replica& rep, int r) {
+  const int C = schedule_.chunks, D = setup_.pipeline.replicas;
+  for (int b = 0; b + 1 < C; ++b) {
+    if (setup_.channel_factory) {
+      rep.fw.push_back(setup_.channel_factory(ChannelRole::kForward, b, r));
+      rep.bw.push_back(setup_.channel_factory(ChannelRole::kBackward, b, r));
+    } else {
+      const std::string name = "r" + std::to_string(r) + ".b" + std::to_string(b);
+      auto pair = compressors::make_boundary(
+          setup_.compress.fw_for(b), setup_.compress.bw_for(b),
+          channel_context(setup_, name, static_cast<uint64_t>(r) * 4096 + b));
+      rep.fw.push_back(std::move(pair.fw));
+      rep.bw.push_back(std::move(pair.bw));
+    }
+  }
+  if (D == 1) return;
+  for (int s = 0; s < C; ++s) {
+    if (setup_.channel_factory) {
+      rep.grad.push_back(setup_.channel_factory(ChannelRole::kGradient, s, r));
+    } else {
+      const std::string name = "r" + std::to_string(r) + ".grad" + std::to_string(s);
+      // Momentum exchange: gradients cross uncompressed during its warm-up only.
+      const bool momentum = setup_.compress.grad_sync == GradSync::kMomentum;
+      rep.grad.push_back(compressors::make_channel(
+          compressors::gradient_spec(momentum ? compressors::ChannelSpec() : setup_.compress.grad),
+          channel_context(setup_, name, static_cast<uint64_t>(r) * 4096 + 2048 + s)));
+    }
+  }
 }
 
 PipelineEngine::~PipelineEngine() = default;
@@ -204,6 +211,37 @@ struct PipelineEngine::StepWork {
   double loss_sum = 0;
 };
 
+double PipelineEngine::run_replica(const models::Batch& batch, int64_t step, int r,
+                                   StepResult& result) {
+  const int C = stages(), D = replicas(), M = setup_.pipeline.microbatches;
+  StepWork w;
+  w.replica = r;
+  w.step = step;
+  w.shard = batch.inputs.size(0) / D;
+  w.mb = w.shard / M;
+  w.batch = &batch;
+  for (auto* v : {&w.inputs, &w.outputs, &w.grads_in}) {
+    v->assign(C, std::vector<at::Tensor>(M));
+  }
+  w.input_pass.assign(C, std::vector<std::pair<double, double>>(M));
+  for (auto& o : replicas_[r]->optimizers) o.zero_grad();
+  for (const PipelineOp& op : order_) {
+    switch (op.pass) {
+      case netmodel::Pass::kForward:
+        run_forward(w, op, result);
+        break;
+      case netmodel::Pass::kBackward:
+      case netmodel::Pass::kBackwardInput:
+        run_backward(w, op, result);
+        break;
+      case netmodel::Pass::kBackwardWeight:
+        run_weight_backward(w, op, result);
+        break;
+    }
+  }
+  return w.loss_sum;
+}
+
 StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
                                       int64_t total_steps) {
   const int C = stages();
@@ -227,34 +265,7 @@ StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
   result.trace.thread_cpu = !cuda_ && at::get_num_threads() == 1 && blas_threads() == 1;
 
   double loss_sum = 0;
-  for (int r = 0; r < D; ++r) {
-    StepWork w;
-    w.replica = r;
-    w.step = step;
-    w.shard = B / D;
-    w.mb = w.shard / M;
-    w.batch = &batch;
-    for (auto* v : {&w.inputs, &w.outputs, &w.grads_in}) {
-      v->assign(C, std::vector<at::Tensor>(M));
-    }
-    w.input_pass.assign(C, std::vector<std::pair<double, double>>(M));
-    for (auto& o : replicas_[r]->optimizers) o.zero_grad();
-    for (const PipelineOp& op : order_) {
-      switch (op.pass) {
-        case netmodel::Pass::kForward:
-          run_forward(w, op, result);
-          break;
-        case netmodel::Pass::kBackward:
-        case netmodel::Pass::kBackwardInput:
-          run_backward(w, op, result);
-          break;
-        case netmodel::Pass::kBackwardWeight:
-          run_weight_backward(w, op, result);
-          break;
-      }
-    }
-    loss_sum += w.loss_sum;
-  }
+  for (int r = 0; r < D; ++r) loss_sum += run_replica(batch, step, r, result);
   result.loss = loss_sum / D;
   if (momentum_exchange_active(step)) {
     exchange_momentum(result, step, total_steps);

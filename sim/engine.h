@@ -20,6 +20,7 @@
 
 #include "compressors/channel.h"
 #include "compressors/config.h"
+#include "config/run_config.h"
 #include "models/dataset.h"
 #include "models/model.h"
 #include "models/model_config.h"
@@ -27,7 +28,6 @@
 #include "netmodel/trace.h"
 #include "sim/executor.h"
 #include "sim/optimizer.h"
-#include "config/run_config.h"
 
 namespace torch::serialize {
 class OutputArchive;
@@ -198,6 +198,13 @@ class PipelineEngine : public StepEngine {
   void step_optimizers(StepResult& result, int64_t step, int64_t total_steps);
   // compress.grad_sync = momentum (engine_momentum.cpp).
   void build_momentum_channels();
+  // Replica r's per-chunk parameters, optimizers and cost counts; its boundary
+  // and gradient channels (the constructor's two halves per replica).
+  void build_stages(Replica& rep);
+  void build_channels(Replica& rep, int r);
+  // Replica r's forward and backward passes of one step in the global order;
+  // returns the sum of its micro-batch losses.
+  double run_replica(const models::Batch& batch, int64_t step, int r, StepResult& result);
   bool momentum_exchange_active(int64_t step) const;
   void exchange_momentum(StepResult& result, int64_t step, int64_t total_steps);
   at::Tensor microbatch_ids(const StepWork& w, int microbatch) const;

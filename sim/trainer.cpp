@@ -37,12 +37,12 @@
 #include "runlog/runlog.h"
 #include "sim/engine.h"
 #include "sim/internal/evaluation.h"
-#include "sim/kernel_policy.h"
 #include "sim/internal/preflight.h"
 #include "sim/internal/progress.h"
 #include "sim/internal/run_state.h"
 #include "sim/internal/shard_sampler.h"
 #include "sim/internal/train_log.h"
+#include "sim/kernel_policy.h"
 
 namespace slowpipe::sim {
 namespace {
@@ -301,15 +301,10 @@ void build_run(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved,
 // over it. A kill in the middle of an HDF5 flush can leave the old file's
 // metadata inconsistent beyond its flushed rows (readable, but not safely
 // writable); the rebuilt file is whole.
-void rebuild_log(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved) {
-  const std::string& out = cfg.run.out;
-  const auto old_attrs = read_attributes(out);
-  const auto old = [&old_attrs](const std::string& k) {
-    const auto it = old_attrs.find(k);
-    return it == old_attrs.end() ? std::string() : it->second;
-  };
-  const std::map<std::string, int64_t> keep = {{"train", run.cursor.train_rows},
-                                               {"eval", run.cursor.eval_rows}};
+// The first keep[name] rows of each table of the log at `out` (DataError when
+// it holds fewer than its checkpoint counts on).
+std::map<std::string, Table> kept_tables(const std::string& out,
+                                         const std::map<std::string, int64_t>& keep) {
   std::map<std::string, Table> tables;
   for (const auto& [name, rows] : keep) {
     if (rows == 0) continue;
@@ -320,14 +315,44 @@ void rebuild_log(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolve
                       " its checkpoint counts on");
     }
   }
+  return tables;
+}
+
+// The text blobs of the log at `out`, but the step traces after `steps_done`.
+std::vector<std::pair<std::string, std::string>> kept_blobs(const std::string& out,
+                                                            int64_t steps_done) {
   std::vector<std::pair<std::string, std::string>> blobs;
   for (const auto& b : list_blobs(out)) {
     const std::string prefix = "trace_step_";
-    if (b.rfind(prefix, 0) == 0 && std::stoll(b.substr(prefix.size())) > run.cursor.steps_done) {
-      continue;
-    }
+    if (b.rfind(prefix, 0) == 0 && std::stoll(b.substr(prefix.size())) > steps_done) continue;
     blobs.emplace_back(b, read_text(out, b));
   }
+  return blobs;
+}
+
+// Earlier attempts' warnings (one a line) stay, ahead of this attempt's new ones.
+std::vector<std::string> merged_warnings(const std::string& earlier,
+                                         const std::vector<std::string>& now) {
+  std::vector<std::string> said;
+  std::istringstream lines(earlier);
+  for (std::string line; std::getline(lines, line);) said.push_back(line);
+  for (const auto& w : now) {
+    if (std::find(said.begin(), said.end(), w) == said.end()) said.push_back(w);
+  }
+  return said;
+}
+
+void rebuild_log(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved) {
+  const std::string& out = cfg.run.out;
+  const auto old_attrs = read_attributes(out);
+  const auto old = [&old_attrs](const std::string& k) {
+    const auto it = old_attrs.find(k);
+    return it == old_attrs.end() ? std::string() : it->second;
+  };
+  const std::map<std::string, int64_t> keep = {{"train", run.cursor.train_rows},
+                                               {"eval", run.cursor.eval_rows}};
+  const std::map<std::string, Table> tables = kept_tables(out, keep);
+  const auto blobs = kept_blobs(out, run.cursor.steps_done);
   const std::string tmp = out + ".resume.tmp";
   {
     RunLog fresh(tmp, /*overwrite=*/true, cfg.run.flush_every);
@@ -337,14 +362,7 @@ void rebuild_log(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolve
     fresh.set_attribute("resumed_at_steps",
                         (prev.empty() ? "" : prev + ",") + std::to_string(run.cursor.steps_done));
     fresh.set_attribute("status", "running");
-    // Earlier attempts' warnings stay, ahead of this attempt's.
-    std::vector<std::string> said;
-    std::istringstream lines(old("warnings"));
-    for (std::string line; std::getline(lines, line);) said.push_back(line);
-    for (const auto& w : run.warnings) {
-      if (std::find(said.begin(), said.end(), w) == said.end()) said.push_back(w);
-    }
-    run.warnings = said;
+    run.warnings = merged_warnings(old("warnings"), run.warnings);
     declare_table(fresh, "train", run.train_cols);
     declare_table(fresh, "eval", run.eval_cols);
     for (const auto& [name, table] : tables) {
