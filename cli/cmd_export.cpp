@@ -32,17 +32,17 @@ int cmd_export(const Args& args) {
   }
   if (path.empty()) throw UsageError("no run log given (slowpipe export RUN.h5 --table train)");
   if (vm.count("label")) {
-    std::cout << sim::run_label(path) << "\n";
+    std::cout << runlog::run_label(path) << "\n";
   } else if (vm.count("blob")) {
-    std::cout << sim::read_text(path, vm["blob"].as<std::string>());
+    std::cout << runlog::read_text(path, vm["blob"].as<std::string>());
   } else if (vm.count("attrs")) {
     // `status` as readers show it: a dead run's `running` says so (runlog/export.h).
-    const std::string status = sim::display_status(path);
-    for (const auto& [k, v] : sim::read_attributes(path))
+    const std::string status = runlog::display_status(path);
+    for (const auto& [k, v] : runlog::read_attributes(path))
       std::cout << k << "\t" << (k == "status" ? status : v) << "\n";
   } else {
-    sim::export_table(path, table, std::cout, std::cerr);
-    const std::string status = sim::display_status(path);
+    runlog::export_table(path, table, std::cout, std::cerr);
+    const std::string status = runlog::display_status(path);
     if (status.rfind("running (", 0) == 0)
       std::cerr << "warning: run log " << path << ": " << status
                 << ": the run most likely died; the table holds the rows it flushed\n";

@@ -25,7 +25,7 @@ namespace {
 // applied to a fresh set of options.
 void load_logged_config(const std::string& path, OptionSet& options,
                         std::map<std::string, std::string>& attrs) {
-  attrs = sim::read_attributes(path);
+  attrs = runlog::read_attributes(path);
   int keys = 0;
   for (const auto& [k, v] : attrs) {
     if (k.rfind("config.", 0) != 0) continue;

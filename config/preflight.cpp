@@ -87,11 +87,11 @@ void check_writable_target(const std::string& key, const std::string& path) {
 // in it would be lost.
 bool replaceable_log(const std::string& path) {
   try {
-    const auto attrs = read_attributes(path);
+    const auto attrs = runlog::read_attributes(path);
     const auto it = attrs.find("status");
     if (it == attrs.end() || it->second != "failed") return false;
-    for (const auto& t : list_tables(path)) {
-      if (read_table(path, t).rows() > 0) return false;
+    for (const auto& t : runlog::list_tables(path)) {
+      if (runlog::read_table(path, t).rows() > 0) return false;
     }
     return true;
   } catch (const std::exception&) {

@@ -67,22 +67,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const bool written = std::fwrite(data, 1, size, f) == size;
     if (std::fclose(f) != 0 || !written) return 0;
   }
-  namespace sim = slowpipe::sim;
-  expect_clean_errors([&] { sim::read_attributes(path); });
-  expect_clean_errors([&] { sim::run_label(path); });
-  expect_clean_errors([&] { sim::read_row_counts(path); });
+  namespace runlog = slowpipe::runlog;
+  expect_clean_errors([&] { runlog::read_attributes(path); });
+  expect_clean_errors([&] { runlog::run_label(path); });
+  expect_clean_errors([&] { runlog::read_row_counts(path); });
   std::vector<std::string> tables = {"train", "eval"};
   expect_clean_errors([&] {
-    for (const auto& t : sim::list_tables(path)) tables.push_back(t);
+    for (const auto& t : runlog::list_tables(path)) tables.push_back(t);
   });
   for (const auto& t : tables) {
     expect_clean_errors([&] {
       std::ostringstream out, warnings;
-      sim::export_table(path, t, out, warnings);
+      runlog::export_table(path, t, out, warnings);
     });
   }
   expect_clean_errors([&] {
-    for (const auto& b : sim::list_blobs(path)) sim::read_text(path, b);
+    for (const auto& b : runlog::list_blobs(path)) runlog::read_text(path, b);
   });
   std::remove(path.c_str());
   return 0;

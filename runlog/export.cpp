@@ -14,7 +14,7 @@
 
 #include "runlog/runlog.h"
 
-namespace slowpipe::sim {
+namespace slowpipe::runlog {
 
 void export_table(const std::string& h5_path, const std::string& table, std::ostream& out,
                   std::ostream& warnings) {
@@ -107,4 +107,4 @@ std::string display_status(const std::string& h5_path) {
   return display_status(attrs, longest, static_cast<double>(std::time(nullptr)));
 }
 
-}  // namespace slowpipe::sim
+}  // namespace slowpipe::runlog

@@ -10,7 +10,7 @@
 #include <ostream>
 #include <string>
 
-namespace slowpipe::sim {
+namespace slowpipe::runlog {
 
 // Writes `table` of the run log at `h5_path` to `out` as TSV. UsageError for a
 // missing or non-HDF5 file, or an unknown table (naming the tables present);
@@ -41,4 +41,4 @@ std::string display_status(const std::map<std::string, std::string>& attrs, doub
 // The same for the log at `h5_path`, now (reads its attributes and train table).
 std::string display_status(const std::string& h5_path);
 
-}  // namespace slowpipe::sim
+}  // namespace slowpipe::runlog

@@ -40,9 +40,9 @@
 #include <utility>
 
 #include "common/errors.h"
-#include "runlog/runlog_tables.h"
+#include "runlog/internal/runlog_tables.h"
 
-namespace slowpipe::sim {
+namespace slowpipe::runlog {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -580,4 +580,4 @@ int64_t RunLog::flushed_rows(const std::string& table) const {
   return it == impl_->tables.end() ? 0 : it->second.flushed_rows;
 }
 
-}  // namespace slowpipe::sim
+}  // namespace slowpipe::runlog

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-namespace slowpipe::sim {
+namespace slowpipe::runlog {
 
 struct ColumnInfo {
   std::string name;         // snake_case, e.g. "loss", "sim_time_s", "fw0_bytes"
@@ -133,4 +133,4 @@ void write_tsv(const Table& table, std::ostream& out);
 void silence_hdf5_errors();
 std::string hdf5_error_cause();
 
-}  // namespace slowpipe::sim
+}  // namespace slowpipe::runlog

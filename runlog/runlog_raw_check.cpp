@@ -43,9 +43,9 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "runlog/runlog_tables.h"
+#include "runlog/internal/runlog_tables.h"
 
-namespace slowpipe::sim::detail {
+namespace slowpipe::runlog::detail {
 namespace {
 
 constexpr uint64_t kHeapIdBytes = 16;       // length (4), collection address (8), index (4)
@@ -338,4 +338,4 @@ void check_variable_string(hid_t owner, hid_t id, bool attribute, const std::str
   check_reference(file, file.read(offset, kHeapIdBytes, "its stored reference"));
 }
 
-}  // namespace slowpipe::sim::detail
+}  // namespace slowpipe::runlog::detail

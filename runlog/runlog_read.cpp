@@ -19,9 +19,9 @@
 
 #include "common/errors.h"
 #include "runlog/runlog.h"
-#include "runlog/runlog_tables.h"
+#include "runlog/internal/runlog_tables.h"
 
-namespace slowpipe::sim {
+namespace slowpipe::runlog {
 namespace {
 
 [[noreturn]] void throw_damaged(const std::string& path, const H5::Exception& e) {
@@ -549,4 +549,4 @@ void write_tsv(const Table& table, std::ostream& out) {
   }
 }
 
-}  // namespace slowpipe::sim
+}  // namespace slowpipe::runlog

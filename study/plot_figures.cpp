@@ -88,7 +88,7 @@ void render(Context& ctx, const std::string& name, const std::string& script) {
 }
 
 // The columns of `table` that hold at least one finite value.
-std::set<std::string> columns_with_values(const sim::Table& table) {
+std::set<std::string> columns_with_values(const runlog::Table& table) {
   std::set<std::string> out;
   for (size_t c = 0; c < table.columns.size(); ++c) {
     const auto& v = table.values[c];
@@ -106,9 +106,9 @@ void write_curve_data(Context& ctx) {
   for (const auto& run : *ctx.runs) {
     const std::string stem = "run" + std::to_string(++i) + "_" + fs::path(run.path).stem().string();
     ctx.stems[&run] = stem;
-    const sim::Table train = sim::read_table(run.path, "train");
-    const sim::Table eval = sim::read_table(run.path, "eval");
-    auto col = [](const sim::Table& t, const std::string& name) {
+    const runlog::Table train = runlog::read_table(run.path, "train");
+    const runlog::Table eval = runlog::read_table(run.path, "eval");
+    auto col = [](const runlog::Table& t, const std::string& name) {
       return t.has_column(name) ? t.column(name) : std::vector<double>(t.rows(), NAN);
     };
     const auto loss = col(train, "loss");

@@ -39,7 +39,7 @@ double best_finite(const std::vector<double>& v, bool higher_is_better) {
 
 // Mean over the rows of the sum of every column whose name matches `pattern`
 // (e.g. fw0_bytes + fw1_bytes); NaN when no column matches or no row exists.
-double mean_row_sum(const sim::Table& table, const std::regex& pattern) {
+double mean_row_sum(const runlog::Table& table, const std::regex& pattern) {
   std::vector<const std::vector<double>*> cols;
   for (size_t c = 0; c < table.columns.size(); ++c) {
     if (std::regex_match(table.columns[c].name, pattern)) cols.push_back(&table.values[c]);
@@ -77,7 +77,7 @@ auto read_or_data_error(const std::string& path, F&& read) {
   }
 }
 
-void add_eval_stats(RunStats& run, const sim::Table& eval) {
+void add_eval_stats(RunStats& run, const runlog::Table& eval) {
   auto add = [&](const std::string& column, const std::string& id, bool higher_is_better) {
     if (!eval.has_column(column)) return;
     const auto& v = eval.column(column);
@@ -94,7 +94,7 @@ void add_eval_stats(RunStats& run, const sim::Table& eval) {
   }
 }
 
-void add_traffic_stats(RunStats& run, const sim::Table& train) {
+void add_traffic_stats(RunStats& run, const runlog::Table& train) {
   const double fw = mean_row_sum(train, std::regex("fw[0-9]+_bytes"));
   const double bw = mean_row_sum(train, std::regex("bw[0-9]+_bytes"));
   const double grad = mean_row_sum(train, std::regex("grad[0-9]+_bytes"));
@@ -186,22 +186,22 @@ RunStats read_run_stats(const std::string& path, const SummaryOptions& options) 
   }
   RunStats run;
   run.path = path;
-  run.attrs = read_or_data_error(path, [&] { return sim::read_attributes(path); });
+  run.attrs = read_or_data_error(path, [&] { return runlog::read_attributes(path); });
   for (const auto& [key, value] : run.attrs) {
     if (key.rfind("config.", 0) == 0) run.config[key.substr(7)] = value;
   }
   if (run.config.empty()) {
     throw DataError(path + ": not a slowpipe run log (it has no config.* attributes)");
   }
-  const sim::Table train = read_or_data_error(path, [&] { return sim::read_table(path, "train"); });
+  const runlog::Table train = read_or_data_error(path, [&] { return runlog::read_table(path, "train"); });
   // A `running` log with a stale heartbeat says so (runlog/export.h).
   double longest_step_s = 0;
   if (train.has_column("step_time_s"))
     for (double x : train.column("step_time_s"))
       if (std::isfinite(x)) longest_step_s = std::max(longest_step_s, x);
   run.status =
-      sim::display_status(run.attrs, longest_step_s, static_cast<double>(std::time(nullptr)));
-  const sim::Table eval = read_or_data_error(path, [&] { return sim::read_table(path, "eval"); });
+      runlog::display_status(run.attrs, longest_step_s, static_cast<double>(std::time(nullptr)));
+  const runlog::Table eval = read_or_data_error(path, [&] { return runlog::read_table(path, "eval"); });
 
   auto& v = run.values;
   v["steps"] = train.has_column("step") && train.rows() > 0 ? last_finite(train.column("step")) : 0;

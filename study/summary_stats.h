@@ -45,7 +45,7 @@ struct RunStats {
   std::string path;
   std::map<std::string, std::string> config;  // config.* attributes, prefix removed
   std::map<std::string, std::string> attrs;   // every root attribute
-  std::string status;                         // sim::display_status; "unknown": none
+  std::string status;                         // runlog::display_status; "unknown": none
   std::map<std::string, double> values;       // by column id (summary_columns.h)
   std::vector<std::string> eval_metrics;      // task metric columns found: accuracy, bits_per_byte
 };

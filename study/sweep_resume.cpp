@@ -97,7 +97,7 @@ LogState read_log_state(const std::string& path) {
   s.exists = std::filesystem::exists(path, ec);
   if (!s.exists) return s;
   try {
-    for (const auto& [k, v] : sim::read_attributes(path)) {
+    for (const auto& [k, v] : runlog::read_attributes(path)) {
       if (k.rfind("config.", 0) == 0) {
         s.config[k.substr(7)] = v;
       } else if (k == "status") {

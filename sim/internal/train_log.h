@@ -15,6 +15,16 @@
 
 namespace slowpipe::sim {
 
+// The run log (runlog/) as the trainer writes, rereads and rebuilds it.
+using runlog::ColumnInfo;
+using runlog::list_blobs;
+using runlog::read_attributes;
+using runlog::read_row_counts;
+using runlog::read_table;
+using runlog::read_text;
+using runlog::RunLog;
+using runlog::Table;
+
 // What one train row is made of.
 struct StepRecord {
   int64_t step = 0;  // 1-based

@@ -62,31 +62,31 @@ TEST_CASE("display_status: a running log is qualified only once its heartbeat is
   const std::string beat = "2026-11-25T21:50:03Z";
   const double at = 1795643403;  // that time, seconds since 1970 (UTC)
   SECTION("fresh: as logged") {
-    CHECK(ss::display_status(running_since(beat), 0, at + 10) == "running");
-    CHECK(ss::display_status(running_since(beat), 0, at + ss::kHeartbeatStale_s) == "running");
+    CHECK(slowpipe::runlog::display_status(running_since(beat), 0, at + 10) == "running");
+    CHECK(slowpipe::runlog::display_status(running_since(beat), 0, at + slowpipe::runlog::kHeartbeatStale_s) == "running");
   }
   SECTION("stale: the time and the age") {
-    CHECK(ss::display_status(running_since(beat), 0, at + 75) ==
+    CHECK(slowpipe::runlog::display_status(running_since(beat), 0, at + 75) ==
           "running (no heartbeat since 2026-11-25T21:50:03Z, 75 s ago)");
   }
   SECTION("a run with long steps gets 3 x its longest step") {
-    CHECK(ss::display_status(running_since(beat), 40, at + 100) == "running");
-    CHECK(ss::display_status(running_since(beat), 40, at + 121) ==
+    CHECK(slowpipe::runlog::display_status(running_since(beat), 40, at + 100) == "running");
+    CHECK(slowpipe::runlog::display_status(running_since(beat), 40, at + 121) ==
           "running (no heartbeat since 2026-11-25T21:50:03Z, 121 s ago)");
   }
   SECTION("finished runs, logs without a heartbeat, damaged values: as logged") {
     auto done = running_since(beat);
     done["status"] = "failed";
-    CHECK(ss::display_status(done, 0, at + 1e6) == "failed");
-    CHECK(ss::display_status({{"status", "running"}}, 0, at + 1e6) == "running");
-    CHECK(ss::display_status(running_since("yesterday"), 0, at + 1e6) == "running");
-    CHECK(ss::display_status({}, 0, at) == "unknown");
+    CHECK(slowpipe::runlog::display_status(done, 0, at + 1e6) == "failed");
+    CHECK(slowpipe::runlog::display_status({{"status", "running"}}, 0, at + 1e6) == "running");
+    CHECK(slowpipe::runlog::display_status(running_since("yesterday"), 0, at + 1e6) == "running");
+    CHECK(slowpipe::runlog::display_status({}, 0, at) == "unknown");
   }
   SECTION("SLOWPIPE_HEARTBEAT_STALE_S replaces the threshold") {
     setenv("SLOWPIPE_HEARTBEAT_STALE_S", "5", 1);
-    CHECK(ss::display_status(running_since(beat), 0, at + 6) ==
+    CHECK(slowpipe::runlog::display_status(running_since(beat), 0, at + 6) ==
           "running (no heartbeat since 2026-11-25T21:50:03Z, 6 s ago)");
-    CHECK(ss::display_status(running_since(beat), 0, at + 4) == "running");
+    CHECK(slowpipe::runlog::display_status(running_since(beat), 0, at + 4) == "running");
     unsetenv("SLOWPIPE_HEARTBEAT_STALE_S");
   }
 }

@@ -18,8 +18,8 @@
 namespace fs = std::filesystem;
 using slowpipe::DataError;
 using slowpipe::UsageError;
-using slowpipe::sim::ColumnInfo;
-using slowpipe::sim::RunLog;
+using slowpipe::runlog::ColumnInfo;
+using slowpipe::runlog::RunLog;
 
 namespace {
 
@@ -65,7 +65,7 @@ TEST_CASE("RunLog: attributes round trip") {
     log.set_attribute("scale", 0.1);
     log.set_attribute("config.model.name", "cnn");  // a second set replaces
   }
-  const auto attrs = slowpipe::sim::read_attributes(path);
+  const auto attrs = slowpipe::runlog::read_attributes(path);
   CHECK(attrs.size() == 6);
   CHECK(attrs.at("config.optim.lr") == "0.0003");
   CHECK(attrs.at("config.model.name") == "cnn");
@@ -97,8 +97,8 @@ TEST_CASE("RunLog: tables round trip with a late column and several flushes") {
       CHECK(log.rows("train") - log.flushed_rows("train") < 7);
     }
   }
-  CHECK(slowpipe::sim::list_tables(path) == std::vector<std::string>{"eval", "train"});
-  const auto train = slowpipe::sim::read_table(path, "train");
+  CHECK(slowpipe::runlog::list_tables(path) == std::vector<std::string>{"eval", "train"});
+  const auto train = slowpipe::runlog::read_table(path, "train");
   REQUIRE(train.rows() == size_t(kRows));
   REQUIRE(train.columns.size() == 3);
   CHECK(train.columns[0].name == "step");  // declaration order, not name order
@@ -124,7 +124,7 @@ TEST_CASE("RunLog: tables round trip with a late column and several flushes") {
       REQUIRE(bytes[s] == double(1000 + s));
     }
   }
-  const auto eval = slowpipe::sim::read_table(path, "eval");
+  const auto eval = slowpipe::runlog::read_table(path, "eval");
   REQUIRE(eval.rows() == 5);
   CHECK(eval.column("step") == std::vector<double>{0, 500, 1000, 1500, 2000});
   CHECK(eval.column("accuracy")[4] == 2000 / 5000.0);
@@ -142,9 +142,9 @@ TEST_CASE("RunLog: buffered rows reach the file only on flush") {
   log.declare("train", {{"step", "1", ""}});
   for (int s = 0; s < 6; ++s) log.append("train", {{"step", double(s)}});
   // The file is readable while the writer is alive and shows flushed rows only.
-  CHECK(slowpipe::sim::read_table(path, "train").rows() == 4);
+  CHECK(slowpipe::runlog::read_table(path, "train").rows() == 4);
   log.flush();
-  CHECK(slowpipe::sim::read_table(path, "train").column("step") ==
+  CHECK(slowpipe::runlog::read_table(path, "train").column("step") ==
         std::vector<double>{0, 1, 2, 3, 4, 5});
 }
 
@@ -160,11 +160,11 @@ TEST_CASE("RunLog: blobs") {
     log.put_text("big", big);
     CHECK_THROWS_AS(log.put_text("a/b", "x"), UsageError);
   }
-  CHECK(slowpipe::sim::list_blobs(path) == std::vector<std::string>{"big", "trace_step_10"});
-  CHECK(slowpipe::sim::read_text(path, "trace_step_10") == "{\"ops\": [3]}");
-  CHECK(slowpipe::sim::read_text(path, "big") == big);
-  CHECK(slowpipe::sim::list_tables(path) == std::vector<std::string>{"train"});
-  CHECK_THROWS_WITH(slowpipe::sim::read_text(path, "nope"),
+  CHECK(slowpipe::runlog::list_blobs(path) == std::vector<std::string>{"big", "trace_step_10"});
+  CHECK(slowpipe::runlog::read_text(path, "trace_step_10") == "{\"ops\": [3]}");
+  CHECK(slowpipe::runlog::read_text(path, "big") == big);
+  CHECK(slowpipe::runlog::list_tables(path) == std::vector<std::string>{"train"});
+  CHECK_THROWS_WITH(slowpipe::runlog::read_text(path, "nope"),
                     Catch::Contains("no blob 'nope'") && Catch::Contains("big, trace_step_10"));
 }
 
@@ -176,12 +176,12 @@ TEST_CASE("RunLog: refuses to overwrite unless asked") {
   }
   CHECK_THROWS_AS(RunLog(path, false), UsageError);
   CHECK_THROWS_WITH(RunLog(path, false), Catch::Contains(path) && Catch::Contains("exists"));
-  CHECK(slowpipe::sim::read_attributes(path).at("first") == "yes");  // untouched
+  CHECK(slowpipe::runlog::read_attributes(path).at("first") == "yes");  // untouched
   {
     RunLog log(path, /*overwrite=*/true);
     log.set_attribute("second", "yes");
   }
-  const auto attrs = slowpipe::sim::read_attributes(path);
+  const auto attrs = slowpipe::runlog::read_attributes(path);
   CHECK(attrs.count("first") == 0);
   CHECK(attrs.at("second") == "yes");
 }
@@ -203,19 +203,19 @@ TEST_CASE("RunLog: writer usage errors") {
 TEST_CASE("read_table: clear errors for missing, garbage and unknown") {
   const std::string dir = scratch("errors");
   SECTION("missing file") {
-    CHECK_THROWS_AS(slowpipe::sim::read_table(dir + "/nope.h5", "train"), UsageError);
-    CHECK_THROWS_WITH(slowpipe::sim::read_attributes(dir + "/nope.h5"),
+    CHECK_THROWS_AS(slowpipe::runlog::read_table(dir + "/nope.h5", "train"), UsageError);
+    CHECK_THROWS_WITH(slowpipe::runlog::read_attributes(dir + "/nope.h5"),
                       Catch::Contains(dir + "/nope.h5") && Catch::Contains("no such file"));
   }
   SECTION("garbage file") {
     std::ofstream(dir + "/garbage.h5") << "this is not HDF5\n";
-    CHECK_THROWS_AS(slowpipe::sim::list_tables(dir + "/garbage.h5"), UsageError);
-    CHECK_THROWS_WITH(slowpipe::sim::read_table(dir + "/garbage.h5", "train"),
+    CHECK_THROWS_AS(slowpipe::runlog::list_tables(dir + "/garbage.h5"), UsageError);
+    CHECK_THROWS_WITH(slowpipe::runlog::read_table(dir + "/garbage.h5", "train"),
                       Catch::Contains("garbage.h5") && Catch::Contains("not an HDF5 file"));
   }
   SECTION("empty file") {
     std::ofstream(dir + "/empty.h5").close();
-    CHECK_THROWS_AS(slowpipe::sim::read_attributes(dir + "/empty.h5"), UsageError);
+    CHECK_THROWS_AS(slowpipe::runlog::read_attributes(dir + "/empty.h5"), UsageError);
   }
   SECTION("truncated HDF5 file") {
     {
@@ -225,8 +225,8 @@ TEST_CASE("read_table: clear errors for missing, garbage and unknown") {
     }
     fs::copy_file(dir + "/whole.h5", dir + "/cut.h5");
     fs::resize_file(dir + "/cut.h5", 1200);  // keeps the signature, loses the rest
-    CHECK_THROWS_AS(slowpipe::sim::read_table(dir + "/cut.h5", "train"), DataError);
-    CHECK_THROWS_WITH(slowpipe::sim::read_table(dir + "/cut.h5", "train"),
+    CHECK_THROWS_AS(slowpipe::runlog::read_table(dir + "/cut.h5", "train"), DataError);
+    CHECK_THROWS_WITH(slowpipe::runlog::read_table(dir + "/cut.h5", "train"),
                       Catch::Contains("cut.h5"));
   }
   SECTION("unknown table names the tables that exist") {
@@ -236,20 +236,20 @@ TEST_CASE("read_table: clear errors for missing, garbage and unknown") {
       log.declare("eval", {{"step", "1", ""}});
       log.put_text("note", "blobs are not tables");
     }
-    CHECK_THROWS_AS(slowpipe::sim::read_table(dir + "/run.h5", "blobs"), UsageError);
-    CHECK_THROWS_WITH(slowpipe::sim::read_table(dir + "/run.h5", "evel"),
+    CHECK_THROWS_AS(slowpipe::runlog::read_table(dir + "/run.h5", "blobs"), UsageError);
+    CHECK_THROWS_WITH(slowpipe::runlog::read_table(dir + "/run.h5", "evel"),
                       Catch::Contains("no table 'evel'") && Catch::Contains("eval, train"));
   }
 }
 
 TEST_CASE("write_tsv: header, integers, NaN and round-trip decimals") {
-  slowpipe::sim::Table table;
+  slowpipe::runlog::Table table;
   table.columns = {{"step", "1", ""}, {"loss", "nats", ""}, {"bytes", "bytes", ""}};
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   table.values = {{0, 1, -2, 1e12}, {0.1, 2.5, nan, 1.0 / 3.0}, {1e-5, inf, -inf, 4294967296.0}};
   std::ostringstream out;
-  slowpipe::sim::write_tsv(table, out);
+  slowpipe::runlog::write_tsv(table, out);
   const auto lines = lines_of(out.str());
   REQUIRE(lines.size() == 5);
   CHECK(lines[0] == "step\tloss\tbytes");
@@ -278,27 +278,27 @@ TEST_CASE("export_table and run_label") {
   }
   std::ostringstream out;
   std::ostringstream warnings;
-  slowpipe::sim::export_table(dir + "/a.h5", "train", out, warnings);
+  slowpipe::runlog::export_table(dir + "/a.h5", "train", out, warnings);
   CHECK(warnings.str().empty());
   CHECK(out.str() == "step\tloss\n1\t0.5\n2\tnan\n");
-  CHECK(slowpipe::sim::run_label(dir + "/a.h5") == "gpt fw=aq(q2) bw=q8 net=wan-500mbps");
+  CHECK(slowpipe::runlog::run_label(dir + "/a.h5") == "gpt fw=aq(q2) bw=q8 net=wan-500mbps");
   {
     RunLog log(dir + "/b.h5", false);
     log.set_attribute("config.model.name", "cnn");
     log.set_attribute("config.net.preset", "lan");
   }
-  CHECK(slowpipe::sim::run_label(dir + "/b.h5") == "cnn net=lan");
+  CHECK(slowpipe::runlog::run_label(dir + "/b.h5") == "cnn net=lan");
   {
     RunLog log(dir + "/c.h5", false);
     log.set_attribute("config.model.name", "cnn");
     log.set_attribute("config.run.label", "baseline fp32");
   }
-  CHECK(slowpipe::sim::run_label(dir + "/c.h5") == "baseline fp32");
+  CHECK(slowpipe::runlog::run_label(dir + "/c.h5") == "baseline fp32");
   { RunLog log(dir + "/bare-run.h5", false); }
-  CHECK(slowpipe::sim::run_label(dir + "/bare-run.h5") == "bare-run");
+  CHECK(slowpipe::runlog::run_label(dir + "/bare-run.h5") == "bare-run");
   // A log with config.* attributes is a slowpipe run log: it must have an eval table.
-  CHECK_THROWS_AS(slowpipe::sim::export_table(dir + "/a.h5", "eval", out, warnings), DataError);
-  CHECK_THROWS_AS(slowpipe::sim::export_table(dir + "/a.h5", "evl", out, warnings), UsageError);
+  CHECK_THROWS_AS(slowpipe::runlog::export_table(dir + "/a.h5", "eval", out, warnings), DataError);
+  CHECK_THROWS_AS(slowpipe::runlog::export_table(dir + "/a.h5", "evl", out, warnings), UsageError);
 }
 
 TEST_CASE("read_table: a column with a wrecked header is skipped, not fatal") {
@@ -327,7 +327,7 @@ TEST_CASE("read_table: a column with a wrecked header is skipped, not fatal") {
     const std::string zeros(64, '\0');
     f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
   }
-  const auto table = slowpipe::sim::read_table(path, "train");
+  const auto table = slowpipe::runlog::read_table(path, "train");
   CHECK(table.skipped == std::vector<std::string>{"fw0_bytes"});
   REQUIRE(table.columns.size() == 2);
   CHECK(table.column("step") == std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7});

@@ -18,7 +18,7 @@
 namespace fs = std::filesystem;
 using slowpipe::DataError;
 using slowpipe::UsageError;
-using slowpipe::sim::RunLog;
+using slowpipe::runlog::RunLog;
 
 namespace {
 
@@ -52,7 +52,7 @@ void set_rows(const std::string& path, int64_t rows) {
 std::string export_error(const std::string& path, const std::string& table = "train") {
   std::ostringstream out, warnings;
   try {
-    slowpipe::sim::export_table(path, table, out, warnings);
+    slowpipe::runlog::export_table(path, table, out, warnings);
   } catch (const DataError& e) {
     CHECK(out.str().empty());
     return e.what();
@@ -77,7 +77,7 @@ TEST_CASE("export: a damaged 'rows' attribute is a DataError naming it") {
     set_rows(path, -3);
     CHECK_THAT(export_error(path), Catch::Contains("table 'train'") &&
                                        Catch::Contains("'rows' attribute is -3 (negative)"));
-    CHECK_THROWS_AS(slowpipe::sim::read_row_counts(path), DataError);
+    CHECK_THROWS_AS(slowpipe::runlog::read_row_counts(path), DataError);
   }
   SECTION("larger than the file could hold") {
     const std::string path = healthy_log("rows_huge");
@@ -157,7 +157,7 @@ TEST_CASE("export: missing or broken tables") {
     CHECK_THAT(export_error(path), Catch::Contains("has no 'train' table (tables: eval)"));
     // A name the user got wrong stays a usage error.
     std::ostringstream out, warnings;
-    CHECK_THROWS_AS(slowpipe::sim::export_table(path, "trian", out, warnings), UsageError);
+    CHECK_THROWS_AS(slowpipe::runlog::export_table(path, "trian", out, warnings), UsageError);
   }
   SECTION("a table that is not a group") {
     const std::string path = healthy_log("table_dataset");
@@ -209,7 +209,7 @@ TEST_CASE("export: an unreadable column") {
     const std::string path = healthy_log("wrecked_running", "running");
     wreck_loss_header(path);
     std::ostringstream out, warnings;
-    slowpipe::sim::export_table(path, "train", out, warnings);
+    slowpipe::runlog::export_table(path, "train", out, warnings);
     CHECK(out.str().rfind("step\n0\n1\n", 0) == 0);
     CHECK_THAT(warnings.str(), Catch::Contains("column train/loss is unreadable and left out"));
     // A reopen for resume keeps the readable columns; the wrecked one cannot
@@ -221,7 +221,7 @@ TEST_CASE("export: an unreadable column") {
       log->declare("train", {{"step", "1", ""}});
       log->append("train", {{"step", 10}});
     }
-    const auto table = slowpipe::sim::read_table(path, "train");
+    const auto table = slowpipe::runlog::read_table(path, "train");
     CHECK(table.skipped == std::vector<std::string>{"loss"});
     CHECK(table.column("step").size() == 11);
   }
@@ -271,8 +271,8 @@ TEST_CASE("readers: null strings and multi-valued attributes from a damaged file
     H5Tclose(type);
     H5Fclose(file);
   }
-  CHECK(slowpipe::sim::read_attributes(path).at("status").empty());
-  CHECK(slowpipe::sim::read_text(path, "trace_step_1").empty());
+  CHECK(slowpipe::runlog::read_attributes(path).at("status").empty());
+  CHECK(slowpipe::runlog::read_text(path, "trace_step_1").empty());
   {
     H5::H5File file = open_rw(path);
     const hsize_t three[1] = {3};
@@ -287,7 +287,7 @@ TEST_CASE("readers: null strings and multi-valued attributes from a damaged file
   }
   CHECK_THAT(export_error(path),
              Catch::Contains("train/loss: attribute 'unit' holds 3 values, expected one string"));
-  CHECK_THROWS_WITH(slowpipe::sim::read_attributes(path),
+  CHECK_THROWS_WITH(slowpipe::runlog::read_attributes(path),
                     Catch::Contains("attribute 'sim_time_s' holds 3 values, expected one"));
 }
 
@@ -329,7 +329,7 @@ TEST_CASE("readers: an attribute message claiming more bytes than it holds is a 
     const std::string path =
         SLOWPIPE_SOURCE_DIR "/fuzz/corpus/fuzz_runlog_read/regression-attribute-overflow";
     CHECK_THROWS_WITH(
-        slowpipe::sim::read_attributes(path),
+        slowpipe::runlog::read_attributes(path),
         Catch::Contains("damaged object header") && Catch::Contains("attribute message"));
   }
   SECTION("a string attribute whose stored size was raised") {
@@ -344,10 +344,10 @@ TEST_CASE("readers: an attribute message claiming more bytes than it holds is a 
     const size_t type = name + 8;        // the name "status" + NUL, padded to 8
     REQUIRE((bytes[type] & 0x0F) == 3);  // a string ...
     REQUIRE(bytes[type + 4] == 9);       // ... of "complete" + NUL
-    CHECK(slowpipe::sim::read_attributes(path).at("status") == "complete");  // control
+    CHECK(slowpipe::runlog::read_attributes(path).at("status") == "complete");  // control
     bytes[type + 5] = 0x10;                                                  // 9 + 4096 bytes
     std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-    CHECK_THROWS_WITH(slowpipe::sim::read_attributes(path),
+    CHECK_THROWS_WITH(slowpipe::runlog::read_attributes(path),
                       Catch::Contains("attribute 'status' claims 1 x 4105 bytes"));
     CHECK_THAT(export_error(path), Catch::Contains("claims 1 x 4105 bytes"));
   }
@@ -377,5 +377,5 @@ TEST_CASE("readers: a column whose chunk size is 0 is unreadable, not a crash") 
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
   CHECK_THAT(export_error(path),
              Catch::Contains("column train/") && Catch::Contains("is unreadable"));
-  CHECK_THROWS_AS(slowpipe::sim::read_table(path, "eval"), DataError);
+  CHECK_THROWS_AS(slowpipe::runlog::read_table(path, "eval"), DataError);
 }

@@ -31,7 +31,7 @@ double loss_at(int64_t step) {
 // The child: writes forever, reporting flushed_rows after each flush.
 [[noreturn]] void write_until_killed(const std::string& path, int report_fd) {
   try {
-    slowpipe::sim::RunLog log(path, /*overwrite=*/false, kFlushEvery);
+    slowpipe::runlog::RunLog log(path, /*overwrite=*/false, kFlushEvery);
     log.set_attribute("config.model.name", "kill-test");
     log.declare("train", {{"step", "1", ""}, {"loss", "nats", ""}});
     int64_t reported = 0;
@@ -73,7 +73,7 @@ TEST_CASE("RunLog: a run killed with SIGKILL keeps every flushed row") {
   fs::create_directories(dir);
   // Several targets, so kills land before and after the late column and across
   // a chunk boundary (kChunkRows rows), where the datasets grow.
-  const int64_t chunk = slowpipe::sim::kChunkRows;
+  const int64_t chunk = slowpipe::runlog::kChunkRows;
   for (int64_t target : {int64_t{9}, int64_t{300}, chunk - 6, chunk + 3, 3 * chunk}) {
     const std::string path = (dir / ("run_" + std::to_string(target) + ".h5")).string();
     int fds[2];
@@ -94,8 +94,8 @@ TEST_CASE("RunLog: a run killed with SIGKILL keeps every flushed row") {
     REQUIRE(WTERMSIG(status) == SIGKILL);
     REQUIRE(reported >= target);
 
-    CHECK(slowpipe::sim::read_attributes(path).at("config.model.name") == "kill-test");
-    const auto table = slowpipe::sim::read_table(path, "train");
+    CHECK(slowpipe::runlog::read_attributes(path).at("config.model.name") == "kill-test");
+    const auto table = slowpipe::runlog::read_table(path, "train");
     REQUIRE(table.rows() >= size_t(reported));
     REQUIRE(table.rows() % kFlushEvery == 0);  // whole flushes only, no torn rows
     const auto& step = table.column("step");

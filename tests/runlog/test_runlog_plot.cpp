@@ -32,11 +32,11 @@ Result run_shell(const std::string& command, const std::string& log) {
 // A small run: train rows every step, eval rows every 25 steps. Columns are
 // declared in a different order per run, so lookups by position would fail.
 void make_run(const std::string& path, const std::string& fw, double rate, bool swap) {
-  slowpipe::sim::RunLog log(path, /*overwrite=*/false, /*flush_every=*/16);
+  slowpipe::runlog::RunLog log(path, /*overwrite=*/false, /*flush_every=*/16);
   log.set_attribute("config.model.name", "gpt");
   log.set_attribute("config.compress.fw", fw);
   log.set_attribute("config.net.preset", "wan \"slow\"");  // quotes survive the trip
-  std::vector<slowpipe::sim::ColumnInfo> cols = {{"step", "1", ""}, {"loss", "nats", ""}};
+  std::vector<slowpipe::runlog::ColumnInfo> cols = {{"step", "1", ""}, {"loss", "nats", ""}};
   if (swap) std::swap(cols[0], cols[1]);
   log.declare("train", cols);
   log.declare("train", {{"sim_time_s", "s", ""}});

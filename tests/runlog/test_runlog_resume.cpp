@@ -21,7 +21,7 @@
 namespace fs = std::filesystem;
 using slowpipe::DataError;
 using slowpipe::UsageError;
-using slowpipe::sim::RunLog;
+using slowpipe::runlog::RunLog;
 
 namespace {
 
@@ -62,7 +62,7 @@ void first_run(const std::string& path, int64_t rows) {
 // Checks the train table: rows [0, kept) of the first run, then the resumed
 // rows up to `total`.
 void check_train(const std::string& path, int64_t kept, int64_t total) {
-  const auto train = slowpipe::sim::read_table(path, "train");
+  const auto train = slowpipe::runlog::read_table(path, "train");
   REQUIRE(train.rows() == size_t(total));
   REQUIRE(train.skipped.empty());
   const bool late = train.has_column("fw0_bytes");
@@ -92,12 +92,12 @@ TEST_CASE("RunLog::reopen: cut back to the resume point, append, read exactly") 
   const std::string path = scratch("reopen") + "/run.h5";
   constexpr int64_t kFirst = 2600, kKept = 1500, kTotal = 3100;
   first_run(path, kFirst);
-  CHECK(slowpipe::sim::read_row_counts(path) ==
+  CHECK(slowpipe::runlog::read_row_counts(path) ==
         std::map<std::string, int64_t>{{"eval", 26}, {"train", kFirst}});
   {
     auto log = RunLog::reopen(path, {{"train", kKept}, {"eval", 15}}, /*flush_every=*/5);
     // The cut is on disk at once: a kill now would show the kept rows only.
-    CHECK(slowpipe::sim::read_row_counts(path) ==
+    CHECK(slowpipe::runlog::read_row_counts(path) ==
           std::map<std::string, int64_t>{{"eval", 15}, {"train", kKept}});
     CHECK(log->rows("train") == kKept);
     CHECK(log->flushed_rows("eval") == 15);
@@ -110,15 +110,15 @@ TEST_CASE("RunLog::reopen: cut back to the resume point, append, read exactly") 
     log->put_text("trace_step_1", "resumed");
   }
   check_train(path, kKept, kTotal);
-  const auto eval = slowpipe::sim::read_table(path, "eval");
+  const auto eval = slowpipe::runlog::read_table(path, "eval");
   REQUIRE(eval.rows() == 31);
   CHECK(eval.column("loss")[14] == first_loss(1400));
   CHECK(eval.column("loss")[15] == resumed_loss(1500));
-  const auto attrs = slowpipe::sim::read_attributes(path);
+  const auto attrs = slowpipe::runlog::read_attributes(path);
   CHECK(attrs.at("config.run.seed") == "7");
   CHECK(attrs.at("status") == "resumed");
   CHECK(attrs.at("resumed_at") == "1500");
-  CHECK(slowpipe::sim::read_text(path, "trace_step_1") == "resumed");
+  CHECK(slowpipe::runlog::read_text(path, "trace_step_1") == "resumed");
 }
 
 TEST_CASE("RunLog::reopen: tables not named keep every row; new columns go last") {
@@ -177,7 +177,7 @@ constexpr int kFlushEvery = 3;
 
 TEST_CASE("RunLog::reopen: SIGKILL while appending after a reopen keeps every flushed row") {
   const std::string dir = scratch("reopen_kill");
-  const int64_t chunk = slowpipe::sim::kChunkRows;
+  const int64_t chunk = slowpipe::runlog::kChunkRows;
   // Resume points before and after the late column; kills before and after a
   // chunk boundary, where the datasets grow again after the close trimmed them.
   struct Case {
@@ -211,7 +211,7 @@ TEST_CASE("RunLog::reopen: SIGKILL while appending after a reopen keeps every fl
     INFO("keep " << c.keep << ", child reported " << reported << " flushed rows");
     REQUIRE(WIFSIGNALED(status));
     REQUIRE(reported >= c.target);
-    const auto train = slowpipe::sim::read_table(path, "train");
+    const auto train = slowpipe::runlog::read_table(path, "train");
     REQUIRE(train.rows() >= size_t(reported));
     check_train(path, c.keep, int64_t(train.rows()));
     // And the killed, reopened log can itself be reopened and continued.

@@ -22,8 +22,8 @@
 namespace fs = std::filesystem;
 using slowpipe::DataError;
 using slowpipe::UsageError;
-using slowpipe::sim::RunLog;
-namespace sim = slowpipe::sim;
+using slowpipe::runlog::RunLog;
+namespace runlog = slowpipe::runlog;
 
 namespace {
 
@@ -189,21 +189,21 @@ TEST_CASE("RunLog strings: attributes, units and blobs round-trip byte for byte"
     log.put_text("non_ascii", non_ascii);
     log.put_text("long", long_blob);
   }
-  const auto attributes = sim::read_attributes(path);
+  const auto attributes = runlog::read_attributes(path);
   CHECK(attributes.at("empty").empty());
   CHECK(attributes.at("long") == long_value);
   CHECK(attributes.at("non_ascii") == non_ascii);
   CHECK(attributes.at("replaced") == "short");
   CHECK(attributes.at("grown") == long_value);
-  const sim::Table train = sim::read_table(path, "train");
+  const runlog::Table train = runlog::read_table(path, "train");
   REQUIRE(train.columns.size() == 2);
   CHECK(train.columns[0].unit.empty());
   CHECK(train.columns[0].description.empty());
   CHECK(train.columns[1].unit == non_ascii);
   CHECK(train.columns[1].description == long_value);
-  CHECK(sim::read_text(path, "empty").empty());
-  CHECK(sim::read_text(path, "non_ascii") == non_ascii);
-  CHECK(sim::read_text(path, "long") == long_blob);
+  CHECK(runlog::read_text(path, "empty").empty());
+  CHECK(runlog::read_text(path, "non_ascii") == non_ascii);
+  CHECK(runlog::read_text(path, "long") == long_blob);
   CHECK(variable_strings(path).empty());
   // Stored as null-terminated fixed-length UTF-8 of the value's size + 1.
   H5::H5File file(path, H5F_ACC_RDONLY);
@@ -226,38 +226,38 @@ TEST_CASE("RunLog strings: what a fixed-length string cannot hold is refused, no
                       Catch::Contains("put_text"));
     log.set_attribute("status", "complete");
   }
-  const auto attributes = sim::read_attributes(path);
+  const auto attributes = runlog::read_attributes(path);
   CHECK(attributes.count("nul") == 0);
   CHECK(attributes.count("huge") == 0);
   CHECK(attributes.at("status") == "complete");
-  CHECK(sim::list_tables(path).empty());
+  CHECK(runlog::list_tables(path).empty());
 }
 
 TEST_CASE("RunLog strings: an older log with variable-length strings still reads and resumes") {
   const std::string path = slowpipe::test::scratch("strings_old") + "/old.h5";
   write_old_format_log(path);
-  auto attributes = sim::read_attributes(path);
+  auto attributes = runlog::read_attributes(path);
   CHECK(attributes.at("config.model.name") == "gpt");
   CHECK(attributes.at("status") == "complete");
   CHECK(attributes.at("config.optim.lr") == "0.25");
-  sim::Table train = sim::read_table(path, "train");
+  runlog::Table train = runlog::read_table(path, "train");
   REQUIRE(train.columns.size() == 1);
   CHECK(train.columns[0].unit == "1");
   CHECK(train.columns[0].description == "optimizer step");
   CHECK(train.column("step") == std::vector<double>{1, 2, 3});
-  CHECK(sim::read_text(path, "calibration") == "{\"model\": \"measured\"}");
+  CHECK(runlog::read_text(path, "calibration") == "{\"model\": \"measured\"}");
   {
     auto log = RunLog::reopen(path, {{"train", 3}});
     log->set_attribute("status", "running");
     log->append("train", {{"step", 4}});
     log->put_text("trace_step_4", "[]");
   }
-  attributes = sim::read_attributes(path);
+  attributes = runlog::read_attributes(path);
   CHECK(attributes.at("status") == "running");
   CHECK(attributes.at("config.model.name") == "gpt");
-  CHECK(sim::read_table(path, "train").column("step") == std::vector<double>{1, 2, 3, 4});
-  CHECK(sim::read_text(path, "trace_step_4") == "[]");
-  CHECK(sim::read_text(path, "calibration") == "{\"model\": \"measured\"}");
+  CHECK(runlog::read_table(path, "train").column("step") == std::vector<double>{1, 2, 3, 4});
+  CHECK(runlog::read_text(path, "trace_step_4") == "[]");
+  CHECK(runlog::read_text(path, "calibration") == "{\"model\": \"measured\"}");
 }
 
 // Each section damages the first global heap object (config.model.name) the
@@ -297,10 +297,10 @@ TEST_CASE("RunLog strings: a damaged global heap in an older log is a DataError"
   }
   const std::string path = dir + "/damaged.h5";
   spill(path, damaged);
-  CHECK_THROWS_WITH(sim::read_attributes(path),
+  CHECK_THROWS_WITH(runlog::read_attributes(path),
                     Catch::Contains("attribute 'config.model.name'") && Catch::Contains(why));
   // Control: the intact file reads.
-  CHECK(sim::read_attributes(intact).at("config.model.name") == "gpt");
+  CHECK(runlog::read_attributes(intact).at("config.model.name") == "gpt");
 }
 
 // Not a test: writes the run-log seeds of fuzz/corpus/fuzz_runlog_read in the

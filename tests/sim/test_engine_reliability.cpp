@@ -210,7 +210,7 @@ TEST_CASE("Trainer: AQ-SGD state bytes do not grow with the replicas") {
       opts.set(k, v);
     }
     slowpipe::sim::train(cfg, opts.resolved());
-    const auto t = slowpipe::sim::read_table(cfg.run.out, "train");
+    const auto t = slowpipe::runlog::read_table(cfg.run.out, "train");
     state_bytes[D] = t.column("channel_state_bytes").back();
     double err = 0;
     int n = 0;
@@ -342,21 +342,21 @@ TEST_CASE("Trainer: resume falls back to a checkpoint the log holds the rows for
     setenv("SLOWPIPE_FAULT", "error-step:11", 1);
     CHECK_THROWS_WITH(slowpipe::sim::train(cfg, resolved), Catch::Contains("injected failure"));
     unsetenv("SLOWPIPE_FAULT");
-    CHECK(slowpipe::sim::read_attributes(run).at("status") == "failed");
-    CHECK(slowpipe::sim::read_table(run, "train").rows() == 11);
+    CHECK(slowpipe::runlog::read_attributes(run).at("status") == "failed");
+    CHECK(slowpipe::runlog::read_table(run, "train").rows() == 11);
   }
   // As after a power loss: the log lost rows the newest checkpoint counts on
   // (the checkpoint after step 5 counts eval rows at steps 0 and 4).
-  slowpipe::sim::RunLog::reopen(run, {{"train", 7}, {"eval", 2}});
+  slowpipe::runlog::RunLog::reopen(run, {{"train", 7}, {"eval", 2}});
   {
     auto [cfg, resolved] = tiny_run(run, {{"run.checkpoint_every", "5"}});
     const auto summary = slowpipe::sim::train(cfg, resolved, /*resume=*/true);
     CHECK(summary.resumed_from == 5);
     CHECK(summary.status == slowpipe::sim::RunStatus::kComplete);
   }
-  CHECK(slowpipe::sim::read_attributes(run).at("resumed_at_steps") == "5");
+  CHECK(slowpipe::runlog::read_attributes(run).at("resumed_at_steps") == "5");
   for (const char* table : {"train", "eval"}) {
-    const auto a = slowpipe::sim::read_table(ref, table), b = slowpipe::sim::read_table(run, table);
+    const auto a = slowpipe::runlog::read_table(ref, table), b = slowpipe::runlog::read_table(run, table);
     REQUIRE(a.rows() == b.rows());
     for (const char* col : {"step", "loss", "lr", "grad_norm", "sim_time_s"}) {
       if (!a.has_column(col)) continue;

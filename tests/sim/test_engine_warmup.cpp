@@ -21,6 +21,7 @@
 #include "sim/trainer.h"
 
 namespace sim = slowpipe::sim;
+namespace runlog = slowpipe::runlog;
 namespace sc = slowpipe::compressors;
 
 TEST_CASE("Engine warm-up: fp32 bytes in epoch 0 on every replica, the codec from epoch 1") {
@@ -118,7 +119,7 @@ TEST_CASE("Trainer warm-up: logged bytes, eval at step 0, resume across the warm
     auto [cfg, resolved] = tiny_run(ref, {});
     sim::train(cfg, resolved);
   }
-  const auto train = sim::read_table(ref, "train");
+  const auto train = runlog::read_table(ref, "train");
   const auto& epoch = train.column("epoch");
   const auto& fw = train.column("fw0_bytes");
   const double fp32 = 4.0 * 8 * 16 * 32;
@@ -127,20 +128,20 @@ TEST_CASE("Trainer warm-up: logged bytes, eval at step 0, resume across the warm
   REQUIRE(n > 12);  // 3 epochs, the warm-up one first
   REQUIRE(std::count(epoch.begin(), epoch.end(), 0.0) >= 4);
   for (size_t i = 0; i < train.rows(); ++i) CHECK(fw[i] == (epoch[i] == 0 ? fp32 : q2));
-  CHECK(sim::read_attributes(ref).at("compress.grad_spec") == "none");
+  CHECK(runlog::read_attributes(ref).at("compress.grad_spec") == "none");
 
   // Eval rows: step 0 first, then every 4 steps and the end.
   std::vector<double> steps = {0};
   for (double s = 4; s < n; s += 4) steps.push_back(s);
   steps.push_back(n);
-  CHECK(sim::read_table(ref, "eval").column("step") == steps);
+  CHECK(runlog::read_table(ref, "eval").column("step") == steps);
   {
     auto [cfg, resolved] = tiny_run(late, {{"eval.at_start", "false"}});
     sim::train(cfg, resolved);
-    CHECK(sim::read_table(late, "eval").column("step") ==
+    CHECK(runlog::read_table(late, "eval").column("step") ==
           std::vector<double>(steps.begin() + 1, steps.end()));
     // Evaluating (compressed, with a stochastic codec) does not change training.
-    CHECK(sim::read_table(late, "train").column("loss") == train.column("loss"));
+    CHECK(runlog::read_table(late, "train").column("loss") == train.column("loss"));
   }
 
   // Killed after step 8 (epoch 1), checkpoints after steps 3 and 6 (in the
@@ -158,7 +159,7 @@ TEST_CASE("Trainer warm-up: logged bytes, eval at step 0, resume across the warm
     CHECK(summary.resumed_from == 6);
   }
   for (const char* table : {"train", "eval"}) {
-    const auto a = sim::read_table(ref, table), b = sim::read_table(run, table);
+    const auto a = runlog::read_table(ref, table), b = runlog::read_table(run, table);
     REQUIRE(a.rows() == b.rows());
     for (const char* col : {"step", "loss", "fw0_bytes", "bw0_bytes", "loss_compressed"}) {
       if (!a.has_column(col)) continue;

@@ -95,7 +95,7 @@ TEST_CASE("plot: time to target against bandwidth leaves unreached points out") 
 TEST_CASE("plot: logs without rows give skipped plots, not a gnuplot error") {
   const std::string dir = slowpipe::test::scratch("plot_empty");
   {
-    slowpipe::sim::RunLog log(dir + "/empty.h5", true);
+    slowpipe::runlog::RunLog log(dir + "/empty.h5", true);
     log.set_attribute("config.compress.fw", "q4");
     log.set_attribute("status", "running");
     log.declare("train", {{"step", "1", ""}, {"loss", "1", ""}, {"sim_time_s", "s", ""}});

@@ -1,5 +1,5 @@
 // The summary's statistics against hand computations, on small run logs written
-// here with sim::RunLog; its grouping, varying keys and formats.
+// here with runlog::RunLog; its grouping, varying keys and formats.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
@@ -27,7 +27,7 @@ const double kInf = std::numeric_limits<double>::infinity();
 // cut after block 0, so fp32 would send 4 x 4 x 10 = 160 B each way.
 void write_log(const std::string& path, const std::map<std::string, std::string>& config,
                double loss_offset = 0) {
-  sp::sim::RunLog log(path, /*overwrite=*/true);
+  sp::runlog::RunLog log(path, /*overwrite=*/true);
   std::map<std::string, std::string> all = {
       {"model.name", "mlp"},        {"model.layers", "2"},      {"model.hidden", "10"},
       {"pipeline.batch_size", "4"}, {"pipeline.replicas", "1"}, {"run.seed", "1"},
@@ -266,7 +266,7 @@ TEST_CASE("summary: bad inputs name the file") {
                     Catch::Contains(dir + "/junk.h5") && Catch::Contains("not a readable"));
   CHECK_THROWS_AS(st::read_run_stats(dir + "/junk.h5", {}), sp::DataError);
   {
-    sp::sim::RunLog plain(dir + "/plain.h5", true);
+    sp::runlog::RunLog plain(dir + "/plain.h5", true);
     plain.declare("train", {{"step", "1", ""}});
   }
   CHECK_THROWS_AS(st::read_run_stats(dir + "/plain.h5", {}), sp::DataError);

@@ -92,7 +92,7 @@ TEST_CASE("Sweep resume: real run logs") {
   fs::create_directories(dir);
   const std::string path = (dir / "p.h5").string();
   const auto write_log = [&path](const std::string& status, const std::string& fw) {
-    slowpipe::sim::RunLog log(path, /*overwrite=*/true);
+    slowpipe::runlog::RunLog log(path, /*overwrite=*/true);
     for (const auto& [k, v] : kWanted)
       log.set_attribute("config." + k, k == "compress.fw" ? fw : v);
     log.set_attribute("status", status);

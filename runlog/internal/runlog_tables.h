@@ -12,7 +12,7 @@
 
 #include "runlog/runlog.h"
 
-namespace slowpipe::sim::detail {
+namespace slowpipe::runlog::detail {
 
 struct StoredColumn {
   int64_t index = 0;  // declaration order ("index" attribute)
@@ -57,4 +57,4 @@ void check_object_header(hid_t parent, const std::string& name, const std::strin
 // fixed-length strings (2026-11-25) have such strings.
 void check_variable_string(hid_t owner, hid_t id, bool attribute, const std::string& what);
 
-}  // namespace slowpipe::sim::detail
+}  // namespace slowpipe::runlog::detail
