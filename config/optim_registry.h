@@ -9,7 +9,7 @@
 #include <string>
 
 #include "common/registry.h"
-#include "config/run_config.h"
+#include "config/section_configs.h"
 
 namespace slowpipe::sim {
 

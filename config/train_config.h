@@ -1,4 +1,4 @@
-// Everything `slowpipe train` is configured by: the run_config.h structs plus
+// Everything `slowpipe train` is configured by: the section_configs.h structs plus
 // the configs owned by models/, compressors/ and netmodel/. describe_options()
 // gathers every module's keys into one OptionSet; resume_key_may_differ() says
 // which of them a resumed run may change. Plain C++ (no libtorch): the sweep
@@ -9,7 +9,7 @@
 
 #include "common/options.h"
 #include "compressors/config.h"
-#include "config/run_config.h"
+#include "config/section_configs.h"
 #include "models/data_config.h"
 #include "models/model_config.h"
 #include "netmodel/net_config.h"

@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "config/run_config.h"
+#include "config/section_configs.h"
 #include "dist/launch.h"
 #include "dist/layout.h"
 

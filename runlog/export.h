@@ -26,7 +26,7 @@ void export_table(const std::string& h5_path, const std::string& table, std::ost
 // file name without its extension.
 std::string run_label(const std::string& h5_path);
 
-// A `running` log whose `heartbeat` attribute (sim/internal/train_log.h) is older than
+// A `running` log whose `heartbeat` attribute (sim/internal/log_tables.h) is older than
 // this, and than 3 x the longest step_time_s it logged, belongs to a run that
 // most likely died without a word (SIGKILL, its host gone, rank 0 of a
 // distributed run killed). SLOWPIPE_HEARTBEAT_STALE_S overrides it (tests).

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "config/optim_registry.h"
-#include "config/run_config.h"
+#include "config/section_configs.h"
 
 namespace torch::optim {
 class Optimizer;

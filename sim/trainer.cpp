@@ -3,7 +3,7 @@
 // (announce), the step loop (run_steps over train_one_step, with log_eval and
 // checkpoint), and the end of a run (finish_run: status, closing attributes).
 // The log's schema, every column with its unit, description and fill, is one
-// table per log table in train_log.cpp; resume checkpoints live in run_state.cpp.
+// table per log table in log_tables.cpp; resume checkpoints live in resume_checkpoint.cpp.
 #include "sim/trainer.h"
 
 #include <torch/torch.h>
@@ -39,9 +39,9 @@
 #include "sim/internal/evaluation.h"
 #include "sim/internal/preflight.h"
 #include "sim/internal/progress.h"
-#include "sim/internal/run_state.h"
+#include "sim/internal/resume_checkpoint.h"
 #include "sim/internal/shard_sampler.h"
-#include "sim/internal/train_log.h"
+#include "sim/internal/log_tables.h"
 #include "sim/kernel_policy.h"
 
 namespace slowpipe::sim {
@@ -485,7 +485,7 @@ struct Session {
   const double wall_before;  // of the attempts before a resume
   Progress progress;
   CheckpointClock checkpoints;
-  Heartbeat heartbeat;  // the log's `heartbeat` attribute (train_log.h)
+  Heartbeat heartbeat;  // the log's `heartbeat` attribute (log_tables.h)
   // Distributed runs write no resume checkpoints (docs/distributed.md).
   bool can_checkpoint() const { return !cfg.dist.enabled(); }
 };

@@ -2,15 +2,15 @@
 // metric (bits/byte for a language model, accuracy for a classifier) without
 // compression, and again through the forward channels' codecs. What it leaves
 // out: when to evaluate and where the row goes (sim/trainer.cpp), the columns
-// (sim/internal/train_log.h).
+// (sim/internal/log_tables.h).
 #pragma once
 
 #include <cstdint>
 
 #include "models/dataset.h"
 #include "sim/engine.h"
-#include "config/run_config.h"
-#include "sim/internal/train_log.h"
+#include "config/section_configs.h"
+#include "sim/internal/log_tables.h"
 
 namespace slowpipe::sim {
 

@@ -27,7 +27,7 @@ for lib in $libs; do
   fi
 done
 # Control: the check finds what it exists to catch.
-if ! printf 'dist/x.cpp:1:#include "sim/internal/run_state.h"\n' | grep -vE "^(sim|tests/sim|bench/sim)/" |
+if ! printf 'dist/x.cpp:1:#include "sim/internal/resume_checkpoint.h"\n' | grep -vE "^(sim|tests/sim|bench/sim)/" |
   grep -qE '#include "sim/internal/'; then
   echo "FAIL: the control include was not caught"
   fail=1

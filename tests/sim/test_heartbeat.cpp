@@ -1,4 +1,4 @@
-// sim's run-log heartbeat (sim/internal/train_log.h): written at once and read
+// sim's run-log heartbeat (sim/internal/log_tables.h): written at once and read
 // back as the current time by a reader while the writer is still open.
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -7,7 +7,7 @@
 
 #include "runlog/export.h"
 #include "runlog/runlog.h"
-#include "sim/internal/train_log.h"
+#include "sim/internal/log_tables.h"
 #include "tests/runlog/runlog_scratch.h"
 
 namespace ss = slowpipe::sim;

@@ -7,7 +7,7 @@
 #include "common/errors.h"
 #include "common/options.h"
 #include "sim/optimizer.h"
-#include "config/run_config.h"
+#include "config/section_configs.h"
 
 namespace ss = slowpipe::sim;
 

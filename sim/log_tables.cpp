@@ -1,5 +1,5 @@
-// The train and eval table schemas (see train_log.h).
-#include "sim/internal/train_log.h"
+// The train and eval table schemas (see log_tables.h).
+#include "sim/internal/log_tables.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // Option bindings for the run, distributed, pipeline, optimizer and evaluation
 // configuration structs.
-#include "config/run_config.h"
+#include "config/section_configs.h"
 
 #include "common/errors.h"
 #include "common/units.h"

@@ -1,5 +1,5 @@
-// Resume checkpoints (see run_state.h).
-#include "sim/internal/run_state.h"
+// Resume checkpoints (see resume_checkpoint.h).
+#include "sim/internal/resume_checkpoint.h"
 
 #include <fcntl.h>
 #include <torch/serialize.h>
