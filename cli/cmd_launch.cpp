@@ -15,9 +15,9 @@ namespace {
 // dist.timeout as the workers will resolve it from --config files and --set
 // overrides (the default when they do not parse: the workers then say why).
 double worker_timeout_s(const std::vector<std::string>& args) {
-  sim::TrainConfig config;
+  config::TrainConfig config;
   OptionSet options;
-  sim::describe_options(config, options);
+  config::describe_options(config, options);
   std::vector<std::string> configs, sets;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -35,7 +35,7 @@ double worker_timeout_s(const std::vector<std::string>& args) {
     for (const auto& f : configs) options.load_ini(f);
     for (const auto& s : sets) options.set_assignment(s);
   } catch (const std::exception&) {
-    return sim::DistConfig{}.timeout_s;
+    return config::DistConfig{}.timeout_s;
   }
   return config.dist.timeout_s;
 }

@@ -88,7 +88,7 @@ void refuse_changed_keys(const std::string& resume,
     const auto it = std::find_if(logged.begin(), logged.end(),
                                  [&k = k](const auto& kv) { return kv.first == k; });
     const std::string was = it == logged.end() ? "(unset)" : it->second;
-    if (v != was && !sim::resume_key_may_differ(k)) {
+    if (v != was && !config::resume_key_may_differ(k)) {
       differ += (differ.empty() ? "" : ", ") + k + " = " + v + " (logged: " + was + ")";
     }
   }
@@ -159,9 +159,9 @@ int cmd_train(const Args& args) {
       "(options given beside it must match the logged ones)");
   const po::variables_map vm = parse_command_line(args, desc);
 
-  sim::TrainConfig config;
+  config::TrainConfig config;
   OptionSet options;
-  sim::describe_options(config, options);
+  config::describe_options(config, options);
   if (vm.count("help")) {
     std::cout << desc
               << "\nConfiguration keys (also valid in INI files as [section] key = value):\n"

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace slowpipe::sim {
+namespace slowpipe::config {
 
 const Registry<OptimizerInfo>& optimizer_registry() {
   static const Registry<OptimizerInfo> registry(
@@ -52,4 +52,4 @@ double learning_rate(const OptimConfig& c, int64_t step, int64_t total_steps) {
   return c.lr * schedule.factor(p, c.min_lr_ratio);
 }
 
-}  // namespace slowpipe::sim
+}  // namespace slowpipe::config

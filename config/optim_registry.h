@@ -11,7 +11,7 @@
 #include "common/registry.h"
 #include "config/section_configs.h"
 
-namespace slowpipe::sim {
+namespace slowpipe::config {
 
 // The optimizers by name (optim.name; its choices are read from here). The
 // entry's kind picks the libtorch optimizer, the cost of a step and how the
@@ -40,4 +40,4 @@ const Registry<LrScheduleInfo>& lr_schedule_registry();
 // for an unknown optim.schedule.
 double learning_rate(const OptimConfig& c, int64_t step, int64_t total_steps);
 
-}  // namespace slowpipe::sim
+}  // namespace slowpipe::config

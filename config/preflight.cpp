@@ -17,7 +17,7 @@
 #include "netmodel/synthetic_trace.h"
 #include "runlog/runlog.h"
 
-namespace slowpipe::sim {
+namespace slowpipe::config {
 namespace {
 
 namespace fs = std::filesystem;
@@ -212,4 +212,4 @@ void check_config(const TrainConfig& c, bool resuming) {
   check_outputs_and_network(c, resuming);
 }
 
-}  // namespace slowpipe::sim
+}  // namespace slowpipe::config

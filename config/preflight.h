@@ -12,7 +12,7 @@
 
 #include "config/train_config.h"
 
-namespace slowpipe::sim {
+namespace slowpipe::config {
 
 // Each throws UsageError naming the key (or file) and what is wrong.
 // `resuming`: run.out is expected to exist (it is the log being resumed).
@@ -23,4 +23,4 @@ void check_outputs_and_network(const TrainConfig& config,
 // Both, in that order.
 void check_config(const TrainConfig& config, bool resuming);
 
-}  // namespace slowpipe::sim
+}  // namespace slowpipe::config

@@ -7,7 +7,7 @@
 #include "config/optim_registry.h"
 #include "netmodel/schedule.h"
 
-namespace slowpipe::sim {
+namespace slowpipe::config {
 namespace {
 
 // run.checkpoint_every and run.checkpoint_keep: when resume checkpoints are
@@ -164,4 +164,4 @@ void describe_options(EvalConfig& c, OptionSet& o) {
         "also evaluate at step 0, before any training (not repeated on resume)");
 }
 
-}  // namespace slowpipe::sim
+}  // namespace slowpipe::config

@@ -3,8 +3,8 @@
 // describe_options() that binds its fields to dotted keys; train_config.h
 // gathers them (with the models', compressors' and netmodel's) into one
 // OptionSet. Plain C++ (slowpipe::config, no libtorch), so that sweeps resolve
-// points in the light front; the namespace is still slowpipe::sim, where the
-// structs are used.
+// points in the light front. sim/config_types.h names these structs in
+// slowpipe::sim, where they are used most.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 
 #include "common/options.h"
 
-namespace slowpipe::sim {
+namespace slowpipe::config {
 
 struct RunConfig {
   uint64_t seed = 1;
@@ -91,4 +91,4 @@ struct EvalConfig {
 };
 void describe_options(EvalConfig& c, OptionSet& o);
 
-}  // namespace slowpipe::sim
+}  // namespace slowpipe::config

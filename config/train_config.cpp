@@ -2,7 +2,7 @@
 // resumed run may change.
 #include "config/train_config.h"
 
-namespace slowpipe::sim {
+namespace slowpipe::config {
 
 void describe_options(TrainConfig& c, OptionSet& o) {
   describe_options(c.run, o);
@@ -22,4 +22,4 @@ bool resume_key_may_differ(const std::string& key) {
          key.rfind("run.checkpoint_", 0) == 0 || key == "run.out" || key == "run.overwrite";
 }
 
-}  // namespace slowpipe::sim
+}  // namespace slowpipe::config

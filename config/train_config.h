@@ -14,7 +14,7 @@
 #include "models/model_config.h"
 #include "netmodel/net_config.h"
 
-namespace slowpipe::sim {
+namespace slowpipe::config {
 
 struct TrainConfig {
   RunConfig run;
@@ -36,4 +36,4 @@ void describe_options(TrainConfig& c, OptionSet& o);
 // checkpoint fingerprint, `train --resume` and a sweep's rerun skip them.
 bool resume_key_may_differ(const std::string& key);
 
-}  // namespace slowpipe::sim
+}  // namespace slowpipe::config

@@ -42,7 +42,7 @@ std::shared_ptr<::gloo::transport::Device> gloo_device() {
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 
-bool use_nccl(const sim::DistConfig& cfg) {
+bool use_nccl(const config::DistConfig& cfg) {
 #ifdef SLOWPIPE_WITH_NCCL
   return cfg.backend == "nccl" || (cfg.backend == "auto" && torch::cuda::is_available());
 #else
@@ -74,7 +74,7 @@ c10::intrusive_ptr<GroupImpl> make_group(const c10::intrusive_ptr<c10d::Store>& 
 
 }  // namespace
 
-Comm::Comm(const sim::DistConfig& cfg, Layout layout)
+Comm::Comm(const config::DistConfig& cfg, Layout layout)
     : cfg_(cfg), layout_(layout), rank_(cfg.rank) {
   const auto timeout = milliseconds(static_cast<int64_t>(cfg.timeout_s * 1000));
   const std::string where = cfg.master_addr + ":" + std::to_string(cfg.master_port);

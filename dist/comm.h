@@ -82,7 +82,7 @@ class Comm {
   // Rendezvous within cfg.timeout_s (DistError naming the address otherwise):
   // every rank from 0 to world - 1 must join exactly once; a rank started
   // twice, or joining another launch's store, is refused (UsageError naming it).
-  Comm(const sim::DistConfig& cfg, Layout layout);
+  Comm(const config::DistConfig& cfg, Layout layout);
   ~Comm();
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
@@ -94,7 +94,7 @@ class Comm {
   // The c10d backend in use: "gloo" or "nccl" (valid after connect()).
   std::string backend() const { return nccl_ ? "nccl" : "gloo"; }
   const Layout& layout() const { return layout_; }
-  const sim::DistConfig& config() const { return cfg_; }
+  const config::DistConfig& config() const { return cfg_; }
   // The rendezvous store (main thread only; the watchdog opens its own client).
   c10d::Store& store() { return *store_; }
   // The step the main thread is in (error messages, the watchdog).
@@ -150,7 +150,7 @@ class Comm {
   // NCCL moves device tensors only: CPU tensors are staged on the GPU.
   at::Tensor on_wire(const at::Tensor& t) const;
 
-  sim::DistConfig cfg_;
+  config::DistConfig cfg_;
   Layout layout_;
   int rank_;
   std::atomic<int64_t> step_{0};

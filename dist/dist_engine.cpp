@@ -71,7 +71,7 @@ namespace {
 
 // What a distributed run cannot do (each runs in one process instead).
 void refuse_unsupported(const sim::EngineSetup& setup) {
-  sim::validate(setup.pipeline);
+  config::validate(setup.pipeline);
   if (setup.compress.grad_sync != GradSync::kAllReduce && setup.pipeline.replicas > 1) {
     throw UsageError(std::string("compress.grad_sync = ") +
                      grad_sync_name(setup.compress.grad_sync) +
@@ -92,7 +92,7 @@ void refuse_unsupported(const sim::EngineSetup& setup) {
 }
 
 // dist.world_size and dist.rank against the pipeline's layout.
-void check_world(const sim::DistConfig& cfg, const Layout& layout) {
+void check_world(const config::DistConfig& cfg, const Layout& layout) {
   if (cfg.world_size != layout.world())
     throw UsageError("dist.world_size = " + std::to_string(cfg.world_size) +
                      ", but the run has pipeline.stages x pipeline.replicas = " +
@@ -104,7 +104,7 @@ void check_world(const sim::DistConfig& cfg, const Layout& layout) {
 
 }  // namespace
 
-DistEngine::DistEngine(sim::EngineSetup setup, const sim::DistConfig& cfg,
+DistEngine::DistEngine(sim::EngineSetup setup, const config::DistConfig& cfg,
                        const std::string& config_text)
     : setup_(std::move(setup)) {
   refuse_unsupported(setup_);
@@ -376,7 +376,7 @@ sim::StepResult DistEngine::train_step(const models::Batch& batch, int64_t step,
       reports[static_cast<size_t>(r)] = unpack(comm_->recv(r, kReportTag, nullptr));
     sim::StepResult res = merge(reports, layout_, order_);
     res.samples = batch.inputs.size(0);
-    res.lr = sim::learning_rate(setup_.optim, step, total);
+    res.lr = config::learning_rate(setup_.optim, step, total);
     res.trace.stages = layout_.stages;
     res.trace.chunks = layout_.stages;
     res.trace.microbatches = setup_.pipeline.microbatches;
@@ -452,7 +452,7 @@ sim::EvalResult DistEngine::local_eval(const models::Batch& batch, bool compress
 }
 
 sim::DistEngineFactory engine_factory() {
-  return [](const sim::EngineSetup& setup, const sim::TrainConfig& cfg,
+  return [](const sim::EngineSetup& setup, const config::TrainConfig& cfg,
             const sim::ResolvedConfig& resolved) -> std::unique_ptr<sim::StepEngine> {
     std::string text = std::string("slowpipe.version=") + kVersion +
                        "\nslowpipe.git_commit=" + git_commit() +

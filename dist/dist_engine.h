@@ -42,7 +42,7 @@ class DistEngine : public sim::StepEngine {
   // Joins the rendezvous (cfg.timeout_s), checks that every rank runs the same
   // configuration (`config_hash`, from the resolved keys except dist.rank) and
   // the same slowpipe build, agrees on the cuts (rank 0's), starts the watchdog.
-  DistEngine(sim::EngineSetup setup, const sim::DistConfig& cfg, const std::string& config_text);
+  DistEngine(sim::EngineSetup setup, const config::DistConfig& cfg, const std::string& config_text);
   ~DistEngine() override;
 
   bool leader() const { return comm_->rank() == 0; }

@@ -271,7 +271,7 @@ void DistEngine::clip_and_update(int64_t step, int64_t total, RankReport& rep) {
   const torch::Device device(setup_.device);
   if (device.is_cuda()) torch::cuda::synchronize();
   const sim::OpTimer timer;
-  optimizer_->set_lr(sim::learning_rate(setup_.optim, step, total));
+  optimizer_->set_lr(config::learning_rate(setup_.optim, step, total));
   optimizer_->step();
   if (device.is_cuda()) torch::cuda::synchronize();
   netmodel::TraceOp op = sim::compute_op(OpKind::kOptimizer, {stage_, stage_, -1, replica_}, timer,

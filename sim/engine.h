@@ -20,7 +20,7 @@
 
 #include "compressors/channel.h"
 #include "compressors/config.h"
-#include "config/section_configs.h"
+#include "sim/config_types.h"
 #include "models/dataset.h"
 #include "models/model.h"
 #include "models/model_config.h"

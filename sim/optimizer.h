@@ -13,8 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "config/optim_registry.h"
-#include "config/section_configs.h"
+#include "sim/config_types.h"
 
 namespace torch::optim {
 class Optimizer;

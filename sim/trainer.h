@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/train_config.h"  // also resume_key_may_differ
+#include "sim/config_types.h"  // TrainConfig, resume_key_may_differ
 #include "sim/engine.h"
 
 namespace slowpipe::sim {

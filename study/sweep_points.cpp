@@ -27,9 +27,9 @@ const char* const kOutputKeys[] = {"run.out", "run.save", "compress.aq_dir"};
 // A train OptionSet bound to its config (the bindings hold references into
 // `config`, so it never moves).
 struct TrainOptions {
-  sim::TrainConfig config;
+  config::TrainConfig config;
   OptionSet options;
-  TrainOptions() { sim::describe_options(config, options); }
+  TrainOptions() { config::describe_options(config, options); }
   TrainOptions(const TrainOptions&) = delete;
   TrainOptions& operator=(const TrainOptions&) = delete;
 };
@@ -272,9 +272,9 @@ ResolvedPoint resolve_point(const SweepFile& sweep, const SweepSettings& setting
       rp.label = o.get("run.label");
     }
     check_inputs(o);
-    sim::TrainConfig probe = t->config;
+    config::TrainConfig probe = t->config;
     probe.run.overwrite = true;  // the sweep decides what happens to an existing log
-    sim::check_config(probe, /*resuming=*/false);
+    config::check_config(probe, /*resuming=*/false);
   } catch (const UsageError& e) {
     std::string values;
     for (const auto& [k, v] : point.values) values += " " + k + "=" + v;

@@ -1,7 +1,7 @@
 // From a sweep file's points to runnable training runs: each point's name and
 // plot label, its full resolved configuration (the same OptionSet `slowpipe
 // train` uses, so a value train would refuse is refused here, before anything
-// runs, and the checks of sim::check_config, train's preflight without the
+// runs, and the checks of config::check_config, train's preflight without the
 // device and model checks, which need libtorch and wait for the point's run),
 // the INI written beside its run log, and the self-contained shell command
 // --emit-jobs writes for it. No libtorch here.

@@ -10,7 +10,7 @@ namespace slowpipe::study {
 namespace {
 
 bool ignored(const std::string& key) {
-  return sim::resume_key_may_differ(key);
+  return config::resume_key_may_differ(key);
 }
 
 std::string join_first(const std::vector<std::string>& items, size_t n) {

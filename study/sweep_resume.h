@@ -10,7 +10,7 @@
 //   same config, failed or an unknown status       run from scratch
 //
 // "Same config" ignores the keys a resumed run may change
-// (sim::resume_key_may_differ: run.progress, run.flush_every, run.checkpoint_*,
+// (config::resume_key_may_differ: run.progress, run.flush_every, run.checkpoint_*,
 // run.out and run.overwrite).
 // decide_point() is pure; read_log_state() does the reading.
 #pragma once

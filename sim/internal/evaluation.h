@@ -9,7 +9,7 @@
 
 #include "models/dataset.h"
 #include "sim/engine.h"
-#include "config/section_configs.h"
+#include "sim/config_types.h"
 #include "sim/internal/log_tables.h"
 
 namespace slowpipe::sim {

@@ -5,7 +5,7 @@
 // before anything is loaded, built or written (docs/reliability.md).
 #pragma once
 
-#include "config/train_config.h"
+#include "sim/config_types.h"
 
 namespace slowpipe::sim {
 

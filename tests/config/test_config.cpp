@@ -16,7 +16,7 @@
 #include "config/train_config.h"
 
 namespace fs = std::filesystem;
-namespace sim = slowpipe::sim;
+namespace cf = slowpipe::config;
 
 namespace {
 
@@ -36,10 +36,10 @@ struct TempDir {
 
 // A config with its option set; run.out in `dir`.
 struct Options {
-  sim::TrainConfig config;
+  cf::TrainConfig config;
   slowpipe::OptionSet options;
   explicit Options(const fs::path& dir) {
-    sim::describe_options(config, options);
+    cf::describe_options(config, options);
     options.set("run.out", (dir / "run.h5").string());
   }
 };
@@ -66,56 +66,56 @@ TEST_CASE("Train options: every module's keys, choices from the registries") {
   CHECK_THROWS_AS(o.options.set("optim.name", "lamb"), slowpipe::UsageError);
   CHECK_THROWS_AS(o.options.set("model.layerz", "2"), slowpipe::UsageError);
   // optim.* choices are the registries' names.
-  for (const auto& name : sim::optimizer_registry().names()) o.options.set("optim.name", name);
-  for (const auto& name : sim::lr_schedule_registry().names())
+  for (const auto& name : cf::optimizer_registry().names()) o.options.set("optim.name", name);
+  for (const auto& name : cf::lr_schedule_registry().names())
     o.options.set("optim.schedule", name);
 }
 
 TEST_CASE("resume_key_may_differ: display, checkpoint and output keys only") {
   for (const char* key : {"run.progress", "run.flush_every", "run.checkpoint_every",
                           "run.checkpoint_keep", "run.out", "run.overwrite"}) {
-    CHECK(sim::resume_key_may_differ(key));
+    CHECK(cf::resume_key_may_differ(key));
   }
   TempDir dir;
   Options o(dir.path);
   int computational = 0;
   for (const auto& opt : o.options.options()) {
-    if (!sim::resume_key_may_differ(opt.key)) ++computational;
+    if (!cf::resume_key_may_differ(opt.key)) ++computational;
   }
   CHECK(computational == static_cast<int>(o.options.options().size()) - 6);
   for (const char* key : {"run.seed", "run.steps", "model.layers", "compress.fw", "net.bandwidth"})
-    CHECK_FALSE(sim::resume_key_may_differ(key));
+    CHECK_FALSE(cf::resume_key_may_differ(key));
 }
 
 TEST_CASE("check_config: the checks that need no libtorch") {
   TempDir dir;
   SECTION("the defaults pass") {
     Options o(dir.path);
-    CHECK_NOTHROW(sim::check_config(o.config, /*resuming=*/false));
+    CHECK_NOTHROW(cf::check_config(o.config, /*resuming=*/false));
   }
   SECTION("a batch that does not split into micro-batches") {
     Options o(dir.path);
     o.options.set("pipeline.batch_size", "10");
     o.options.set("pipeline.microbatches", "4");
-    CHECK_THROWS_WITH(sim::check_config(o.config, false), Catch::Contains("does not split"));
-    CHECK_THROWS_WITH(sim::check_layout(o.config, false), Catch::Contains("does not split"));
+    CHECK_THROWS_WITH(cf::check_config(o.config, false), Catch::Contains("does not split"));
+    CHECK_THROWS_WITH(cf::check_layout(o.config, false), Catch::Contains("does not split"));
   }
   SECTION("an existing run log: refused, unless resumed or overwritten") {
     Options o(dir.path);
     std::ofstream(dir.path / "run.h5") << "x";
-    CHECK_THROWS_WITH(sim::check_config(o.config, false), Catch::Contains("--resume"));
-    CHECK_NOTHROW(sim::check_config(o.config, /*resuming=*/true));
+    CHECK_THROWS_WITH(cf::check_config(o.config, false), Catch::Contains("--resume"));
+    CHECK_NOTHROW(cf::check_config(o.config, /*resuming=*/true));
     o.options.set("run.overwrite", "true");
-    CHECK_NOTHROW(sim::check_config(o.config, false));
+    CHECK_NOTHROW(cf::check_config(o.config, false));
   }
   SECTION("resuming a log that does not exist") {
     Options o(dir.path);
-    CHECK_THROWS_WITH(sim::check_config(o.config, true), Catch::Contains("no such run log"));
+    CHECK_THROWS_WITH(cf::check_config(o.config, true), Catch::Contains("no such run log"));
   }
   SECTION("a gradient codec with one replica") {
     Options o(dir.path);
     o.options.set("compress.grad", "q8");
-    CHECK_THROWS_WITH(sim::check_outputs_and_network(o.config, false),
+    CHECK_THROWS_WITH(cf::check_outputs_and_network(o.config, false),
                       Catch::Contains("pipeline.replicas = 1"));
   }
   SECTION("the device and the model are left to sim::preflight") {
@@ -123,6 +123,6 @@ TEST_CASE("check_config: the checks that need no libtorch") {
     o.options.set("run.device", "cuda:7");
     o.options.set("model.d_model", "65536");
     o.options.set("model.layers", "256");
-    CHECK_NOTHROW(sim::check_config(o.config, false));
+    CHECK_NOTHROW(cf::check_config(o.config, false));
   }
 }

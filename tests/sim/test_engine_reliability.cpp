@@ -185,9 +185,9 @@ TEST_CASE("Trainer: AQ-SGD state bytes do not grow with the replicas") {
   fs::create_directories(dir);
   std::map<int, double> state_bytes, fw_error;
   for (int D : {1, 2}) {
-    slowpipe::sim::TrainConfig cfg;
+    slowpipe::config::TrainConfig cfg;
     slowpipe::OptionSet opts;
-    slowpipe::sim::describe_options(cfg, opts);
+    slowpipe::config::describe_options(cfg, opts);
     for (const auto& [k, v] : std::map<std::string, std::string>{
              {"data.name", "text"},
              {"data.path", fs::absolute(slowpipe::test::corpus_path()).string()},
@@ -297,11 +297,11 @@ TEST_CASE("Engine: a non-finite activation or loss stops the step and names wher
 namespace {
 
 // A tiny GPT run on the test corpus, logging to `out`.
-std::pair<slowpipe::sim::TrainConfig, slowpipe::sim::ResolvedConfig> tiny_run(
+std::pair<slowpipe::config::TrainConfig, slowpipe::sim::ResolvedConfig> tiny_run(
     const std::string& out, const std::map<std::string, std::string>& extra) {
-  slowpipe::sim::TrainConfig cfg;
+  slowpipe::config::TrainConfig cfg;
   slowpipe::OptionSet opts;
-  slowpipe::sim::describe_options(cfg, opts);
+  slowpipe::config::describe_options(cfg, opts);
   std::map<std::string, std::string> keys = {
       {"data.name", "text"},
       {"data.path", std::filesystem::absolute(slowpipe::test::corpus_path()).string()},

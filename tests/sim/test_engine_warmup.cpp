@@ -21,6 +21,7 @@
 #include "sim/trainer.h"
 
 namespace sim = slowpipe::sim;
+namespace cf = slowpipe::config;
 namespace runlog = slowpipe::runlog;
 namespace sc = slowpipe::compressors;
 
@@ -67,11 +68,11 @@ namespace {
 
 // A tiny 2-stage GPT run on the test corpus (batch 8, 3 epochs, the first one
 // a warm-up), logging to `out`.
-std::pair<sim::TrainConfig, sim::ResolvedConfig> tiny_run(
+std::pair<cf::TrainConfig, sim::ResolvedConfig> tiny_run(
     const std::string& out, const std::map<std::string, std::string>& extra) {
-  sim::TrainConfig cfg;
+  cf::TrainConfig cfg;
   slowpipe::OptionSet opts;
-  sim::describe_options(cfg, opts);
+  cf::describe_options(cfg, opts);
   std::map<std::string, std::string> keys = {
       {"data.name", "text"},
       {"data.path", std::filesystem::absolute(slowpipe::test::corpus_path()).string()},

@@ -19,6 +19,7 @@
 namespace {
 
 namespace sim = slowpipe::sim;
+namespace cf = slowpipe::config;
 namespace models = slowpipe::models;
 
 // What each pass of the scripted engine does.
@@ -87,7 +88,7 @@ class TinyData : public models::Dataset {
   int64_t validation_;
 };
 
-std::string divergence_of(ScriptedEngine& engine, const sim::EvalConfig& cfg, int64_t step) {
+std::string divergence_of(ScriptedEngine& engine, const cf::EvalConfig& cfg, int64_t step) {
   const TinyData data(8);
   try {
     (void)sim::evaluate(engine, data, cfg, /*batch_size=*/4, step);
@@ -100,7 +101,7 @@ std::string divergence_of(ScriptedEngine& engine, const sim::EvalConfig& cfg, in
 }  // namespace
 
 TEST_CASE("Evaluation: both passes' losses, and a non-finite value is a divergence") {
-  sim::EvalConfig cfg;  // compressed = true, batches = 8
+  cf::EvalConfig cfg;  // compressed = true, batches = 8
 
   SECTION("finite: the mean loss of each pass, bits per byte as the metric") {
     ScriptedEngine engine(Pass::kFinite, Pass::kFinite);

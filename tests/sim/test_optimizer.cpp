@@ -12,14 +12,14 @@
 namespace ss = slowpipe::sim;
 
 TEST_CASE("Optimizer registry: the option choices are the registry's names") {
-  CHECK(ss::optimizer_registry().names() == std::vector<std::string>{"sgd", "adamw"});
-  CHECK(ss::optimizer_registry().find("sgd")->kind == ss::OptimizerKind::kSgd);
-  CHECK(ss::lr_schedule_registry().names() ==
+  CHECK(slowpipe::config::optimizer_registry().names() == std::vector<std::string>{"sgd", "adamw"});
+  CHECK(slowpipe::config::optimizer_registry().find("sgd")->kind == slowpipe::config::OptimizerKind::kSgd);
+  CHECK(slowpipe::config::lr_schedule_registry().names() ==
         std::vector<std::string>{"constant", "cosine", "linear"});
-  ss::OptimConfig c;
+  slowpipe::config::OptimConfig c;
   slowpipe::OptionSet opts;
-  ss::describe_options(c, opts);
-  for (const auto& s : ss::lr_schedule_registry()) {
+  slowpipe::config::describe_options(c, opts);
+  for (const auto& s : slowpipe::config::lr_schedule_registry()) {
     opts.set("optim.schedule", s.name);
     CHECK(c.schedule == s.name);
   }
@@ -28,7 +28,7 @@ TEST_CASE("Optimizer registry: the option choices are the registry's names") {
 }
 
 TEST_CASE("learning_rate: warm-up, then each schedule's decay") {
-  ss::OptimConfig c;
+  slowpipe::config::OptimConfig c;
   c.lr = 0.5;
   c.warmup_steps = 4;
   c.min_lr_ratio = 0.1;
@@ -46,11 +46,11 @@ TEST_CASE("learning_rate: warm-up, then each schedule's decay") {
                    : s == "linear" ? c.lr * (1 - 0.9 * p)
                                    : c.lr * (0.1 + 0.9 * 0.5 * (1 + std::cos(M_PI * p)));
       }
-      CHECK(ss::learning_rate(c, step, total) == Approx(expected).epsilon(1e-12));
+      CHECK(slowpipe::config::learning_rate(c, step, total) == Approx(expected).epsilon(1e-12));
     }
-    CHECK(ss::learning_rate(c, total, total) ==
+    CHECK(slowpipe::config::learning_rate(c, total, total) ==
           Approx(std::string(schedule) == "constant" ? c.lr : c.lr * c.min_lr_ratio));
   }
   c.schedule = "step";
-  CHECK_THROWS_WITH(ss::learning_rate(c, 10, total), Catch::Contains("optim.schedule"));
+  CHECK_THROWS_WITH(slowpipe::config::learning_rate(c, 10, total), Catch::Contains("optim.schedule"));
 }
