@@ -18,7 +18,7 @@ namespace slowpipe::cli {
 int cmd_summary(const Args& args) {
   po::options_description desc(
       "usage: slowpipe summary RUN.h5... | DIR [--target LOSS] [--smooth N] [--tsv | --md] "
-      "[--no-group]\n\nOptions");
+      "[--no-group] [--rank BY]\n\nOptions");
   std::vector<std::string> inputs;
   study::SummaryOptions options;
   desc.add_options()("help,h", "this help")("runs", po::value(&inputs)->multitoken(),
@@ -27,7 +27,10 @@ int cmd_summary(const Args& args) {
       "train loss whose first (smoothed) reach is timed in simulated seconds")(
       "smooth", po::value(&options.smooth_window)->default_value(10),
       "trailing-mean window in steps for --target")("tsv", "tab-separated values")(
-      "md", "a Markdown table")("no-group", "one row per run (do not pool seeds)");
+      "md", "a Markdown table")("no-group", "one row per run (do not pool seeds)")(
+      "rank", po::value<std::string>(),
+      "order the rows by this column id (train_loss, wire_bytes, sim_time_s, state_bytes, ...), "
+      "with a rank and the Pareto fronts of train loss against bytes and time");
   po::positional_options_description pos;
   pos.add("runs", -1);
   const po::variables_map vm = parse_command_line(args, desc, pos);
@@ -42,7 +45,8 @@ int cmd_summary(const Args& args) {
     throw UsageError("--target must be a finite loss");
   }
   const auto runs = study::read_runs(study::expand_run_paths(inputs), options);
-  const auto table = study::build_summary_table(runs, !vm.count("no-group"), options);
+  auto table = study::build_summary_table(runs, !vm.count("no-group"), options);
+  if (vm.count("rank")) study::rank_summary_table(table, vm["rank"].as<std::string>());
   const auto format = vm.count("tsv")  ? study::SummaryFormat::kTsv
                       : vm.count("md") ? study::SummaryFormat::kMarkdown
                                        : study::SummaryFormat::kText;

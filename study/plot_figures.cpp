@@ -338,6 +338,65 @@ void target_plot(Context& ctx) {
   }
 }
 
+// data/NAME.tsv: one row per point (x, x_std, loss, loss_std, n, front, label);
+// data/NAME_front.tsv: the front's points by x, drawn as a step line.
+void write_pareto_data(Context& ctx, const std::string& name,
+                       const std::vector<ParetoPoint>& points) {
+  std::ostringstream d, f;
+  d << "# x\tx_std\tloss\tloss_std\tn\tfront\tlabel\n";
+  std::vector<std::pair<double, double>> front;
+  for (const auto& p : points) {
+    d << number(p.x) << "\t" << number(p.x_std) << "\t" << number(p.loss) << "\t"
+      << number(p.loss_std) << "\t" << p.n << "\t" << (p.front ? 1 : 0) << "\t" << p.label << "\n";
+    if (p.front) front.emplace_back(p.x, p.loss);
+  }
+  std::sort(front.begin(), front.end());
+  f << "# x\tloss\n";
+  for (const auto& [x, loss] : front) f << number(x) << "\t" << number(loss) << "\n";
+  write_file(ctx.out / "data" / (name + ".tsv"), d.str());
+  write_file(ctx.out / "data" / (name + "_front.tsv"), f.str());
+}
+
+// Final train loss against wire bytes per step or simulated run time, the
+// Pareto front as a step line, points labelled (docs/summary.md).
+void pareto_plot(Context& ctx, const std::string& x_column) {
+  const bool bytes = x_column == "wire_bytes";
+  const std::string name = bytes ? "pareto_loss_vs_wire_bytes" : "pareto_loss_vs_sim_time";
+  size_t left_out = 0;
+  const auto points = pareto_points(ctx.groups, ctx.keys, x_column, left_out);
+  if (points.size() < 2) {
+    ctx.report.skipped.push_back(name + ": fewer than 2 seed groups with a train loss and " +
+                                 x_column);
+    return;
+  }
+  write_pareto_data(ctx, name, points);
+  std::string script = gp_preamble(
+      name + ".png", "final train loss (mean \u00b1 std over seeds) against " +
+                         std::string(bytes ? "bytes on the wire per step" : "simulated run time") +
+                         (bytes ? "" : simulated_on(ctx)));
+  script += "set xlabel " +
+            gp_quote(bytes ? "bytes on the wire per step, fw + bw + grad [bytes]"
+                           : "simulated time of the whole run [s]") +
+            "\nset ylabel " + gp_quote("final train loss [nats], mean of the last 10% of steps") +
+            "\nset logscale x 10\nset autoscale xfix\n"
+            "set offsets graph 0.05, graph 0.15, graph 0.08, graph 0.05\n";
+  if (bytes) script += "set format x '%.0s %cB'\n";  // 500 kB, 3 MB (powers of 1000)
+  const std::string data = gp_quote("data/" + name + ".tsv");
+  script += "plot " + gp_quote("data/" + name + "_front.tsv") +
+            " using 1:2 with steps lw 2 dt 2 lc rgb '#555555' title 'Pareto front', \\\n     " +
+            data + " using 1:3:4 with yerrorbars pt 7 ps 1.2 lc rgb " + gp_quote(gp_colour(0)) +
+            " title 'seed group', \\\n     " + data +
+            " using 1:($6 > 0 ? $3 : NaN) with points pt 6 ps 2.5 lw 1.5 lc rgb " +
+            gp_quote(gp_colour(1)) + " title 'on the front', \\\n     " + data +
+            " using 1:3:7 with labels left offset char 1,0.6 font ',9' noenhanced notitle\n";
+  render(ctx, name, script);
+  if (left_out > 0) {
+    ctx.report.skipped.push_back(name + ": " + std::to_string(left_out) +
+                                 " seed group(s) left out (diverged, or no train loss or " +
+                                 x_column + ")");
+  }
+}
+
 }  // namespace
 
 std::string default_plot_dir(const std::vector<std::string>& args,
@@ -375,6 +434,8 @@ PlotReport make_plots(const std::vector<RunStats>& runs, const PlotOptions& opti
   eval_plots(ctx);
   metric_summary_plots(ctx);
   target_plot(ctx);
+  pareto_plot(ctx, "wire_bytes");
+  pareto_plot(ctx, "sim_time_s");
   return ctx.report;
 }
 

@@ -12,6 +12,7 @@
 #include "compressors/spec.h"
 #include "netmodel/net_config.h"
 #include "study/key_names.h"
+#include "study/summary_rank.h"
 
 namespace slowpipe::study {
 namespace {
@@ -161,6 +162,35 @@ std::vector<SummaryLine> target_lines(const std::vector<RunGroup>& groups,
     for (const auto& [x, pool] : by_x) unreached += mean_std(pool.y).n == 0;
   }
   return to_lines(pools);
+}
+
+std::vector<ParetoPoint> pareto_points(const std::vector<RunGroup>& groups,
+                                       const std::vector<std::string>& keys,
+                                       const std::string& x_column, size_t& left_out) {
+  std::vector<ParetoPoint> points;
+  left_out = 0;
+  for (const auto& group : groups) {
+    const GroupCell x = aggregate(group, x_column), loss = aggregate(group, "train_loss");
+    if (group_diverged(group) || x.stat.n == 0 || loss.stat.n == 0) {
+      ++left_out;
+      continue;
+    }
+    ParetoPoint p;
+    p.label = config_value(*group.runs.front(), "run.label");
+    if (p.label.empty()) p.label = legend_of(group, keys);
+    std::replace(p.label.begin(), p.label.end(), '\t', ' ');
+    p.x = x.stat.mean;
+    p.x_std = x.stat.n > 1 ? x.stat.std : 0;
+    p.loss = loss.stat.mean;
+    p.loss_std = loss.stat.n > 1 ? loss.stat.std : 0;
+    p.n = loss.stat.n;
+    points.push_back(std::move(p));
+  }
+  std::vector<double> xs, ys;
+  for (const auto& p : points) xs.push_back(p.x), ys.push_back(p.loss);
+  const std::vector<bool> front = pareto_front(xs, ys);
+  for (size_t i = 0; i < points.size(); ++i) points[i].front = front[i];
+  return points;
 }
 
 }  // namespace slowpipe::study

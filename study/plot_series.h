@@ -64,4 +64,20 @@ std::vector<SummaryLine> metric_lines(const std::vector<RunGroup>& groups,
 std::vector<SummaryLine> target_lines(const std::vector<RunGroup>& groups,
                                       const std::vector<std::string>& keys, size_t& unreached);
 
+// One point of a Pareto figure: a seed group's final train loss against
+// `x_column` (wire_bytes or sim_time_s), mean and sample std over its seeds
+// (std 0 for one seed), labelled with run.label (the legend when empty).
+struct ParetoPoint {
+  std::string label;
+  double x = 0, x_std = 0, loss = 0, loss_std = 0;
+  size_t n = 0;
+  bool front = false;  // on the Pareto front (summary_rank.h) of these points
+};
+
+// The points of the groups with a finite mean loss and x; groups with a
+// diverged run or without a value are left out and counted in `left_out`.
+std::vector<ParetoPoint> pareto_points(const std::vector<RunGroup>& groups,
+                                       const std::vector<std::string>& keys,
+                                       const std::string& x_column, size_t& left_out);
+
 }  // namespace slowpipe::study

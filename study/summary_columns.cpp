@@ -28,6 +28,7 @@ std::vector<SummaryColumn> make_columns() {
       {"fw_bytes", "fw/step", "bytes", CellFormat::kBytes},
       {"bw_bytes", "bw/step", "bytes", CellFormat::kBytes},
       {"grad_bytes", "grad/step", "bytes", CellFormat::kBytes},
+      {"wire_bytes", "wire/step", "bytes", CellFormat::kBytes},
       {"fp32_ratio", "vs fp32", "1", CellFormat::kRatio},
       {"state_bytes", "channel state", "bytes", CellFormat::kBytes},
   };
@@ -49,6 +50,11 @@ const std::vector<std::string>& summary_metrics() {
 
 bool metric_higher_is_better(const std::string& metric) {
   return metric == "accuracy";
+}
+
+bool column_higher_is_better(const std::string& id) {
+  return id.rfind("accuracy", 0) == 0 || id.find("speedup") != std::string::npos ||
+         id == "samples_per_s" || id == "fp32_ratio";
 }
 
 }  // namespace slowpipe::study

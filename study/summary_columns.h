@@ -32,4 +32,10 @@ const std::vector<SummaryColumn>& summary_columns();
 const std::vector<std::string>& summary_metrics();
 bool metric_higher_is_better(const std::string& metric);
 
+// Whether a larger value of column `id` is better: accuracy*, *speedup*,
+// samples_per_s and fp32_ratio; lower is better for every other column
+// (losses, bits per byte, times, bytes). Verdicts and `summary --rank` share
+// this rule (docs/reproduce.md, docs/summary.md).
+bool column_higher_is_better(const std::string& id);
+
 }  // namespace slowpipe::study

@@ -101,6 +101,11 @@ void add_traffic_stats(RunStats& run, const runlog::Table& train) {
   run.values["fw_bytes"] = fw;
   run.values["bw_bytes"] = bw;
   run.values["grad_bytes"] = grad;
+  // Everything on the wire per step: the parts the run has (grad: D > 1 only).
+  double wire = kNaN;
+  for (double part : {fw, bw, grad})
+    if (std::isfinite(part)) wire = (std::isnan(wire) ? 0 : wire) + part;
+  run.values["wire_bytes"] = wire;
   // The ratio over the traffic the run has: boundaries, and gradients when D > 1.
   const Fp32Bytes fp32 = fp32_bytes_per_step(run.attrs);
   double sent = 0, reference = 0;
@@ -193,7 +198,8 @@ RunStats read_run_stats(const std::string& path, const SummaryOptions& options) 
   if (run.config.empty()) {
     throw DataError(path + ": not a slowpipe run log (it has no config.* attributes)");
   }
-  const runlog::Table train = read_or_data_error(path, [&] { return runlog::read_table(path, "train"); });
+  const runlog::Table train =
+      read_or_data_error(path, [&] { return runlog::read_table(path, "train"); });
   // A `running` log with a stale heartbeat says so (runlog/export.h).
   double longest_step_s = 0;
   if (train.has_column("step_time_s"))
@@ -201,7 +207,8 @@ RunStats read_run_stats(const std::string& path, const SummaryOptions& options) 
       if (std::isfinite(x)) longest_step_s = std::max(longest_step_s, x);
   run.status =
       runlog::display_status(run.attrs, longest_step_s, static_cast<double>(std::time(nullptr)));
-  const runlog::Table eval = read_or_data_error(path, [&] { return runlog::read_table(path, "eval"); });
+  const runlog::Table eval =
+      read_or_data_error(path, [&] { return runlog::read_table(path, "eval"); });
 
   auto& v = run.values;
   v["steps"] = train.has_column("step") && train.rows() > 0 ? last_finite(train.column("step")) : 0;

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/errors.h"
 #include "netmodel/compute_model.h"
 
 namespace slowpipe::study {
@@ -66,28 +67,60 @@ std::string with_device(const std::string& title, const std::set<std::string>& d
   return tag + " on " + *devices.begin() + title.substr(tag.size());
 }
 
+bool ranked(const SummaryTable& table) {
+  return !table.rank_by.empty();
+}
+
+// Text cells of the rank and front columns; TSV ones when `tsv`.
+std::string rank_cell(const SummaryTable& table, size_t g, bool tsv) {
+  const size_t rank = table.ranks[g];
+  return rank > 0 ? std::to_string(rank) : (tsv ? "nan" : kMissing);
+}
+std::string front_cell(FrontMark mark, bool tsv) {
+  switch (mark) {
+    case FrontMark::kOn:
+      return tsv ? "1" : "yes";
+    case FrontMark::kOff:
+      return tsv ? "0" : "no";
+    case FrontMark::kNone:
+      break;
+  }
+  return tsv ? "nan" : kMissing;
+}
+
 // Header and rows of the text and Markdown forms; `numeric[c]`: right-aligned.
 void text_rows(const SummaryTable& table, std::vector<std::string>& header, std::vector<Row>& rows,
                std::vector<bool>& numeric) {
   header = table.keys;
   numeric.assign(header.size(), false);
+  if (ranked(table)) header.insert(header.begin(), "rank"), numeric.insert(numeric.begin(), true);
   header.push_back(table.grouped ? "n" : "run");
   numeric.push_back(table.grouped);
   header.push_back("status");
   numeric.push_back(false);
+  if (ranked(table)) {
+    header.insert(header.end(), {"front loss/bytes", "front loss/time"});
+    numeric.insert(numeric.end(), {false, false});
+  }
   const std::set<std::string> devices = simulated_devices(table);
   for (const auto& col : table.columns) {
     header.push_back(with_device(
         col.id == "time_to_target_s" ? target_title(table.options) : col.title, devices));
     numeric.push_back(true);
   }
-  for (const auto& group : table.groups) {
+  for (size_t g = 0; g < table.groups.size(); ++g) {
+    const RunGroup& group = table.groups[g];
     Row row;
+    if (ranked(table)) row.cells.push_back(rank_cell(table, g, false));
     for (const auto& key : table.keys) row.cells.push_back(group_key_value(group, key));
     row.cells.push_back(table.grouped
                             ? std::to_string(group.runs.size())
                             : std::filesystem::path(group.runs.front()->path).stem().string());
     row.cells.push_back(group_status(group));
+    if (ranked(table)) {
+      row.cells.push_back(front_cell(table.front_bytes[g], false));
+      row.cells.push_back(front_cell(table.front_time[g], false));
+    }
     for (const auto& col : table.columns)
       row.cells.push_back(format_cell(col, aggregate(group, col.id)));
     rows.push_back(std::move(row));
@@ -115,6 +148,14 @@ std::vector<std::string> notes(const SummaryTable& table) {
     for (const auto& d : devices) list += (list.empty() ? "" : ", ") + d;
     out.push_back("sim time: the runs simulate different devices (" + list +
                   "; net.compute): their times do not compare.");
+  }
+  if (ranked(table)) {
+    out.push_back("rank: by " + table.rank_by + ", " +
+                  (column_higher_is_better(table.rank_by) ? "highest" : "lowest") +
+                  " first (ties share a rank; a diverged group counts as the worst value; "
+                  "\u2013: no value). front loss/bytes, front loss/time: on the Pareto front of "
+                  "(train loss, wire/step = fw + bw + grad bytes per step) and of (train loss, "
+                  "sim time): no other row is at least as good in both and better in one.");
   }
   if (table.grouped) {
     out.push_back(
@@ -176,8 +217,10 @@ void write_markdown(const SummaryTable& table, std::ostream& out) {
 
 void write_tsv(const SummaryTable& table, std::ostream& out) {
   std::vector<std::string> header = table.keys;
+  if (ranked(table)) header.insert(header.begin(), "rank");
   header.push_back(table.grouped ? "n" : "run");
   header.push_back("status");
+  if (ranked(table)) header.insert(header.end(), {"front_bytes", "front_time"});
   for (const auto& col : table.columns) {
     header.push_back(col.id);
     if (table.grouped) header.push_back(col.id + "_std");
@@ -185,11 +228,17 @@ void write_tsv(const SummaryTable& table, std::ostream& out) {
   }
   for (size_t c = 0; c < header.size(); ++c) out << (c ? "\t" : "") << header[c];
   out << "\n";
-  for (const auto& group : table.groups) {
+  for (size_t g = 0; g < table.groups.size(); ++g) {
+    const RunGroup& group = table.groups[g];
     std::vector<std::string> cells;
+    if (ranked(table)) cells.push_back(rank_cell(table, g, true));
     for (const auto& key : table.keys) cells.push_back(group_key_value(group, key));
     cells.push_back(table.grouped ? std::to_string(group.runs.size()) : group.runs.front()->path);
     cells.push_back(group_status(group));
+    if (ranked(table)) {
+      cells.push_back(front_cell(table.front_bytes[g], true));
+      cells.push_back(front_cell(table.front_time[g], true));
+    }
     for (const auto& col : table.columns) {
       const GroupCell cell = aggregate(group, col.id);
       // Only +infinity values (target never reached): the mean is infinite.
@@ -259,6 +308,7 @@ SummaryTable build_summary_table(const std::vector<RunStats>& runs, bool group_s
   table.groups = group_runs(runs, group_seeds);
   for (const auto& col : summary_columns()) {
     if (col.id == "time_to_target_s" && !options.has_target) continue;
+    if (col.id == "wire_bytes") continue;  // shown by rank_summary_table
     bool any = false;
     for (const auto& group : table.groups) {
       const GroupCell cell = aggregate(group, col.id);
@@ -267,6 +317,44 @@ SummaryTable build_summary_table(const std::vector<RunStats>& runs, bool group_s
     if (any) table.columns.push_back(col);
   }
   return table;
+}
+
+bool rankable_column(const std::string& id, const SummaryOptions& options) {
+  if (id == "time_to_target_s") return options.has_target;
+  const auto& cols = summary_columns();
+  return std::any_of(cols.begin(), cols.end(), [&](const SummaryColumn& c) { return c.id == id; });
+}
+
+void rank_summary_table(SummaryTable& table, const std::string& by) {
+  if (!rankable_column(by, table.options)) {
+    std::string ids;
+    for (const auto& col : summary_columns())
+      if (rankable_column(col.id, table.options)) ids += (ids.empty() ? "" : ", ") + col.id;
+    throw UsageError("--rank " + by + ": not a summary column; one of " + ids +
+                     (table.options.has_target ? "" : " (time_to_target_s needs --target)"));
+  }
+  const Ranking ranking = rank_groups(table.groups, by);
+  std::vector<RunGroup> groups;
+  table.rank_by = by;
+  table.ranks.clear(), table.front_bytes.clear(), table.front_time.clear();
+  for (size_t g : ranking.order) {
+    groups.push_back(table.groups[g]);
+    table.ranks.push_back(ranking.rank[g]);
+    table.front_bytes.push_back(ranking.front_bytes[g]);
+    table.front_time.push_back(ranking.front_time[g]);
+  }
+  table.groups = std::move(groups);
+  // wire/step beside fw, bw and grad, in summary_columns order.
+  std::vector<SummaryColumn> columns;
+  for (const auto& col : summary_columns()) {
+    const bool shown = std::any_of(table.columns.begin(), table.columns.end(),
+                                   [&](const SummaryColumn& c) { return c.id == col.id; });
+    bool wire = false;
+    if (col.id == "wire_bytes")
+      for (const auto& group : table.groups) wire = wire || aggregate(group, col.id).stat.n > 0;
+    if (shown || wire) columns.push_back(col);
+  }
+  table.columns = std::move(columns);
 }
 
 void write_summary(const SummaryTable& table, SummaryFormat format, std::ostream& out) {

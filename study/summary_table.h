@@ -10,6 +10,7 @@
 
 #include "study/summary_columns.h"
 #include "study/summary_group.h"
+#include "study/summary_rank.h"
 #include "study/summary_stats.h"
 
 namespace slowpipe::study {
@@ -20,11 +21,24 @@ struct SummaryTable {
   std::vector<RunGroup> groups;        // one row each
   std::vector<SummaryColumn> columns;  // statistic columns with at least one value
   SummaryOptions options;
+  // Set by rank_summary_table, parallel to `groups`; empty `rank_by`: not ranked.
+  std::string rank_by;
+  std::vector<size_t> ranks;  // 0: no value
+  std::vector<FrontMark> front_bytes, front_time;
 };
 
 // `runs` must outlive the table (groups point into it).
 SummaryTable build_summary_table(const std::vector<RunStats>& runs, bool group_seeds,
                                  const SummaryOptions& options);
+
+// The column ids `--rank` accepts: every statistic column, time_to_target_s
+// only with a target.
+bool rankable_column(const std::string& id, const SummaryOptions& options);
+
+// Orders the table's groups by column `by` (summary_rank.h), records the ranks
+// and the two Pareto fronts, and shows the wire/step column. `by` must be
+// rankable (UsageError naming the ids otherwise).
+void rank_summary_table(SummaryTable& table, const std::string& by);
 
 enum class SummaryFormat {
   kText,      // aligned columns and notes, for a terminal

@@ -219,8 +219,7 @@ VerdictTable read_tsv_table(const std::string& name, const std::string& path) {
 }
 
 bool verdict_higher_is_better(const std::string& column) {
-  return column.rfind("accuracy", 0) == 0 || column.find("speedup") != std::string::npos ||
-         column == "samples_per_s" || column == "fp32_ratio";
+  return column_higher_is_better(column);
 }
 
 const char* outcome_name(Outcome outcome) {
