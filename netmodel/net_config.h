@@ -7,7 +7,8 @@
 // Any two distinct hosts are joined by their own full-duplex link (each
 // direction is a separate resource) with the preset's bandwidth and latency,
 // unless `net.links` overrides that pair. Optionally each host has a NIC
-// (`net.nic_bandwidth`, egress and ingress resources) shared by all its flows.
+// (`net.nic_bandwidth`, egress and ingress resources) shared by all its flows,
+// or its own access link (host_uplink_bps: a swarm preset's home links).
 // Assumptions: protocol efficiency multiplies the bandwidth (TCP payload per
 // Ethernet frame: 1448/1514 = 0.9564; docs/netmodel.md); per-message overhead is fixed bytes or
 // seconds; jitter adds a seeded exponential delay to each message's latency.
@@ -57,7 +58,13 @@ struct NetConfig {
   int64_t seed = 1;
   int stages_per_host = 1;
   double nic_bandwidth_bps = 0;  // 0: unlimited NICs
-  std::string links;             // per-link overrides, see parse_link_overrides
+  // Per-host access links (home broadband; no key: `timing.preset=swarm-*`
+  // draws them, swarm.h): host h's NIC egress is host_uplink_bps[h], its
+  // ingress downlink_per_uplink times that. Non-empty: replaces
+  // nic_bandwidth_bps for every host (one entry per host).
+  std::vector<double> host_uplink_bps;
+  double downlink_per_uplink = 1;
+  std::string links;  // per-link overrides, see parse_link_overrides
   // How messages use the network (docs/netmodel.md, "Two network views"):
   // "" = the preset's (slowpipe timing), else kFullDuplex; kSharedInbound:
   // the Protocol NanoGPT meter (replay_inbound.h).

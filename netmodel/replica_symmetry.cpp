@@ -45,6 +45,13 @@ std::string net_asymmetry(const NetConfig& config, int stages, int replicas) {
   const auto pairs = overridden_pairs(parse_link_overrides("net.links", config.links));
   const int per = host_of(config, stages, 1, 0);  // hosts per replica
   const long long hosts = static_cast<long long>(per) * replicas;
+  const std::vector<double>& uplinks = config.host_uplink_bps;
+  for (size_t h = static_cast<size_t>(per); h < uplinks.size() && h < static_cast<size_t>(hosts);
+       ++h) {
+    if (uplinks[h] != uplinks[h % static_cast<size_t>(per)]) {
+      return "per-host access links differ (host " + std::to_string(h) + ")";
+    }
+  }
   for (const auto& [pair, parameters] : pairs) {
     if (pair.second >= hosts) return "";  // the topology refuses it with a clear message
     for (int k = 1; k < replicas; ++k) {

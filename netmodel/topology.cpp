@@ -39,12 +39,19 @@ Topology::Topology(const NetConfig& config, int stages, int replicas, FlowNetwor
 }
 
 void Topology::add_nics() {
-  if (config_.nic_bandwidth_bps <= 0) return;
-  const double cap = config_.nic_bandwidth_bps * config_.efficiency;
+  const std::vector<double>& uplinks = config_.host_uplink_bps;
+  if (config_.nic_bandwidth_bps <= 0 && uplinks.empty()) return;
+  if (!uplinks.empty() && uplinks.size() < static_cast<size_t>(hosts_)) {
+    throw UsageError("per-host access links: " + std::to_string(uplinks.size()) + " for " +
+                     std::to_string(hosts_) + " hosts");
+  }
   const int nics = fold_ ? hosts_per_replica_ : hosts_;
   for (int h = 0; h < nics; ++h) {
-    nic_out_.push_back(add_resource(Where::kNicOut, h, h, cap));
-    nic_in_.push_back(add_resource(Where::kNicIn, h, h, cap));
+    const double out_bps =
+        uplinks.empty() ? config_.nic_bandwidth_bps : uplinks[static_cast<size_t>(h)];
+    const double in_bps = uplinks.empty() ? out_bps : out_bps * config_.downlink_per_uplink;
+    nic_out_.push_back(add_resource(Where::kNicOut, h, h, out_bps * config_.efficiency));
+    nic_in_.push_back(add_resource(Where::kNicIn, h, h, in_bps * config_.efficiency));
   }
 }
 

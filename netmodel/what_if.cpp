@@ -50,6 +50,7 @@ const Registry<TimingPreset>& timing_presets() {
     deb.codecs_used = "the reference ran fw aq(q3), bw q6";
     v.add(deb);
     add_protocol_nanogpt_presets(v);  // protocol_nanogpt.cpp
+    add_swarm_presets(v);             // swarm.cpp
     return v;
   }();
   return presets;
@@ -80,6 +81,10 @@ std::string schedule_of(const WhatIfConfig& c) {
 std::string device_of(const WhatIfConfig& c) {
   if (!c.device.empty()) return c.device;
   return preset_of(c) ? preset_of(c)->device : "A100";
+}
+
+HomeLinks home_links_of(const WhatIfConfig& c) {
+  return preset_of(c) ? preset_of(c)->home_links : HomeLinks{};
 }
 
 int epochs_of(const WhatIfConfig& c) {
@@ -204,11 +209,7 @@ void describe_step_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
         c.schedule = v;
       },
       [&c] { return schedule_of(c); });
-  o.add(
-      "timing.replicas", c.replicas,
-      "data-parallel replicas (ring all-reduce; timing.grad_sync); up to 4096 where net.jitter or "
-      "net.links make the replicas differ",
-      1, kMaxTimingReplicas);
+  describe_replicas_option(c, o);  // what_if_shape.cpp
   add_grad_sync_option(o, "timing.grad_sync", c.grad_sync,
                        "replicas' exchange: ring all-reduce, or the sharded exchange of AQ-SGD's "
                        "momentum compression (timing.grad sizes both; docs/grad-sync.md)");
@@ -503,7 +504,8 @@ WhatIfResult run_what_if(const WhatIfConfig& c, const NetConfig& net,
   const ResolvedWhatIf& r = result.setup;
   result.messages =
       message_sizes(r.shape, c.specs, with_token_ids(r.shape, c.token_id_bytes, wire_bytes));
-  const NetConfig timed = with_timing_device(net, r.device);
+  const NetConfig timed = with_home_links(with_timing_device(net, r.device), home_links_of(c),
+                                          r.shape.stages, c.replicas);
   const StepPlan plan = plan_steps(c, r, timed, wire_bytes);
   for (double bps : c.bandwidths_bps) result.rows.push_back(row_at(bps, plan, c, r, timed));
   return result;
@@ -599,6 +601,11 @@ void print_assumptions(const WhatIfConfig& c, const NetConfig& net, const WhatIf
      << (c.replicas > 1 ? ", one ring all-reduce per stage and step" : ", not sent with 1 replica")
      << "\n";
   os << "network " << describe(net) << ", bandwidth swept\n";
+  const HomeLinks home = home_links_of(c);
+  if (home.median_bps > 0) {
+    os << describe_home_links(home, with_home_links(net, home, m.stages, c.replicas))
+       << "; the swept bandwidth is the core between homes\n";
+  }
   os << "baseline " << (c.baseline == "both" ? "fp32 and fp16" : c.baseline)
      << ": every channel uncompressed (fp32 = none, fp16 = 2 bytes per element)\n";
   os << "whole run " << r.epochs << " epoch(s) x " << c.steps_per_epoch

@@ -23,6 +23,7 @@
 #include "common/options.h"
 #include "common/registry.h"
 #include "netmodel/net_config.h"
+#include "netmodel/swarm.h"
 #include "netmodel/synthetic_trace.h"
 
 namespace slowpipe::netmodel {
@@ -48,6 +49,8 @@ struct TimingPreset {
   int64_t subspace = 0;        // timing.subspace
   int64_t token_id_bytes = 0;  // timing.token_id_bytes
   double record_step_s = 0;    // the source's published step time, printed beside ours
+  int replicas = 0;            // timing.replicas; 0: 1
+  HomeLinks home_links;        // per-host access links drawn from it (swarm.h); none by default
 };
 const Registry<TimingPreset>& timing_presets();
 // Throws UsageError naming `key` and listing the presets (and "none").
@@ -80,7 +83,8 @@ struct WhatIfConfig {
   int64_t d_model = 0, vocab = 0, seq = 0, mlp_width = 0;
   int64_t steps = 0;  // > 0: also print T = steps x step time (timing.steps, --steps)
   // Set by the keys, so that a preset's defaults never override them.
-  bool fw_given = false, bw_given = false, bandwidth_given = false, baseline_given = false;
+  bool fw_given = false, bw_given = false, bandwidth_given = false, baseline_given = false,
+       replicas_given = false;
   std::string baseline = "fp32";  // fp32 | fp16 | both
   int epochs = 0;                 // 0: preset's, else 10
   int warmup_epochs = -1;         // every channel; < 0: preset's, else 0
@@ -100,7 +104,7 @@ struct WhatIfConfig {
 void describe_options(WhatIfConfig& config, slowpipe::OptionSet& options);
 
 // The preset's defaults for keys the user did not give (TimingPreset: fw, bw,
-// the bandwidth, net.latency, net.link_model, subspace, token-id bytes): what
+// the bandwidth, replicas, net.latency, net.link_model, subspace, token-id bytes): what
 // `slowpipe timing` applies after reading its keys, before checking the specs.
 void apply_preset_defaults(WhatIfConfig& config, NetConfig& net);
 

@@ -1,10 +1,11 @@
 // Model shapes from their dimensions for `slowpipe timing` (the timing.layers,
 // timing.d_model, timing.vocab, timing.seq, timing.mlp_width keys over the
-// chosen shape), a preset's defaults for keys outside the shape
+// chosen shape), timing.replicas, a preset's defaults for keys outside the shape
 // (apply_preset_defaults), the token ids beside subspace values, and the
 // printed price of a run (steady-state step, record, T). Leaves out: FLOPs
 // and parameters (model_shape.cpp), the replays (what_if.cpp).
 #include <cstdio>
+#include <string>
 
 #include "common/errors.h"
 #include "common/units.h"
@@ -20,6 +21,24 @@ void describe_shape_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
   o.add("timing.seq", c.seq, "sequence length in tokens (0: the shape's)", 0, 1 << 24);
   o.add("timing.mlp_width", c.mlp_width, "MLP hidden width (0: the shape's, MLP ratio x d_model)",
         0, int64_t{1} << 30);
+}
+
+void describe_replicas_option(WhatIfConfig& c, slowpipe::OptionSet& o) {
+  o.add_custom(
+      "timing.replicas", "int",
+      "data-parallel replicas (ring all-reduce; timing.grad_sync); default the preset's, else 1; "
+      "at most 4096 where they differ (net.jitter, net.links, a swarm's home links)",
+      [&c](const std::string& v) {
+        if (v.empty()) throw UsageError("empty value for 'timing.replicas' (expected int)");
+        const int64_t n = parse_int("timing.replicas", v);
+        if (n < 1 || n > kMaxTimingReplicas) {
+          throw UsageError("bad value for 'timing.replicas': " + v + " is outside [1, " +
+                           std::to_string(kMaxTimingReplicas) + "]");
+        }
+        c.replicas = static_cast<int>(n);
+        c.replicas_given = true;
+      },
+      [&c] { return std::to_string(c.replicas); });
 }
 
 void apply_shape_keys(const WhatIfConfig& c, ModelShape& shape) {
@@ -40,6 +59,7 @@ void apply_preset_defaults(WhatIfConfig& c, NetConfig& net) {
   if (!p.bw.empty() && !c.bw_given) c.specs.backward = p.bw;
   if (!p.baseline.empty() && !c.baseline_given) c.baseline = p.baseline;
   if (p.bandwidth_bps > 0 && !c.bandwidth_given) c.bandwidths_bps = {p.bandwidth_bps};
+  if (p.replicas > 0 && !c.replicas_given) c.replicas = p.replicas;
   if (p.latency_s >= 0 && net.latency_s < 0) net.latency_s = p.latency_s;
   if (!p.link_model.empty() && net.link_model.empty()) net.link_model = p.link_model;
   if (p.subspace > 0 && c.subspace == 0) c.subspace = p.subspace;

@@ -17,6 +17,9 @@ namespace slowpipe::netmodel {
 // Binds timing.layers, timing.d_model, timing.vocab, timing.seq,
 // timing.mlp_width (0: the shape's).
 void describe_shape_options(WhatIfConfig& config, slowpipe::OptionSet& options);
+// Binds timing.replicas (1..kMaxTimingReplicas; records that it was given, so
+// that a preset's replica count does not override it).
+void describe_replicas_option(WhatIfConfig& config, slowpipe::OptionSet& options);
 // `shape` with those keys applied (a new layer count drops a preset's uneven
 // split); throws UsageError naming the key when the width is below a
 // subspace or the result is not a shape.
