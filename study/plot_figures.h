@@ -8,7 +8,9 @@
 // when the runs vary that dimension: final metric against the bits or K of the
 // forward or backward channel, one line per scheme, error bars over seeds; time
 // to the target loss against bandwidth when a target is given and the
-// bandwidth varies. Data files go to OUT/data/, scripts and PNGs to OUT/, so a
+// bandwidth varies; the Pareto figures, final train loss against bytes on the
+// wire per step and against simulated run time, front drawn, points labelled
+// with run.label (summary_rank.h). Data files go to OUT/data/, scripts and PNGs to OUT/, so a
 // plot can be restyled and rerun by hand. No libtorch here.
 #pragma once
 

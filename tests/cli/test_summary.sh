@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end checks of `slowpipe summary` and `slowpipe plot` on tiny real runs:
 # the three formats, values checked with awk against `slowpipe export`, seed
-# groups, a diverged run, the PNGs (signature, size) and bad inputs (exit 2/3,
+# groups, a diverged run, --rank and the Pareto fronts, the PNGs (signature, size) and bad inputs (exit 2/3,
 # gnuplot missing: 1). Definitions: docs/summary.md.
 #   tests/cli/test_summary.sh PATH/TO/slowpipe SOURCE_DIR
 set -uo pipefail
@@ -86,11 +86,24 @@ expect 0 "sample standard deviation" -- "$bin" summary runs
   --out mixed/diverged.h5 >/dev/null 2>&1
 cp runs/q4_1Gbps_1.h5 mixed/
 expect 0 "diverged" -- "$bin" summary mixed
+# --rank: the diverged group ranks after the finite one and is off both fronts.
+"$bin" summary mixed --rank train_loss --tsv > ranked.tsv || bad "summary --rank"
+check "rank 1 is q4" '[ "$(field ranked.tsv 1 rank)" = 1 ] && [ "$(field ranked.tsv 1 status)" = complete ]'
+check "diverged ranks 2, off the fronts" '[ "$(field ranked.tsv 2 rank)" = 2 ] && [ "$(field ranked.tsv 2 front_bytes)" = 0 ] && [ "$(field ranked.tsv 2 front_time)" = 0 ]'
+check "q4 on the fronts" '[ "$(field ranked.tsv 1 front_bytes)" = 1 ] && [ "$(field ranked.tsv 1 front_time)" = 1 ]'
+# wire_bytes = fw + bw bytes per step; ranked by it, q4 (fewer bytes) first.
+"$bin" summary runs --rank wire_bytes --tsv > wire.tsv || bad "summary --rank wire_bytes"
+check "q4 first by wire bytes" '[ "$(field wire.tsv 1 compress.fw)" = q4 ] && [ "$(field wire.tsv 4 compress.fw)" = none ]'
+check "wire bytes > 0" 'awk -v x="$(field wire.tsv 1 wire_bytes)" "BEGIN{exit !(x > 0)}"'
+check "wire = fw + bw" 'close "$(field wire.tsv 1 wire_bytes)" "$(awk -v a="$(field wire.tsv 1 fw_bytes)" -v b="$(field wire.tsv 1 bw_bytes)" "BEGIN{printf \"%.12g\", a+b}")"'
+expect 0 "front loss/bytes" -- "$bin" summary runs --rank sim_time_s
+expect 2 "not a summary column" -- "$bin" summary runs --rank nope
 
 # Plots: PNG signature and a real size; the summary plots only where the runs vary.
 expect 0 "wrote runs/plots/time_to_target_vs_bandwidth.png" -- "$bin" plot runs --target 4.5
 for png in train_loss_vs_step train_loss_vs_sim_time eval_bits_per_byte_vs_step \
-           eval_bits_per_byte_vs_sim_time time_to_target_vs_bandwidth; do
+           eval_bits_per_byte_vs_sim_time time_to_target_vs_bandwidth \
+           pareto_loss_vs_wire_bytes pareto_loss_vs_sim_time; do
   f="runs/plots/$png.png"
   check "$f is a PNG" '[ "$(head -c 8 "$f" | od -An -tx1 | tr -d " \n")" = 89504e470d0a1a0a ]'
   check "$f is not trivial" '[ "$(stat -c %s "$f")" -gt 10000 ]'
