@@ -1,6 +1,7 @@
 // `slowpipe summary RUN.h5... | DIR`: one table row per run, or per group of
 // runs that differ only in run.seed, as aligned text, TSV or Markdown
-// (definitions: docs/summary.md; the work: study/summary_*.h).
+// (definitions: docs/summary.md; the work: study/summary_*.h); `--rank BY`
+// orders the rows and marks the Pareto fronts (study/summary_rank.h).
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <iostream>

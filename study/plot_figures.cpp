@@ -338,6 +338,25 @@ void target_plot(Context& ctx) {
   }
 }
 
+// The x range (a margin of 1.3x each side) and "set xtics (...)" at 1, 2 and 5 times the powers of
+// ten between the points' smallest and largest x (with a margin), so a log axis spanning less than
+// a decade still has labelled tics.
+std::string log_tics(const std::vector<ParetoPoint>& points) {
+  double lo = points.front().x, hi = lo;
+  for (const auto& p : points) lo = std::min(lo, p.x), hi = std::max(hi, p.x);
+  if (!(lo > 0)) return "";
+  std::string tics;
+  for (double decade = std::pow(10, std::floor(std::log10(lo / 1.3))); decade <= hi * 1.3;
+       decade *= 10) {
+    for (const double m : {1.0, 2.0, 5.0}) {
+      const double x = m * decade;
+      if (x >= lo / 1.3 && x <= hi * 1.3) tics += (tics.empty() ? "" : ", ") + number(x);
+    }
+  }
+  const std::string range = "set xrange [" + number(lo / 1.3) + ":" + number(hi * 1.3) + "]\n";
+  return range + (tics.empty() ? "" : "set xtics (" + tics + ")\n");
+}
+
 // data/NAME.tsv: one row per point (x, x_std, loss, loss_std, n, front, label);
 // data/NAME_front.tsv: the front's points by x, drawn as a step line.
 void write_pareto_data(Context& ctx, const std::string& name,
@@ -378,9 +397,10 @@ void pareto_plot(Context& ctx, const std::string& x_column) {
             gp_quote(bytes ? "bytes on the wire per step, fw + bw + grad [bytes]"
                            : "simulated time of the whole run [s]") +
             "\nset ylabel " + gp_quote("final train loss [nats], mean of the last 10% of steps") +
-            "\nset logscale x 10\nset autoscale xfix\n"
-            "set offsets graph 0.05, graph 0.15, graph 0.08, graph 0.05\n";
+            "\nset logscale x 10\n"
+            "set offsets 0, 0, graph 0.08, graph 0.05\n";
   if (bytes) script += "set format x '%.0s %cB'\n";  // 500 kB, 3 MB (powers of 1000)
+  script += log_tics(points);
   const std::string data = gp_quote("data/" + name + ".tsv");
   script += "plot " + gp_quote("data/" + name + "_front.tsv") +
             " using 1:2 with steps lw 2 dt 2 lc rgb '#555555' title 'Pareto front', \\\n     " +
