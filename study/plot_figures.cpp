@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "common/units.h"
 #include "netmodel/compute_model.h"
 #include "runlog/runlog.h"
 #include "study/plot_gnuplot.h"
@@ -378,11 +379,14 @@ void write_pareto_data(Context& ctx, const std::string& name,
 
 // Final train loss against wire bytes per step or simulated run time, the
 // Pareto front as a step line, points labelled (docs/summary.md).
-void pareto_plot(Context& ctx, const std::string& x_column) {
+// `groups`: the seed groups drawn; `at`: " at 100Mbps" for one bandwidth of several.
+// `keys`: the varying keys that name a point without a run.label.
+void pareto_plot(Context& ctx, const std::string& x_column, const std::string& name,
+                 const std::vector<RunGroup>& groups, const std::vector<std::string>& keys,
+                 const std::string& at) {
   const bool bytes = x_column == "wire_bytes";
-  const std::string name = bytes ? "pareto_loss_vs_wire_bytes" : "pareto_loss_vs_sim_time";
   size_t left_out = 0;
-  const auto points = pareto_points(ctx.groups, ctx.keys, x_column, left_out);
+  const auto points = pareto_points(groups, keys, x_column, left_out);
   if (points.size() < 2) {
     ctx.report.skipped.push_back(name + ": fewer than 2 seed groups with a train loss and " +
                                  x_column);
@@ -392,7 +396,7 @@ void pareto_plot(Context& ctx, const std::string& x_column) {
   std::string script = gp_preamble(
       name + ".png", "final train loss (mean \u00b1 std over seeds) against " +
                          std::string(bytes ? "bytes on the wire per step" : "simulated run time") +
-                         (bytes ? "" : simulated_on(ctx)));
+                         (bytes ? "" : at + simulated_on(ctx)));
   script += "set xlabel " +
             gp_quote(bytes ? "bytes on the wire per step, fw + bw + grad [bytes]"
                            : "simulated time of the whole run [s]") +
@@ -414,6 +418,36 @@ void pareto_plot(Context& ctx, const std::string& x_column) {
     ctx.report.skipped.push_back(name + ": " + std::to_string(left_out) +
                                  " seed group(s) left out (diverged, or no train loss or " +
                                  x_column + ")");
+  }
+}
+
+// Against bytes, groups that differ only in net.* keys are one point (the
+// network changes no computed number; the first of them is drawn). Against
+// time, one figure per link bandwidth when the runs have several
+// (pareto_loss_vs_sim_time_100Mbps.png), else one.
+void pareto_plots(Context& ctx) {
+  std::vector<std::string> keys, no_bandwidth;
+  for (const auto& key : ctx.keys) {
+    if (key.rfind("net.", 0) != 0) keys.push_back(key);
+    if (key != "net.preset" && key != "net.bandwidth") no_bandwidth.push_back(key);
+  }
+  std::set<std::string> seen;
+  std::vector<RunGroup> by_bytes;
+  std::map<double, std::vector<RunGroup>> by_bandwidth;  // NaN: unknown
+  for (const auto& group : ctx.groups) {
+    if (seen.insert(legend_of(group, keys)).second) by_bytes.push_back(group);
+    const double bps = run_bandwidth_bps(*group.runs.front());
+    by_bandwidth[std::isnan(bps) ? -1 : bps].push_back(group);
+  }
+  pareto_plot(ctx, "wire_bytes", "pareto_loss_vs_wire_bytes", by_bytes, keys, "");
+  if (by_bandwidth.size() <= 1) {
+    pareto_plot(ctx, "sim_time_s", "pareto_loss_vs_sim_time", ctx.groups, ctx.keys, "");
+    return;
+  }
+  for (const auto& [bps, groups] : by_bandwidth) {
+    const std::string bw = bps < 0 ? "unknown" : format_bandwidth(bps);
+    pareto_plot(ctx, "sim_time_s", "pareto_loss_vs_sim_time_" + bw, groups, no_bandwidth,
+                " at " + bw);
   }
 }
 
@@ -454,8 +488,7 @@ PlotReport make_plots(const std::vector<RunStats>& runs, const PlotOptions& opti
   eval_plots(ctx);
   metric_summary_plots(ctx);
   target_plot(ctx);
-  pareto_plot(ctx, "wire_bytes");
-  pareto_plot(ctx, "sim_time_s");
+  pareto_plots(ctx);
   return ctx.report;
 }
 

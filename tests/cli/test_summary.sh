@@ -103,12 +103,14 @@ expect 2 "not a summary column" -- "$bin" summary runs --rank nope
 expect 0 "wrote runs/plots/time_to_target_vs_bandwidth.png" -- "$bin" plot runs --target 4.5
 for png in train_loss_vs_step train_loss_vs_sim_time eval_bits_per_byte_vs_step \
            eval_bits_per_byte_vs_sim_time time_to_target_vs_bandwidth \
-           pareto_loss_vs_wire_bytes pareto_loss_vs_sim_time; do
+           pareto_loss_vs_wire_bytes pareto_loss_vs_sim_time_100Mbps pareto_loss_vs_sim_time_1Gbps; do
   f="runs/plots/$png.png"
   check "$f is a PNG" '[ "$(head -c 8 "$f" | od -An -tx1 | tr -d " \n")" = 89504e470d0a1a0a ]'
   check "$f is not trivial" '[ "$(stat -c %s "$f")" -gt 10000 ]'
   check "$f has its script" '[ -s "runs/plots/$png.gp" ]'
 done
+# Against bytes, the two networks of a codec are one point, named without net.*.
+check "pareto bytes: one point per codec" '[ "$(grep -vc "^#" runs/plots/data/pareto_loss_vs_wire_bytes.tsv)" -eq 2 ] && ! grep -q net= runs/plots/data/pareto_loss_vs_wire_bytes.tsv'
 expect 0 "skipped final_bits_per_byte_vs_fw_bits: the runs do not vary the bits" -- "$bin" plot runs --out elsewhere
 check "--out" '[ -s elsewhere/train_loss_vs_step.png ] && [ -d elsewhere/data ]'
 expect 0 "skipped time_to_target_vs_bandwidth: no --target" -- "$bin" plot runs/none_1Gbps_1.h5
