@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 
+#include "study/plot_series.h"
 #include "study/summary_columns.h"
 
 namespace slowpipe::study {
@@ -67,6 +69,23 @@ std::vector<FrontMark> front_marks(const std::vector<RunGroup>& groups,
   return marks;
 }
 
+std::vector<FrontMark> time_front_marks(const std::vector<RunGroup>& groups) {
+  // Groups by link bandwidth (-1: unknown), each with its own front.
+  std::map<double, std::vector<size_t>> by_bandwidth;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const double bps = run_bandwidth_bps(*groups[g].runs.front());
+    by_bandwidth[std::isnan(bps) ? -1 : bps].push_back(g);
+  }
+  std::vector<FrontMark> marks(groups.size(), FrontMark::kNone);
+  for (const auto& [bps, members] : by_bandwidth) {
+    std::vector<RunGroup> subset;
+    for (size_t g : members) subset.push_back(groups[g]);
+    const std::vector<FrontMark> sub = front_marks(subset, "sim_time_s");
+    for (size_t i = 0; i < members.size(); ++i) marks[members[i]] = sub[i];
+  }
+  return marks;
+}
+
 Ranking rank_groups(const std::vector<RunGroup>& groups, const std::string& by) {
   const bool higher = column_higher_is_better(by);
   std::vector<double> v;
@@ -88,7 +107,7 @@ Ranking rank_groups(const std::vector<RunGroup>& groups, const std::string& by) 
     r.rank[g] = tie ? r.rank[r.order[k - 1]] : k + 1;
   }
   r.front_bytes = front_marks(groups, "wire_bytes");
-  r.front_time = front_marks(groups, "sim_time_s");
+  r.front_time = time_front_marks(groups);
   return r;
 }
 

@@ -37,7 +37,8 @@ enum class FrontMark { kOn, kOff, kNone };
 struct Ranking {
   std::vector<size_t> order;  // group indices, best first; groups without a value last
   std::vector<size_t> rank;   // per group index: 1-based, ties share the lower rank; 0: no value
-  std::vector<FrontMark> front_bytes, front_time;  // per group index
+  std::vector<FrontMark> front_bytes;  // per group index
+  std::vector<FrontMark> front_time;   // per group index, per bandwidth (time_front_marks)
 };
 
 // Ranks `groups` by `by` (a summary column id; lower is better unless
@@ -47,5 +48,10 @@ Ranking rank_groups(const std::vector<RunGroup>& groups, const std::string& by);
 // The front marks of (group_rank_value(train_loss), mean of `x_column`).
 std::vector<FrontMark> front_marks(const std::vector<RunGroup>& groups,
                                    const std::string& x_column);
+
+// The front marks of (train loss, sim_time_s) among the groups of each link
+// bandwidth (run_bandwidth_bps; unknown counts as one bandwidth): a simulated
+// time compares only with times on the same link.
+std::vector<FrontMark> time_front_marks(const std::vector<RunGroup>& groups);
 
 }  // namespace slowpipe::study

@@ -103,6 +103,28 @@ TEST_CASE("pareto_front: dominated points, ties, and non-finite points") {
   CHECK(st::pareto_front({}, {}).empty());
 }
 
+TEST_CASE("rank: the time front is taken per link bandwidth") {
+  // Two codecs on two links. At 1 Gbps, q4 (1.0 nats, 8 s) is dominated by
+  // none (0.9 nats, 5 s); at 100 Mbps both are on the front. Mixed, none at
+  // 1 Gbps would dominate q4 at 100 Mbps too.
+  auto run = [](const std::string& fw, const std::string& bw, double loss, double time_s) {
+    st::RunStats r;
+    r.path = fw + "_" + bw + ".h5";
+    r.config = {{"compress.fw", fw}, {"net.bandwidth", bw}};
+    r.status = "complete";
+    r.values = {{"train_loss", loss}, {"sim_time_s", time_s}, {"wire_bytes", fw == "q4" ? 1 : 8.0}};
+    return r;
+  };
+  const std::vector<st::RunStats> runs = {run("none", "100Mbps", 0.9, 40),
+                                          run("q4", "100Mbps", 1.0, 10),
+                                          run("none", "1Gbps", 0.9, 5), run("q4", "1Gbps", 1.0, 8)};
+  const auto groups = st::group_runs(runs, true);
+  REQUIRE(groups.size() == 4);
+  using F = st::FrontMark;
+  CHECK(st::time_front_marks(groups) == std::vector<F>{F::kOn, F::kOn, F::kOn, F::kOff});
+  CHECK(st::front_marks(groups, "sim_time_s") == std::vector<F>{F::kOff, F::kOff, F::kOn, F::kOff});
+}
+
 TEST_CASE("summary --rank: order, ties, diverged last, no value unranked") {
   const std::string dir = write_logs("summary_rank");
   const auto runs = st::read_runs(st::expand_run_paths({dir}), {});
