@@ -11,7 +11,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "common/errors.h"
@@ -289,10 +288,12 @@ void read_routes(const Reader& rd, const Json& doc, const std::set<std::string>&
   }
 }
 
-void read_flows(const Reader& rd, const Json& doc, const std::set<std::string>& hosts,
-                Scenario& sc) {
+// Each flow's object is released once read, so that the document shrinks as
+// the scenario grows (the peak memory of a large file is the document's).
+void read_flows(const Reader& rd, Json& doc, const std::set<std::string>& hosts, Scenario& sc) {
   std::map<std::string, size_t> by_name;
-  const Json& flows = rd.array(doc, "", "flows");
+  rd.array(doc, "", "flows");
+  Json& flows = doc["flows"];
   for (size_t i = 0; i < flows.size(); ++i) {
     const std::string p = Reader::item("flows", i);
     rd.object(flows[i], p);
@@ -313,7 +314,8 @@ void read_flows(const Reader& rd, const Json& doc, const std::set<std::string>& 
     f.bytes = rd.quantity(flows[i], p, "bytes", check_bytes, parse_bytes);
     if (flows[i].contains("start"))
       f.start_s = rd.quantity(flows[i], p, "start", check_duration_s, parse_duration_s);
-    sc.flows.push_back(f);
+    sc.flows.push_back(std::move(f));
+    flows[i] = nullptr;
   }
   // Every flow needs a route: explicit (either direction) or one direct link.
   std::set<HostPair> reachable;
@@ -328,10 +330,8 @@ void read_flows(const Reader& rd, const Json& doc, const std::set<std::string>& 
   }
 }
 
-}  // namespace
-
-Scenario parse_scenario(const std::string& text, const std::string& source) {
-  const Json doc = parse_json(text, source);
+// The scenario of a parsed document.
+Scenario read_scenario(Json& doc, const std::string& source) {
   Reader rd(source);
   Scenario sc;
   sc.source = source;
@@ -358,6 +358,13 @@ Scenario parse_scenario(const std::string& text, const std::string& source) {
   return sc;
 }
 
+}  // namespace
+
+Scenario parse_scenario(const std::string& text, const std::string& source) {
+  Json doc = parse_json(text, source);
+  return read_scenario(doc, source);
+}
+
 Scenario load_scenario(const std::string& path) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
@@ -374,10 +381,18 @@ Scenario load_scenario(const std::string& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError("cannot open scenario file '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // Read straight into one string of the file's size: a stringstream would
+  // hold the text twice (its buffer and the copy str() returns).
+  std::string text;
+  if (!ec) text.reserve(static_cast<size_t>(size));
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+  }
   if (in.bad()) throw UsageError("cannot read scenario file '" + path + "'");
-  return parse_scenario(ss.str(), path);
+  Json doc = parse_json(text, path);
+  std::string().swap(text);  // the document holds it all now: the peak is the document's
+  return read_scenario(doc, path);
 }
 
 }  // namespace slowpipe::netmodel
