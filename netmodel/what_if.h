@@ -57,8 +57,9 @@ const Registry<TimingPreset>& timing_presets();
 const TimingPreset& find_timing_preset(const std::string& key, const std::string& name);
 
 // Most replicas of a what-if (timing.replicas), and most where the replicas
-// are not interchangeable (net.jitter, net.links not repeated on every
-// replica: replica_symmetry.h), which the replay follows one by one.
+// are not interchangeable (net.jitter, net.links or a swarm preset's home
+// links not repeated on every replica: replica_symmetry.h), which the replay
+// follows one by one.
 constexpr int kMaxTimingReplicas = 100000;
 constexpr int kMaxTimingReplicasAsymmetric = 4096;
 
