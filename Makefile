@@ -9,16 +9,18 @@
 #   make lint       clang-tidy over every source under .clang-tidy (build-lint/, nothing
 #                   built; any finding fails)
 #   make reproduce  the source papers' findings, one sweep each (experiments/reproduce/);
-#                   make reproduce-a1 (a1, a2, r1, r23, r4, p1, t1) runs one; SCALE=K for longer runs
+#                   make reproduce-a1 (a1, a2, r1, r23, r4, p1, t1) runs one; SCALE=K for longer runs;
+#                   make reproduce-a1-long / reproduce-a1-long-lr: A1 at 10 epochs (~1 CPU-hour each)
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 60
 SCALE ?= 1
 REPRODUCTIONS := a1 a2 r1 r23 r4 p1 t1
+LONG_REPRODUCTIONS := a1-long a1-long-lr
 
 .PHONY: deps configure build demo test bench format lint clean fuzz sanitize reproduce \
-	$(addprefix reproduce-,$(REPRODUCTIONS))
+	$(addprefix reproduce-,$(REPRODUCTIONS) $(LONG_REPRODUCTIONS))
 
 deps:
 	@./scripts/install-deps.sh
@@ -35,7 +37,7 @@ demo: build
 reproduce: build
 	@SCALE=$(SCALE) JOBS=$(JOBS) ./scripts/reproduce.sh $(BUILD_DIR)
 
-$(addprefix reproduce-,$(REPRODUCTIONS)): reproduce-%: build
+$(addprefix reproduce-,$(REPRODUCTIONS) $(LONG_REPRODUCTIONS)): reproduce-%: build
 	@SCALE=$(SCALE) JOBS=$(JOBS) ./scripts/reproduce.sh $(BUILD_DIR) $*
 
 test: build
