@@ -1,6 +1,7 @@
 # The two commands of slowpipe's contract:
 #   make demo   install missing dependencies, build (Release), run the default experiment
-#   make test   the same set-up, then the whole test suite
+#   make test   the same set-up, then the whole test suite (all but the `long` label;
+#               make test-long runs those full-strength variants)
 # Other targets: build, bench, format, clean, and the instrumented builds, each in
 # its own directory:
 #   make fuzz       libFuzzer targets (clang, ASan, UBSan) in build-fuzz/, each run
@@ -19,7 +20,7 @@ SCALE ?= 1
 REPRODUCTIONS := a1 a2 r1 r23 r4 p1 t1
 LONG_REPRODUCTIONS := a1-long a1-long-lr
 
-.PHONY: deps configure build demo test bench format lint clean fuzz sanitize reproduce \
+.PHONY: deps configure build demo test test-long bench format lint clean fuzz sanitize reproduce \
 	$(addprefix reproduce-,$(REPRODUCTIONS) $(LONG_REPRODUCTIONS))
 
 deps:
@@ -41,7 +42,11 @@ $(addprefix reproduce-,$(REPRODUCTIONS) $(LONG_REPRODUCTIONS)): reproduce-%: bui
 	@SCALE=$(SCALE) JOBS=$(JOBS) ./scripts/reproduce.sh $(BUILD_DIR) $*
 
 test: build
-	@cd $(BUILD_DIR) && ctest --output-on-failure -j 1
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j 1 -LE long
+
+# The full-strength variants the default suite leaves out (ctest label `long`).
+test-long: build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j 1 -L long
 
 bench: build
 	@./scripts/bench.sh $(BUILD_DIR)

@@ -72,7 +72,8 @@ fixed_ms=$((($(date +%s%N) - start) / 1000000))
 [ "$fixed_ms" -lt "$ref_ms" ] || fixed_ms=0
 echo "kill-resume: reference run: $ref_steps steps in $ref_ms ms (fixed cost $fixed_ms ms)"
 
-faults=(checkpoint-write:1 checkpoint-write:2 eval:1 eval:2 step:3 step:$((ref_steps / 2)))
+# Ordered so that a few kills already meet each kind of fault point once.
+faults=(checkpoint-write:1 eval:1 step:3 checkpoint-write:2 eval:2 step:$((ref_steps / 2)))
 for i in $(seq 1 "$kills"); do
   name="run$i"
   if [ $((i % 2)) -eq 1 ] && [ $(((i - 1) / 2)) -lt ${#faults[@]} ]; then

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Bitwise resume after SIGKILL (scripts/kill-resume.sh) for the four channel
 # set-ups the reliability guarantee names: fp32, aq(q2) with a disk store,
-# ef(topk:0.1) with 2 replicas, and q2:stochastic. Each: 10 kills at random
-# points and at chosen ones (mid-checkpoint, mid-evaluation, after a step).
+# ef(topk:0.1) with 2 replicas, and q2:stochastic. Each: KILLS kills (default
+# 10) at random points and at chosen ones (mid-checkpoint, mid-evaluation, after
+# a step). ctest runs it twice: test_resume with 4 kills per set-up (the default
+# suite) and test_resume_long with 10 (label `long`, make test-long).
 #   tests/cli/test_resume.sh PATH/TO/slowpipe SOURCE_DIR [KILLS]
 set -uo pipefail
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
