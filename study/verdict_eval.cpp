@@ -144,6 +144,39 @@ void judge_direction(VerdictOp op, CheckResult& r) {
   }
 }
 
+// The tolerance has a part in spreads and no spread is known (no group the
+// check reads has two seeds): t is only known to be at least t_lo, the
+// largest of the other parts, and finite (a spread of finite numbers is).
+// A larger t can only widen '~' and only raise the bar of '>' and '<', so
+// what holds for every t >= t_lo is decided and the rest is inconclusive:
+//   ~      d <= t_lo: reproduced; d = inf (a diverged side): not reproduced
+//   > <    d <= 0: not reproduced (no margin needed); d = inf: reproduced
+void judge_without_spread(VerdictOp op, double t_lo, CheckResult& r) {
+  r.tolerance = t_lo;
+  r.tolerance_is_lower_bound = true;
+  const bool similar = op == VerdictOp::kSimilar;
+  r.diff = similar                     ? std::fabs(r.lhs - r.rhs)
+           : op == VerdictOp::kGreater ? r.lhs - r.rhs
+                                       : r.rhs - r.lhs;
+  const std::string d = similar ? "|A - B|" : op == VerdictOp::kGreater ? "A - B" : "B - A";
+  const std::string no_spread =
+      "no group it reads has two seeds, so t is only known to be >= " + fmt(t_lo);
+  if (std::isnan(r.diff)) {
+    r.why = "both sides diverged";
+  } else if (std::isinf(r.diff)) {
+    r.outcome = similar ? Outcome::kNotReproduced : Outcome::kReproduced;
+    r.why = d + " is infinite (a diverged side): beyond any finite tolerance";
+  } else if (similar && r.diff <= t_lo) {
+    r.outcome = Outcome::kReproduced;
+    r.why = d + " = " + fmt(r.diff) + " <= " + fmt(t_lo) + " <= t, whatever the seed spread";
+  } else if (!similar && r.diff <= 0) {
+    r.outcome = Outcome::kNotReproduced;
+    r.why = d + " = " + fmt(r.diff) + " <= 0: not in the claimed direction";
+  } else {
+    r.why = d + " = " + fmt(r.diff) + ": " + no_spread + (similar ? "" : " (t could exceed d)");
+  }
+}
+
 }  // namespace
 
 VerdictTable summary_verdict_table(const std::vector<RunStats>& runs) {
@@ -275,7 +308,7 @@ CheckResult evaluate_check(const VerdictCheck& check, const VerdictTables& table
     const PooledSpread spread = pooled_spread(cells);
     r.spread = spread.std;
     if (std::isnan(spread.std)) {
-      r.why = "the tolerance needs a seed spread, and no group it reads has two seeds";
+      judge_without_spread(check.op, r.tolerance, r);
       return r;
     }
     r.tolerance = std::max(r.tolerance, tol.spreads * spread.std);

@@ -10,11 +10,13 @@
 // t is the largest of K x spread, an amount, and P% of |B|; the spread is the
 // pooled sample standard deviation over seeds of the groups the check reads.
 // A check is inconclusive whenever its numbers are not there: a run missing
-// or unfinished, a column without a value, a spread needed but no group with
-// two seeds. A group with a diverged run counts as the worst value of its
-// column (+inf where lower is better, -inf where higher is better). The
-// claim is not reproduced if any check is not, inconclusive if any check is,
-// and reproduced otherwise. No libtorch here.
+// or unfinished, a column without a value. A tolerance in spreads with no
+// group of two seeds leaves t unknown above its other parts: '~' is then
+// reproduced when d is within those parts, '>' and '<' not reproduced when
+// d <= 0 (no margin needed), an infinite d (a diverged side) is beyond any
+// finite t, and the rest is inconclusive. A group with a diverged run counts as the worst value of
+// its column (+inf where lower is better, -inf where higher is better). The claim is not reproduced
+// if any check is not, inconclusive if any check is, and reproduced otherwise. No libtorch here.
 #pragma once
 
 #include <cstddef>
@@ -71,8 +73,12 @@ struct CheckResult {
   double rhs = std::numeric_limits<double>::quiet_NaN();
   double diff = std::numeric_limits<double>::quiet_NaN();       // d of the rules above
   double tolerance = std::numeric_limits<double>::quiet_NaN();  // t
-  double spread = std::numeric_limits<double>::quiet_NaN();     // pooled seed std, if any
-  std::string why;                                              // the rule that decided, in words
+  // The tolerance has a part in spreads but no spread is known: `tolerance`
+  // is only t's lower bound (its other parts), and the check is decided only
+  // where every t from there up gives the same outcome.
+  bool tolerance_is_lower_bound = false;
+  double spread = std::numeric_limits<double>::quiet_NaN();  // pooled seed std, if any
+  std::string why;                                           // the rule that decided, in words
 };
 
 // UsageError for a criterion that cannot be applied to these tables: a

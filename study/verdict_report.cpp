@@ -43,9 +43,9 @@ void write_checks(const VerdictReport& r, std::ostream& out) {
     const auto& c = r.claim->checks[i];
     const auto& x = r.result->checks[i];
     out << "| " << i + 1 << " | " << c.finding << " | `" << escape(c.text) << "` | " << num(x.lhs)
-        << " | " << num(x.rhs) << " | " << num(x.diff) << " | " << num(x.tolerance) << " | "
-        << num(x.spread) << " | **" << outcome_name(x.outcome) << "** | " << escape(x.why)
-        << " |\n";
+        << " | " << num(x.rhs) << " | " << num(x.diff) << " | "
+        << (x.tolerance_is_lower_bound ? "≥ " : "") << num(x.tolerance) << " | " << num(x.spread)
+        << " | **" << outcome_name(x.outcome) << "** | " << escape(x.why) << " |\n";
   }
   out << "\nA and B are the two sides of a check: a group's mean over seeds, a number, or a "
          "ratio. `A > B by T`: d = A − B, reproduced when d > t, not reproduced when d ≤ 0, "
@@ -53,7 +53,10 @@ void write_checks(const VerdictReport& r, std::ostream& out) {
          "reproduced when d ≤ t, not reproduced when d > 2t, inconclusive in between. t is the "
          "largest of the tolerance's parts (K seed spreads, an amount, P% of |B|); the seed "
          "spread is the pooled sample standard deviation over seeds of the groups the check "
-         "reads. Missing or unfinished runs make a check inconclusive; a diverged group counts "
+         "reads; where none of them has two seeds, t is only known to be ≥ its other parts, and "
+         "only what holds for every such t is decided (`~` reproduced when d is within them, "
+         "`>` and `<` not reproduced when d ≤ 0). Missing or unfinished runs make a check "
+         "inconclusive; a diverged group counts "
          "as the worst value of its column. The claim is not reproduced if any check is not, "
          "inconclusive if any check is, reproduced otherwise (docs/reproduce.md).\n\n";
 }

@@ -186,7 +186,7 @@ TEST_CASE("verdict: missing, unfinished and diverged runs") {
     CHECK(m.outcome == st::Outcome::kInconclusive);
     CHECK_THAT(m.why, Catch::Contains("selects no row"));
   }
-  SECTION("a tolerance in spreads with one seed per group is inconclusive") {
+  SECTION("a gap in the claimed direction with no spread to size it is inconclusive") {
     const auto r = eval("eval_loss[compress.fw=q4] > eval_loss[compress.fw=q8] by 2 spreads", t);
     CHECK(r.outcome == st::Outcome::kInconclusive);
     CHECK_THAT(r.why, Catch::Contains("two seeds"));
@@ -198,6 +198,62 @@ TEST_CASE("verdict: missing, unfinished and diverged runs") {
     CHECK_THROWS_WITH(eval("eval_loss[compress.bw=q2] > 1", t),
                       Catch::Contains("has a key 'compress.bw'"));
     CHECK_THROWS_WITH(eval("eval_loss[run.seed=1] > 1", t), Catch::Contains("selects 5 rows"));
+  }
+}
+
+TEST_CASE("verdict: with one seed per group, what every spread would give is decided") {
+  // One seed each: no spread, so t = max(K x spread, P% of |B|) is only known
+  // to be >= P% of |B| (and finite). 2% of 1.60 = 0.032.
+  const auto t = tables_with({row("none", 1.60, kNaN, 1), row("aq(q4)", 1.61, kNaN, 1),
+                              row("aq(q2)", 1.65, kNaN, 1), row("q2", 1.90, kNaN, 1),
+                              row("q4", 1.60, kNaN, 1), row("q8", 1.55, kNaN, 1)});
+  const std::string none = "eval_loss[compress.fw=none]";
+  const auto check = [&](const std::string& lhs, const std::string& op_and_rhs_tail) {
+    return eval("eval_loss[compress.fw=" + lhs + "] " + op_and_rhs_tail, t);
+  };
+  SECTION("'~': within the margin's known part holds whatever the spread") {
+    const auto r = check("aq(q4)", "~ " + none + " within 2 spreads or 2%");
+    CHECK(r.outcome == st::Outcome::kReproduced);  // 0.01 <= 0.032 <= t
+    CHECK(r.tolerance_is_lower_bound);
+    CHECK(r.tolerance == Approx(0.032));
+    CHECK(std::isnan(r.spread));
+    // 0.05 > 0.032: a spread could widen t past it, or not: undecided. Even
+    // 0.30 > 2 x 0.032 stays undecided (a large spread would make it hold).
+    CHECK(check("aq(q2)", "~ " + none + " within 2 spreads or 2%").outcome ==
+          st::Outcome::kInconclusive);
+    CHECK(check("q2", "~ " + none + " within 2 spreads or 2%").outcome ==
+          st::Outcome::kInconclusive);
+    // Spreads alone: t >= 0, so only d = 0 is decided.
+    CHECK(check("q4", "~ " + none + " within 2 spreads").outcome == st::Outcome::kReproduced);
+    CHECK(check("aq(q4)", "~ " + none + " within 2 spreads").outcome == st::Outcome::kInconclusive);
+    // A control: the same 0.01 with a seed spread that makes t = 0.002 is
+    // not reproduced, so the rule above rests on the 2% part.
+    const auto spread = tables_with({row("none", 1.60, 0.001, 3), row("aq(q4)", 1.61, 0.001, 3)});
+    CHECK(eval("eval_loss[compress.fw=aq(q4)] ~ " + none + " within 2 spreads", spread).outcome ==
+          st::Outcome::kNotReproduced);
+  }
+  SECTION("'>' and '<': the wrong direction needs no margin; the right one needs a spread") {
+    const auto wrong = check("q8", "> " + none + " by 2 spreads");
+    CHECK(wrong.outcome == st::Outcome::kNotReproduced);  // d = -0.05 <= 0
+    CHECK(check("q4", "> " + none + " by 2 spreads").outcome == st::Outcome::kNotReproduced);
+    CHECK(eval(none + " < eval_loss[compress.fw=q8] by 2 spreads", t).outcome ==
+          st::Outcome::kNotReproduced);  // '<': d = B - A = -0.05
+    // d = 0.30 > 0: t could be larger; a percentage part does not bound t from above.
+    const auto right = check("q2", "> " + none + " by 2 spreads or 5%");
+    CHECK(right.outcome == st::Outcome::kInconclusive);
+    CHECK(right.tolerance == Approx(0.08));
+    CHECK(right.tolerance_is_lower_bound);
+    CHECK(eval(none + " < eval_loss[compress.fw=q2] by 2 spreads", t).outcome ==
+          st::Outcome::kInconclusive);
+  }
+  SECTION("a diverged side is beyond any finite tolerance") {
+    auto gone = row("q3", kNaN, kNaN, 1);
+    gone.diverged = true;
+    const auto td = tables_with({row("none", 1.60, kNaN, 1), gone});
+    CHECK(eval("eval_loss[compress.fw=q3] > " + none + " by 2 spreads", td).outcome ==
+          st::Outcome::kReproduced);
+    CHECK(eval("eval_loss[compress.fw=q3] ~ " + none + " within 2 spreads or 2%", td).outcome ==
+          st::Outcome::kNotReproduced);
   }
 }
 
