@@ -19,7 +19,7 @@ namespace slowpipe::cli {
 int cmd_summary(const Args& args) {
   po::options_description desc(
       "usage: slowpipe summary RUN.h5... | DIR [--target LOSS] [--smooth N] [--tsv | --md] "
-      "[--no-group] [--rank BY]\n\nOptions");
+      "[--no-group] [--rank BY] [--wide]\n\nOptions");
   std::vector<std::string> inputs;
   study::SummaryOptions options;
   desc.add_options()("help,h", "this help")("runs", po::value(&inputs)->multitoken(),
@@ -28,7 +28,10 @@ int cmd_summary(const Args& args) {
       "train loss whose first (smoothed) reach is timed in simulated seconds")(
       "smooth", po::value(&options.smooth_window)->default_value(10),
       "trailing-mean window in steps for --target")("tsv", "tab-separated values")(
-      "md", "a Markdown table")("no-group", "one row per run (do not pool seeds)")(
+      "md", "a Markdown table")("wide",
+                                "text: every column and the full key names (default: the "
+                                "most important columns, fitted to 100 columns)")(
+      "no-group", "one row per run (do not pool seeds)")(
       "rank", po::value<std::string>(),
       "order the rows by this column id (train_loss, wire_bytes, sim_time_s, state_bytes, ...), "
       "with a rank and the Pareto fronts of train loss against bytes and time");
@@ -39,7 +42,9 @@ int cmd_summary(const Args& args) {
     std::cout << desc;
     return 0;
   }
-  if (vm.count("tsv") && vm.count("md")) throw UsageError("--tsv and --md exclude each other");
+  if (vm.count("tsv") + vm.count("md") + vm.count("wide") > 1) {
+    throw UsageError("--tsv, --md and --wide exclude each other");
+  }
   if (options.smooth_window < 1) throw UsageError("--smooth must be at least 1 step");
   options.has_target = vm.count("target") > 0;
   if (options.has_target && !std::isfinite(options.target_loss)) {
@@ -48,9 +53,10 @@ int cmd_summary(const Args& args) {
   const auto runs = study::read_runs(study::expand_run_paths(inputs), options);
   auto table = study::build_summary_table(runs, !vm.count("no-group"), options);
   if (vm.count("rank")) study::rank_summary_table(table, vm["rank"].as<std::string>());
-  const auto format = vm.count("tsv")  ? study::SummaryFormat::kTsv
-                      : vm.count("md") ? study::SummaryFormat::kMarkdown
-                                       : study::SummaryFormat::kText;
+  const auto format = vm.count("tsv")    ? study::SummaryFormat::kTsv
+                      : vm.count("md")   ? study::SummaryFormat::kMarkdown
+                      : vm.count("wide") ? study::SummaryFormat::kTextWide
+                                         : study::SummaryFormat::kText;
   study::write_summary(table, format, std::cout);
   return 0;
 }

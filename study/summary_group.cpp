@@ -1,8 +1,14 @@
 // Varying keys and seed groups (see summary_group.h).
 #include "study/summary_group.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <tuple>
 #include <utility>
+
+#include "common/errors.h"
+#include "common/units.h"
 
 namespace slowpipe::study {
 namespace {
@@ -19,7 +25,43 @@ bool ignored(const std::string& key, bool group_seeds) {
   return non_computational_keys().count(key) > 0 || (group_seeds && key == kSeedKey);
 }
 
+// (class, value, text): class 0 a plain number, 1 a bandwidth, 2 a duration,
+// 3 a byte size, 4 anything else (value 0).
+std::tuple<int, double, std::string> value_order(const std::string& text) {
+  if (!text.empty()) {
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() + text.size() && std::isfinite(v)) return {0, v, text};
+  }
+  using Parser = double (*)(const std::string&, const std::string&);
+  const Parser parsers[] = {parse_bandwidth_bps, parse_duration_s, parse_bytes};
+  for (int c = 0; c < 3; ++c) {
+    try {
+      return {c + 1, parsers[c]("", text), text};
+    } catch (const UsageError&) {
+    }
+  }
+  return {4, 0.0, text};
+}
+
 }  // namespace
+
+bool config_value_less(const std::string& a, const std::string& b) {
+  return value_order(a) < value_order(b);
+}
+
+void sort_groups(std::vector<RunGroup>& groups, const std::vector<std::string>& keys) {
+  auto less = [&](const RunGroup& x, const RunGroup& y) {
+    for (const auto& key : keys) {
+      const std::string a = value_of(*x.runs.front(), key), b = value_of(*y.runs.front(), key);
+      if (a == b) continue;
+      if (a == kAbsent || b == kAbsent) return b == kAbsent;
+      return config_value_less(a, b);
+    }
+    return false;
+  };
+  std::stable_sort(groups.begin(), groups.end(), less);
+}
 
 const std::set<std::string>& non_computational_keys() {
   // Where outputs go, how progress shows, how often the log is flushed and
@@ -89,14 +131,17 @@ GroupCell aggregate(const RunGroup& group, const std::string& column_id) {
   return cell;
 }
 
-std::string group_status(const RunGroup& group) {
+std::string group_status(const RunGroup& group, bool brief) {
   std::vector<std::pair<std::string, int>> counts;
   for (const RunStats* run : group.runs) {
+    std::string shown = run->status;
+    if (brief && shown.rfind("running (no heartbeat", 0) == 0) shown = "stale";
+    if (brief) shown = shown.substr(0, shown.find(" ("));
     bool found = false;
     for (auto& [status, n] : counts) {
-      if (status == run->status) found = (++n, true);
+      if (status == shown) found = (++n, true);
     }
-    if (!found) counts.emplace_back(run->status, 1);
+    if (!found) counts.emplace_back(shown, 1);
   }
   if (counts.size() == 1) return counts.front().first;
   std::string out;

@@ -41,8 +41,21 @@ struct GroupCell {
 };
 GroupCell aggregate(const RunGroup& group, const std::string& column_id);
 
+// The order of config values in tables and legends: plain numbers, then
+// bandwidths, durations and byte sizes (common/units.h: "100Mbps" < "1Gbps" <
+// "10Gbps", "500us" < "2ms", "64KiB" < "1MiB"), each by its value in base
+// units, then every other value by its text. Values equal in number (100Mbps,
+// 100Mbit/s) compare by text, so the order is total.
+bool config_value_less(const std::string& a, const std::string& b);
+
+// Sorts `groups` stably by the values of `keys` in turn (config_value_less; a
+// key absent from a group's first run sorts after every value).
+void sort_groups(std::vector<RunGroup>& groups, const std::vector<std::string>& keys);
+
 // "complete" when all agree, else the counts in order: "complete 2, diverged 1".
-std::string group_status(const RunGroup& group);
+// `brief`: each status without its parenthesis, "running (no heartbeat since
+// ...)" as "stale" (a run that most likely died).
+std::string group_status(const RunGroup& group, bool brief = false);
 
 // The value of config `key` in the group's first run: "\u2013" (an en dash)
 // when absent, "\"\"" when empty.

@@ -10,6 +10,7 @@
 
 #include "common/errors.h"
 #include "netmodel/compute_model.h"
+#include "study/key_names.h"
 
 namespace slowpipe::study {
 namespace {
@@ -88,25 +89,35 @@ std::string front_cell(FrontMark mark, bool tsv) {
   return tsv ? "nan" : kMissing;
 }
 
-// Header and rows of the text and Markdown forms; `numeric[c]`: right-aligned.
-void text_rows(const SummaryTable& table, std::vector<std::string>& header, std::vector<Row>& rows,
-               std::vector<bool>& numeric) {
-  header = table.keys;
-  numeric.assign(header.size(), false);
-  if (ranked(table)) header.insert(header.begin(), "rank"), numeric.insert(numeric.begin(), true);
-  header.push_back(table.grouped ? "n" : "run");
-  numeric.push_back(table.grouped);
-  header.push_back("status");
-  numeric.push_back(false);
-  if (ranked(table)) {
-    header.insert(header.end(), {"front loss/bytes", "front loss/time"});
-    numeric.insert(numeric.end(), {false, false});
+// Header and rows of the text and Markdown forms; `numeric[c]`: right-aligned;
+// `ids[c]`: "rank", "key", "n", "run", "status", "front_bytes", "front_time" or
+// a statistic column id. `narrow`: keys by their short names, no device in titles.
+struct TextTable {
+  std::vector<std::string> header, ids;
+  std::vector<bool> numeric;
+  std::vector<Row> rows;
+  void add(const std::string& title, const std::string& id, bool right) {
+    header.push_back(title), ids.push_back(id), numeric.push_back(right);
   }
-  const std::set<std::string> devices = simulated_devices(table);
+};
+
+TextTable text_rows(const SummaryTable& table, bool narrow) {
+  TextTable t;
+  if (ranked(table)) t.add("rank", "rank", true);
+  const std::vector<std::string> short_keys = short_key_names(table.keys);
+  for (size_t k = 0; k < table.keys.size(); ++k)
+    t.add(narrow ? short_keys[k] : table.keys[k], "key", false);
+  t.add(table.grouped ? "n" : "run", table.grouped ? "n" : "run", table.grouped);
+  t.add("status", "status", false);
+  if (ranked(table)) {
+    t.add(narrow ? "front/bytes" : "front loss/bytes", "front_bytes", false);
+    t.add(narrow ? "front/time" : "front loss/time", "front_time", false);
+  }
+  const std::set<std::string> devices = narrow ? std::set<std::string>{} : simulated_devices(table);
   for (const auto& col : table.columns) {
-    header.push_back(with_device(
-        col.id == "time_to_target_s" ? target_title(table.options) : col.title, devices));
-    numeric.push_back(true);
+    const std::string title =
+        col.id == "time_to_target_s" ? target_title(table.options) : col.title;
+    t.add(with_device(title, devices), col.id, true);
   }
   for (size_t g = 0; g < table.groups.size(); ++g) {
     const RunGroup& group = table.groups[g];
@@ -116,18 +127,19 @@ void text_rows(const SummaryTable& table, std::vector<std::string>& header, std:
     row.cells.push_back(table.grouped
                             ? std::to_string(group.runs.size())
                             : std::filesystem::path(group.runs.front()->path).stem().string());
-    row.cells.push_back(group_status(group));
+    row.cells.push_back(group_status(group, narrow));
     if (ranked(table)) {
       row.cells.push_back(front_cell(table.front_bytes[g], false));
       row.cells.push_back(front_cell(table.front_time[g], false));
     }
     for (const auto& col : table.columns)
       row.cells.push_back(format_cell(col, aggregate(group, col.id)));
-    rows.push_back(std::move(row));
+    t.rows.push_back(std::move(row));
   }
+  return t;
 }
 
-std::vector<std::string> notes(const SummaryTable& table) {
+std::vector<std::string> notes(const SummaryTable& table, bool narrow) {
   std::vector<std::string> out = {
       "train loss: mean over the last 10% of logged steps (at least 1). eval: the last "
       "evaluation; best: lowest loss and bits/byte, highest accuracy over all evaluations; "
@@ -150,12 +162,15 @@ std::vector<std::string> notes(const SummaryTable& table) {
                   "; net.compute): their times do not compare.");
   }
   if (ranked(table)) {
-    out.push_back("rank: by " + table.rank_by + ", " +
-                  (column_higher_is_better(table.rank_by) ? "highest" : "lowest") +
-                  " first (ties share a rank; a diverged group counts as the worst value; "
-                  "\u2013: no value). front loss/bytes, front loss/time: on the Pareto front of "
-                  "(train loss, wire/step = fw + bw + grad bytes per step) and of (train loss, "
-                  "sim time): no other row is at least as good in both and better in one.");
+    out.push_back(
+        "rank: by " + table.rank_by + ", " +
+        (column_higher_is_better(table.rank_by) ? "highest" : "lowest") +
+        " first (ties share a rank; a diverged group counts as the worst value; "
+        "\u2013: no value). " +
+        std::string(narrow ? "front/bytes, front/time" : "front loss/bytes, front loss/time") +
+        ": on the Pareto front of "
+        "(train loss, wire/step = fw + bw + grad bytes per step) and of (train loss, "
+        "sim time): no other row is at least as good in both and better in one.");
   }
   if (table.grouped) {
     out.push_back(
@@ -165,29 +180,123 @@ std::vector<std::string> notes(const SummaryTable& table) {
   return out;
 }
 
-void write_text(const SummaryTable& table, std::ostream& out) {
-  std::vector<std::string> header;
-  std::vector<Row> rows;
-  std::vector<bool> numeric;
-  text_rows(table, header, rows, numeric);
-  std::vector<size_t> width(header.size());
-  for (size_t c = 0; c < header.size(); ++c) {
-    width[c] = display_width(header[c]);
-    for (const auto& row : rows) width[c] = std::max(width[c], display_width(row.cells[c]));
+// The order in which kText keeps columns (summary_table.h); ids not listed come last.
+std::vector<std::string> keep_order(const SummaryTable& table) {
+  return {"rank",
+          "key",
+          "n",
+          "run",
+          "status",
+          "train_loss",
+          table.rank_by,
+          "front_bytes",
+          "front_time",
+          "accuracy",
+          "bits_per_byte",
+          "sim_time_s",
+          "time_to_target_s",
+          "fp32_ratio",
+          "wire_bytes",
+          "fw_bytes",
+          "bw_bytes",
+          "grad_bytes",
+          "state_bytes",
+          "eval_loss",
+          "steps"};
+}
+
+// Which columns of `t` (with display widths `width`) kText shows: the always-kept
+// ones, then the others in keep_order while the line stays within kTextWidth.
+std::vector<bool> fit_columns(const SummaryTable& table, const TextTable& t,
+                              const std::vector<size_t>& width) {
+  std::vector<bool> keep(t.ids.size(), false);
+  const bool all_complete = std::all_of(t.rows.begin(), t.rows.end(), [&](const Row& r) {
+    const auto it = std::find(t.ids.begin(), t.ids.end(), "status");
+    return r.cells[static_cast<size_t>(it - t.ids.begin())] == "complete";
+  });
+  size_t used = 0;
+  auto try_keep = [&](size_t c, bool always) {
+    if (keep[c] || (t.ids[c] == "status" && all_complete && !t.rows.empty())) return;
+    const size_t need = width[c] + (used ? 2 : 0);
+    if (!always && used + need > kTextWidth) return;
+    keep[c] = true, used += need;
+  };
+  for (const auto& id : keep_order(table)) {
+    const bool always = id == "rank" || id == "key" || id == "n" || id == "run" || id == "status";
+    for (size_t c = 0; c < t.ids.size(); ++c)
+      if (t.ids[c] == id) try_keep(c, always);
   }
+  for (size_t c = 0; c < t.ids.size(); ++c) try_keep(c, false);
+  return keep;
+}
+
+// `note` broken at spaces into lines of at most kTextWidth columns.
+void write_wrapped(const std::string& note, std::ostream& out) {
+  std::istringstream words(note);
+  std::string word, line;
+  while (words >> word) {
+    if (!line.empty() && display_width(line) + 1 + display_width(word) > kTextWidth) {
+      out << line << "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  out << line << "\n";
+}
+
+// What kText left out: the device of "sim time" and the dropped columns.
+std::vector<std::string> fit_notes(const SummaryTable& table, const TextTable& t,
+                                   const std::vector<bool>& keep) {
+  std::vector<std::string> out;
+  const std::set<std::string> devices = simulated_devices(table);
+  if (devices.size() == 1) out.push_back("sim time: simulated on " + *devices.begin() + ".");
+  const bool stale = std::any_of(t.rows.begin(), t.rows.end(), [&](const Row& r) {
+    return std::any_of(r.cells.begin(), r.cells.end(),
+                       [](const std::string& c) { return c.rfind("stale", 0) == 0; });
+  });
+  if (stale)
+    out.push_back(
+        "stale: status running, but no heartbeat for long; the run most likely died "
+        "(--wide shows since when).");
+  std::string dropped;
+  for (size_t c = 0; c < keep.size(); ++c) {
+    if (!keep[c] && t.ids[c] == "status") out.push_back("status: every run is complete.");
+    if (!keep[c] && t.ids[c] != "status") dropped += (dropped.empty() ? "" : ", ") + t.header[c];
+  }
+  if (!dropped.empty())
+    out.push_back("left out to fit " + std::to_string(kTextWidth) + " columns: " + dropped +
+                  " (all columns, full key names: --wide, --md or --tsv).");
+  return out;
+}
+
+void write_text(const SummaryTable& table, bool wide, std::ostream& out) {
+  const TextTable t = text_rows(table, !wide);
+  std::vector<size_t> width(t.header.size());
+  for (size_t c = 0; c < t.header.size(); ++c) {
+    width[c] = display_width(t.header[c]);
+    for (const auto& row : t.rows) width[c] = std::max(width[c], display_width(row.cells[c]));
+  }
+  const std::vector<bool> keep =
+      wide ? std::vector<bool>(width.size(), true) : fit_columns(table, t, width);
   auto line = [&](const std::vector<std::string>& cells) {
     std::string text;
     for (size_t c = 0; c < cells.size(); ++c) {
+      if (!keep[c]) continue;
       const std::string pad(width[c] - display_width(cells[c]), ' ');
-      text += (c ? "  " : "") + (numeric[c] ? pad + cells[c] : cells[c] + pad);
+      text += (text.empty() ? "" : "  ") + (t.numeric[c] ? pad + cells[c] : cells[c] + pad);
     }
     while (!text.empty() && text.back() == ' ') text.pop_back();
     out << text << "\n";
   };
-  line(header);
-  for (const auto& row : rows) line(row.cells);
+  line(t.header);
+  for (const auto& row : t.rows) line(row.cells);
   out << "\n";
-  for (const auto& note : notes(table)) out << note << "\n";
+  std::vector<std::string> all = notes(table, !wide);
+  if (!wide) {
+    const auto more = fit_notes(table, t, keep);
+    all.insert(all.end(), more.begin(), more.end());
+  }
+  for (const auto& note : all) wide ? void(out << note << "\n") : write_wrapped(note, out);
 }
 
 std::string markdown_escape(const std::string& s) {
@@ -197,22 +306,19 @@ std::string markdown_escape(const std::string& s) {
 }
 
 void write_markdown(const SummaryTable& table, std::ostream& out) {
-  std::vector<std::string> header;
-  std::vector<Row> rows;
-  std::vector<bool> numeric;
-  text_rows(table, header, rows, numeric);
+  const TextTable t = text_rows(table, /*narrow=*/false);
   auto line = [&](const std::vector<std::string>& cells) {
     out << "|";
     for (const auto& cell : cells) out << " " << markdown_escape(cell) << " |";
     out << "\n";
   };
-  line(header);
+  line(t.header);
   out << "|";
-  for (bool right : numeric) out << (right ? "---:|" : "---|");
+  for (bool right : t.numeric) out << (right ? "---:|" : "---|");
   out << "\n";
-  for (const auto& row : rows) line(row.cells);
+  for (const auto& row : t.rows) line(row.cells);
   out << "\n";
-  for (const auto& note : notes(table)) out << note << "\n";
+  for (const auto& note : notes(table, false)) out << note << "\n";
 }
 
 void write_tsv(const SummaryTable& table, std::ostream& out) {
@@ -279,7 +385,8 @@ std::string format_number(CellFormat format, double v) {
 std::string format_cell(const SummaryColumn& column, const GroupCell& cell) {
   if (cell.stat.n == 0) return cell.infinite > 0 ? "not reached" : kMissing;
   std::string text = format_number(column.format, cell.stat.mean);
-  const double sd = cell.stat.std;
+  // A spread below 1e-9 of the mean is rounding in equal computations: 0.
+  const double sd = cell.stat.std <= 1e-9 * std::fabs(cell.stat.mean) ? 0 : cell.stat.std;
   const bool decimal = column.format == CellFormat::kLoss || column.format == CellFormat::kSeconds;
   if (cell.stat.n >= 2 && decimal && sd > 0 && std::isfinite(sd)) {
     // The std to 2 significant digits and the mean to the same decimal place.
@@ -306,6 +413,7 @@ SummaryTable build_summary_table(const std::vector<RunStats>& runs, bool group_s
   table.options = options;
   table.keys = varying_keys(runs, group_seeds);
   table.groups = group_runs(runs, group_seeds);
+  sort_groups(table.groups, table.keys);
   for (const auto& col : summary_columns()) {
     if (col.id == "time_to_target_s" && !options.has_target) continue;
     if (col.id == "wire_bytes") continue;  // shown by rank_summary_table
@@ -360,7 +468,9 @@ void rank_summary_table(SummaryTable& table, const std::string& by) {
 void write_summary(const SummaryTable& table, SummaryFormat format, std::ostream& out) {
   switch (format) {
     case SummaryFormat::kText:
-      return write_text(table, out);
+      return write_text(table, /*wide=*/false, out);
+    case SummaryFormat::kTextWide:
+      return write_text(table, /*wide=*/true, out);
     case SummaryFormat::kTsv:
       return write_tsv(table, out);
     case SummaryFormat::kMarkdown:

@@ -41,11 +41,19 @@ bool rankable_column(const std::string& id, const SummaryOptions& options);
 void rank_summary_table(SummaryTable& table, const std::string& by);
 
 enum class SummaryFormat {
-  kText,      // aligned columns and notes, for a terminal
+  kText,      // aligned columns and notes fitted to kTextWidth (the most important columns)
+  kTextWide,  // aligned columns and notes, every column
   kTsv,       // one header line; numbers in full precision; group std in "<id>_std"
   kMarkdown,  // a table and its notes, to paste into a paper draft
 };
 void write_summary(const SummaryTable& table, SummaryFormat format, std::ostream& out);
+
+// The terminal width kText fits: key columns (by their short names,
+// key_names.h), rank and n/run always; then status (left out when every row is
+// "complete"), train loss, the --rank column, the fronts, the task metric,
+// sim time, time to target, vs fp32, bytes per step, channel state, while they
+// fit; the notes name the columns left out. Notes are wrapped to this width.
+constexpr size_t kTextWidth = 100;
 
 // A text/Markdown cell: "–" with no value, "not reached" when only infinite
 // values (time to target), "m" for one value, "m ± s" for several, with

@@ -96,7 +96,17 @@ check "q4 on the fronts" '[ "$(field ranked.tsv 1 front_bytes)" = 1 ] && [ "$(fi
 check "q4 first by wire bytes" '[ "$(field wire.tsv 1 compress.fw)" = q4 ] && [ "$(field wire.tsv 4 compress.fw)" = none ]'
 check "wire bytes > 0" 'awk -v x="$(field wire.tsv 1 wire_bytes)" "BEGIN{exit !(x > 0)}"'
 check "wire = fw + bw" 'close "$(field wire.tsv 1 wire_bytes)" "$(awk -v a="$(field wire.tsv 1 fw_bytes)" -v b="$(field wire.tsv 1 bw_bytes)" "BEGIN{printf \"%.12g\", a+b}")"'
-expect 0 "front loss/bytes" -- "$bin" summary runs --rank sim_time_s
+expect 0 "front loss/bytes" -- "$bin" summary runs --rank sim_time_s --wide
+expect 0 "front/bytes" -- "$bin" summary runs --rank sim_time_s
+# The default text fits 100 columns (the full table does not), --wide has every column.
+"$bin" summary runs --target 4.5 > narrow.txt && "$bin" summary runs --target 4.5 --wide > wide.txt
+# widest FILE: the longest line in characters (UTF-8 continuation bytes dropped).
+widest() { LC_ALL=C sed "s/[$(printf '\200-\277')]//g" "$1" | LC_ALL=C awk '{ n = length($0); if (n > m) m = n } END { print m + 0 }'; }
+check "text fits 100 columns" '[ "$(widest narrow.txt)" -le 100 ]'
+check "--wide is wider" '[ "$(widest wide.txt)" -gt 100 ]'
+check "--wide has every column" 'head -1 wide.txt | grep -q "best bits/byte (c)" && ! head -1 narrow.txt | grep -q "best bits/byte (c)"'
+check "left-out columns named" 'grep -q "left out to fit 100 columns" narrow.txt'
+expect 2 "exclude each other" -- "$bin" summary runs --md --wide
 expect 2 "not a summary column" -- "$bin" summary runs --rank nope
 
 # Plots: PNG signature and a real size; the summary plots only where the runs vary.

@@ -232,7 +232,9 @@ TEST_CASE("summary: cells and the three formats") {
   CHECK(header.rfind("compress.fw\tn\tstatus\tsteps\tsteps_std\ttrain_loss\ttrain_loss_std", 0) ==
         0);
   CHECK(fields(row1) == fields(header));
-  CHECK(row1.rfind("q4\t2\tcomplete\t20\t0\t1.15\t0.1414213562", 0) == 0);
+  // Rows sorted by the key's value: "q2|x" before "q4".
+  CHECK(row1.rfind("q2|x\t1\t", 0) == 0);
+  CHECK(row2.rfind("q4\t2\tcomplete\t20\t0\t1.15\t0.1414213562", 0) == 0);
   CHECK(header.find("bits_per_byte") == std::string::npos);  // no run has it: no column
   CHECK(header.find("time_to_target_reached") != std::string::npos);
 
@@ -244,7 +246,7 @@ TEST_CASE("summary: cells and the three formats") {
   CHECK(md.str().find("1.15 \u00b1 0.14") != std::string::npos);
 
   std::ostringstream text;
-  st::write_summary(table, st::SummaryFormat::kText, text);
+  st::write_summary(table, st::SummaryFormat::kTextWide, text);
   std::istringstream tl(text.str());
   std::string h, r1, r2;
   std::getline(tl, h);
