@@ -28,5 +28,6 @@ int cmd_sweep(const Args& args);
 int cmd_summary(const Args& args);
 int cmd_plot(const Args& args);
 int cmd_verdict(const Args& args);
+int cmd_retime(const Args& args);
 
 }  // namespace slowpipe::cli

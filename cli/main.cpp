@@ -59,6 +59,8 @@ const Command kCommands[] = {
      SLOWPIPE_NEEDS_TORCH(cli::cmd_codec)},
     {"timing", "what-if step time of a model shape over a sweep of networks", cli::cmd_timing},
     {"netsim", "run a generic network scenario (JSON) and print flow times", cli::cmd_netsim},
+    {"retime", "replay finished runs at other network settings, without training",
+     SLOWPIPE_NEEDS_TORCH(cli::cmd_retime)},
 };
 
 void usage(std::FILE* out) {

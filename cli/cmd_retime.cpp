@@ -1,0 +1,112 @@
+// `slowpipe retime`: finished runs' simulated wall clock at other network
+// settings, without training (sim/retime.h, docs/retime.md). One retimed copy
+// of each run log in --out, under the source's file name.
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include "cli/commands.h"
+#include "cli/config_args.h"
+#include "common/errors.h"
+#include "sim/retime.h"
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+namespace slowpipe::cli {
+namespace {
+
+// The run logs named: files as given, folders' *.h5 in name order.
+std::vector<std::string> run_logs(const std::vector<std::string>& names) {
+  std::vector<std::string> logs;
+  for (const auto& n : names) {
+    std::error_code ec;
+    if (!fs::is_directory(n, ec)) {
+      if (!fs::exists(n, ec)) throw UsageError("no such run log or folder: " + n);
+      logs.push_back(n);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const auto& e : fs::directory_iterator(n)) {
+      if (e.is_regular_file() && e.path().extension() == ".h5") found.push_back(e.path().string());
+    }
+    if (found.empty()) throw UsageError(n + " holds no run logs (*.h5)");
+    std::sort(found.begin(), found.end());
+    logs.insert(logs.end(), found.begin(), found.end());
+  }
+  return logs;
+}
+
+// Retimes one log; prints its line, or its error and returns the exit code.
+int retime_one(const sim::RetimeRequest& rq) {
+  try {
+    const sim::RetimeReport r = sim::retime_run(rq);
+    if (r.steps == 0) {
+      std::printf("%s -> %s: no step logged, nothing to replay (copied)\n", rq.source.c_str(),
+                  rq.out.c_str());
+      return 0;
+    }
+    std::printf(
+        "%s -> %s: %lld steps, simulated %.6g s -> %.6g s (logged network reproduced "
+        "to %.3g relative; %lld steps slower)\n",
+        rq.source.c_str(), rq.out.c_str(), static_cast<long long>(r.steps), r.source_sim_time_s,
+        r.sim_time_s, r.own_max_rel_diff, static_cast<long long>(r.slower_steps));
+    return 0;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "slowpipe retime: error: %s\n", e.what());
+    return 2;
+  } catch (const DataError& e) {
+    std::fprintf(stderr, "slowpipe retime: data error: %s\n", e.what());
+    return 3;
+  }
+}
+
+}  // namespace
+
+int cmd_retime(const Args& args) {
+  po::options_description desc(
+      "usage: slowpipe retime RUN.h5... | DIR... --out DIR [--set net.KEY=VALUE]...\n\n"
+      "Replays every step of finished runs at other network settings, without training,\n"
+      "and writes a copy of each log to --out (same file name): the new net.* config,\n"
+      "sim_step_time_s / sim_time_s replaced, retime.source naming the run; losses,\n"
+      "bytes and everything else unchanged. Needs a machine-independent clock\n"
+      "(net.compute = analytic:DEVICE or fixed:S) and first checks that a replay at the\n"
+      "logged network reproduces the logged times (docs/retime.md). Options");
+  std::vector<std::string> runs, sets;
+  std::string out;
+  double tolerance = 1e-9;
+  desc.add_options()("help,h", "this help")("runs", po::value(&runs),
+                                            "run logs, or folders of run logs (*.h5)")(
+      "set,s", po::value(&sets), "net.KEY=VALUE over the logged network (repeatable)")(
+      "out,o", po::value(&out), "folder for the retimed copies")(
+      "tolerance", po::value(&tolerance)->default_value(1e-9),
+      "largest relative difference allowed between the replay at the logged network and the "
+      "logged times");
+  po::positional_options_description pos;
+  pos.add("runs", -1);
+  const po::variables_map vm = parse_command_line(args, desc, pos);
+  if (vm.count("help")) {
+    std::cout << desc;
+    return 0;
+  }
+  if (runs.empty()) throw UsageError("no run log or folder given (see slowpipe retime --help)");
+  if (out.empty()) throw UsageError("--out DIR is required: where the retimed copies go");
+  if (!(tolerance >= 0)) throw UsageError("--tolerance must be >= 0");
+  fs::create_directories(out);
+  std::set<std::string> names;
+  int code = 0;
+  for (const auto& log : run_logs(runs)) {
+    const std::string name = fs::path(log).filename().string();
+    if (!names.insert(name).second) {
+      throw UsageError("two run logs named " + name + ": their copies would share one file");
+    }
+    const sim::RetimeRequest rq{log, (fs::path(out) / name).string(), sets, tolerance};
+    code = std::max(code, retime_one(rq));
+  }
+  return code;
+}
+
+}  // namespace slowpipe::cli
