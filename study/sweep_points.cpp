@@ -21,7 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // Output paths: plain strings that train resolves against its working
-// directory; made absolute so a point's INI and job run from anywhere.
+// directory. Resolved absolute (and checked so), then those inside the sweep's
+// folder are written relative to it: the points run in that folder, so a copy
+// of the folder writes into the copy.
 const char* const kOutputKeys[] = {"run.out", "run.save", "compress.aq_dir"};
 
 // A train OptionSet bound to its config (the bindings hold references into
@@ -48,6 +50,15 @@ bool is_output_key(const std::string& key) {
 std::string absolute_against(const std::string& value, const std::string& base) {
   if (value.empty() || fs::path(value).is_absolute()) return value;
   return (fs::path(base) / value).lexically_normal().string();
+}
+
+// Absolute output paths inside `dir`, made relative to it.
+void relative_outputs(Resolved& resolved, const std::string& dir) {
+  for (auto& [k, v] : resolved) {
+    if (!is_output_key(k) || v.empty()) continue;
+    const fs::path rel = fs::path(v).lexically_relative(dir);
+    if (!rel.empty() && *rel.begin() != "..") v = rel.string();
+  }
 }
 
 // The keys that enter names: run.label only when nothing else varies.
@@ -282,6 +293,7 @@ ResolvedPoint resolve_point(const SweepFile& sweep, const SweepSettings& setting
                      e.what());
   }
   rp.resolved = o.resolved();
+  relative_outputs(rp.resolved, out.out_dir_absolute);
   rp.threads = std::max(1, t->config.run.threads);
   return rp;
 }
@@ -304,6 +316,7 @@ ResolvedSweep resolve_sweep(const SweepFile& sweep, const SweepSettings& setting
                     ? default_sweep_dir(sweep.name, settings.scale, sweep.has_claim)
                     : settings.out_dir;
   out.scale = settings.scale;
+  out.sweep_path = fs::absolute(sweep.path).lexically_normal().string();
   out.out_dir_absolute = fs::absolute(out.out_dir).lexically_normal().string();
   while (out.out_dir_absolute.size() > 1 && out.out_dir_absolute.back() == '/') {
     out.out_dir_absolute.pop_back();
@@ -330,8 +343,14 @@ std::string point_ini_path(const ResolvedSweep& s, const ResolvedPoint& p) {
 std::string point_ini_text(const ResolvedSweep& s, const ResolvedPoint& p,
                            std::vector<std::string>& extra_sets) {
   std::string text = "# slowpipe sweep " + s.name + ", point " + p.name +
-                     ": its resolved configuration.\n# Rerun by hand: slowpipe train --config " +
-                     point_ini_path(s, p) + " --set run.overwrite=true\n";
+                     ": its resolved configuration.\n"
+                     "# Input paths are absolute; output paths are relative to this file's "
+                     "folder, where the\n# sweep runs the point. Rerun it by hand from this "
+                     "folder:\n#   slowpipe train --config " +
+                     p.name +
+                     ".ini --set run.overwrite=true\n# or through its sweep: slowpipe "
+                     "sweep " +
+                     s.sweep_path + " --point " + p.name + " --out <this folder>\n";
   extra_sets.clear();
   for (const auto& [k, v] : p.resolved) {
     if (v.find_first_of("#;\n") != std::string::npos) {
@@ -342,6 +361,145 @@ std::string point_ini_text(const ResolvedSweep& s, const ResolvedPoint& p,
     text += k + " = " + v + "\n";
   }
   return text;
+}
+
+namespace {
+
+// "\n     K  NAME" for the first points, for messages that list what exists.
+std::string listed_points(const ResolvedSweep& s) {
+  constexpr size_t kShown = 20;
+  std::string out;
+  for (size_t i = 0; i < s.points.size() && i < kShown; ++i) {
+    out += "\n  " + std::to_string(i + 1) + "  " + s.points[i].name;
+  }
+  if (s.points.size() > kShown) {
+    out += "\n  ... and " + std::to_string(s.points.size() - kShown) +
+           " more (slowpipe sweep FILE --dry-run lists them all)";
+  }
+  return out;
+}
+
+// --point K (1-based) or NAME.
+size_t point_index(const ResolvedSweep& s, const std::string& arg) {
+  const std::string n = std::to_string(s.points.size());
+  if (!arg.empty() && arg.find_first_not_of("0123456789") == std::string::npos) {
+    const size_t k = arg.size() > 9 ? 0 : std::stoul(arg);
+    if (k >= 1 && k <= s.points.size()) return k - 1;
+    throw UsageError("--point " + arg + ": the sweep has " + n + " points, numbered 1 to " + n +
+                     ":" + listed_points(s));
+  }
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    if (s.points[i].name == arg) return i;
+  }
+  throw UsageError("--point " + arg +
+                   ": no point has that name (give a name or a number):" + listed_points(s));
+}
+
+struct OnlyTerm {
+  std::string key;  // in full
+  std::string value;
+};
+
+// The --only arguments as terms. A ',' separates terms only where what
+// follows is KEY=... with KEY a listed key: values (channel specs) may hold ','.
+std::vector<OnlyTerm> only_terms(const std::vector<std::string>& args,
+                                 const std::vector<std::string>& keys) {
+  const std::vector<std::string> shorts = short_key_names(keys);
+  const auto full_key = [&](const std::string& k) -> std::string {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (k == keys[i] || k == shorts[i]) return keys[i];
+    }
+    return "";
+  };
+  std::string known;
+  for (size_t i = 0; i < keys.size(); ++i)
+    known += (i ? ", " : "") + keys[i] + " (" + shorts[i] + ")";
+  std::vector<OnlyTerm> terms;
+  for (const auto& arg : args) {
+    size_t first = terms.size(), start = 0;
+    for (;;) {
+      const size_t comma = arg.find(',', start);
+      const std::string piece =
+          arg.substr(start, comma == std::string::npos ? comma : comma - start);
+      const size_t eq = piece.find('=');
+      const std::string key = eq == std::string::npos ? "" : full_key(trim(piece.substr(0, eq)));
+      if (!key.empty()) {
+        terms.push_back({key, trim(piece.substr(eq + 1))});
+      } else if (terms.size() > first) {
+        terms.back().value += "," + piece;
+      } else {
+        throw UsageError("--only " + arg +
+                         ": expected KEY=VALUE[,KEY=VALUE...] with KEY a key the "
+                         "sweep lists: " +
+                         known);
+      }
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return terms;
+}
+
+// A point's value `v` matches `want` as written, or, for a path (made
+// absolute), `want` resolved against the sweep file's folder.
+bool value_matches(const std::string& v, const std::string& want, const std::string& sweep_dir) {
+  return v == want || (fs::path(v).is_absolute() && absolute_against(want, sweep_dir) == v);
+}
+
+// No point takes `t`'s value: UsageError listing the values its key takes.
+void check_term_value(const ResolvedSweep& s, const OnlyTerm& t, const std::string& sweep_dir) {
+  std::vector<std::string> taken;
+  for (const auto& p : s.points) {
+    const std::string& v = p.point.value(t.key);
+    if (value_matches(v, t.value, sweep_dir)) return;
+    if (std::find(taken.begin(), taken.end(), v) == taken.end()) taken.push_back(v);
+  }
+  std::string values;
+  for (const auto& v : taken) values += (values.empty() ? "" : " | ") + v;
+  throw UsageError("--only " + t.key + "=" + t.value + ": no point has this value; " + t.key +
+                   " takes " + values);
+}
+
+// Terms on one key are alternatives; every key named must match.
+bool point_matches(const SweepPoint& p, const std::vector<OnlyTerm>& terms,
+                   const std::string& sweep_dir) {
+  for (const auto& t : terms) {
+    const bool any = std::any_of(terms.begin(), terms.end(), [&](const OnlyTerm& u) {
+      return u.key == t.key && value_matches(p.value(u.key), u.value, sweep_dir);
+    });
+    if (!any) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<size_t> select_points(const ResolvedSweep& s, const PointSelector& sel) {
+  std::vector<bool> picked(s.points.size(), sel.points.empty());
+  for (const auto& a : sel.points) picked[point_index(s, a)] = true;
+  if (!sel.only.empty() && !s.points.empty()) {
+    std::vector<std::string> keys;
+    for (const auto& kv : s.points[0].point.values) keys.push_back(kv.first);
+    const std::vector<OnlyTerm> terms = only_terms(sel.only, keys);
+    const std::string dir = fs::path(s.sweep_path).parent_path().string();
+    for (const auto& t : terms) check_term_value(s, t, dir);
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      picked[i] = picked[i] && point_matches(s.points[i].point, terms, dir);
+    }
+  }
+  std::vector<size_t> out;
+  for (size_t i = 0; i < picked.size(); ++i) {
+    if (picked[i]) out.push_back(i);
+  }
+  if (out.empty()) {
+    std::string asked;
+    for (const auto& a : sel.points) asked += " --point " + a;
+    for (const auto& a : sel.only) asked += " --only " + a;
+    throw UsageError(
+        "no point of the sweep matches" + asked +
+        " (its exclude/only may have dropped that combination); the points:" + listed_points(s));
+  }
+  return out;
 }
 
 std::string shell_quote(const std::string& s) {
@@ -368,7 +526,8 @@ std::string job_command(const ResolvedSweep& s, const ResolvedPoint& p, const st
   }
   const std::string env = "OMP_NUM_THREADS=" + std::to_string(p.threads) + " ";
   const std::string log = shell_quote(point_log_path(s, p));
-  return "mkdir -p " + shell_quote(s.out_dir_absolute) + " && if [ -e " + log + " ]; then " + env +
+  return "mkdir -p " + shell_quote(s.out_dir_absolute) + " && cd " +
+         shell_quote(s.out_dir_absolute) + " && if [ -e " + log + " ]; then " + env +
          shell_quote(tool) + " train --resume " + log + " --set run.progress=plain; else " + env +
          shell_quote(tool) + " train" + sets + " --set run.progress=plain; fi >>" +
          shell_quote(point_output_path(s, p)) + " 2>&1";

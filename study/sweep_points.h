@@ -3,15 +3,19 @@
 // train` uses, so a value train would refuse is refused here, before anything
 // runs, and the checks of config::check_config, train's preflight without the
 // device and model checks, which need libtorch and wait for the point's run),
-// the INI written beside its run log, and the self-contained shell command
-// --emit-jobs writes for it. No libtorch here.
+// the INI written beside its run log, the self-contained shell command
+// --emit-jobs writes for it, and the points --point / --only select. No
+// libtorch here.
 //
 // Configuration layers, later wins: the sweep's `config =` files, the sweep
 // file's own sections, --config files, the point's [sweep] values, --set.
 // Input paths (keys of type path) are made absolute: from INI files against
 // the file's folder (as train does), from [sweep] against the sweep file's
 // folder, from --set against the working directory. Output paths (run.out,
-// run.save, compress.aq_dir) are made absolute against the working directory.
+// run.save, compress.aq_dir) are made absolute against the working directory
+// and checked so; those inside the sweep's folder (run.out always) are then
+// kept relative to that folder, where the points run: a copied folder writes
+// into the copy, never into the original.
 #pragma once
 
 #include <string>
@@ -43,7 +47,7 @@ struct ResolvedPoint {
   std::string name;   // file-system safe, unique in the sweep: the run log's stem
   std::string label;  // for plots (run.label)
   SweepPoint point;
-  Resolved resolved;  // every train key, as `slowpipe train` would log it
+  Resolved resolved;  // every train key, as `slowpipe train` would log it (run in out_dir)
   int threads = 1;    // run.threads
 };
 
@@ -53,9 +57,9 @@ struct ResolvedSweep {
   std::string out_dir_absolute;      // what children and INIs use
   std::vector<std::string> varying;  // keys whose value differs between points
   std::vector<ResolvedPoint> points;
+  std::string sweep_path;  // the sweep file, absolute
   // A reproduction (a [claim] section): its summary.md is `slowpipe verdict`'s
   // report instead of the plain summary, and its plots get the claim's target.
-  std::string sweep_path;  // absolute
   bool has_claim = false;
   int scale = 1;
   bool has_target = false;
@@ -93,10 +97,28 @@ std::string point_ini_path(const ResolvedSweep& s, const ResolvedPoint& p);     
 std::string point_ini_text(const ResolvedSweep& s, const ResolvedPoint& p,
                            std::vector<std::string>& extra_sets);
 
+// --point and --only: the points to run in the foreground, list or emit.
+struct PointSelector {
+  std::vector<std::string> points;  // --point K (1-based, as --dry-run numbers them) or NAME
+  std::vector<std::string> only;    // --only KEY=VALUE[,KEY=VALUE...]
+  bool empty() const { return points.empty() && only.empty(); }
+};
+
+// The indices into s.points that `sel` picks, in sweep order (all of them
+// when `sel` is empty): the points --point names, or every point without
+// --point, that match the --only terms. A term's KEY is a key listed in
+// [sweep], in full or by its short name (fw for compress.fw), its VALUE one of
+// the key's values as written; terms on one key are alternatives, terms on
+// different keys must all hold. ',' separates terms only before another KEY=
+// (channel specs hold ','). UsageError, listing what exists, for an index out
+// of range, an unknown name or key, a value no point takes, or no match.
+std::vector<size_t> select_points(const ResolvedSweep& s, const PointSelector& sel);
+
 // Quotes `s` for a POSIX shell (single quotes unless it is plainly safe).
 std::string shell_quote(const std::string& s);
 // One line of --emit-jobs: a shell command that needs nothing but `tool`
-// (absolute) and the point's input files. It resumes the point's run log when
+// (absolute) and the point's input files. It enters the sweep's folder
+// (creating it), resumes the point's run log when
 // one exists (`train --resume`: a complete run is left alone) and otherwise
 // starts the run with every key that differs from train's defaults as --set,
 // output appended to the point's .log.

@@ -1,9 +1,12 @@
 // POSIX plumbing of the sweep runner: child processes tied to the sweep's
-// life, the folder lock, and the SIGINT/SIGTERM flag. Linux (prctl).
+// life (run in a given folder; for --point, in the foreground with their
+// output teed to the terminal and their log), the folder lock, and the
+// SIGINT/SIGTERM flag. Linux (prctl).
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -14,6 +17,8 @@ struct ChildIo {
   bool append = false;   // append to out_path instead of truncating it
   bool err_too = true;   // stderr to the same file (else inherited)
   std::string header;    // a line written to out_path before the child starts
+  std::string cwd;       // the child's working directory ("" = the sweep's)
+  int out_fd = -1;       // with out_path "": the child's stdout (and stderr) go here
 };
 
 // Starts `argv[0]` with `argv` (execv, no PATH search), OMP_NUM_THREADS set
@@ -27,6 +32,15 @@ int exit_code_of(int wait_status);
 
 // spawn_child, then waits for it (through EINTR); returns exit_code_of.
 int run_child(const std::vector<std::string>& argv, const ChildIo& io, int omp_threads);
+
+// run_child in the foreground: the child's stdout and stderr go through a pipe
+// to both `terminal` and io.out_path (created or appended to, after io.header),
+// as `tee` would. While it runs, SIGINT and SIGTERM to this process are
+// forwarded to the child as SIGTERM (it is in its own process group, so a
+// terminal's Ctrl-C reaches this process alone); `interrupted` tells whether
+// one came. Throws std::runtime_error when the pipe or the file cannot be opened.
+int run_child_teed(const std::vector<std::string>& argv, const ChildIo& io, int omp_threads,
+                   std::FILE* terminal, bool& interrupted);
 
 // The absolute path of the running binary (/proc/self/exe); runtime_error if unknown.
 std::string self_executable();

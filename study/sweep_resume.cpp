@@ -1,6 +1,7 @@
 // The resume decision of a sweep's points (see sweep_resume.h).
 #include "study/sweep_resume.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "config/train_config.h"
@@ -55,47 +56,76 @@ std::vector<std::string> config_differences(const std::map<std::string, std::str
 
 PointDecision decide_point(const LogState& log, const Resolved& wanted) {
   PointDecision d;
+  const auto again = [&d](const std::string& reason) {
+    d.reason = reason;
+    d.why = reason + ": running it again";
+    return d;
+  };
   if (!log.exists) {
     d.fresh = false;
-    d.why = "new";
+    d.reason = d.why = "new";
     return d;
   }
-  if (!log.error.empty()) {
-    d.why = "the run log cannot be read (" + log.error + "): running it again";
-    return d;
-  }
+  if (!log.error.empty()) return again("the run log cannot be read (" + log.error + ")");
   const std::vector<std::string> diff = config_differences(log.config, wanted);
-  if (!diff.empty()) {
-    d.why = "the logged configuration differs (" + join_first(diff, 3) + "): running it again";
-    return d;
-  }
-  if (log.status == "complete") {
+  if (!diff.empty()) return again("the logged configuration differs (" + join_first(diff, 3) + ")");
+  if (log.status == "complete" || log.status == "diverged") {
     d.action = PointAction::kSkip;
-    d.why = "complete";
-  } else if (log.status == "diverged") {
-    d.action = PointAction::kSkip;
-    d.diverged = true;
-    d.why = "diverged, kept as a result" + (log.failure.empty() ? "" : " (" + log.failure + ")");
-  } else if (log.status == "interrupted") {
+    d.diverged = log.status == "diverged";
+    d.reason = d.why = d.diverged ? "diverged, kept as a result" +
+                                        (log.failure.empty() ? "" : " (" + log.failure + ")")
+                                  : "complete";
+  } else if (log.status == "interrupted" || log.status == "running") {
     d.action = PointAction::kResume;
-    d.why = "interrupted: resuming";
-  } else if (log.status == "running") {
-    d.action = PointAction::kResume;
-    d.why = "killed while running: resuming";
+    d.resume_step = log.checkpoint_step;
+    d.reason = log.status == "running" ? "killed while running" : "interrupted";
+    d.why = d.reason + ": resuming";
   } else if (log.status == "failed") {
-    d.why = "failed (" + (log.failure.empty() ? std::string("no message") : log.failure) +
-            "): running it again";
+    return again("failed (" + (log.failure.empty() ? std::string("no message") : log.failure) +
+                 ")");
   } else {
-    d.why = "status '" + log.status + "' is not one slowpipe writes: running it again";
+    return again("status '" + log.status + "' is not one slowpipe writes");
   }
   return d;
 }
+
+std::string plan_text(const PointDecision& d) {
+  switch (d.action) {
+    case PointAction::kRun:
+      return d.fresh ? "would run from scratch: " + d.reason : "would run";
+    case PointAction::kResume:
+      return "would resume from step " + std::to_string(d.resume_step) + ": " + d.reason;
+    case PointAction::kSkip:
+      return d.diverged ? "done: " + d.reason : "done";
+  }
+  return "?";
+}
+
+namespace {
+
+// The newest step-N.ckpt in `dir` (sim/resume_checkpoint.cpp's names); 0 if none.
+int64_t newest_checkpoint_step(const std::string& dir) {
+  int64_t newest = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.size() <= 10 || n.rfind("step-", 0) != 0 || n.compare(n.size() - 5, 5, ".ckpt") != 0)
+      continue;
+    const std::string digits = n.substr(5, n.size() - 10);
+    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 18) continue;
+    newest = std::max<int64_t>(newest, std::stoll(digits));
+  }
+  return newest;
+}
+
+}  // namespace
 
 LogState read_log_state(const std::string& path) {
   LogState s;
   std::error_code ec;
   s.exists = std::filesystem::exists(path, ec);
   if (!s.exists) return s;
+  s.checkpoint_step = newest_checkpoint_step(path + ".ckpt");
   try {
     for (const auto& [k, v] : runlog::read_attributes(path)) {
       if (k.rfind("config.", 0) == 0) {

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "common/errors.h"
@@ -81,26 +82,42 @@ class Runner {
   bool line_drawn_ = false;
 };
 
-void Runner::launch(size_t i) {
-  const ResolvedPoint& p = sweep_.points[i];
-  PointOutcome& o = report_.points[i];
-  std::vector<std::string> argv = {opt_.tool, "train"};
-  const bool resume = o.decision.action == PointAction::kResume;
+// `tool train` for point `p`: from its INI (and the values INI cannot hold,
+// see point_ini_text), or resuming its run log.
+std::vector<std::string> point_argv(const ResolvedSweep& s, const ResolvedPoint& p, bool resume,
+                                    const std::string& tool) {
+  std::vector<std::string> argv = {tool, "train"};
   if (resume) {
-    argv.insert(argv.end(), {"--resume", point_log_path(sweep_, p)});
+    argv.insert(argv.end(), {"--resume", point_log_path(s, p)});
   } else {
-    std::vector<std::string> extra;  // values the INI (written by run_sweep) cannot hold
-    point_ini_text(sweep_, p, extra);
-    argv.insert(argv.end(), {"--config", point_ini_path(sweep_, p)});
+    std::vector<std::string> extra;
+    point_ini_text(s, p, extra);
+    argv.insert(argv.end(), {"--config", point_ini_path(s, p)});
     for (const auto& e : extra) argv.insert(argv.end(), {"--set", e});
     argv.insert(argv.end(), {"--set", "run.overwrite=true"});
   }
   argv.insert(argv.end(), {"--set", "run.progress=plain"});
+  return argv;
+}
+
+// The point's output: appended to its .log when resumed, in the sweep's
+// folder (its INI's output paths are relative to it).
+ChildIo point_io(const ResolvedSweep& s, const ResolvedPoint& p, bool resume) {
   ChildIo io;
-  io.out_path = point_output_path(sweep_, p);
+  io.out_path = point_output_path(s, p);
   io.append = resume;
-  io.header = "# slowpipe sweep " + sweep_.name + " " + utc_now() + ": " +
+  io.header = "# slowpipe sweep " + s.name + " " + utc_now() + ": " +
               (resume ? "resuming" : "running") + " " + p.name;
+  io.cwd = s.out_dir_absolute;
+  return io;
+}
+
+void Runner::launch(size_t i) {
+  const ResolvedPoint& p = sweep_.points[i];
+  PointOutcome& o = report_.points[i];
+  const bool resume = o.decision.action == PointAction::kResume;
+  const std::vector<std::string> argv = point_argv(sweep_, p, resume, opt_.tool);
+  const ChildIo io = point_io(sweep_, p, resume);
   try {
     running_.push_back({i, spawn_child(argv, io, p.threads), Clock::now()});
     event("start  " + p.name + (o.decision.why == "new" ? "" : " (" + o.decision.why + ")"));
@@ -311,7 +328,67 @@ void print_report(const ResolvedSweep& s, const SweepReport& r, std::FILE* out) 
   }
 }
 
+void create_folder(const ResolvedSweep& sweep) {
+  std::error_code ec;
+  fs::create_directories(sweep.out_dir_absolute, ec);
+  if (ec) throw UsageError("cannot create the sweep folder " + sweep.out_dir + ": " + ec.message());
+}
+
+// One point in the foreground: what it is and what happens to it, then its
+// `slowpipe train` with the output on `out` and in its .log. Its exit code;
+// 0 for a point already done.
+int run_one_foreground(const ResolvedSweep& sweep, size_t i, const RunnerOptions& options,
+                       std::FILE* out, bool& interrupted) {
+  const ResolvedPoint& p = sweep.points[i];
+  const PointDecision d = decide_point(read_log_state(point_log_path(sweep, p)), p.resolved);
+  std::fprintf(out, "sweep %s, point %zu of %zu: %s -> %s/%s.h5\n", sweep.name.c_str(), i + 1,
+               sweep.points.size(), p.name.c_str(), sweep.out_dir.c_str(), p.name.c_str());
+  if (d.action == PointAction::kSkip) {
+    std::fprintf(out, "  %s: nothing to run (delete its .h5 to run it again)\n", d.why.c_str());
+    return 0;
+  }
+  std::fprintf(out, "  %s\n", d.why == "new" ? "running" : d.why.c_str());
+  const bool resume = d.action == PointAction::kResume;
+  const auto t0 = Clock::now();
+  const int code = run_child_teed(point_argv(sweep, p, resume, options.tool),
+                                  point_io(sweep, p, resume), p.threads, out, interrupted);
+  const std::string took = " in " + clock_text(since(t0));
+  if (interrupted) {
+    std::fprintf(out, "stopped %s (run it again to resume it)\n", p.name.c_str());
+  } else if (code == 0) {
+    std::fprintf(out, "done   %s%s\n", p.name.c_str(), took.c_str());
+  } else if (code == 4) {
+    std::fprintf(out, "diverged %s%s (kept as a result)\n", p.name.c_str(), took.c_str());
+  } else {
+    std::fprintf(out, "FAILED %s (exit %d)%s; its output: %s\n", p.name.c_str(), code, took.c_str(),
+                 point_output_path(sweep, p).c_str());
+  }
+  std::fflush(out);
+  return code;
+}
+
 }  // namespace
+
+int run_points_foreground(const ResolvedSweep& sweep, const std::vector<size_t>& which,
+                          const RunnerOptions& options, std::FILE* out) {
+  create_folder(sweep);
+  FolderLock lock(sweep.out_dir_absolute + "/.sweep.lock");
+  write_point_files(sweep, which);
+  int first_failure = 0;
+  for (size_t i : which) {
+    bool interrupted = false;
+    int code = 0;
+    try {
+      code = run_one_foreground(sweep, i, options, out, interrupted);
+    } catch (const std::runtime_error& e) {  // the pipe, the .log or fork
+      std::fprintf(out, "FAILED %s: %s\n", sweep.points[i].name.c_str(), e.what());
+      code = 1;
+    }
+    if (interrupted) return 130;
+    if (first_failure == 0) first_failure = code;
+  }
+  return first_failure;
+}
 
 int SweepReport::count(PointResult r) const {
   return static_cast<int>(std::count_if(points.begin(), points.end(),
@@ -341,11 +418,21 @@ std::vector<PointDecision> decide_points(const ResolvedSweep& sweep) {
   return out;
 }
 
+void write_point_files(const ResolvedSweep& sweep, const std::vector<size_t>& which) {
+  create_folder(sweep);
+  for (size_t i : which) {
+    const ResolvedPoint& p = sweep.points[i];
+    std::vector<std::string> extra;
+    std::ofstream ini(point_ini_path(sweep, p));
+    ini << point_ini_text(sweep, p, extra);
+    if (!ini) throw UsageError("cannot write " + point_ini_path(sweep, p));
+  }
+}
+
 SweepReport run_sweep(const ResolvedSweep& sweep, const RunnerOptions& options, std::FILE* out) {
   const auto t0 = Clock::now();
   std::error_code ec;
-  fs::create_directories(sweep.out_dir_absolute, ec);
-  if (ec) throw UsageError("cannot create the sweep folder " + sweep.out_dir + ": " + ec.message());
+  create_folder(sweep);
   FolderLock lock(sweep.out_dir_absolute + "/.sweep.lock");
   SweepReport report;
   report.jobs = options.jobs > 0 ? options.jobs : default_jobs(sweep);
@@ -376,12 +463,9 @@ SweepReport run_sweep(const ResolvedSweep& sweep, const RunnerOptions& options, 
     }
   }
   std::fflush(out);
-  for (const auto& p : sweep.points) {
-    std::vector<std::string> extra;
-    std::ofstream ini(point_ini_path(sweep, p));
-    ini << point_ini_text(sweep, p, extra);
-    if (!ini) throw UsageError("cannot write " + point_ini_path(sweep, p));
-  }
+  std::vector<size_t> all(sweep.points.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  write_point_files(sweep, all);
   Runner runner(sweep, options, out, report);
   runner.run(todo);
   report.wall_s = since(t0);

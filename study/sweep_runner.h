@@ -5,7 +5,8 @@
 // Before anything starts it takes an exclusive lock on <out>/.sweep.lock (a
 // second sweep on the same folder is refused; the children inherit the lock,
 // so it is held until the last of them has exited), decides every point from
-// its run log (sweep_resume.h) and writes <out>/<name>.ini. Children run in
+// its run log (sweep_resume.h) and writes <out>/<name>.ini. The children run
+// in <out> (the INIs' output paths are relative to it). Children run in
 // their own process group (a terminal's Ctrl-C reaches the sweep alone, which
 // forwards it once) and get SIGTERM when the sweep dies, even by SIGKILL
 // (PR_SET_PDEATHSIG): slowpipe train then checkpoints and exits, and a rerun
@@ -61,6 +62,21 @@ int default_jobs(const ResolvedSweep& sweep);
 // Decides every point from its run log (no lock, nothing written): for
 // --dry-run and for run_sweep.
 std::vector<PointDecision> decide_points(const ResolvedSweep& sweep);
+
+// Creates the sweep's folder and writes the NAME.ini of the points `which`
+// (indices into sweep.points); UsageError when it cannot.
+void write_point_files(const ResolvedSweep& sweep, const std::vector<size_t>& which);
+
+// --point / --only: runs the points `which`, one after the other, in the
+// foreground: each as `slowpipe train` in the sweep's folder, exactly as
+// run_sweep would (same folder lock, NAME.ini, NAME.h5 and NAME.log, the same
+// run / resume / skip decision), its output on `out` as well as in its .log.
+// A complete or diverged point is not run again. SIGINT or SIGTERM stops the
+// running point (it checkpoints) and returns 130; otherwise the exit code of
+// the first point that did not exit 0 (slowpipe train's: 2 bad input, 4
+// diverged, ...), else 0. No summary or plots: the full sweep writes them.
+int run_points_foreground(const ResolvedSweep& sweep, const std::vector<size_t>& which,
+                          const RunnerOptions& options, std::FILE* out);
 
 // Runs the sweep, printing progress and the final report to `out`. Throws
 // UsageError when the folder cannot be created or another sweep holds it.

@@ -6,10 +6,10 @@
 #    fires on slowpipe-torch);
 #  - a tiny reproduction (2 points, a claim) is trained through the front;
 #  - then the front is copied alone into a folder without slowpipe-torch, and
-#    there: sweep --dry-run and --emit-jobs, the rerun of the finished sweep
-#    (skips every point, writes summary.md through verdict), summary, plot and
-#    verdict all succeed, and LD_DEBUG shows no torch-side library loaded by
-#    any of them (their children included);
+#    there: sweep --dry-run, --emit-jobs and --point of a complete point, the
+#    rerun of the finished sweep (skips every point, writes summary.md through
+#    verdict), summary, plot and verdict all succeed, and LD_DEBUG shows no
+#    torch-side library loaded by any of them (their children included);
 #  - a sweep there that would have to train refuses before starting any point,
 #    with exit 1 and a message naming the missing slowpipe-torch.
 #   tests/cli/test_light_front.sh PATH/TO/slowpipe SOURCE_DIR
@@ -72,7 +72,8 @@ light() {
   [ -z "$loaded" ] && ok || bad "slowpipe $* loaded $(echo "$loaded" | head -1)"
 }
 light 0 "2 points" sweep repro.ini --out out --dry-run
-light 0 "[skip: complete]" sweep repro.ini --out out --dry-run
+light 0 "[done]" sweep repro.ini --out out --dry-run
+light 0 "nothing to run" sweep repro.ini --out out --point 2
 light 0 "2 jobs" sweep repro.ini --out out --emit-jobs jobs.txt
 grep -qF "$front train" jobs.txt && ok || bad "the jobs should name the front: $(head -1 jobs.txt)"
 rm out/summary.md

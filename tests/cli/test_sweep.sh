@@ -2,9 +2,17 @@
 # slowpipe sweep end to end, on a 2 x 2 x 2-seed grid of a tiny GPT (each point
 # a few seconds, mostly start-up):
 #  - bad sweep files exit 2 naming the problem, before anything runs;
-#  - --emit-jobs output runs unchanged under GNU parallel (and one line under
+#  - --point and --only: selectors that match nothing exit 2 listing what
+#    exists; --dry-run lists the selected points with what a run would do;
+#  - --emit-jobs writes every point's NAME.ini (output paths relative to it),
+#    and its output runs unchanged under GNU parallel (and one line under
 #    bash, as a Slurm array task would); a sweep over that folder then finds
 #    every point complete and runs nothing;
+#  - a copy of that folder reruns a point from its NAME.ini into the copy,
+#    leaving the original's run log untouched;
+#  - one point run in the foreground (--only), its output on the terminal and
+#    in its .log, stopped with SIGTERM, resumed with --point into the same
+#    files; it equals the uninterrupted run and the sweep sees it as done;
 #  - the same grid run two points at a time, stopped with SIGTERM midway,
 #    rerun and killed with SIGKILL midway, rerun to the end: each rerun skips
 #    the complete points (their logs untouched) and resumes the interrupted
@@ -74,6 +82,11 @@ EOF
 names=$("$bin" sweep grid.ini --dry-run | awk 'NR>1{print $2}')
 [ "$(echo "$names" | wc -l)" -eq 8 ] && ok || bad "dry run should list 8 points: $names"
 echo "$names" | grep -qx 'fw=q2_net=1Gbps_seed=2' && ok || bad "point names: $names"
+[ "$("$bin" sweep grid.ini --dry-run | grep -cF '[would run]')" -eq 8 ] && ok ||
+  bad "a dry run with no folder yet should say 'would run' for all 8 points"
+sel=$("$bin" sweep grid.ini --dry-run --only fw=q2,seed=2)
+[ "$(echo "$sel" | awk 'NR>1{print $1 " " $2}' | tr '\n' ' ')" = "6 fw=q2_net=100Mbps_seed=2 8 fw=q2_net=1Gbps_seed=2 " ] &&
+  ok || bad "--dry-run --only fw=q2,seed=2 should list points 6 and 8: $sel"
 
 # Bad sweep files: exit 2, naming the line and the problem; nothing is created.
 bad_file() {  # PATTERN [sweep]-LINES...
@@ -92,11 +105,20 @@ bad_file "bad spec 'q9'" "run.seed = 1 | 2" "compress.fw = q2 | q9"
 bad_file "never takes the value" "run.seed = 1 | 2" "exclude = run.seed=3"
 expect 2 "the sweep varies this key" -- "$bin" sweep grid.ini --set run.seed=5 --out bad
 expect 2 "cannot open sweep file" -- "$bin" sweep missing.ini
+# Selectors that pick nothing: exit 2, saying what exists.
+expect 2 "8  fw=q2_net=1Gbps_seed=2" -- "$bin" sweep grid.ini --point 9 --out bad
+expect 2 "no point has that name" -- "$bin" sweep grid.ini --point fw=q4 --out bad
+expect 2 "compress.fw takes none | q2" -- "$bin" sweep grid.ini --only fw=q4 --out bad
+expect 2 "with KEY a key the sweep lists: compress.fw (fw)" -- "$bin" sweep grid.ini --only bits=2 --out bad
+expect 2 "leave -j out" -- "$bin" sweep grid.ini --point 1 -j 2 --out bad
 [ ! -e bad ] && ok || bad "a refused sweep created its folder"
 
 # --emit-jobs, then GNU parallel runs the file as it is.
 expect 0 "8 jobs" -- "$bin" sweep grid.ini --emit-jobs jobs.txt --out ref
 [ "$(wc -l <jobs.txt)" -eq 8 ] && ok || bad "jobs.txt should hold 8 commands"
+for n in $names; do
+  grep -qx "run.out = $n.h5" "ref/$n.ini" && ok || bad "--emit-jobs: no ref/$n.ini with a relative run.out"
+done
 if command -v parallel >/dev/null 2>&1; then
   t0=$(date +%s.%N)
   HOME="$work" parallel <jobs.txt
@@ -114,6 +136,43 @@ fi
 for f in ref/*.h5; do [ "$(status_of "$f")" = complete ] && ok || bad "$f is not complete"; done
 [ "$(ls ref/*.h5 | wc -l)" -eq 8 ] && ok || bad "emit-jobs: expected 8 run logs in ref/"
 expect 0 "0 to run (0 to resume), 8 already done" -- "$bin" sweep grid.ini --out ref
+
+# A copy of the folder reruns a point by hand from its NAME.ini, into the copy.
+p=fw=q2_net=1Gbps_seed=1
+cp -r ref copy && rm -rf "copy/$p.h5" "copy/$p.h5.ckpt"
+before=$(md5sum "ref/$p.h5")
+(cd copy && "$bin" train --config "$p.ini" --set run.overwrite=true >rerun.txt 2>&1) && ok ||
+  bad "train --config copy/$p.ini failed: $(tail -2 copy/rerun.txt)"
+[ "$(md5sum "ref/$p.h5")" = "$before" ] && ok || bad "rerunning a point of the copy changed the original's log"
+[ "$(status_of "copy/$p.h5")" = complete ] && ok || bad "the copy's rerun wrote no complete copy/$p.h5"
+same_tables "copy/$p.h5" "ref/$p.h5" && ok || bad "the copy's rerun differs from the original run"
+
+# One point in the foreground (--only): its output on the terminal and in its
+# .log; SIGTERM stops it (exit 130); --point resumes it into the same files.
+p=fw=none_net=100Mbps_seed=1
+"$bin" sweep grid.ini --out fg --only fw=none,net=100Mbps,seed=1 >fg1.txt 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  awk '/^eval @ step [0-9]+:/{if ($4+0 >= 50) f=1} END{exit !f}' "fg/$p.log" 2>/dev/null && break
+  sleep 0.1
+done
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" -eq 130 ] && ok || bad "a foreground point stopped by SIGTERM: exit $rc, expected 130: $(tail -3 fg1.txt)"
+grep -q "^eval @ step 50:" fg1.txt && ok || bad "the foreground point's output is not on the terminal"
+grep -q "^stopped $p" fg1.txt && ok || bad "no 'stopped' line: $(tail -3 fg1.txt)"
+expect 0 "[would resume from step" -- "$bin" sweep grid.ini --out fg --dry-run --point 1
+expect 0 "interrupted: resuming" -- "$bin" sweep grid.ini --out fg --point 1
+[ "$(status_of "fg/$p.h5")" = complete ] && ok || bad "fg/$p.h5 is not complete"
+same_tables "fg/$p.h5" "ref/$p.h5" && ok || bad "the foreground point differs from its sweep run"
+grep -q "^eval @ step 200:" "fg/$p.log" && [ "$(grep -c '^# slowpipe sweep' "fg/$p.log")" -eq 2 ] && ok ||
+  bad "fg/$p.log should hold both attempts' output: $(grep '^#' "fg/$p.log")"
+[ "$(ls fg/*.h5 | wc -l)" -eq 1 ] && ok || bad "--point ran other points: $(ls fg)"
+fgdry=$("$bin" sweep grid.ini --out fg --dry-run)
+[ "$(echo "$fgdry" | grep -cF '[done]')" -eq 1 ] && [ "$(echo "$fgdry" | grep -cF '[would run]')" -eq 7 ] &&
+  ok || bad "after --point 1 the sweep should see 1 point done, 7 to run: $fgdry"
+expect 0 "nothing to run" -- "$bin" sweep grid.ini --out fg --point "$p"
 
 # The same grid, two at a time: SIGTERM midway.
 t0=$(date +%s.%N)

@@ -129,29 +129,46 @@ TEST_CASE("Sweep resolution: --scale multiplies the listed integer keys of every
   CHECK_THROWS_WITH(f.resolve(text, {}, 2, {"compress.fw"}), Catch::Contains("not an integer"));
 }
 
+namespace {
+
+std::string get(const ResolvedPoint& p, const std::string& k) {
+  for (const auto& [key, v] : p.resolved) {
+    if (key == k) return v;
+  }
+  return "(missing)";
+}
+
+}  // namespace
+
 TEST_CASE("Sweep resolution: every point checked before anything runs") {
   Fixture f;
   SECTION("a good sweep: run.out, label and input paths resolved") {
     const ResolvedSweep s = f.resolve(std::string(kTiny) + "[sweep]\ncompress.fw = none | q4\n");
     REQUIRE(s.points.size() == 2);
-    const auto get = [](const ResolvedPoint& p, const std::string& k) {
-      for (const auto& [key, v] : p.resolved) {
-        if (key == k) return v;
-      }
-      return std::string("(missing)");
-    };
-    CHECK(get(s.points[1], "run.out") == (f.dir / "out" / "fw=q4.h5").string());
+    CHECK(get(s.points[1], "run.out") == "fw=q4.h5");  // relative to the sweep's folder
     CHECK(get(s.points[1], "run.label") == "fw=q4");
     CHECK(get(s.points[1], "compress.fw") == "q4");
     CHECK(get(s.points[0], "run.steps") == "2");
     std::vector<std::string> extra;
     const std::string ini = point_ini_text(s, s.points[1], extra);
-    CHECK_THAT(ini, Catch::Contains("compress.fw = q4\n") && Catch::Contains("run.steps = 2\n"));
+    CHECK_THAT(ini, Catch::Contains("compress.fw = q4\n") && Catch::Contains("run.steps = 2\n") &&
+                        Catch::Contains("run.out = fw=q4.h5\n"));
+    CHECK_THAT(ini, !Catch::Contains((f.dir / "out").string()));  // nothing ties it to its folder
     CHECK(extra.empty());
     const std::string job = job_command(s, s.points[1], "/bin/slowpipe");
     CHECK_THAT(job, Catch::Contains("--set compress.fw=q4") &&
+                        Catch::Contains("cd " + (f.dir / "out").string() + " && ") &&
                         Catch::Contains("--resume " + (f.dir / "out" / "fw=q4.h5").string()));
     CHECK_THAT(job, !Catch::Contains("compress.bw="));  // a default: not repeated
+  }
+  SECTION("output paths inside the sweep's folder are relative to it, others absolute") {
+    const std::string text = std::string(kTiny) + "[sweep]\nrun.seed = 1 | 2\n";
+    const ResolvedSweep in = f.resolve(text, {"run.save=" + (f.dir / "out" / "m.pt").string()});
+    CHECK(get(in.points[0], "run.save") == "m.pt");
+    const ResolvedSweep out = f.resolve(text, {"run.save=" + (f.dir / "m.pt").string()});
+    CHECK(get(out.points[0], "run.save") == (f.dir / "m.pt").string());
+    const ResolvedSweep sub = f.resolve(text, {"compress.aq_dir=" + (f.dir / "out").string()});
+    CHECK(get(sub.points[0], "compress.aq_dir") == ".");
   }
   SECTION("unknown keys and bad values name the line") {
     CHECK_THAT(f.error(std::string(kTiny) + "[sweep]\ncompress.fx = none | q4\n"),
@@ -192,4 +209,76 @@ TEST_CASE("Shell quoting survives any value") {
   CHECK(shell_quote("compress.fw=aq(q2)") == "'compress.fw=aq(q2)'");
   CHECK(shell_quote("run.label=it's") == "'run.label=it'\\''s'");
   CHECK(shell_quote("") == "''");
+}
+
+TEST_CASE("Sweep selection: --point and --only pick the points, or say what exists") {
+  using slowpipe::study::PointSelector;
+  using slowpipe::study::select_points;
+  using Picked = std::vector<size_t>;
+  Fixture f;
+  const ResolvedSweep s = f.resolve(std::string(kTiny) +
+                                    "[sweep]\ncompress.fw = none | q4\nrun.seed = 1 | 2\n"
+                                    "run.label = a,b | c\nzip = compress.fw, run.label\n");
+  REQUIRE(s.points.size() == 4);  // fw=none seed=1, fw=none seed=2, fw=q4 seed=1, fw=q4 seed=2
+  const auto pick = [&s](std::vector<std::string> points, std::vector<std::string> only) {
+    return select_points(s, PointSelector{std::move(points), std::move(only)});
+  };
+  const auto error = [&](std::vector<std::string> points, std::vector<std::string> only) {
+    try {
+      pick(std::move(points), std::move(only));
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK(pick({}, {}) == Picked{0, 1, 2, 3});
+  SECTION("--point: a number as --dry-run prints it, or a name; repeatable, in sweep order") {
+    CHECK(pick({"2"}, {}) == Picked{1});
+    CHECK(pick({"fw=q4_seed=1", "1"}, {}) == Picked{0, 2});
+    CHECK_THAT(error({"0"}, {}),
+               Catch::Contains("numbered 1 to 4") && Catch::Contains("4  fw=q4_seed=2"));
+    CHECK_THAT(error({"5"}, {}), Catch::Contains("the sweep has 4 points"));
+    CHECK_THAT(error({"fw=q8_seed=1"}, {}),
+               Catch::Contains("no point has that name") && Catch::Contains("1  fw=none_seed=1"));
+  }
+  SECTION("--only: every (fw, seed) pair picks exactly the point holding it") {
+    for (const std::string fw : {"none", "q4"}) {
+      for (const std::string seed : {"1", "2"}) {
+        Picked want;
+        for (size_t i = 0; i < s.points.size(); ++i) {
+          if (s.points[i].point.value("compress.fw") == fw &&
+              s.points[i].point.value("run.seed") == seed)
+            want.push_back(i);
+        }
+        REQUIRE(want.size() == 1);
+        CHECK(pick({}, {"fw=" + fw + ",seed=" + seed}) == want);  // short names, one argument
+        CHECK(pick({}, {"compress.fw=" + fw, "run.seed=" + seed}) == want);  // full, repeated
+      }
+    }
+  }
+  SECTION("--only: terms on one key are alternatives; values keep their ','") {
+    CHECK(pick({}, {"seed=1", "seed=2", "fw=q4"}) == Picked{2, 3});
+    CHECK(pick({}, {"label=a,b"}) == Picked{0, 1});
+    CHECK(pick({}, {"label=a,b,seed=2"}) == Picked{1});
+    CHECK(pick({"3", "4"}, {"seed=2"}) == Picked{3});
+  }
+  SECTION("a selector that picks nothing is refused, naming what exists") {
+    CHECK_THAT(error({}, {"fw=q8"}), Catch::Contains("compress.fw takes none | q4"));
+    CHECK_THAT(error({}, {"fx=q4"}),
+               Catch::Contains("expected KEY=VALUE") && Catch::Contains("compress.fw (fw)"));
+    CHECK_THAT(error({}, {"q4"}), Catch::Contains("expected KEY=VALUE"));
+    CHECK_THAT(error({"1"}, {"fw=q4"}), Catch::Contains("no point of the sweep matches --point 1 "
+                                                        "--only fw=q4"));
+  }
+}
+
+TEST_CASE("Sweep selection: a combination the sweep excludes matches nothing") {
+  Fixture f;
+  const ResolvedSweep s = f.resolve(std::string(kTiny) +
+                                    "[sweep]\ncompress.fw = none | q4\nrun.seed = 1 | 2\n"
+                                    "exclude = compress.fw=q4 & run.seed=2\n");
+  REQUIRE(s.points.size() == 3);
+  CHECK_THROWS_WITH(
+      slowpipe::study::select_points(s, {{}, {"fw=q4,seed=2"}}),
+      Catch::Contains("no point of the sweep matches") && Catch::Contains("3  fw=q4_seed=1"));
 }

@@ -14,6 +14,7 @@ namespace {
 namespace fs = std::filesystem;
 using slowpipe::study::decide_point;
 using slowpipe::study::LogState;
+using slowpipe::study::plan_text;
 using slowpipe::study::PointAction;
 using slowpipe::study::PointDecision;
 using slowpipe::study::read_log_state;
@@ -87,6 +88,28 @@ TEST_CASE("Sweep resume: the decision per point") {
   }
 }
 
+TEST_CASE("Sweep resume: what --dry-run says a run would do") {
+  CHECK(plan_text(decide_point(LogState{}, kWanted)) == "would run");
+  CHECK(plan_text(decide_point(logged("complete"), kWanted)) == "done");
+  LogState s = logged("diverged");
+  s.failure = "loss is NaN";
+  CHECK(plan_text(decide_point(s, kWanted)) == "done: diverged, kept as a result (loss is NaN)");
+  s = logged("interrupted");
+  s.checkpoint_step = 120;
+  CHECK(plan_text(decide_point(s, kWanted)) == "would resume from step 120: interrupted");
+  CHECK(decide_point(s, kWanted).why == "interrupted: resuming");  // the running sweep's words
+  s.status = "running";
+  CHECK(plan_text(decide_point(s, kWanted)) == "would resume from step 120: killed while running");
+  s = logged("failed");
+  s.failure = "disk full";
+  CHECK(plan_text(decide_point(s, kWanted)) == "would run from scratch: failed (disk full)");
+  s = logged("complete");
+  s.config["compress.fw"] = "q2";
+  CHECK_THAT(plan_text(decide_point(s, kWanted)),
+             Catch::StartsWith("would run from scratch: the logged configuration differs") &&
+                 !Catch::Contains("running it again"));
+}
+
 TEST_CASE("Sweep resume: real run logs") {
   const fs::path dir = fs::temp_directory_path() / ("sweep_resume_" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -105,6 +128,15 @@ TEST_CASE("Sweep resume: real run logs") {
   CHECK(decide_point(read_log_state(path), kWanted).action == PointAction::kRun);
   write_log("interrupted", "q4");
   CHECK(decide_point(read_log_state(path), kWanted).action == PointAction::kResume);
+  CHECK(read_log_state(path).checkpoint_step == 0);  // no checkpoint folder: from the start
+  // The newest resume checkpoint (sim/resume_checkpoint.cpp's file names).
+  fs::create_directories(path + ".ckpt");
+  for (const char* n : {"step-000000050.ckpt", "step-000000100.ckpt", "step-x.ckpt", "other"}) {
+    std::ofstream(path + ".ckpt/" + n) << "x";
+  }
+  CHECK(read_log_state(path).checkpoint_step == 100);
+  CHECK(plan_text(decide_point(read_log_state(path), kWanted)) ==
+        "would resume from step 100: interrupted");
   write_log("diverged", "q4");
   CHECK(decide_point(read_log_state(path), kWanted).diverged);
   std::ofstream(path, std::ios::trunc) << "not a run log";
