@@ -10,6 +10,11 @@
 # results go to results/reproduce/<name>-xK), JOBS=N runs N at a time
 # (default: the cores). Appends the CPU time of each sweep to
 # results/reproduce/cpu.tsv and writes results/reproduce/verdicts.md.
+# After each sweep, where committed results exist (experiments/reproduce/
+# results/<name>[-xK]/), `slowpipe verdict --compare` writes
+# results/reproduce/<name>/compare.md and prints whether this machine agrees;
+# SAVE=1 instead refreshes the committed folder (`slowpipe verdict --save`)
+# from a finished sweep.
 set -euo pipefail
 build="${1:?usage: scripts/reproduce.sh BUILD_DIR [NAME...]}"
 shift
@@ -35,6 +40,19 @@ suffix=""
 if grep -q 'demo-finetune' $(printf 'experiments/reproduce/%s.ini ' "${sweeps[@]}"); then
   scripts/pretrain.sh "$bin"
 fi
+# The committed results of sweep $1: compared with this run, or (SAVE=1)
+# rewritten from it. Neither stops the other experiments.
+compare_or_save() {
+  local ini="experiments/reproduce/$1.ini" committed="experiments/reproduce/results/$1$suffix"
+  if [ "${SAVE:-0}" = 1 ]; then
+    "$bin" verdict "$ini" --scale "$scale" --save || status=$?
+  elif [ -d "$committed" ]; then
+    "$bin" verdict "$ini" --scale "$scale" --compare --out "results/reproduce/$1$suffix/compare.md" \
+      2>&1 | grep '^compare' || status=$?
+    echo "   beside the committed results: results/reproduce/$1$suffix/compare.md"
+  fi
+}
+
 mkdir -p results/reproduce
 [ -f results/reproduce/cpu.tsv ] || printf 'experiment\tscale\tcpu_s\twall_s\tdate\n' > results/reproduce/cpu.tsv
 status=0
@@ -50,6 +68,7 @@ for s in "${sweeps[@]}"; do
   printf '%s\t%s\t%s\t%s\t%s\n' "$s" "$scale" "$cpu" "$wall" "$(date -u +%FT%TZ)" >> results/reproduce/cpu.tsv
   echo "== $s: CPU ${cpu} s (all runs), wall ${wall} s"
   [ "$status" -eq 130 ] && exit 130
+  compare_or_save "$s"
 done
 
 # One line per finding from every summary.md present.

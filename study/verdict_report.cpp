@@ -174,6 +174,12 @@ void write_verdict_report(const VerdictReport& r, std::ostream& out) {
   out << ". Rerun: `slowpipe sweep " << r.sweep_path;
   if (r.scale != 1) out << " --scale " << r.scale;
   out << "` (complete runs are skipped).\n\n";
+  if (!r.provenance.empty()) {
+    out << "**Made by.**";
+    for (const auto& [k, v] : r.provenance) out << " " << k << ": " << escape(v) << ";";
+    out << " the numbers of every run are in runs.tsv beside this file, the checks in "
+           "checks.tsv; the plots are not committed (`slowpipe plot` on the runs).\n\n";
+  }
   write_checks(r, out);
   write_spreads(r, out);
   if (!c.notes.empty()) {

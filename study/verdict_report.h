@@ -7,6 +7,7 @@
 
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "study/summary_table.h"
@@ -26,6 +27,9 @@ struct VerdictReport {
   double runs_wall_s = 0;          // sum of the runs' wall times
   double longest_run_s = 0;
   size_t run_count = 0;
+  // What made the runs (commit, cpu, ...: verdict_results.h), for a report
+  // committed with the results; empty: none written.
+  std::vector<std::pair<std::string, std::string>> provenance;
 };
 
 void write_verdict_report(const VerdictReport& report, std::ostream& out);

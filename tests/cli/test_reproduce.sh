@@ -4,6 +4,9 @@
 #    findings whose outcome is forced by deterministic numbers (wire bytes, the
 #    timing model): one reproduced, one not reproduced, one inconclusive;
 #  - a claim table (`slowpipe timing --tsv`) is run, saved and read;
+#  - verdict --save writes the results to commit, --compare reads them back
+#    (identical), and names a changed number or outcome; --save refuses a
+#    sweep with runs missing;
 #  - with runs missing, checks become inconclusive, not errors;
 #  - bad claims are refused before anything runs (exit 2), as are `verdict`
 #    without a claim and `--scale` without scale keys;
@@ -77,11 +80,39 @@ diff <(grep -v 'wall times add up' by-hand.md) <(grep -v 'wall times add up' "$m
   bad "verdict --out differs from the sweep's summary.md"
 expect 0 "4 already done" -- "$bin" sweep repro.ini --out out
 
+# Committed results: --save writes summary.md, runs.tsv and checks.tsv; --compare
+# reads them back beside the runs (identical here), and says what differs.
+expect 2 "no committed results for repro" -- "$bin" verdict repro.ini --dir out --compare
+expect 0 "saved results/repro: summary.md, runs.tsv (4 runs), checks.tsv (5 checks)" -- \
+  "$bin" verdict repro.ini --dir out --save
+grep -qF "**Made by.** experiment: repro; scale: 1; commit: " results/repro/summary.md && ok ||
+  bad "the saved summary.md should say what made the runs"
+[ "$(grep -c '^# ' results/repro/runs.tsv)" -ge 7 ] && grep -q "^# cpu: " results/repro/runs.tsv &&
+  grep -qF "$(printf 'point\trun.label\trun.seed\tcompress.fw\tstatus\tsteps\ttrain_loss')" \
+    results/repro/runs.tsv &&
+  [ "$(grep -vc '^#' results/repro/runs.tsv)" -eq 5 ] && ok ||
+  bad "runs.tsv: provenance, header and 4 runs: $(head -12 results/repro/runs.tsv)"
+expect 0 "compare T: agrees (identical numbers)" -- "$bin" verdict repro.ini --dir out --compare
+expect 0 "Agrees with the committed results: identical numbers" -- \
+  "$bin" verdict repro.ini --dir out --compare results/repro
+cp -r results/repro changed
+awk -F'\t' -v OFS='\t' '/^fw=q2_seed=1\t/ {for (i = 1; i <= NF; i++) if (h[i] == "train_loss") $i *= 1.1}
+  /^point\t/ {for (i = 1; i <= NF; i++) h[i] = $i} {print}' results/repro/runs.tsv >changed/runs.tsv
+expect 0 "differs: run fw=q2_seed=1: train_loss" -- "$bin" verdict repro.ini --dir out --compare changed
+cp results/repro/runs.tsv changed/runs.tsv
+sed -i 's/^1\tP\treproduced/1\tP\tinconclusive/' changed/checks.tsv
+expect 0 "differs: check 1: reproduced here, inconclusive committed" -- \
+  "$bin" verdict repro.ini --dir out --compare changed
+expect 2 "one at a time" -- "$bin" verdict repro.ini --dir out --save --compare
+expect 2 "unexpected argument 'changed'" -- "$bin" verdict repro.ini --dir out changed
+
 # Runs missing: the checks that read them are inconclusive, nothing fails.
 rm out/fw=q2_seed=1.h5 out/fw=q2_seed=2.h5
 expect 0 "verdict P: inconclusive" -- "$bin" verdict repro.ini --dir out
 partial=$("$bin" verdict repro.ini --dir out 2>/dev/null)
 grep -qF "selects no row" <<<"$partial" && ok || bad "a missing group should say it selects no row"
+expect 2 "2 of the sweep's 4 points have a run log" -- "$bin" verdict repro.ini --dir out --save again
+expect 0 "is committed but not here" -- "$bin" verdict repro.ini --dir out --compare
 
 # Refused before anything runs.
 bad_claim() {  # PATTERN CLAIM-LINES...

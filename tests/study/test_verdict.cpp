@@ -1,17 +1,22 @@
 // Reproduction verdicts: the [claim] grammar, and every rule that decides a
 // check, on hand-made summaries whose outcome is worked out by hand here
-// (reproduced, not reproduced, inconclusive, missing and diverged runs).
+// (reproduced, not reproduced, inconclusive, missing and diverged runs, one
+// seed); the committed results files read back bit for bit, and their
+// comparison with a fresh run (tolerances, missing runs, differing outcomes).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
 
 #include "common/errors.h"
 #include "study/verdict_claim.h"
+#include "study/verdict_compare.h"
 #include "study/verdict_eval.h"
 #include "study/verdict_report.h"
+#include "study/verdict_results.h"
 
 namespace st = slowpipe::study;
 using Catch::Detail::Approx;
@@ -392,5 +397,198 @@ TEST_CASE("verdict: the [claim] section of a sweep file") {
     CHECK(st::split_command("timing --fw 'aq(q4)' --bw \"q 8\"") ==
           std::vector<std::string>{"timing", "--fw", "aq(q4)", "--bw", "q 8"});
     CHECK_THROWS_WITH(st::split_command("timing 'open"), Catch::Contains("unbalanced"));
+  }
+}
+
+// --- committed results and the comparison with a fresh run ------------------
+
+namespace {
+
+// Two groups (fp32, q2) of two seeds: train loss, wire bytes; one check.
+st::Results hand_results() {
+  st::Results r;
+  r.provenance = {{"experiment", "x1"}, {"commit", "abc"}};
+  r.key_columns = {"run.label", "run.seed", "compress.fw"};
+  r.value_columns = {"train_loss", "wire_bytes"};
+  const auto add = [&r](const std::string& fw, int seed, double loss) {
+    st::ResultRun run;
+    run.point = "fw=" + fw + "_seed=" + std::to_string(seed);
+    run.keys = {{"run.label", fw}, {"run.seed", std::to_string(seed)}, {"compress.fw", fw}};
+    run.status = "complete";
+    run.values = {{"train_loss", loss}, {"wire_bytes", fw == "none" ? 4096.0 : 512.0}};
+    r.runs.push_back(run);
+  };
+  add("none", 1, 1.60);
+  add("none", 2, 1.62);  // seed spread of fp32: std(1.60, 1.62) = 0.0141
+  add("q2", 1, 2.00);
+  add("q2", 2, 2.00);  // q2: spread 0
+  st::ResultCheck c;
+  c.finding = "X1";
+  c.text = "train_loss[compress.fw=q2] > train_loss[compress.fw=none] by 2 spreads";
+  c.outcome = "reproduced";
+  c.numbers.lhs = 2.00;
+  c.numbers.rhs = 1.61;
+  r.checks.push_back(c);
+  return r;
+}
+
+st::ResultRun& run_named(st::Results& r, const std::string& point) {
+  for (auto& run : r.runs) {
+    if (run.point == point) return run;
+  }
+  throw std::runtime_error("no run " + point);
+}
+
+}  // namespace
+
+TEST_CASE("verdict results: names, folders and which columns no CPU changes") {
+  CHECK(st::point_group("fw=q2_net=100Mbps_seed=3") == "fw=q2_net=100Mbps");
+  CHECK(st::point_group("seed=3_fw=q2") == "fw=q2");
+  CHECK(st::point_group("fw=q2") == "fw=q2");  // one seed: its own group
+  CHECK(st::committed_results_dir("experiments/reproduce/p1.ini", "p1", 1) ==
+        "experiments/reproduce/results/p1");
+  CHECK(st::committed_results_dir("x/r23.ini", "r23", 4) == "x/results/r23-x4");
+  CHECK(st::machine_independent_column("wire_bytes"));
+  CHECK(st::machine_independent_column("sim_time_s"));
+  CHECK_FALSE(st::machine_independent_column("train_loss"));
+  CHECK_FALSE(st::machine_independent_column("time_to_target_s"));
+}
+
+TEST_CASE("verdict results: runs.tsv and checks.tsv read back bit for bit") {
+  const auto run = [](const std::string& fw, int seed, double loss, const std::string& status) {
+    st::RunStats r;
+    r.path = "some/dir/fw=" + fw + "_seed=" + std::to_string(seed) + ".h5";
+    r.config = {{"compress.fw", fw}, {"run.seed", std::to_string(seed)}, {"run.label", fw}};
+    r.attrs = {{"slowpipe.git_commit", "abc123"},
+               {"slowpipe.git_dirty", seed == 2 ? "true" : "false"},
+               {"host.cpu", "Test CPU"},
+               {"start_time", "2026-01-0" + std::to_string(seed) + "T00:00:00Z"}};
+    r.status = status;
+    r.values = {{"train_loss", loss}, {"eval_loss", loss + 0.1}, {"wire_bytes", 100.0 * seed}};
+    return r;
+  };
+  const std::vector<st::RunStats> runs = {run("none", 1, 0.1 + 0.2, "complete"),
+                                          run("none", 2, 1.0 / 3, "complete"),
+                                          run("q2", 1, kNaN, "diverged")};
+  st::Claim claim;
+  claim.checks.push_back(
+      st::parse_check("eval_loss[compress.fw=q2] > eval_loss[compress.fw=none]"));
+  st::VerdictTables tables;
+  tables[""] = st::summary_verdict_table(runs);
+  const st::VerdictResult result = st::evaluate_claim(claim, tables);
+  const st::Results saved = st::collect_results(claim, result, runs, "x1", 1);
+  CHECK(saved.provenance_of("commit") == "abc123, abc123 (uncommitted changes)");
+  CHECK(saved.provenance_of("cpu") == "Test CPU");
+  CHECK_THAT(saved.provenance_of("runs"), Catch::StartsWith("2026-01-01T00:00:00Z .. 2026-01-02"));
+  CHECK(saved.key_columns == std::vector<std::string>{"run.label", "run.seed", "compress.fw"});
+  // accuracy, steps and sim time have no value in any run: left out.
+  CHECK(saved.value_columns == std::vector<std::string>{"train_loss", "eval_loss", "wire_bytes"});
+
+  const std::string dir = "verdict_test_results";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream runs_file(dir + "/runs.tsv"), checks_file(dir + "/checks.tsv");
+    st::write_runs_tsv(saved, runs_file);
+    st::write_checks_tsv(saved, checks_file);
+  }
+  const st::Results back = st::read_results(dir);
+  REQUIRE(back.runs.size() == 3);
+  CHECK(back.runs[0].point == "fw=none_seed=1");
+  CHECK(back.runs[0].values.at("train_loss") == 0.1 + 0.2);  // exactly
+  CHECK(back.runs[1].values.at("train_loss") == 1.0 / 3);
+  CHECK(std::isnan(back.runs[2].values.at("train_loss")));
+  CHECK(back.runs[2].status == "diverged");
+  CHECK(back.provenance == saved.provenance);
+  REQUIRE(back.checks.size() == 1);
+  CHECK(back.checks[0].outcome == "reproduced");  // a diverged q2 is +inf
+  CHECK(std::isinf(back.checks[0].numbers.lhs));
+  CHECK(back.checks[0].text == claim.checks[0].text);
+  // Comparing a folder with what was just saved of it: identical.
+  const st::Comparison same = st::compare_results(saved, back);
+  CHECK(same.agreement == st::Agreement::kIdentical);
+  CHECK(same.runs_matched == 3);
+
+  SECTION("missing and malformed files are refused with their names") {
+    CHECK_THROWS_AS(st::read_results("no-such-results-folder"), slowpipe::UsageError);
+    std::filesystem::remove(dir + "/checks.tsv");
+    CHECK_THROWS_WITH(st::read_results(dir), Catch::Contains("checks.tsv: missing"));
+    std::ofstream(dir + "/checks.tsv") << "check\tfinding\n1\tX1\n";
+    CHECK_THROWS_AS(st::read_results(dir), slowpipe::DataError);
+    std::ofstream(dir + "/runs.tsv")
+        << "# experiment: x1\npoint\tstatus\ttrain_loss\na\tcomplete\t1.5x\n";
+    CHECK_THROWS_WITH(st::read_results(dir), Catch::Contains("runs.tsv:3: '1.5x' is not a number"));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("verdict compare: tolerances per column, missing runs, differing verdicts") {
+  const st::Results committed = hand_results();
+  st::Results fresh = hand_results();
+  CHECK(st::compare_results(fresh, committed).agreement == st::Agreement::kIdentical);
+  CHECK(st::agreement_summary(st::compare_results(fresh, committed)) ==
+        "agrees (identical numbers)");
+  SECTION("a loss within 1e-3 relative agrees, beyond it and half a seed spread not") {
+    run_named(fresh, "fw=q2_seed=1").values["train_loss"] = 2.0 * (1 + 5e-4);
+    CHECK(st::compare_results(fresh, committed).agreement == st::Agreement::kWithinTolerance);
+    run_named(fresh, "fw=q2_seed=1").values["train_loss"] = 2.0 * (1 + 2e-3);  // q2's spread: 0
+    const st::Comparison c = st::compare_results(fresh, committed);
+    CHECK(c.agreement == st::Agreement::kDiffers);
+    CHECK_THAT(c.reasons.at(0), Catch::Contains("fw=q2_seed=1: train_loss"));
+  }
+  SECTION("half the committed group's seed spread widens the tolerance of its losses") {
+    // fp32's spread is 0.01414: 0.007 > 1e-3 x 1.60 is still within half of it.
+    run_named(fresh, "fw=none_seed=1").values["train_loss"] = 1.607;
+    CHECK(st::compare_results(fresh, committed).agreement == st::Agreement::kWithinTolerance);
+    run_named(fresh, "fw=none_seed=1").values["train_loss"] = 1.608;  // 0.008 > 0.00707
+    CHECK(st::compare_results(fresh, committed).agreement == st::Agreement::kDiffers);
+  }
+  SECTION("bytes must match to 1e-9: a different build, not a different CPU") {
+    run_named(fresh, "fw=q2_seed=2").values["wire_bytes"] = 513;  // 0.2% off
+    CHECK(st::compare_results(fresh, committed).agreement == st::Agreement::kDiffers);
+  }
+  SECTION("a run missing, added or with another status differs") {
+    fresh.runs.pop_back();
+    const st::Comparison c = st::compare_results(fresh, committed);
+    CHECK(c.agreement == st::Agreement::kDiffers);
+    CHECK_THAT(st::agreement_summary(c), Catch::Contains("fw=q2_seed=2 is committed but not here"));
+    fresh = hand_results();
+    auto extra = fresh.runs.back();
+    extra.point = "fw=q2_seed=3";
+    fresh.runs.push_back(extra);
+    CHECK_THAT(st::compare_results(fresh, committed).reasons.at(0),
+               Catch::Contains("fw=q2_seed=3 is here but not committed"));
+    fresh = hand_results();
+    run_named(fresh, "fw=q2_seed=1").status = "diverged";
+    CHECK_THAT(st::compare_results(fresh, committed).reasons.at(0),
+               Catch::Contains("diverged here, complete committed"));
+  }
+  SECTION("the same numbers with another outcome, or another check, differ") {
+    fresh.checks[0].outcome = "inconclusive";
+    const st::Comparison c = st::compare_results(fresh, committed);
+    CHECK(c.agreement == st::Agreement::kDiffers);
+    CHECK_THAT(c.reasons.at(0),
+               Catch::Contains("check 1: inconclusive here, reproduced committed"));
+    fresh = hand_results();
+    fresh.checks[0].text += " or 5%";
+    CHECK_THAT(st::compare_results(fresh, committed).reasons.at(0), Catch::Contains("has changed"));
+    fresh = hand_results();
+    fresh.checks.clear();
+    CHECK_THAT(st::compare_results(fresh, committed).reasons.at(0),
+               Catch::Contains("committed but not here"));
+  }
+  SECTION("the report says it at a glance") {
+    run_named(fresh, "fw=q2_seed=1").values["train_loss"] = 2.0005;
+    const st::Comparison c = st::compare_results(fresh, committed);
+    st::CompareReport report;
+    report.claim_id = "X1";
+    report.fresh = &fresh;
+    report.committed = &committed;
+    report.comparison = &c;
+    std::ostringstream out;
+    st::write_comparison(report, out);
+    CHECK_THAT(out.str(),
+               Catch::Contains("**Agrees with the committed results, within tolerance.**"));
+    CHECK_THAT(out.str(),
+               Catch::Contains("| 2.00025 | 2 | +0.00025 | 0.0005 | 0.002 | within tolerance |"));
   }
 }
