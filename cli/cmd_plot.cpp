@@ -1,4 +1,4 @@
-// `slowpipe plot RUN.h5... | DIR [--out DIR] [--smooth N] [--target LOSS]`:
+// `slowpipe plot RUN.h5... | DIR [--out DIR] [--smooth N] [--target LOSS] [--per-seed]`:
 // comparison plots (gnuplot PNGs, with their scripts and data files) of run
 // logs or a sweep folder; which plots exist and when: docs/summary.md.
 #include <boost/program_options.hpp>
@@ -17,7 +17,8 @@ namespace slowpipe::cli {
 
 int cmd_plot(const Args& args) {
   po::options_description desc(
-      "usage: slowpipe plot RUN.h5... | DIR [--out DIR] [--smooth N] [--target LOSS]\n\nOptions");
+      "usage: slowpipe plot RUN.h5... | DIR [--out DIR] [--smooth N] [--target LOSS] "
+      "[--per-seed]\n\nOptions");
   std::vector<std::string> inputs;
   study::PlotOptions options;
   desc.add_options()("help,h", "this help")("runs", po::value(&inputs)->multitoken(),
@@ -28,7 +29,10 @@ int cmd_plot(const Args& args) {
                                       po::value(&options.summary.smooth_window)->default_value(10),
                                       "trailing-mean window of the train loss, in steps (1: raw)")(
       "target", po::value(&options.summary.target_loss),
-      "train loss for the time-to-target plot against bandwidth");
+      "train loss for the time-to-target plot against bandwidth")(
+      "per-seed",
+      "curves: one thin line per run (a seed group's runs in its colour) instead of the seed "
+      "mean with its min-max band");
   po::positional_options_description pos;
   pos.add("runs", -1);
   const po::variables_map vm = parse_command_line(args, desc, pos);
@@ -36,6 +40,7 @@ int cmd_plot(const Args& args) {
     std::cout << desc;
     return 0;
   }
+  options.per_seed = vm.count("per-seed") > 0;
   if (options.summary.smooth_window < 1) throw UsageError("--smooth must be at least 1 step");
   options.summary.has_target = vm.count("target") > 0;
   if (options.summary.has_target && !std::isfinite(options.summary.target_loss)) {

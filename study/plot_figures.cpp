@@ -12,6 +12,7 @@
 #include "common/units.h"
 #include "netmodel/compute_model.h"
 #include "runlog/runlog.h"
+#include "study/internal/plot_context.h"
 #include "study/plot_gnuplot.h"
 #include "study/plot_series.h"
 #include "study/summary_columns.h"
@@ -21,217 +22,17 @@ namespace slowpipe::study {
 namespace {
 
 namespace fs = std::filesystem;
+using detail::Curve;
+using detail::plot_number;
+using detail::plot_title;
+using detail::PlotContext;
+using detail::render_plot;
+using detail::simulated_on;
+using detail::write_text_file;
+using Context = PlotContext;
 
-std::string number(double v) {
-  if (std::isnan(v)) return "nan";
-  std::ostringstream s;
-  s.precision(10);
-  s << v;
-  return s.str();
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw UsageError("cannot write " + path.string());
-}
-
-std::string metric_label(const std::string& metric) {
-  if (metric == "accuracy") return "validation accuracy [fraction correct]";
-  if (metric == "bits_per_byte") return "validation loss [bits/byte]";
-  return "validation loss [nats]";
-}
-
-struct Context {
-  fs::path out;
-  const std::vector<RunStats>* runs;
-  std::vector<RunGroup> groups;
-  std::vector<std::string> keys;  // varying, seed pooled
-  std::vector<std::string> legends;
-  std::vector<std::string> metrics;  // eval metrics to plot
-  SummaryOptions options;
-  PlotReport report;
-  std::map<const RunStats*, std::string> stems;  // data file prefix per run
-  // Train and eval columns with at least one finite value, per run.
-  std::map<const RunStats*, std::set<std::string>> train_values, eval_values;
-};
-
-// The curves of a plot: (group, colour, legend). Against simulated time every
-// seed group; against step, groups that differ only in net.* keys give the same
-// curves (the network changes no number the run computes, only its simulated
-// time), so only the first of them is drawn, named without the net.* keys.
-struct Curve {
-  size_t group, colour;
-  std::string legend;
-};
-std::vector<Curve> curves(const Context& ctx, bool vs_time) {
-  std::vector<Curve> out;
-  if (vs_time) {
-    for (size_t g = 0; g < ctx.groups.size(); ++g) out.push_back({g, g, ctx.legends[g]});
-    return out;
-  }
-  std::vector<std::string> keys;
-  for (const auto& key : ctx.keys) {
-    if (key.rfind("net.", 0) != 0) keys.push_back(key);
-  }
-  std::set<std::string> seen;
-  for (size_t g = 0; g < ctx.groups.size(); ++g) {
-    const std::string legend = legend_of(ctx.groups[g], keys);
-    if (seen.insert(legend).second) out.push_back({g, out.size(), legend});
-  }
-  return out;
-}
-
-void render(Context& ctx, const std::string& name, const std::string& script) {
-  write_file(ctx.out / (name + ".gp"), script);
-  run_gnuplot(ctx.out.string(), name + ".gp");
-  ctx.report.written.push_back((ctx.out / (name + ".png")).string());
-}
-
-// The columns of `table` that hold at least one finite value.
-std::set<std::string> columns_with_values(const runlog::Table& table) {
-  std::set<std::string> out;
-  for (size_t c = 0; c < table.columns.size(); ++c) {
-    const auto& v = table.values[c];
-    if (std::any_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); })) {
-      out.insert(table.columns[c].name);
-    }
-  }
-  return out;
-}
-
-// data/<stem>.train.tsv: step, sim_time_s, loss, trailing mean of loss.
-// data/<stem>.eval.tsv: step, sim_time_s, then value and compressed value of each metric.
-void write_curve_data(Context& ctx) {
-  size_t i = 0;
-  for (const auto& run : *ctx.runs) {
-    const std::string stem = "run" + std::to_string(++i) + "_" + fs::path(run.path).stem().string();
-    ctx.stems[&run] = stem;
-    const runlog::Table train = runlog::read_table(run.path, "train");
-    const runlog::Table eval = runlog::read_table(run.path, "eval");
-    auto col = [](const runlog::Table& t, const std::string& name) {
-      return t.has_column(name) ? t.column(name) : std::vector<double>(t.rows(), NAN);
-    };
-    const auto loss = col(train, "loss");
-    const auto smooth = trailing_mean(loss, ctx.options.smooth_window);
-    const auto step = col(train, "step"), time = col(train, "sim_time_s");
-    ctx.train_values[&run] = columns_with_values(train);
-    ctx.eval_values[&run] = columns_with_values(eval);
-    std::ostringstream t;
-    t << "# step\tsim_time_s\tloss\tloss_smooth" << ctx.options.smooth_window << "\n";
-    for (size_t r = 0; r < train.rows(); ++r) {
-      t << number(step[r]) << "\t" << number(time[r]) << "\t" << number(loss[r]) << "\t"
-        << number(smooth[r]) << "\n";
-    }
-    write_file(ctx.out / "data" / (stem + ".train.tsv"), t.str());
-    std::ostringstream e;
-    e << "# step\tsim_time_s";
-    for (const auto& m : ctx.metrics) e << "\t" << m << "\t" << m << "_compressed";
-    e << "\n";
-    std::vector<std::vector<double>> ecols = {col(eval, "step"), col(eval, "sim_time_s")};
-    for (const auto& m : ctx.metrics) {
-      ecols.push_back(col(eval, m));
-      ecols.push_back(col(eval, m + "_compressed"));
-    }
-    for (size_t r = 0; r < eval.rows(); ++r) {
-      for (size_t c = 0; c < ecols.size(); ++c) e << (c ? "\t" : "") << number(ecols[c][r]);
-      e << "\n";
-    }
-    write_file(ctx.out / "data" / (stem + ".eval.tsv"), e.str());
-  }
-}
-
-// ", simulated on RTX4090": the devices of the runs' net.compute
-// (netmodel::compute_device_label), for the titles of plots against simulated
-// time; "" when no run names one.
-std::string simulated_on(const Context& ctx) {
-  std::set<std::string> devices;
-  for (const RunStats& run : *ctx.runs) {
-    const auto it = run.config.find("net.compute");
-    if (it != run.config.end()) devices.insert(netmodel::compute_device_label(it->second));
-  }
-  std::string list;
-  for (const auto& d : devices) list += (list.empty() ? "" : ", ") + d;
-  return list.empty() ? "" : ", simulated on " + list;
-}
-
-void train_plots(Context& ctx) {
-  for (const bool vs_time : {false, true}) {
-    const std::string name = vs_time ? "train_loss_vs_sim_time" : "train_loss_vs_step";
-    std::string script =
-        gp_preamble(name + ".png", "training loss" + (vs_time ? simulated_on(ctx) : ""));
-    script += "set xlabel " + gp_quote(vs_time ? "simulated time [s]" : "step") + "\n";
-    script += "set ylabel " +
-              gp_quote("train loss [nats], trailing mean of " +
-                       std::to_string(ctx.options.smooth_window) + " steps") +
-              "\n";
-    std::string plots;
-    for (const Curve& curve : curves(ctx, vs_time)) {
-      bool first = true;
-      for (const RunStats* run : ctx.groups[curve.group].runs) {
-        const auto& has = ctx.train_values[run];
-        if (has.count("loss") == 0 || (vs_time && has.count("sim_time_s") == 0)) continue;
-        plots += std::string(plots.empty() ? "plot " : ", \\\n     ") +
-                 gp_quote("data/" + ctx.stems[run] + ".train.tsv") + " using " +
-                 (vs_time ? "2" : "1") + ":4 with lines lw 1.5 lc rgb " +
-                 gp_quote(gp_colour(curve.colour)) + " " +
-                 (first ? "title " + gp_quote(curve.legend) : std::string("notitle"));
-        first = false;
-      }
-    }
-    if (plots.empty()) {
-      ctx.report.skipped.push_back(name + (vs_time ? ": no run has a train loss and simulated time"
-                                                   : ": no run has a train loss"));
-      continue;
-    }
-    render(ctx, name, script + plots + "\n");
-  }
-}
-
-void eval_plots(Context& ctx) {
-  for (size_t m = 0; m < ctx.metrics.size(); ++m) {
-    const std::string& metric = ctx.metrics[m];
-    for (const bool vs_time : {false, true}) {
-      const std::string name = "eval_" + metric + (vs_time ? "_vs_sim_time" : "_vs_step");
-      std::string script = gp_preamble(name + ".png", "evaluation: " + metric_label(metric) +
-                                                          (vs_time ? simulated_on(ctx) : ""));
-      script += "set xlabel " + gp_quote(vs_time ? "simulated time [s]" : "step") + "\n";
-      script += "set ylabel " + gp_quote(metric_label(metric)) + "\n";
-      std::string plots;
-      bool any_compressed = false;
-      const std::string x = vs_time ? "2" : "1";
-      const std::string y = std::to_string(3 + 2 * m), yc = std::to_string(4 + 2 * m);
-      for (const Curve& curve : curves(ctx, vs_time)) {
-        bool first = true;
-        for (const RunStats* run : ctx.groups[curve.group].runs) {
-          if (ctx.eval_values[run].count(metric) == 0) continue;
-          const std::string file = gp_quote("data/" + ctx.stems[run] + ".eval.tsv");
-          const std::string colour = " lc rgb " + gp_quote(gp_colour(curve.colour));
-          plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + file + " using " + x +
-                   ":" + y + " with linespoints pt 7 ps 0.7 lw 1.5" + colour + " " +
-                   (first ? "title " + gp_quote(curve.legend) : std::string("notitle"));
-          if (ctx.eval_values[run].count(metric + "_compressed") > 0) {
-            plots += ", \\\n     " + file + " using " + x + ":" + yc +
-                     " with linespoints pt 6 ps 0.7 lw 1.5 dt 2" + colour + " notitle";
-            any_compressed = true;
-          }
-          first = false;
-        }
-      }
-      if (plots.empty()) {
-        ctx.report.skipped.push_back(name + ": no run has a value of eval/" + metric);
-        continue;
-      }
-      if (any_compressed) {
-        plots +=
-            ", \\\n     NaN with lines lw 1.5 lc rgb '#555555' title 'without compression'"
-            ", \\\n     NaN with lines lw 1.5 dt 2 lc rgb '#555555' title "
-            "'with compression (forward codecs applied)'";
-      }
-      render(ctx, name, script + plots + "\n");
-    }
-  }
-}
+// The factor by which the two evaluations of a summary plot are shifted apart.
+constexpr double kEvalShift = 1.04;
 
 std::set<double> distinct_x(const std::vector<SummaryLine>& lines) {
   std::set<double> xs;
@@ -253,7 +54,7 @@ void summary_plot(Context& ctx, const std::string& name, const std::string& titl
   // The x range ends at the data (not the next power of ten), with a margin.
   script += "set autoscale xfix\nset offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n";
   std::string tics;  // a tic at every x that has a point
-  for (double x : distinct_x(lines)) tics += (tics.empty() ? "" : ", ") + number(x);
+  for (double x : distinct_x(lines)) tics += (tics.empty() ? "" : ", ") + plot_number(x);
   script += "set xtics (" + tics + ")\n";
   std::string plots;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -262,33 +63,44 @@ void summary_plot(Context& ctx, const std::string& name, const std::string& titl
     bool compressed = false;
     for (const auto& p : lines[i].points) {
       // One seed: no error bar (0), not a missing point.
-      d << number(p.x) << "\t" << number(p.y) << "\t" << number(std::isnan(p.y_std) ? 0 : p.y_std)
-        << "\t" << number(p.y_c) << "\t" << number(std::isnan(p.y_c_std) ? 0 : p.y_c_std) << "\t"
-        << p.n << "\n";
+      d << plot_number(p.x) << "\t" << plot_number(p.y) << "\t"
+        << plot_number(std::isnan(p.y_std) ? 0 : p.y_std) << "\t" << plot_number(p.y_c) << "\t"
+        << plot_number(std::isnan(p.y_c_std) ? 0 : p.y_c_std) << "\t" << p.n << "\n";
       compressed = compressed || std::isfinite(p.y_c);
     }
     const std::string file = "data/" + name + "_line" + std::to_string(i + 1) + ".tsv";
-    write_file(ctx.out / file, d.str());
+    write_text_file(ctx.out / file, d.str());
     const std::string colour = " lc rgb " + gp_quote(gp_colour(i));
-    plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + gp_quote(file) +
-             " using 1:2:3 with yerrorlines pt 7 lw 1.5" + colour + " title " +
-             gp_quote(lines[i].legend);
-    if (with_compressed && compressed) {
-      plots += ", \\\n     " + gp_quote(file) + " using 1:4:5 with yerrorlines pt 6 lw 1.5 dt 2" +
-               colour + " title " + gp_quote(lines[i].legend + " (compressed eval)");
+    // With both evaluations, each is shifted by kEvalShift on the log x axis
+    // (left: uncompressed, right: compressed) so their error bars do not overlap.
+    const bool both = with_compressed && compressed;
+    const std::string shift = plot_number(kEvalShift);
+    plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + gp_quote(file) + " using " +
+             (both ? "($1/" + shift + ")" : std::string("1")) +
+             ":2:3 with yerrorlines pt 7 lw 1.5" + colour + " title " + gp_quote(lines[i].legend);
+    if (both) {
+      plots += ", \\\n     " + gp_quote(file) + " using ($1*" + shift +
+               "):4:5 with yerrorlines pt 6 lw 1.5 dt 2" + colour + " title " +
+               gp_quote(lines[i].legend + " (compressed eval)");
     }
   }
-  for (const auto& ref : reference) {
-    plots += ", \\\n     " + number(ref.points.front().y) +
-             " with lines lw 1.5 dt 3 lc rgb '#555555' title " + gp_quote(ref.legend);
+  for (size_t r = 0; r < reference.size(); ++r) {  // dotted, each in a colour of its own
+    const std::string colour = reference.size() == 1 ? "#555555" : gp_colour(lines.size() + r);
+    plots += ", \\\n     " + plot_number(reference[r].points.front().y) +
+             " with lines lw 1.5 dt 3 lc rgb " + gp_quote(colour) + " title " +
+             gp_quote(reference[r].legend);
   }
-  render(ctx, name, script + plots + "\n");
+  render_plot(ctx, name, script + plots + "\n");
 }
 
+// Final train loss (no compressed variant), then each eval metric, against
+// the bits and the K of each channel.
 void metric_summary_plots(Context& ctx) {
   const std::vector<std::pair<std::string, std::string>> channels = {{"compress.fw", "fw"},
                                                                      {"compress.bw", "bw"}};
-  for (const auto& metric : ctx.metrics) {
+  std::vector<std::string> metrics = {"train_loss"};
+  metrics.insert(metrics.end(), ctx.metrics.begin(), ctx.metrics.end());
+  for (const auto& metric : metrics) {
     for (const auto& [key, dir] : channels) {
       for (const std::string dimension : {"bits", "k"}) {
         const std::string name = "final_" + metric + "_vs_" + dir + "_" + dimension;
@@ -303,9 +115,9 @@ void metric_summary_plots(Context& ctx) {
         }
         const std::string xlabel = dimension == "bits" ? dir + " bits per value (" + key + ")"
                                                        : dir + " fraction kept K (" + key + ")";
-        summary_plot(ctx, name, "final " + metric_label(metric) + " (mean ± std over seeds)",
-                     xlabel, "final " + metric_label(metric), dimension == "bits", lines, reference,
-                     true);
+        const std::string what = "final " + detail::metric_label(metric);
+        summary_plot(ctx, name, plot_title(ctx, what + " (mean \u00b1 std over seeds)"), xlabel,
+                     what, dimension == "bits", lines, reference, metric != "train_loss");
       }
     }
   }
@@ -313,7 +125,7 @@ void metric_summary_plots(Context& ctx) {
 
 void target_plot(Context& ctx) {
   const std::string name = "time_to_target_vs_bandwidth";
-  if (!ctx.options.has_target) {
+  if (!ctx.options.summary.has_target) {
     ctx.report.skipped.push_back(name + ": no --target loss given");
     return;
   }
@@ -329,10 +141,11 @@ void target_plot(Context& ctx) {
     return;
   }
   std::ostringstream title;
-  title << "simulated time to train loss \u2264 " << ctx.options.target_loss
-        << " (trailing mean of " << ctx.options.smooth_window << " steps)" << simulated_on(ctx);
-  summary_plot(ctx, name, title.str(), "bandwidth [Mbit/s]", "simulated time to target [s]", false,
-               lines, {}, false);
+  title << "simulated time to train loss \u2264 " << ctx.options.summary.target_loss
+        << " (trailing mean of " << ctx.options.summary.smooth_window << " steps)"
+        << simulated_on(ctx);
+  summary_plot(ctx, name, plot_title(ctx, title.str()), "bandwidth [Mbit/s]",
+               "simulated time to target [s]", false, lines, {}, false);
   if (unreached > 0) {
     ctx.report.skipped.push_back(name + ": " + std::to_string(unreached) +
                                  " point(s) left out, the target was never reached");
@@ -351,10 +164,11 @@ std::string log_tics(const std::vector<ParetoPoint>& points) {
        decade *= 10) {
     for (const double m : {1.0, 2.0, 5.0}) {
       const double x = m * decade;
-      if (x >= lo / 1.3 && x <= hi * 1.3) tics += (tics.empty() ? "" : ", ") + number(x);
+      if (x >= lo / 1.3 && x <= hi * 1.3) tics += (tics.empty() ? "" : ", ") + plot_number(x);
     }
   }
-  const std::string range = "set xrange [" + number(lo / 1.3) + ":" + number(hi * 1.3) + "]\n";
+  const std::string range =
+      "set xrange [" + plot_number(lo / 1.3) + ":" + plot_number(hi * 1.3) + "]\n";
   return range + (tics.empty() ? "" : "set xtics (" + tics + ")\n");
 }
 
@@ -366,15 +180,16 @@ void write_pareto_data(Context& ctx, const std::string& name,
   d << "# x\tx_std\tloss\tloss_std\tn\tfront\tlabel\n";
   std::vector<std::pair<double, double>> front;
   for (const auto& p : points) {
-    d << number(p.x) << "\t" << number(p.x_std) << "\t" << number(p.loss) << "\t"
-      << number(p.loss_std) << "\t" << p.n << "\t" << (p.front ? 1 : 0) << "\t" << p.label << "\n";
+    d << plot_number(p.x) << "\t" << plot_number(p.x_std) << "\t" << plot_number(p.loss) << "\t"
+      << plot_number(p.loss_std) << "\t" << p.n << "\t" << (p.front ? 1 : 0) << "\t" << p.label
+      << "\n";
     if (p.front) front.emplace_back(p.x, p.loss);
   }
   std::sort(front.begin(), front.end());
   f << "# x\tloss\n";
-  for (const auto& [x, loss] : front) f << number(x) << "\t" << number(loss) << "\n";
-  write_file(ctx.out / "data" / (name + ".tsv"), d.str());
-  write_file(ctx.out / "data" / (name + "_front.tsv"), f.str());
+  for (const auto& [x, loss] : front) f << plot_number(x) << "\t" << plot_number(loss) << "\n";
+  write_text_file(ctx.out / "data" / (name + ".tsv"), d.str());
+  write_text_file(ctx.out / "data" / (name + "_front.tsv"), f.str());
 }
 
 // Final train loss against wire bytes per step or simulated run time, the
@@ -394,9 +209,12 @@ void pareto_plot(Context& ctx, const std::string& x_column, const std::string& n
   }
   write_pareto_data(ctx, name, points);
   std::string script = gp_preamble(
-      name + ".png", "final train loss (mean \u00b1 std over seeds) against " +
-                         std::string(bytes ? "bytes on the wire per step" : "simulated run time") +
-                         (bytes ? "" : at + simulated_on(ctx)));
+      name + ".png",
+      plot_title(ctx,
+                 "final train loss (mean \u00b1 std over seeds) against " +
+                     std::string(bytes ? "bytes on the wire per step" : "simulated run time") +
+                     (bytes ? "" : at + simulated_on(ctx)),
+                 &groups));
   script += "set xlabel " +
             gp_quote(bytes ? "bytes on the wire per step, fw + bw + grad [bytes]"
                            : "simulated time of the whole run [s]") +
@@ -413,7 +231,7 @@ void pareto_plot(Context& ctx, const std::string& x_column, const std::string& n
             " using 1:($6 > 0 ? $3 : NaN) with points pt 6 ps 2.5 lw 1.5 lc rgb " +
             gp_quote(gp_colour(1)) + " title 'on the front', \\\n     " + data +
             " using 1:3:7 with labels left offset char 1,0.6 font ',9' noenhanced notitle\n";
-  render(ctx, name, script);
+  render_plot(ctx, name, script);
   if (left_out > 0) {
     ctx.report.skipped.push_back(name + ": " + std::to_string(left_out) +
                                  " seed group(s) left out (diverged, or no train loss or " +
@@ -453,6 +271,78 @@ void pareto_plots(Context& ctx) {
 
 }  // namespace
 
+namespace detail {
+
+std::vector<Curve> plot_curves_of(const PlotContext& ctx, bool vs_time) {
+  std::vector<std::string> keys;
+  for (const auto& key : ctx.keys) {
+    if (!vs_time && key.rfind("net.", 0) == 0) continue;
+    keys.push_back(key);
+  }
+  std::vector<size_t> chosen;
+  std::set<std::string> seen;
+  for (size_t g = 0; g < ctx.groups.size(); ++g) {
+    if (vs_time || seen.insert(legend_of(ctx.groups[g], keys)).second) chosen.push_back(g);
+  }
+  std::vector<RunGroup> groups;
+  for (size_t g : chosen) groups.push_back(ctx.groups[g]);
+  const std::vector<std::string> legends = group_legends(groups, keys);
+  std::vector<Curve> out;
+  for (size_t i = 0; i < chosen.size(); ++i) out.push_back({chosen[i], i, legends[i]});
+  return out;
+}
+
+std::string plot_number(double v) {
+  if (std::isnan(v)) return "nan";
+  std::ostringstream s;
+  s.precision(10);
+  s << v;
+  return s.str();
+}
+
+void write_text_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw UsageError("cannot write " + path.string());
+}
+
+void render_plot(PlotContext& ctx, const std::string& name, const std::string& script) {
+  write_text_file(ctx.out / (name + ".gp"), script);
+  run_gnuplot(ctx.out.string(), name + ".gp");
+  ctx.report.written.push_back((ctx.out / (name + ".png")).string());
+}
+
+std::string plot_title(const PlotContext& ctx, const std::string& what,
+                       const std::vector<RunGroup>* groups) {
+  std::string setting = ctx.setting;
+  if (groups) {
+    std::vector<const RunStats*> runs;
+    for (const auto& group : *groups) runs.insert(runs.end(), group.runs.begin(), group.runs.end());
+    setting = runs_setting(runs);
+  }
+  return setting.empty() ? what : what + "\n" + setting;
+}
+
+std::string simulated_on(const PlotContext& ctx) {
+  std::set<std::string> devices;
+  for (const RunStats& run : *ctx.runs) {
+    const auto it = run.config.find("net.compute");
+    if (it != run.config.end()) devices.insert(netmodel::compute_device_label(it->second));
+  }
+  std::string list;
+  for (const auto& d : devices) list += (list.empty() ? "" : ", ") + d;
+  return list.empty() ? "" : ", simulated on " + list;
+}
+
+std::string metric_label(const std::string& metric) {
+  if (metric == "train_loss") return "train loss [nats], mean of the last 10% of steps";
+  if (metric == "accuracy") return "validation accuracy [fraction correct]";
+  if (metric == "bits_per_byte") return "validation loss [bits/byte]";
+  return "validation loss [nats]";
+}
+
+}  // namespace detail
+
 std::string default_plot_dir(const std::vector<std::string>& args,
                              const std::vector<std::string>& paths) {
   if (!args.empty() && fs::is_directory(args.front())) {
@@ -466,10 +356,13 @@ PlotReport make_plots(const std::vector<RunStats>& runs, const PlotOptions& opti
   Context ctx;
   ctx.out = options.out_dir;
   ctx.runs = &runs;
-  ctx.options = options.summary;
-  ctx.groups = group_runs(runs, /*group_seeds=*/true);
+  ctx.options = options;
   ctx.keys = varying_keys(runs, /*group_seeds=*/true);
-  for (const auto& group : ctx.groups) ctx.legends.push_back(legend_of(group, ctx.keys));
+  ctx.groups = group_runs(runs, /*group_seeds=*/true);
+  sort_groups(ctx.groups, ctx.keys);
+  std::vector<const RunStats*> all;
+  for (const auto& run : runs) all.push_back(&run);
+  ctx.setting = runs_setting(all);
   for (const auto& metric : summary_metrics()) {
     for (const auto& run : runs) {
       if (std::find(run.eval_metrics.begin(), run.eval_metrics.end(), metric) !=
@@ -483,10 +376,11 @@ PlotReport make_plots(const std::vector<RunStats>& runs, const PlotOptions& opti
   std::error_code ec;
   fs::create_directories(ctx.out / "data", ec);
   if (ec) throw UsageError("cannot create " + (ctx.out / "data").string() + ": " + ec.message());
-  write_curve_data(ctx);
-  train_plots(ctx);
-  eval_plots(ctx);
+  detail::write_curve_data(ctx);
+  detail::train_plots(ctx);
+  detail::eval_plots(ctx);
   metric_summary_plots(ctx);
+  detail::channel_plots(ctx);
   target_plot(ctx);
   pareto_plots(ctx);
   return ctx.report;

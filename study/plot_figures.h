@@ -24,6 +24,9 @@ namespace slowpipe::study {
 struct PlotOptions {
   std::string out_dir;
   SummaryOptions summary;  // target and smoothing window
+  // Curves: one thin line per run (the seeds of a group in its colour) instead
+  // of the seed mean with its min-max band.
+  bool per_seed = false;
 };
 
 struct PlotReport {

@@ -23,7 +23,13 @@ constexpr const char* kColours[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7", 
 
 std::string gp_quote(const std::string& text) {
   std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+  for (char c : text) {
+    if (c == '\n') {
+      out += "'.\"\\n\".'";  // a line break: 'a'."\n".'b' (a string expression)
+    } else {
+      out += c == '\'' ? std::string("''") : std::string(1, c);
+    }
+  }
   return out + "'";
 }
 

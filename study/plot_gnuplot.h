@@ -9,7 +9,8 @@
 
 namespace slowpipe::study {
 
-// A gnuplot single-quoted string literal ('' stands for ').
+// A gnuplot single-quoted string literal ('' stands for '); a line break
+// becomes the expression '...'."\n".'...' (fine in titles and labels).
 std::string gp_quote(const std::string& text);
 
 // Terminal, output, data format and key settings for a PNG named `png` (a file

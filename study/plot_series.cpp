@@ -2,8 +2,10 @@
 #include "study/plot_series.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "common/errors.h"
 #include "common/units.h"
@@ -80,6 +82,99 @@ std::string legend_of(const RunGroup& group, const std::vector<std::string>& key
              : name;
 }
 
+std::string group_label(const RunGroup& group) {
+  const std::string label = config_value(*group.runs.front(), "run.label");
+  for (const RunStats* run : group.runs) {
+    if (config_value(*run, "run.label") != label) return "";
+  }
+  return label;
+}
+
+std::vector<std::string> group_legends(const std::vector<RunGroup>& groups,
+                                       const std::vector<std::string>& keys) {
+  std::vector<std::string> labels, legends;
+  std::map<std::string, std::set<std::string>> legends_of_label;
+  for (const auto& group : groups) {
+    labels.push_back(group_label(group));
+    legends.push_back(legend_of(group, keys));
+    if (!labels.back().empty()) legends_of_label[labels.back()].insert(legends.back());
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (labels[g].empty()) continue;
+    legends[g] =
+        legends_of_label[labels[g]].size() > 1 ? labels[g] + " (" + legends[g] + ")" : labels[g];
+  }
+  return legends;
+}
+
+std::string runs_setting(const std::vector<const RunStats*>& runs) {
+  std::set<std::string> workloads, networks;
+  for (const RunStats* p : runs) {
+    const RunStats& run = *p;
+    const std::string model = config_value(run, "model.name");
+    const std::string data = config_value(run, "data.name");
+    const bool tuned = !config_value(run, "model.init_from").empty();
+    std::string workload = model;
+    if (!data.empty())
+      workload += (model.empty() ? "" : " ") + std::string(tuned ? "fine-tuned on " : "on ") + data;
+    workloads.insert(workload);
+    std::string net = config_value(run, "net.bandwidth");
+    if (net.empty() || net == "preset") net = config_value(run, "net.preset");
+    networks.insert(net);
+  }
+  std::string out;
+  if (workloads.size() > 1) out = "several workloads";
+  if (workloads.size() == 1) out = *workloads.begin();
+  std::string net = networks.size() > 1 ? "several networks" : "";
+  if (networks.size() == 1 && !networks.begin()->empty()) net = "net " + *networks.begin();
+  if (!net.empty()) out += (out.empty() ? "" : ", ") + net;
+  return out;
+}
+
+std::vector<BandPoint> seed_band(const std::vector<SeedCurve>& seeds) {
+  struct Acc {
+    double sum = 0, min = 0, max = 0, x_sum = 0;
+    size_t n = 0, x_n = 0;
+  };
+  std::map<double, Acc> by_key;
+  for (const SeedCurve& seed : seeds) {
+    std::map<double, std::pair<double, double>> last;  // key -> (x, y), the last row wins
+    for (size_t i = 0; i < seed.key.size() && i < seed.y.size(); ++i) {
+      last[seed.key[i]] = {i < seed.x.size() ? seed.x[i] : kNaN, seed.y[i]};
+    }
+    for (const auto& [key, xy] : last) {
+      if (!std::isfinite(xy.second) || std::isnan(key)) continue;
+      Acc& a = by_key[key];
+      a.min = a.n ? std::min(a.min, xy.second) : xy.second;
+      a.max = a.n ? std::max(a.max, xy.second) : xy.second;
+      a.sum += xy.second, ++a.n;
+      if (std::isfinite(xy.first)) a.x_sum += xy.first, ++a.x_n;
+    }
+  }
+  std::vector<BandPoint> out;
+  for (const auto& [key, a] : by_key) {
+    out.push_back({key, a.x_n ? a.x_sum / static_cast<double>(a.x_n) : kNaN,
+                   a.sum / static_cast<double>(a.n), a.min, a.max, a.n});
+  }
+  return out;
+}
+
+SeedCurve epoch_means(const std::vector<double>& epoch, const std::vector<double>& values) {
+  std::map<double, std::pair<double, size_t>> sums;  // epoch -> (sum, count of finite values)
+  for (size_t i = 0; i < epoch.size() && i < values.size(); ++i) {
+    if (!std::isfinite(epoch[i])) continue;
+    auto& [sum, n] = sums[epoch[i]];
+    if (std::isfinite(values[i])) sum += values[i], ++n;
+  }
+  SeedCurve out;
+  for (const auto& [e, s] : sums) {
+    out.key.push_back(e);
+    out.x.push_back(kNaN);
+    out.y.push_back(s.second ? s.first / static_cast<double>(s.second) : kNaN);
+  }
+  return out;
+}
+
 SpecInfo describe_spec(const std::string& spec) {
   SpecInfo info{"", "", kNaN, kNaN};
   compressors::SpecTree tree;
@@ -131,7 +226,11 @@ std::vector<SummaryLine> metric_lines(const std::vector<RunGroup>& groups,
     if (!uncompressed && std::isnan(x)) continue;
     if (!uncompressed && dimension == "bits" && spec.bits >= 32) continue;
     std::string legend = uncompressed ? "fp32 (" + spec.codec + ")" : spec.scheme;
-    if (!uncompressed && dimension == "k") legend += " " + spec.codec;
+    // Against K the sparsifier names the line; against bits every codec but the
+    // q<b> quantizers does (tah, fp16), so a TAH-Quant 3-bit run is not pooled with q3.
+    const bool quantizer = spec.codec.size() > 1 && spec.codec[0] == 'q' &&
+                           std::isdigit(static_cast<unsigned char>(spec.codec[1]));
+    if (!uncompressed && (dimension == "k" || !quantizer)) legend += " " + spec.codec;
     if (!others.empty()) legend += " " + others;
     Pool& pool = uncompressed ? reference_pools[legend][0] : pools[legend][x];
     for (const RunStats* run : group.runs) {
@@ -176,7 +275,7 @@ std::vector<ParetoPoint> pareto_points(const std::vector<RunGroup>& groups,
       continue;
     }
     ParetoPoint p;
-    p.label = config_value(*group.runs.front(), "run.label");
+    p.label = group_label(group);
     if (p.label.empty()) p.label = legend_of(group, keys);
     std::replace(p.label.begin(), p.label.end(), '\t', ' ');
     p.x = x.stat.mean;

@@ -19,6 +19,43 @@ namespace slowpipe::study {
 // key varies.
 std::string legend_of(const RunGroup& group, const std::vector<std::string>& keys);
 
+// The run.label the group's runs share; "" when one has none or they differ.
+std::string group_label(const RunGroup& group);
+
+// The legend of each group: its run.label (group_label), else legend_of(keys).
+// A label that several groups with different key legends share is followed by
+// the key legend in parentheses, so no two legends read alike.
+std::vector<std::string> group_legends(const std::vector<RunGroup>& groups,
+                                       const std::vector<std::string>& keys);
+
+// What the runs train and where, for plot titles: "gpt fine-tuned on gcide,
+// net 100Mbps" from model.name, data.name (model.init_from set: "fine-tuned
+// on") and the network (net.bandwidth when set, else net.preset); "several
+// workloads" or "several networks" when the runs differ in them; a part no run
+// names is left out.
+std::string runs_setting(const std::vector<const RunStats*>& runs);
+
+// One seed's curve: y at each key (a step or an epoch, increasing), with a
+// second x per key (the simulated time; NaN when absent). A key repeated in
+// one curve counts once, with its last value.
+struct SeedCurve {
+  std::vector<double> key, x, y;
+};
+// The seed band at one key: mean, min and max of y over the seeds with a
+// finite y at that key (n of them; a key only some seeds have is averaged over
+// those), and the mean of their finite x (NaN when none).
+struct BandPoint {
+  double key = 0, x = 0, mean = 0, min = 0, max = 0;
+  size_t n = 0;
+};
+// One point per key at which at least one seed has a finite y, by key.
+std::vector<BandPoint> seed_band(const std::vector<SeedCurve>& seeds);
+
+// Per-epoch means of `values` (rows parallel to `epoch`): one key per distinct
+// finite epoch, increasing, y the mean of that epoch's finite values (NaN when
+// none), x NaN.
+SeedCurve epoch_means(const std::vector<double>& epoch, const std::vector<double>& values);
+
 struct SpecInfo {
   std::string scheme;  // "plain", "ef", "ef21", "aq"; empty: not a valid spec
   std::string codec;   // first stage: "q4", "topk", "none", ...
@@ -47,10 +84,11 @@ struct SummaryLine {
 
 // Lines of "final `metric` against the bits (dimension "bits") or the K
 // (dimension "k") of the `direction` channel (compress.fw or compress.bw): one
-// line per scheme (and per value of the varying keys beside that channel,
-// the seed and the network). Groups whose channel has no such value are left
-// out; uncompressed runs (the reference codec, none) are returned in `reference` instead, one
-// line of one point (x unused) per value of those other keys.
+// line per scheme ("aq"; against K with its sparsifier, "ef topk"; against
+// bits with its codec unless a q<b> quantizer, "plain tah") and per value of
+// the varying keys beside that channel, the seed and the network. Groups whose channel has no such
+// value are left out; uncompressed runs (the reference codec, none) are returned in `reference`
+// instead, one line of one point (x unused) per value of those other keys.
 std::vector<SummaryLine> metric_lines(const std::vector<RunGroup>& groups,
                                       const std::vector<std::string>& keys,
                                       const std::string& direction, const std::string& dimension,

@@ -40,7 +40,7 @@ set title title noenhanced
 set xlabel xlabel noenhanced
 set ylabel ylabel noenhanced
 set grid
-set key top right noenhanced box opaque Left reverse
+set key outside right top noenhanced Left reverse  # never on top of the curves
 if (logy) { set logscale y }
 
 label_of(i) = (words(labels) >= i) ? word(labels, i) : word(runs, i)

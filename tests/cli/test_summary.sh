@@ -124,6 +124,21 @@ check "pareto bytes: one point per codec" '[ "$(grep -vc "^#" runs/plots/data/pa
 expect 0 "skipped final_bits_per_byte_vs_fw_bits: the runs do not vary the bits" -- "$bin" plot runs --out elsewhere
 check "--out" '[ -s elsewhere/train_loss_vs_step.png ] && [ -d elsewhere/data ]'
 expect 0 "skipped time_to_target_vs_bandwidth: no --target" -- "$bin" plot runs/none_1Gbps_1.h5
+# The seed band of a group (none at 100Mbps: runs 1 and 2) at the last step: mean, min and n of
+# the two runs' smoothed losses; --per-seed draws one line per run instead.
+last() { awk -F'\t' -v c="$2" '!/^#/ { v = $c } END { print v }' "$1"; }
+a=$(last runs/plots/data/run1_none_100Mbps_1.train.tsv 4) b=$(last runs/plots/data/run2_none_100Mbps_2.train.tsv 4)
+check "band mean of two seeds" 'close "$(last runs/plots/data/train_loss_group1.tsv 3)" "$(awk -v a="$a" -v b="$b" "BEGIN{printf \"%.12g\", (a+b)/2}")"'
+check "band min of two seeds" 'close "$(last runs/plots/data/train_loss_group1.tsv 4)" "$(awk -v a="$a" -v b="$b" "BEGIN{print (a<b?a:b)}")"'
+check "band n" '[ "$(last runs/plots/data/train_loss_group1.tsv 6)" = 2 ]'
+check "band drawn" 'grep -q filledcurves runs/plots/train_loss_vs_step.gp'
+check "title: workload and networks" 'grep -q "gpt on text, several networks" runs/plots/train_loss_vs_step.gp'
+"$bin" plot runs --out perseed --per-seed > /dev/null || bad "plot --per-seed"
+check "--per-seed: a line per run" '[ "$(grep -o "[.]train[.]tsv" perseed/train_loss_vs_step.gp | wc -l)" -eq 4 ] && ! grep -q filledcurves perseed/train_loss_vs_step.gp'
+# The channel figure: q4 has a relative error at boundary 0, no run a delta norm.
+check "channel rel_error PNG" '[ "$(stat -c %s runs/plots/channel_by_epoch_fw_rel_error.png)" -gt 10000 ]'
+check "channel data" 'grep -q "boundary 0" runs/plots/data/channel_by_epoch_fw_rel_error_line1.tsv && awk -F"\t" "!/^#/ && !(\$2 > 0) { exit 1 }" runs/plots/data/channel_by_epoch_fw_rel_error_line1.tsv'
+expect 0 "skipped channel_by_epoch_fw_delta_norm: no run logs a nonzero" -- "$bin" plot runs --out elsewhere2
 
 # Bad inputs.
 echo "not a run log" > junk.h5

@@ -1,7 +1,13 @@
-// What the comparison plots are made of: spec facts, legends, and the summary
-// plot points (seed means and sample std).
+// What the comparison plots are made of: spec facts, legends and titles, the
+// summary plot points (seed means and sample std), the seed bands of the
+// curves and the per-epoch means (against naive computations).
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
 
 #include "runlog/runlog.h"
 #include "study/plot_figures.h"
@@ -109,4 +115,155 @@ TEST_CASE("plot: logs without rows give skipped plots, not a gnuplot error") {
   REQUIRE(report.skipped.size() >= 4);
   CHECK(report.skipped[0] == "train_loss_vs_step: no run has a train loss");
   CHECK(report.skipped[2] == "eval_loss_vs_step: no run has a value of eval/loss");
+}
+
+namespace {
+
+// A naive seed band: for every key any seed has, loop over all seeds and all
+// their rows; the last row of a key in a seed counts.
+struct Naive {
+  double mean, min, max, x;
+  size_t n;
+};
+std::map<double, Naive> naive_band(const std::vector<st::SeedCurve>& seeds) {
+  std::map<double, Naive> out;
+  std::set<double> keys;
+  for (const auto& s : seeds) keys.insert(s.key.begin(), s.key.end());
+  for (double key : keys) {
+    double sum = 0, lo = INFINITY, hi = -INFINITY, xs = 0;
+    size_t n = 0, nx = 0;
+    for (const auto& s : seeds) {
+      double y = NAN, x = NAN;
+      for (size_t i = 0; i < s.key.size(); ++i) {
+        if (s.key[i] == key) y = s.y[i], x = s.x[i];
+      }
+      if (!std::isfinite(y)) continue;
+      sum += y, ++n, lo = std::min(lo, y), hi = std::max(hi, y);
+      if (std::isfinite(x)) xs += x, ++nx;
+    }
+    if (n) out[key] = {sum / n, lo, hi, nx ? xs / nx : NAN, n};
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("plot: seed bands agree with a naive mean, min and max per step") {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<st::SeedCurve> seeds(1 + trial % 4);
+    for (auto& s : seeds) {
+      for (int step = 1; step <= 30; ++step) {
+        if (u(rng) < 0.2) continue;  // steps only some seeds have
+        s.key.push_back(step);
+        s.x.push_back(u(rng) < 0.1 ? NAN : 0.5 * step + u(rng));
+        s.y.push_back(u(rng) < 0.05 ? NAN : 3 - 0.05 * step + u(rng));  // a diverged row
+      }
+      if (!s.key.empty() && u(rng) < 0.3) {  // a repeated step: the last row counts
+        s.key.push_back(s.key.back()), s.x.push_back(1), s.y.push_back(9);
+      }
+    }
+    const auto band = st::seed_band(seeds);
+    const auto want = naive_band(seeds);
+    REQUIRE(band.size() == want.size());
+    for (const auto& p : band) {
+      const Naive& w = want.at(p.key);
+      CHECK(p.mean == Approx(w.mean));
+      CHECK(p.min == w.min);
+      CHECK(p.max == w.max);
+      CHECK(p.n == w.n);
+      if (std::isnan(w.x)) CHECK(std::isnan(p.x));
+      if (!std::isnan(w.x)) CHECK(p.x == Approx(w.x));
+      CHECK(p.min <= p.mean);
+      CHECK(p.mean <= p.max);
+    }
+  }
+}
+
+TEST_CASE("plot: a step only one seed has is that seed's value, n = 1") {
+  const st::SeedCurve a{{1, 2, 3}, {0.1, 0.2, 0.3}, {5, 4, 3}};
+  const st::SeedCurve b{{1, 2}, {0.1, 0.2}, {7, 2}};
+  const auto band = st::seed_band({a, b});
+  REQUIRE(band.size() == 3);
+  CHECK(band[0].mean == 6);
+  CHECK(band[0].min == 5);
+  CHECK(band[0].max == 7);
+  CHECK(band[1].mean == 3);
+  CHECK(band[2].mean == 3);
+  CHECK(band[2].n == 1);
+  CHECK(band[2].min == band[2].max);
+  CHECK(st::seed_band({}).empty());
+}
+
+TEST_CASE("plot: per-epoch means against a naive loop") {
+  const std::vector<double> epoch = {0, 0, 0, 1, 1, 2, NAN, 2};
+  const std::vector<double> value = {1, 2, 6, NAN, 4, 5, 100, 7};
+  const st::SeedCurve m = st::epoch_means(epoch, value);
+  REQUIRE(m.key == std::vector<double>{0, 1, 2});
+  for (size_t e = 0; e < m.key.size(); ++e) {
+    double sum = 0;
+    int n = 0;
+    for (size_t i = 0; i < epoch.size(); ++i) {
+      if (epoch[i] == m.key[e] && std::isfinite(value[i])) sum += value[i], ++n;
+    }
+    CHECK(m.y[e] == Approx(sum / n));
+  }
+  CHECK(m.y[0] == Approx(3));  // the control: (1 + 2 + 6) / 3
+  CHECK(std::isnan(st::epoch_means({0, 0}, {NAN, NAN}).y[0]));
+}
+
+TEST_CASE("plot: legends use run.label, fall back to the keys, stay distinct") {
+  std::vector<st::RunStats> runs = {
+      run("q2", "1", "1Gbps", 0.6, 1), run("q2", "2", "1Gbps", 0.6, 1),
+      run("aq(q2)", "1", "1Gbps", 0.6, 1), run("q4", "1", "1Gbps", 0.6, 1),
+      run("q8", "1", "1Gbps", 0.6, 1)};
+  runs[0].config["run.label"] = runs[1].config["run.label"] = "direct q2";
+  runs[2].config["run.label"] = "AQ-SGD q2";
+  runs[3].config["run.label"] = runs[4].config["run.label"] = "direct";  // shared by two groups
+  const auto groups = st::group_runs(runs, true);
+  const auto keys = st::varying_keys(runs, true);
+  REQUIRE(groups.size() == 4);
+  CHECK(st::group_label(groups[0]) == "direct q2");
+  const auto legends = st::group_legends(groups, keys);
+  CHECK(legends[0] == "direct q2");
+  CHECK(legends[1] == "AQ-SGD q2");
+  CHECK(legends[2] == "direct (fw=q4)");
+  CHECK(legends[3] == "direct (fw=q8)");
+  runs[1].config["run.label"] = "other";  // seeds disagree: no label, the keys
+  const auto mixed = st::group_runs(runs, true);
+  CHECK(st::group_label(mixed[0]).empty());
+  CHECK(st::group_legends(mixed, keys)[0] == "fw=q2");
+}
+
+TEST_CASE("plot: titles name the workload and the network") {
+  std::vector<st::RunStats> runs = {run("q2", "1", "1Gbps", 0.6, 1),
+                                    run("q4", "1", "1Gbps", 0.6, 1)};
+  for (auto& r : runs) r.config["model.name"] = "gpt", r.config["data.name"] = "gcide";
+  auto setting = [&] {
+    std::vector<const st::RunStats*> p;
+    for (const auto& r : runs) p.push_back(&r);
+    return st::runs_setting(p);
+  };
+  CHECK(setting() == "gpt on gcide, net 1Gbps");
+  for (auto& r : runs) r.config["model.init_from"] = "pretrain.pt";
+  CHECK(setting() == "gpt fine-tuned on gcide, net 1Gbps");
+  runs[1].config["net.bandwidth"] = "250Mbps";
+  CHECK(setting() == "gpt fine-tuned on gcide, several networks");
+  runs[1].config["model.name"] = "mlp";
+  CHECK(setting() == "several workloads, several networks");
+}
+
+TEST_CASE("plot: against bits a codec other than q<b> has its own line") {
+  const std::vector<st::RunStats> runs = {
+      run("q3", "1", "1Gbps", 0.60, 1), run("q4", "1", "1Gbps", 0.70, 1),
+      run("tah:bits=3", "1", "1Gbps", 0.66, 1), run("tah:bits=4", "1", "1Gbps", 0.72, 1)};
+  std::vector<st::SummaryLine> reference;
+  const auto lines = st::metric_lines(st::group_runs(runs, true), st::varying_keys(runs, true),
+                                      "compress.fw", "bits", "accuracy", reference);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0].legend == "plain");
+  CHECK(lines[0].points[0].y == Approx(0.60));  // q3 alone, not pooled with TAH-Quant 3
+  CHECK(lines[1].legend.rfind("plain tah", 0) == 0);
+  CHECK(lines[1].points[0].y == Approx(0.66));
 }
