@@ -8,7 +8,9 @@
 #    compressed all-reduce, and interleaved virtual stages under a fixed clock.
 #  - At a faster link (100 Mbit/s -> 1 Gbit/s) every step takes at most its
 #    logged time and the run less in all; losses and bytes are copied
-#    unchanged; the copy says its network and names its source.
+#    unchanged; the copy says its network and names its source; and its
+#    simulated columns equal those of the same run trained at 1 Gbit/s (q2,
+#    aq(q2) with its warm-up, two replicas).
 #  - Refusals (exit 2): a host-timed clock (measured, calibrated), a key
 #    other than net.*, compress.grad_sync = momentum, no --out, a file that is
 #    not a retimed copy in the way.
@@ -80,6 +82,19 @@ for r in "${runs[@]}"; do
   [ "$(attr "fast/$r.h5" retime.source)" = "$work/$r.h5" ] && ok || bad "$r: retime.source"
   "$bin" export "fast/$r.h5" --blob trace_step_4 | grep -q '"bytes"' && ok ||
     bad "$r: the kept step trace is rewritten"
+done
+# The reference: the same runs trained at 1 Gbit/s have the retimed copies' simulated columns.
+for r in q2 aq replicas; do
+  args=(--fw q2 --bw q8 --set run.steps=6)
+  [ $r = aq ] && args=(--fw 'aq(q2)' --bw q8 --set run.epochs=2)
+  [ $r = replicas ] && args=(--fw q4 --bw q8 --set pipeline.replicas=2 --set compress.grad=q8
+                             --set pipeline.schedule=gpipe --set run.steps=4)
+  train "trained-$r" "${args[@]}" --set net.bandwidth=1Gbps
+  for c in sim_step_time_s sim_time_s; do
+    col "trained-$r.h5" $c >a.txt
+    col "fast/$r.h5" $c >b.txt
+    within b.txt a.txt && ok || bad "$r: retimed to 1 Gbit/s, $c differs from a run trained there"
+  done
 done
 # A folder, and the copies beside the originals in summary (two bandwidths).
 expect 0 "" -- "$bin" retime own --set net.latency=50ms --out slow
