@@ -111,6 +111,10 @@ expect 2 "no point has that name" -- "$bin" sweep grid.ini --point fw=q4 --out b
 expect 2 "compress.fw takes none | q2" -- "$bin" sweep grid.ini --only fw=q4 --out bad
 expect 2 "with KEY a key the sweep lists: compress.fw (fw)" -- "$bin" sweep grid.ini --only bits=2 --out bad
 expect 2 "leave -j out" -- "$bin" sweep grid.ini --point 1 -j 2 --out bad
+# With --emit-jobs, a selection emits those points alone (and their NAME.ini).
+expect 0 "1 jobs" -- "$bin" sweep grid.ini --emit-jobs one.txt --point 2 --out one
+[ "$(ls one)" = "fw=none_net=100Mbps_seed=2.ini" ] && grep -qF "seed=2.h5" one.txt && ok ||
+  bad "--emit-jobs --point 2 should emit point 2 alone: $(ls one)"
 [ ! -e bad ] && ok || bad "a refused sweep created its folder"
 
 # --emit-jobs, then GNU parallel runs the file as it is.
