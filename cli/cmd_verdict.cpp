@@ -136,35 +136,6 @@ std::string report_text(const Verdict& v, const std::string& sweep_path, int sca
   return out.str();
 }
 
-// --save: refused unless every point of the sweep has a finished run log.
-void refuse_unfinished(const study::SweepFile& sweep, const Verdict& v, const std::string& dir) {
-  const size_t points = study::expand_points(sweep).size();
-  if (v.runs.size() < points) {
-    throw UsageError(dir + ": " + std::to_string(v.runs.size()) + " of the sweep's " +
-                     std::to_string(points) +
-                     " points have a run log; save the results of a finished sweep");
-  }
-  for (const auto& r : v.runs) {
-    if (r.status != "complete" && r.status != "diverged") {
-      throw UsageError(r.path + " is " + r.status +
-                       "; save the results of a finished sweep (rerun it to finish)");
-    }
-  }
-}
-
-void save_results(const Verdict& v, const study::Results& results, const std::string& sweep_path,
-                  int scale, const std::string& to) {
-  fs::create_directories(to);
-  write_file(to + "/summary.md", report_text(v, sweep_path, scale, {}, results.provenance));
-  std::ostringstream runs, checks;
-  study::write_runs_tsv(results, runs);
-  study::write_checks_tsv(results, checks);
-  write_file(to + "/runs.tsv", runs.str());
-  write_file(to + "/checks.tsv", checks.str());
-  std::fprintf(stderr, "saved %s: summary.md, runs.tsv (%zu runs), checks.tsv (%zu checks)\n",
-               to.c_str(), results.runs.size(), results.checks.size());
-}
-
 std::string compare_text(const Verdict& v, const study::Results& fresh, const std::string& dir,
                          const std::string& committed_dir, std::string& summary) {
   const study::Results committed = study::read_results(committed_dir);
@@ -254,9 +225,11 @@ int cmd_verdict(const Args& args) {
   const std::string experiment = sweep.name + (a.scale > 1 ? "-x" + std::to_string(a.scale) : "");
   study::Results results = study::collect_results(v.claim, v.result, v.runs, experiment, a.scale);
   if (a.save) {
-    refuse_unfinished(sweep, v, a.dir);
+    study::check_finished(v.runs, study::expand_points(sweep).size(), a.dir);
     results.provenance.emplace_back("saved", study::utc_now() + " by slowpipe verdict --save");
-    save_results(v, results, a.file, a.scale, a.folder);
+    study::save_results(results, report_text(v, a.file, a.scale, {}, results.provenance), a.folder);
+    std::fprintf(stderr, "saved %s: summary.md, runs.tsv (%zu runs), checks.tsv (%zu checks)\n",
+                 a.folder.c_str(), results.runs.size(), results.checks.size());
   } else if (a.compare) {
     std::string summary;
     print(compare_text(v, results, a.dir, a.folder, summary), a.out_path);

@@ -232,6 +232,38 @@ void read_checks_tsv(const TsvLines& f, Results& out) {
 
 }  // namespace
 
+void check_finished(const std::vector<RunStats>& runs, size_t points, const std::string& dir) {
+  if (runs.size() < points) {
+    throw UsageError(dir + ": " + std::to_string(runs.size()) + " of the sweep's " +
+                     std::to_string(points) +
+                     " points have a run log; save the results of a finished sweep");
+  }
+  for (const auto& r : runs) {
+    if (r.status != "complete" && r.status != "diverged") {
+      throw UsageError(r.path + " is " + r.status +
+                       "; save the results of a finished sweep (rerun it to finish)");
+    }
+  }
+}
+
+void save_results(const Results& results, const std::string& summary_md, const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  const auto write = [&dir](const std::string& name, const std::string& text) {
+    const std::string path = dir + "/" + name;
+    std::ofstream out(path + ".tmp");
+    out << text;
+    out.close();
+    if (!out) throw UsageError("cannot write " + path);
+    std::filesystem::rename(path + ".tmp", path);
+  };
+  std::ostringstream runs, checks;
+  write_runs_tsv(results, runs);
+  write_checks_tsv(results, checks);
+  write("summary.md", summary_md);
+  write("runs.tsv", runs.str());
+  write("checks.tsv", checks.str());
+}
+
 Results read_results(const std::string& dir) {
   if (!std::filesystem::is_directory(dir)) {
     throw UsageError(dir +

@@ -68,6 +68,15 @@ Results collect_results(const Claim& claim, const VerdictResult& result,
 void write_runs_tsv(const Results& results, std::ostream& out);
 void write_checks_tsv(const Results& results, std::ostream& out);
 
+// Refuses (UsageError) to save a sweep that is not finished: fewer run logs
+// than `points`, or a run neither complete nor diverged (running,
+// interrupted, failed).
+void check_finished(const std::vector<RunStats>& runs, size_t points, const std::string& dir);
+
+// Writes DIR/summary.md (`summary_md`), DIR/runs.tsv and DIR/checks.tsv,
+// creating DIR; each file whole, then renamed over the old one.
+void save_results(const Results& results, const std::string& summary_md, const std::string& dir);
+
 // Reads DIR/runs.tsv and DIR/checks.tsv. UsageError when DIR or a file is
 // missing (the message says how to write them), DataError naming the file and
 // line for a malformed one.

@@ -485,12 +485,8 @@ TEST_CASE("verdict results: runs.tsv and checks.tsv read back bit for bit") {
   CHECK(saved.value_columns == std::vector<std::string>{"train_loss", "eval_loss", "wire_bytes"});
 
   const std::string dir = "verdict_test_results";
-  std::filesystem::create_directories(dir);
-  {
-    std::ofstream runs_file(dir + "/runs.tsv"), checks_file(dir + "/checks.tsv");
-    st::write_runs_tsv(saved, runs_file);
-    st::write_checks_tsv(saved, checks_file);
-  }
+  st::save_results(saved, "# report\n", dir);
+  CHECK(std::filesystem::file_size(dir + "/summary.md") == 9);
   const st::Results back = st::read_results(dir);
   REQUIRE(back.runs.size() == 3);
   CHECK(back.runs[0].point == "fw=none_seed=1");
@@ -508,6 +504,15 @@ TEST_CASE("verdict results: runs.tsv and checks.tsv read back bit for bit") {
   CHECK(same.agreement == st::Agreement::kIdentical);
   CHECK(same.runs_matched == 3);
 
+  SECTION("only a finished sweep is saved") {
+    CHECK_NOTHROW(st::check_finished(runs, 3, dir));  // a diverged run is a result
+    CHECK_THROWS_WITH(st::check_finished(runs, 4, dir),
+                      Catch::Contains("3 of the sweep's 4 points have a run log"));
+    auto running = runs;
+    running[1].status = "running";
+    CHECK_THROWS_WITH(st::check_finished(running, 3, dir),
+                      Catch::Contains("fw=none_seed=2.h5 is running"));
+  }
   SECTION("missing and malformed files are refused with their names") {
     CHECK_THROWS_AS(st::read_results("no-such-results-folder"), slowpipe::UsageError);
     std::filesystem::remove(dir + "/checks.tsv");
