@@ -37,11 +37,12 @@
 #include "runlog/runlog.h"
 #include "sim/engine.h"
 #include "sim/internal/evaluation.h"
+#include "sim/internal/log_rebuild.h"
+#include "sim/internal/log_tables.h"
 #include "sim/internal/preflight.h"
 #include "sim/internal/progress.h"
 #include "sim/internal/resume_checkpoint.h"
 #include "sim/internal/shard_sampler.h"
-#include "sim/internal/log_tables.h"
 #include "sim/kernel_policy.h"
 
 namespace slowpipe::sim {
@@ -301,47 +302,6 @@ void build_run(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved,
 // over it. A kill in the middle of an HDF5 flush can leave the old file's
 // metadata inconsistent beyond its flushed rows (readable, but not safely
 // writable); the rebuilt file is whole.
-// The first keep[name] rows of each table of the log at `out` (DataError when
-// it holds fewer than its checkpoint counts on).
-std::map<std::string, Table> kept_tables(const std::string& out,
-                                         const std::map<std::string, int64_t>& keep) {
-  std::map<std::string, Table> tables;
-  for (const auto& [name, rows] : keep) {
-    if (rows == 0) continue;
-    tables[name] = read_table(out, name);
-    if (static_cast<int64_t>(tables[name].rows()) < rows) {
-      throw DataError("run log " + out + " holds " + std::to_string(tables[name].rows()) + " " +
-                      name + " rows, fewer than the " + std::to_string(rows) +
-                      " its checkpoint counts on");
-    }
-  }
-  return tables;
-}
-
-// The text blobs of the log at `out`, but the step traces after `steps_done`.
-std::vector<std::pair<std::string, std::string>> kept_blobs(const std::string& out,
-                                                            int64_t steps_done) {
-  std::vector<std::pair<std::string, std::string>> blobs;
-  for (const auto& b : list_blobs(out)) {
-    const std::string prefix = "trace_step_";
-    if (b.rfind(prefix, 0) == 0 && std::stoll(b.substr(prefix.size())) > steps_done) continue;
-    blobs.emplace_back(b, read_text(out, b));
-  }
-  return blobs;
-}
-
-// Earlier attempts' warnings (one a line) stay, ahead of this attempt's new ones.
-std::vector<std::string> merged_warnings(const std::string& earlier,
-                                         const std::vector<std::string>& now) {
-  std::vector<std::string> said;
-  std::istringstream lines(earlier);
-  for (std::string line; std::getline(lines, line);) said.push_back(line);
-  for (const auto& w : now) {
-    if (std::find(said.begin(), said.end(), w) == said.end()) said.push_back(w);
-  }
-  return said;
-}
-
 void rebuild_log(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved) {
   const std::string& out = cfg.run.out;
   const auto old_attrs = read_attributes(out);
@@ -365,16 +325,7 @@ void rebuild_log(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolve
     run.warnings = merged_warnings(old("warnings"), run.warnings);
     declare_table(fresh, "train", run.train_cols);
     declare_table(fresh, "eval", run.eval_cols);
-    for (const auto& [name, table] : tables) {
-      for (int64_t r = 0; r < keep.at(name); ++r) {
-        std::map<std::string, double> row;
-        for (size_t c = 0; c < table.columns.size(); ++c) {
-          row[table.columns[c].name] = table.values[c][static_cast<size_t>(r)];
-        }
-        fresh.append(name, row);
-      }
-    }
-    for (const auto& [name, text] : blobs) fresh.put_text(name, text);
+    copy_kept(fresh, tables, keep, blobs);
     fresh.flush();
   }
   sync_file(tmp);
