@@ -174,7 +174,8 @@ std::string per_seed_eval(PlotContext& ctx, const std::string& metric, size_t m,
   for (const Curve& curve : plot_curves_of(ctx, vs_time)) {
     bool first = true;
     for (const RunStats* run : ctx.groups[curve.group].runs) {
-      if (ctx.eval_values[run].count(metric) == 0) continue;
+      const auto& has = ctx.eval_values[run];
+      if (has.count(metric) == 0 || (vs_time && has.count("sim_time_s") == 0)) continue;
       const std::string file = gp_quote("data/" + ctx.stems[run] + ".eval.tsv");
       const std::string colour = " lc rgb " + gp_quote(gp_colour(curve.colour));
       plots += ", \\\n     " + file + " using " + x + ":" + y +
@@ -198,7 +199,9 @@ std::string band_eval(PlotContext& ctx, const std::string& metric, bool vs_time,
     for (const bool c : {false, true}) {
       const std::string column = metric + (c ? "_compressed" : "");
       const auto seeds = seeds_of(ctx.groups[curve.group], [&](const RunStats* run) {
-        return ctx.eval_values[run].count(column) ? &ctx.eval_curve[run][column] : nullptr;
+        const auto& has = ctx.eval_values[run];
+        const bool ok = has.count(column) && (!vs_time || has.count("sim_time_s"));
+        return ok ? &ctx.eval_curve[run][column] : nullptr;
       });
       const std::string file = "eval_" + column + "_group" + std::to_string(curve.group + 1);
       if (!write_band(ctx, file, seed_band(seeds))) continue;
@@ -375,7 +378,8 @@ void eval_plots(PlotContext& ctx) {
       std::string plots = ctx.options.per_seed ? per_seed_eval(ctx, metric, m, vs_time, compressed)
                                                : band_eval(ctx, metric, vs_time, compressed);
       if (plots.empty()) {
-        ctx.report.skipped.push_back(name + ": no run has a value of eval/" + metric);
+        ctx.report.skipped.push_back(name + ": no run has a value of eval/" + metric +
+                                     (vs_time ? " and a simulated time" : ""));
         continue;
       }
       if (compressed) {

@@ -1,13 +1,16 @@
 // What the comparison plots are made of: spec facts, legends and titles, the
 // summary plot points (seed means and sample std), the seed bands of the
 // curves and the per-epoch means (against naive computations).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "runlog/runlog.h"
 #include "study/plot_figures.h"
@@ -266,4 +269,108 @@ TEST_CASE("plot: against bits a codec other than q<b> has its own line") {
   CHECK(lines[0].points[0].y == Approx(0.60));  // q3 alone, not pooled with TAH-Quant 3
   CHECK(lines[1].legend.rfind("plain tah", 0) == 0);
   CHECK(lines[1].points[0].y == Approx(0.66));
+}
+
+namespace {
+
+// A 3-stage log of 12 steps, 4 per epoch: loss 3 - 0.1 i + offset, one eval
+// row (accuracy and its compressed value), fw0/fw1 delta norm (10 e + b + i/4,
+// 0 for plain codecs) and relative error (0.1 b + 0.01 i).
+void write_channel_log(const std::string& path, const std::string& fw, const std::string& seed,
+                       double offset) {
+  slowpipe::runlog::RunLog log(path, true);
+  const std::map<std::string, std::string> config = {{"compress.fw", fw},
+                                                     {"run.seed", seed},
+                                                     {"model.name", "gpt"},
+                                                     {"data.name", "gcide"},
+                                                     {"net.preset", "100Mbps"}};
+  for (const auto& [k, v] : config) log.set_attribute("config." + k, v);
+  log.set_attribute("status", "complete");
+  std::vector<slowpipe::runlog::ColumnInfo> cols = {
+      {"step", "1", ""}, {"epoch", "1", ""}, {"loss", "1", ""}, {"sim_time_s", "s", ""}};
+  for (const char* c : {"fw0_delta_norm", "fw1_delta_norm", "fw0_rel_error", "fw1_rel_error"})
+    cols.push_back({c, "1", ""});
+  log.declare("train", cols);
+  const bool aq = fw.rfind("aq", 0) == 0;
+  for (int i = 1; i <= 12; ++i) {
+    const double e = (i - 1) / 4;
+    log.append("train", {{"step", i},
+                         {"epoch", e},
+                         {"loss", 3 - 0.1 * i + offset},
+                         {"sim_time_s", 0.5 * i},
+                         {"fw0_delta_norm", aq ? 10 * e + i / 4.0 + offset : 0},
+                         {"fw1_delta_norm", aq ? 10 * e + 1 + i / 4.0 + offset : 0},
+                         {"fw0_rel_error", 0.01 * i + offset},
+                         {"fw1_rel_error", 0.1 + 0.01 * i + offset}});
+  }
+  log.declare("eval", {{"step", "1", ""}, {"accuracy", "1", ""}, {"accuracy_compressed", "1", ""}});
+  log.append("eval", {{"step", 12}, {"accuracy", 0.5 + offset}, {"accuracy_compressed", 0.4}});
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The data rows (epoch, mean, min, max, n) of a channel line file.
+std::vector<std::vector<double>> data_rows(const std::string& path) {
+  std::vector<std::vector<double>> rows;
+  std::istringstream in(read_text(path));
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream f(line);
+    std::vector<double> row;
+    for (double v; f >> v;) row.push_back(v);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("plot: figures from small logs: channel by epoch, train loss by bits, offsets") {
+  const std::string dir = slowpipe::test::scratch("plot_channel");
+  write_channel_log(dir + "/aq_1.h5", "aq(q2)", "1", 0);
+  write_channel_log(dir + "/aq_2.h5", "aq(q2)", "2", 0.02);
+  write_channel_log(dir + "/q2_1.h5", "q2", "1", 0.05);
+  write_channel_log(dir + "/q4_1.h5", "q4", "1", 0.01);
+  const auto runs = st::read_runs(st::expand_run_paths({dir}), {});
+  st::PlotOptions options;
+  options.out_dir = dir + "/plots";
+  const st::PlotReport report = st::make_plots(runs, options);
+  auto wrote = [&](const std::string& name) {
+    return std::find(report.written.begin(), report.written.end(),
+                     options.out_dir + "/" + name + ".png") != report.written.end();
+  };
+  CHECK(wrote("channel_by_epoch_fw_delta_norm"));
+  CHECK(wrote("channel_by_epoch_fw_rel_error"));
+  CHECK(wrote("final_train_loss_vs_fw_bits"));
+  CHECK(wrote("final_accuracy_vs_fw_bits"));
+  // Delta norm: only aq(q2) has one (q2, q4 log 0): two lines, boundaries 0 and 1.
+  const std::string data = options.out_dir + "/data/channel_by_epoch_fw_delta_norm_line";
+  const auto b0 = data_rows(data + "1.tsv");
+  CHECK(read_text(data + "1.tsv").find("boundary 0") != std::string::npos);
+  CHECK(read_text(data + "2.tsv").find("boundary 1") != std::string::npos);
+  CHECK_FALSE(std::ifstream(data + "3.tsv").good());
+  REQUIRE(b0.size() == 3);
+  for (int e = 0; e < 3; ++e) {
+    // Seed 1: mean over steps 4e+1..4e+4 of 10 e + i/4; seed 2 the same + 0.02.
+    double seed1 = 0;
+    for (int i = 4 * e + 1; i <= 4 * e + 4; ++i) seed1 += (10.0 * e + i / 4.0) / 4;
+    CHECK(b0[e][0] == e);
+    CHECK(b0[e][1] == Approx(seed1 + 0.01));
+    CHECK(b0[e][2] == Approx(seed1));
+    CHECK(b0[e][3] == Approx(seed1 + 0.02));
+    CHECK(b0[e][4] == 2);
+  }
+  // Relative error: every codec, 3 groups x 2 boundaries.
+  CHECK(std::ifstream(options.out_dir + "/data/channel_by_epoch_fw_rel_error_line6.tsv").good());
+  // The two evaluations shifted apart on the log axis; train loss has one.
+  const std::string accuracy = read_text(options.out_dir + "/final_accuracy_vs_fw_bits.gp");
+  CHECK(accuracy.find("($1/1.04)") != std::string::npos);
+  CHECK(accuracy.find("($1*1.04)") != std::string::npos);
+  const std::string loss = read_text(options.out_dir + "/final_train_loss_vs_fw_bits.gp");
+  CHECK(loss.find("1.04") == std::string::npos);
+  // The title's second line: workload and network.
+  CHECK(loss.find("gpt on gcide, net 100Mbps") != std::string::npos);
 }
