@@ -33,6 +33,8 @@ using Context = PlotContext;
 
 // The factor by which the two evaluations of a summary plot are shifted apart.
 constexpr double kEvalShift = 1.04;
+// The factor between neighbouring lines of a summary plot.
+constexpr double kLineSpread = 1.012;
 
 std::set<double> distinct_x(const std::vector<SummaryLine>& lines) {
   std::set<double> xs;
@@ -71,15 +73,18 @@ void summary_plot(Context& ctx, const std::string& name, const std::string& titl
     const std::string file = "data/" + name + "_line" + std::to_string(i + 1) + ".tsv";
     write_text_file(ctx.out / file, d.str());
     const std::string colour = " lc rgb " + gp_quote(gp_colour(i));
-    // With both evaluations, each is shifted by kEvalShift on the log x axis
-    // (left: uncompressed, right: compressed) so their error bars do not overlap.
+    // On the log x axis, line i of L is shifted by kLineSpread^(i - (L-1)/2) and,
+    // with both evaluations, the uncompressed one by 1/kEvalShift and the
+    // compressed one by kEvalShift, so error bars at one x do not overlap.
+    const double spread =
+        std::pow(kLineSpread, static_cast<double>(i) - (static_cast<double>(lines.size()) - 1) / 2);
     const bool both = with_compressed && compressed;
-    const std::string shift = plot_number(kEvalShift);
+    const double plain_x = both ? spread / kEvalShift : spread;
     plots += std::string(plots.empty() ? "plot " : ", \\\n     ") + gp_quote(file) + " using " +
-             (both ? "($1/" + shift + ")" : std::string("1")) +
+             (plain_x == 1 ? std::string("1") : "($1*" + plot_number(plain_x) + ")") +
              ":2:3 with yerrorlines pt 7 lw 1.5" + colour + " title " + gp_quote(lines[i].legend);
     if (both) {
-      plots += ", \\\n     " + gp_quote(file) + " using ($1*" + shift +
+      plots += ", \\\n     " + gp_quote(file) + " using ($1*" + plot_number(spread * kEvalShift) +
                "):4:5 with yerrorlines pt 6 lw 1.5 dt 2" + colour + " title " +
                gp_quote(lines[i].legend + " (compressed eval)");
     }

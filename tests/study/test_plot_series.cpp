@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -365,12 +366,27 @@ TEST_CASE("plot: figures from small logs: channel by epoch, train loss by bits, 
   }
   // Relative error: every codec, 3 groups x 2 boundaries.
   CHECK(std::ifstream(options.out_dir + "/data/channel_by_epoch_fw_rel_error_line6.tsv").good());
-  // The two evaluations shifted apart on the log axis; train loss has one.
+  // On the log axis the two evaluations of a line are 1.04^2 apart, neighbouring
+  // lines (aq, plain) 1.012; the train-loss figure has no compressed variant.
+  auto factors = [&](const std::string& script, const std::string& columns) {
+    std::vector<double> out;
+    const std::regex x("using \\(\\$1\\*([0-9.e+-]+)\\):" + columns);
+    for (auto it = std::sregex_iterator(script.begin(), script.end(), x);
+         it != std::sregex_iterator(); ++it)
+      out.push_back(std::stod((*it)[1]));
+    return out;
+  };
   const std::string accuracy = read_text(options.out_dir + "/final_accuracy_vs_fw_bits.gp");
-  CHECK(accuracy.find("($1/1.04)") != std::string::npos);
-  CHECK(accuracy.find("($1*1.04)") != std::string::npos);
+  const auto plain = factors(accuracy, "2:3"), compressed = factors(accuracy, "4:5");
+  REQUIRE(plain.size() == 2);
+  REQUIRE(compressed.size() == 2);
+  CHECK(compressed[0] / plain[0] == Approx(1.04 * 1.04));
+  CHECK(compressed[1] / plain[1] == Approx(1.04 * 1.04));
+  CHECK(plain[1] / plain[0] == Approx(1.012));
+  CHECK(plain[0] * plain[1] == Approx(1 / (1.04 * 1.04)));  // centred on the true x
   const std::string loss = read_text(options.out_dir + "/final_train_loss_vs_fw_bits.gp");
-  CHECK(loss.find("1.04") == std::string::npos);
+  CHECK(factors(loss, "4:5").empty());
+  CHECK(factors(loss, "2:3").size() == 2);
   // The title's second line: workload and network.
   CHECK(loss.find("gpt on gcide, net 100Mbps") != std::string::npos);
 }
