@@ -4,14 +4,18 @@
 // Curves (always): train loss against step and against simulated time, a
 // trailing mean over `smooth_window` steps; the eval task metric against step
 // and simulated time, uncompressed solid and compressed dashed in one colour.
-// One colour per seed group, legends from the varying keys. Summary plots, only
-// when the runs vary that dimension: final metric against the bits or K of the
-// forward or backward channel, one line per scheme, error bars over seeds; time
-// to the target loss against bandwidth when a target is given and the
-// bandwidth varies; the Pareto figures, final train loss against bytes on the
-// wire per step and against simulated run time, front drawn, points labelled
-// with run.label (summary_rank.h). Data files go to OUT/data/, scripts and PNGs to OUT/, so a
-// plot can be restyled and rerun by hand. No libtorch here.
+// One colour per seed group: the seed mean with a min-max band (per_seed: one
+// line per run); legends from run.label, else the varying keys; titles name
+// the workload and network. Channel figures: the forward delta norm and
+// relative error per epoch, one panel per boundary. Summary plots, only when
+// the runs vary that dimension: final train loss and final metric against the
+// bits or K of the forward or backward channel, one line per scheme, error
+// bars over seeds; time to the target loss against bandwidth when a target is
+// given and the bandwidth varies; the Pareto figures, final train loss against
+// bytes on the wire per step and against simulated run time, front drawn,
+// points labelled with run.label (summary_rank.h). Data files go to OUT/data/,
+// scripts and PNGs to OUT/, so a plot can be restyled and rerun by hand. No
+// libtorch here.
 #pragma once
 
 #include <string>

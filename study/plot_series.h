@@ -1,8 +1,10 @@
-// What the comparison plots are made of: a legend per seed group from the
-// varying keys, what a channel spec says about bits and K (compressors/spec.h),
-// a run's bandwidth (netmodel/net_config.h), and the points of the summary
-// plots (one line per scheme and remaining varying keys, error bars over
-// seeds). See docs/summary.md. No libtorch here.
+// What the comparison plots are made of: a legend per seed group (run.label,
+// else the varying keys), a title line naming workload and network, what a
+// channel spec says about bits and K (compressors/spec.h), a run's bandwidth
+// (netmodel/net_config.h), the seed bands of curves (mean, min, max over seeds
+// per step) and per-epoch means, and the points of the summary plots (one line
+// per scheme and remaining varying keys, error bars over seeds). See
+// docs/summary.md. No libtorch here.
 #pragma once
 
 #include <map>

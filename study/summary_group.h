@@ -1,7 +1,8 @@
 // Which config keys vary across the runs given, and the seed groups of
 // `slowpipe summary`: runs whose configs differ only in run.seed (and in keys
 // that do not change what a run computes) form one row, as mean, sample
-// standard deviation and n (docs/summary.md). No libtorch here.
+// standard deviation and n; the order of rows by their key values, numbers and
+// units by value (docs/summary.md). No libtorch here.
 #pragma once
 
 #include <cstddef>

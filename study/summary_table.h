@@ -1,7 +1,9 @@
 // The table `slowpipe summary` prints: key columns (the config keys that vary),
 // "run" (one row per log) or "n" (one row per seed group), status, and every
-// statistic column that at least one row has (summary_columns.h), as aligned
-// text, TSV or Markdown (docs/summary.md). No libtorch here.
+// statistic column that at least one row has (summary_columns.h), rows in the
+// order of their key values (sort_groups), as aligned text (fitted to a
+// 100-column terminal, or every column), TSV or Markdown (docs/summary.md).
+// No libtorch here.
 #pragma once
 
 #include <ostream>
