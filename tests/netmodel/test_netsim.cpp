@@ -1,8 +1,12 @@
 // Network scenarios: closed forms on small topologies, and parsing errors that
 // name the file and the field.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -253,6 +257,82 @@ TEST_CASE("Netsim: rows are never cut and always end in a newline") {
   CHECK_THAT(row1, Catch::StartsWith("short"));
   // Columns line up: every row is as wide as the header up to its last column.
   CHECK(header.find("bytes") + 5 == row1.find(" 0 ") + 2);
+}
+
+// The table as fmt printed it before print_flow_table wrote its own digits.
+std::string fmt_table(const std::vector<nm::FlowResult>& results) {
+  size_t wname = 12, wfrom = 10, wto = 10;
+  for (const auto& r : results) {
+    wname = std::max(wname, r.name.size());
+    wfrom = std::max(wfrom, r.from.size());
+    wto = std::max(wto, r.to.size());
+  }
+  std::string out =
+      fmt::format("{:<{}} {:<{}} {:<{}} {:>12} {:>12} {:>12} {:>12}\n", "flow", wname, "from",
+                  wfrom, "to", wto, "bytes", "start_s", "finish_s", "duration_s");
+  for (const auto& r : results) {
+    out += fmt::format("{:<{}} {:<{}} {:<{}} {:>12.15g} {:>12.6f} ", r.name, wname, r.from, wfrom,
+                       r.to, wto, r.bytes, r.start_s);
+    out += r.finished ? fmt::format("{:>12.6f} {:>12.6f}\n", r.finish_s, r.finish_s - r.start_s)
+                      : fmt::format("{:>12} {:>12}\n", "never", "never");
+  }
+  return out;
+}
+
+TEST_CASE("Netsim: the table is byte for byte what fmt prints, on random rows") {
+  std::mt19937_64 rng(20261126);
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  // Values of every kind: random bit patterns, halfway cases of the 6th
+  // decimal (multiples of 2^-7), integers, huge and tiny, zeros, non-finite.
+  auto value = [&]() -> double {
+    switch (pick(9)) {
+      case 0: {
+        const uint64_t bits = rng();
+        double d;
+        std::memcpy(&d, &bits, sizeof d);
+        return d;
+      }
+      case 1:
+        return static_cast<double>(pick(1u << 30)) / 128.0;
+      case 2:
+        return static_cast<double>(rng() >> pick(64));
+      case 3:
+        return std::ldexp(static_cast<double>(rng() >> 11), static_cast<int>(pick(140)) - 100);
+      case 4:
+        return std::uniform_real_distribution<double>(0, 1000)(rng);
+      case 5:
+        return pick(2) ? 0.0 : -0.0;
+      case 6:
+        return pick(2) ? INFINITY : NAN;
+      case 7:
+        return -std::uniform_real_distribution<double>(0, 1e6)(rng);
+      default:
+        return std::pow(10.0, static_cast<double>(pick(40)) - 20) * static_cast<double>(pick(1000));
+    }
+  };
+  static const char* const kNames[] = {"f1",
+                                       "a",
+                                       "h12",
+                                       "Z\xc3\xbcrich",
+                                       "\xe6\x9d\xb1\xe4\xba\xac",
+                                       "\xf0\x9f\x98\x80x",
+                                       "flow-with-a-long-name-over-12",
+                                       ""};
+  for (int table = 0; table < 20; ++table) {
+    std::vector<nm::FlowResult> rows(500);
+    for (auto& r : rows) {
+      r.name = kNames[pick(8)] + std::to_string(pick(table % 2 ? 1000000 : 10));
+      r.from = kNames[pick(8)];
+      r.to = kNames[pick(3)];
+      r.bytes = value();
+      r.start_s = value();
+      r.finish_s = value();
+      r.finished = pick(5) != 0;
+    }
+    std::ostringstream os;
+    nm::print_flow_table(rows, os);
+    REQUIRE(os.str() == fmt_table(rows));
+  }
 }
 
 TEST_CASE("Netsim: a flow that never finishes is reported and is an error") {
