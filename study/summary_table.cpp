@@ -207,9 +207,22 @@ std::vector<std::string> keep_order(const SummaryTable& table) {
 
 // Which columns of `t` (with display widths `width`) kText shows: the always-kept
 // ones, then the others in keep_order while the line stays within kTextWidth.
+// Whether there are key columns and their cells tell every row apart.
+bool keys_tell_rows_apart(const TextTable& t) {
+  std::set<std::vector<std::string>> seen;
+  for (const auto& row : t.rows) {
+    std::vector<std::string> keys;
+    for (size_t c = 0; c < t.ids.size(); ++c)
+      if (t.ids[c] == "key") keys.push_back(row.cells[c]);
+    if (keys.empty() || !seen.insert(keys).second) return false;
+  }
+  return true;
+}
+
 std::vector<bool> fit_columns(const SummaryTable& table, const TextTable& t,
                               const std::vector<size_t>& width) {
   std::vector<bool> keep(t.ids.size(), false);
+  const bool drop_run = keys_tell_rows_apart(t);  // --no-group: the log names repeat the keys
   const bool all_complete = std::all_of(t.rows.begin(), t.rows.end(), [&](const Row& r) {
     const auto it = std::find(t.ids.begin(), t.ids.end(), "status");
     return r.cells[static_cast<size_t>(it - t.ids.begin())] == "complete";
@@ -217,6 +230,7 @@ std::vector<bool> fit_columns(const SummaryTable& table, const TextTable& t,
   size_t used = 0;
   auto try_keep = [&](size_t c, bool always) {
     if (keep[c] || (t.ids[c] == "status" && all_complete && !t.rows.empty())) return;
+    if (t.ids[c] == "run" && drop_run) return;
     const size_t need = width[c] + (used ? 2 : 0);
     if (!always && used + need > kTextWidth) return;
     keep[c] = true, used += need;
@@ -261,7 +275,10 @@ std::vector<std::string> fit_notes(const SummaryTable& table, const TextTable& t
   std::string dropped;
   for (size_t c = 0; c < keep.size(); ++c) {
     if (!keep[c] && t.ids[c] == "status") out.push_back("status: every run is complete.");
-    if (!keep[c] && t.ids[c] != "status") dropped += (dropped.empty() ? "" : ", ") + t.header[c];
+    if (!keep[c] && t.ids[c] == "run")
+      out.push_back("run: the log of each row, left out (the keys tell the rows apart).");
+    if (!keep[c] && t.ids[c] != "status" && t.ids[c] != "run")
+      dropped += (dropped.empty() ? "" : ", ") + t.header[c];
   }
   if (!dropped.empty())
     out.push_back("left out to fit " + std::to_string(kTextWidth) + " columns: " + dropped +

@@ -148,3 +148,25 @@ TEST_CASE("summary: the fitted text keeps a status that is not all complete") {
   CHECK(lines[1].find("diverged") != std::string::npos);  // q2 sorts first
   CHECK(text.str().find("every run is complete") == std::string::npos);
 }
+
+TEST_CASE("summary: the fitted text leaves out the run column when the keys tell rows apart") {
+  const std::string dir = sp::test::scratch("summary_fit_runs");
+  write_log(dir + "/a_long_log_name_of_q4.h5", "1Gbps", "q4", "complete");
+  write_log(dir + "/b_long_log_name_of_q2.h5", "1Gbps", "q2", "complete");
+  auto text = [&] {
+    const auto runs = st::read_runs(st::expand_run_paths({dir}), {});
+    std::ostringstream out;
+    st::write_summary(st::build_summary_table(runs, /*group_seeds=*/false, {}),
+                      st::SummaryFormat::kText, out);
+    return out.str();
+  };
+  const std::string apart = text();
+  CHECK(lines_of(apart)[0].find("run") == std::string::npos);
+  CHECK(apart.find("long_log_name") == std::string::npos);
+  CHECK(apart.find("run: the log of each row, left out") != std::string::npos);
+  // The control: a third log with q2's config cannot be told apart by its keys.
+  write_log(dir + "/c_long_log_name_of_q2.h5", "1Gbps", "q2", "complete");
+  const std::string same = text();
+  CHECK(lines_of(same)[0].find("run") != std::string::npos);
+  CHECK(same.find("c_long_log_name_of_q2") != std::string::npos);
+}
