@@ -99,7 +99,7 @@ bool write_band(const PlotContext& ctx, const std::string& name,
   return true;
 }
 
-// The seed curves of a group: `get(run)` for each run that has `needed` columns.
+// The seed curves of a group: `get(run)` for each run it returns one for (not null).
 template <typename Get>
 std::vector<SeedCurve> seeds_of(const RunGroup& group, Get get) {
   std::vector<SeedCurve> out;
