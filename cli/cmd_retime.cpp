@@ -12,33 +12,13 @@
 #include "cli/config_args.h"
 #include "common/errors.h"
 #include "sim/retime.h"
+#include "study/summary_inputs.h"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
 
 namespace slowpipe::cli {
 namespace {
-
-// The run logs named: files as given, folders' *.h5 in name order.
-std::vector<std::string> run_logs(const std::vector<std::string>& names) {
-  std::vector<std::string> logs;
-  for (const auto& n : names) {
-    std::error_code ec;
-    if (!fs::is_directory(n, ec)) {
-      if (!fs::exists(n, ec)) throw UsageError("no such run log or folder: " + n);
-      logs.push_back(n);
-      continue;
-    }
-    std::vector<std::string> found;
-    for (const auto& e : fs::directory_iterator(n)) {
-      if (e.is_regular_file() && e.path().extension() == ".h5") found.push_back(e.path().string());
-    }
-    if (found.empty()) throw UsageError(n + " holds no run logs (*.h5)");
-    std::sort(found.begin(), found.end());
-    logs.insert(logs.end(), found.begin(), found.end());
-  }
-  return logs;
-}
 
 // Retimes one log; prints its line, or its error and returns the exit code.
 int retime_one(const sim::RetimeRequest& rq) {
@@ -92,17 +72,25 @@ int cmd_retime(const Args& args) {
     std::cout << desc;
     return 0;
   }
-  if (runs.empty()) throw UsageError("no run log or folder given (see slowpipe retime --help)");
   if (out.empty()) throw UsageError("--out DIR is required: where the retimed copies go");
   if (!(tolerance >= 0)) throw UsageError("--tolerance must be >= 0");
-  fs::create_directories(out);
-  std::set<std::string> names;
-  int code = 0;
-  for (const auto& log : run_logs(runs)) {
-    const std::string name = fs::path(log).filename().string();
-    if (!names.insert(name).second) {
-      throw UsageError("two run logs named " + name + ": their copies would share one file");
+  for (const auto& s : sets) {
+    if (s.rfind("net.", 0) != 0) {
+      throw UsageError("--set " + s + ": retime changes the network only (net.* keys)");
     }
+  }
+  const std::vector<std::string> logs = study::expand_run_paths(runs);
+  std::set<std::string> names;
+  for (const auto& log : logs) {
+    if (!names.insert(fs::path(log).filename().string()).second) {
+      throw UsageError("two run logs named " + fs::path(log).filename().string() +
+                       ": their copies would share one file");
+    }
+  }
+  fs::create_directories(out);
+  int code = 0;
+  for (const auto& log : logs) {
+    const std::string name = fs::path(log).filename().string();
     const sim::RetimeRequest rq{log, (fs::path(out) / name).string(), sets, tolerance};
     code = std::max(code, retime_one(rq));
   }

@@ -111,6 +111,8 @@ expect 2 "net.* keys" -- "$bin" retime q2.h5 --set model.layers=2 --out x
 expect 2 "machine-independent" -- "$bin" retime q2.h5 --set net.compute=measured --out x
 expect 2 "--out DIR is required" -- "$bin" retime q2.h5
 expect 2 "no such run log" -- "$bin" retime missing.h5 --out x
+expect 2 "two run logs named q2.h5" -- "$bin" retime q2.h5 own/q2.h5 --out y
+[ ! -e y ] && ok || bad "a refused retime created its --out folder"
 mkdir -p taken && cp none.h5 taken/q2.h5
 expect 2 "not a retimed copy" -- "$bin" retime q2.h5 --out taken
 expect 0 "" -- "$bin" retime q2.h5 --out fast  # its own earlier copy is replaced
