@@ -96,10 +96,11 @@ study::ResolvedSweep resolve_sweep_file(const std::string& file, study::SweepSet
 void emit_jobs(const study::ResolvedSweep& resolved, const std::vector<size_t>& which,
                const std::string& emit, const std::string& tool) {
   std::ofstream jobs_file(emit);
+  if (!jobs_file) throw UsageError("cannot write --emit-jobs file " + emit);
+  study::write_point_files(resolved, which);
   for (size_t i : which)
     jobs_file << study::job_command(resolved, resolved.points[i], tool) << "\n";
   if (!jobs_file) throw UsageError("cannot write --emit-jobs file " + emit);
-  study::write_point_files(resolved, which);
   std::printf("%s: %zu jobs (run them with: parallel < %s); point configurations in %s/\n",
               emit.c_str(), which.size(), emit.c_str(), resolved.out_dir.c_str());
 }
