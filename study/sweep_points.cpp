@@ -365,7 +365,7 @@ std::string point_ini_text(const ResolvedSweep& s, const ResolvedPoint& p,
 
 namespace {
 
-// "\n     K  NAME" for the first points, for messages that list what exists.
+// "\n  K  NAME" for the first points, for messages that list what exists.
 std::string listed_points(const ResolvedSweep& s) {
   constexpr size_t kShown = 20;
   std::string out;
@@ -416,7 +416,8 @@ std::vector<OnlyTerm> only_terms(const std::vector<std::string>& args,
     known += (i ? ", " : "") + keys[i] + " (" + shorts[i] + ")";
   std::vector<OnlyTerm> terms;
   for (const auto& arg : args) {
-    size_t first = terms.size(), start = 0;
+    const size_t first = terms.size();  // this argument's first term
+    size_t start = 0;
     for (;;) {
       const size_t comma = arg.find(',', start);
       const std::string piece =
