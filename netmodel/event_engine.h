@@ -43,6 +43,8 @@ class EventEngine {
   }
   double now() const { return now_s_; }
   bool empty() const { return heap_.empty(); }
+  // The earliest pending event, which pop() would return (the queue must not be empty).
+  const Event& top() const { return heap_.front(); }
   size_t pending() const { return heap_.size(); }
   uint64_t processed() const { return processed_; }
   // Removes and returns the earliest event, advancing now(). Throws
