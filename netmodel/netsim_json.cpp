@@ -199,6 +199,9 @@ class Parser {
   size_t escape(size_t& read, size_t write);
   unsigned hex4(size_t pos) const;
   void number();
+  [[noreturn]] void expected_digit(const char* after) const {
+    fail_at(pos_, std::string("expected a digit ") + after + ", found " + found(pos_));
+  }
   double number_value(size_t start, bool integer) const;
 
   char* s_;
@@ -336,14 +339,14 @@ size_t Parser::escape(size_t& read, size_t write) {
 // -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
 void Parser::number() {
   const size_t start = pos_;
-  auto digit = [&] { return pos_ < n_ && s_[pos_] >= '0' && s_[pos_] <= '9'; };
+  // The text's terminating NUL is not a digit: the loops stop at the end.
   auto digits = [&](const char* after) {
-    if (!digit())
-      fail_at(pos_, std::string("expected a digit ") + after + ", found " + found(pos_));
-    while (digit()) ++pos_;
+    const size_t first = pos_;
+    while (s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
+    if (pos_ == first) expected_digit(after);
   };
   if (s_[pos_] == '-') ++pos_;
-  if (pos_ < n_ && s_[pos_] == '0') {
+  if (s_[pos_] == '0') {
     ++pos_;
   } else {
     digits("in a number");

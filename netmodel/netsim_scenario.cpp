@@ -6,6 +6,7 @@
 // plain numbers share one set of ranges. A field's path is put into words only
 // when a message needs it (a scenario of 100,000 flows reads 500,000 fields).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -74,6 +75,15 @@ Field item(const char* list, size_t i) {
   return Field{list, i};
 }
 
+// An object's members looked up in one pass: value[k] is the member named
+// names[k], if has[k] (read_flow's path, 100,000 times for a large scenario).
+struct Members {
+  static constexpr size_t kMax = 8;
+  std::array<std::string_view, kMax> names;
+  std::array<Value, kMax> value;
+  std::array<bool, kMax> has{};
+};
+
 class Reader {
  public:
   explicit Reader(std::string source) : source_(std::move(source)) {}
@@ -105,6 +115,32 @@ class Reader {
     const bool close = best <= std::max<size_t>(2, std::min(key.size(), nearest.size()) / 3);
     fail(at, "unknown key '" + key + "'" + (close ? " (did you mean '" + nearest + "'?)" : "") +
                  "; valid keys: " + list);
+  }
+  // The members of `obj` (an object) named in `valid`; any other key is
+  // refused as only_keys does.
+  Members members(const Value& obj, const Field& at,
+                  std::initializer_list<std::string_view> valid) const {
+    object(obj, at);
+    Members m;
+    const size_t n = std::min(valid.size(), Members::kMax);
+    std::copy_n(valid.begin(), n, m.names.begin());
+    bool unknown = valid.size() > Members::kMax;
+    json::for_each_member(obj, [&](std::string_view key, const Value& v) {
+      for (size_t k = 0; k < n; ++k) {
+        if (m.names[k].size() == key.size() && m.names[k][0] == key[0] && m.names[k] == key) {
+          m.value[k] = v, m.has[k] = true;
+          return;
+        }
+      }
+      unknown = true;
+    });
+    if (unknown) only_keys(obj, at, valid);
+    return m;
+  }
+  // Member k of `m`, which must be there.
+  Value need(const Members& m, size_t k, const Field& at) const {
+    if (!m.has[k]) fail(at, "missing field '" + std::string(m.names[k]) + "'");
+    return m.value[k];
   }
   const Value& object(const Value& v, const Field& at) const {
     if (!v.is_object()) fail(at, "expected an object");
@@ -139,11 +175,15 @@ class Reader {
   template <class Check, class Parse>
   double quantity(const Value& obj, const Field& at, const char* key, Check check,
                   Parse parse) const {
-    const Value v = member(obj, at, key);
+    return quantity_of(member(obj, at, key), at.at(key), check, parse);
+  }
+  // The same for the value `v` of field `at`.
+  template <class Check, class Parse>
+  double quantity_of(const Value& v, const Field& at, Check check, Parse parse) const {
     try {
-      if (v.is_number()) return keyed(check, at.at(key), v.number());
-      if (!v.is_string()) fail(at.at(key), "expected a number or a string with a unit");
-      return keyed(parse, at.at(key), std::string(v.string()));
+      if (v.is_number()) return keyed(check, at, v.number());
+      if (!v.is_string()) fail(at, "expected a number or a string with a unit");
+      return keyed(parse, at, std::string(v.string()));
     } catch (const UsageError& e) {
       if (std::string(e.what()).rfind(source_ + ": ", 0) == 0) throw;
       throw UsageError(source_ + ": " + e.what());
@@ -273,43 +313,71 @@ uint64_t host_pair_key(uint32_t a, uint32_t b) {
   return a < b ? uint64_t{a} << 32 | b : uint64_t{b} << 32 | a;
 }
 
-// One flow, checked; returns the key of its pair of hosts.
+// The flows' names seen so far, for duplicates: open addressing over flow
+// indices, hashed by name. The names are the flows' own (Scenario::flows is
+// reserved up front, so they never move); no allocation per flow.
+class FlowNames {
+ public:
+  FlowNames(const std::vector<ScenarioFlow>& flows, size_t n) : flows_(flows) {
+    size_t capacity = 16;
+    while (capacity < 2 * n) capacity *= 2;
+    slots_.assign(capacity, 0);
+  }
+  // The index of an earlier flow named like flows[i], or i (then recorded).
+  size_t add(size_t i) {
+    const std::string_view name = flows_[i].name;
+    const size_t mask = slots_.size() - 1;
+    for (size_t h = std::hash<std::string_view>{}(name)&mask;; h = (h + 1) & mask) {
+      if (slots_[h] == 0) {
+        slots_[h] = i + 1;
+        return i;
+      }
+      if (flows_[slots_[h] - 1].name == name) return slots_[h] - 1;
+    }
+  }
+
+ private:
+  const std::vector<ScenarioFlow>& flows_;
+  std::vector<size_t> slots_;  // flow index + 1; 0: empty
+};
+
+// One flow, checked (in the order the messages always came); returns the key
+// of its pair of hosts.
 uint64_t read_flow(const Reader& rd, const Value& flow, size_t i, const HostIds& hosts,
-                   ScenarioFlow& f, std::unordered_map<std::string_view, size_t>& by_name) {
+                   ScenarioFlow& f, FlowNames& names) {
   const Field p = item("flows", i);
-  rd.object(flow, p);
-  rd.only_keys(flow, p, {"name", "from", "to", "bytes", "start"});
-  if (flow.contains("name")) {
-    f.name = rd.string(flow, p, "name", "a flow name");
+  enum { kName, kFrom, kTo, kBytes, kStart };
+  const Members m = rd.members(flow, p, {"name", "from", "to", "bytes", "start"});
+  if (m.has[kName]) {
+    f.name = rd.name(m.value[kName], p.at("name"), "a flow name");
   } else {
     f.name = "f" + std::to_string(i);
   }
-  const auto named = by_name.emplace(f.name, i);
-  if (!named.second) {
-    rd.fail(p, "duplicate flow name '" + f.name + "' (" +
-                   item("flows", named.first->second).text() + " has it)");
+  const size_t first = names.add(i);
+  if (first != i) {
+    rd.fail(p, "duplicate flow name '" + f.name + "' (" + item("flows", first).text() + " has it)");
   }
-  f.from = rd.string(flow, p, "from", "a host name");
-  f.to = rd.string(flow, p, "to", "a host name");
+  f.from = rd.name(rd.need(m, kFrom, p), p.at("from"), "a host name");
+  f.to = rd.name(rd.need(m, kTo, p), p.at("to"), "a host name");
   const auto from = hosts.find(f.from), to = hosts.find(f.to);
   if (from == hosts.end()) rd.fail(p.at("from"), "unknown host '" + f.from + "'");
   if (to == hosts.end()) rd.fail(p.at("to"), "unknown host '" + f.to + "'");
   if (f.from == f.to) rd.fail(p.at("to"), "source and destination are the same host");
-  f.bytes = rd.quantity(flow, p, "bytes", check_bytes, parse_bytes);
-  if (flow.contains("start"))
-    f.start_s = rd.quantity(flow, p, "start", check_duration_s, parse_duration_s);
+  f.bytes = rd.quantity_of(rd.need(m, kBytes, p), p.at("bytes"), check_bytes, parse_bytes);
+  if (m.has[kStart]) {
+    f.start_s = rd.quantity_of(m.value[kStart], p.at("start"), check_duration_s, parse_duration_s);
+  }
   return host_pair_key(from->second, to->second);
 }
 
 void read_flows(const Reader& rd, const Value& doc, const HostIds& hosts, Scenario& sc) {
   const Value flows = rd.array(doc, kTop, "flows");
-  // Reserved, so the flows never move and `by_name` may view their names.
-  sc.flows.reserve(flows.size());
-  std::unordered_map<std::string_view, size_t> by_name(flows.size());
+  sc.flows.reserve(flows.size());  // so that `names` may view the flows' names
+  FlowNames names(sc.flows, flows.size());
   std::vector<uint64_t> pair_of_flow(flows.size());
   Value flow = flows.first_child();
   for (size_t i = 0; i < flows.size(); ++i, flow = flow.next()) {
-    pair_of_flow[i] = read_flow(rd, flow, i, hosts, sc.flows.emplace_back(), by_name);
+    pair_of_flow[i] = read_flow(rd, flow, i, hosts, sc.flows.emplace_back(), names);
   }
   // Every flow needs a route: explicit (either direction) or one direct link.
   std::unordered_set<uint64_t> reachable;

@@ -69,6 +69,7 @@ class Document {
 // A view of one node of a Document, which must outlive it.
 class Value {
  public:
+  Value() = default;  // refers to nothing until assigned
   Value(const Document& doc, uint32_t index) : doc_(&doc), index_(index) {}
   Kind kind() const { return static_cast<Kind>(node().kind); }
   bool is_object() const { return kind() == Kind::kObject; }
@@ -108,8 +109,8 @@ class Value {
 
  private:
   const Node& node() const { return doc_->nodes_[index_]; }
-  const Document* doc_;
-  uint32_t index_;
+  const Document* doc_ = nullptr;
+  uint32_t index_ = 0;
 };
 
 Value Document::root() const {
