@@ -9,7 +9,9 @@
 //   Netsim/generated/... a random netsim scenario (scenario_gen.h: 16 hosts,
 //                        18 links, 10,000 or 100,000 flows) through
 //                        `netmodel::simulate`, the engine of `slowpipe netsim`
-//                        (goals: <= 0.1 s and <= 1 s CPU);
+//                        (goals: <= 0.1 s and <= 1 s CPU); NetsimGeneratedJson
+//                        adds reading the JSON and printing the table,
+//                        NetsimReadJson is the reader alone;
 //   Flows/{current,legacy}/... the same flows through the current FlowNetwork
 //                        and the legacy copy (before path classes), driven
 //                        alike (flow_driver.h): the before/after ratio;
@@ -250,6 +252,20 @@ void BM_NetsimGeneratedJson(benchmark::State& state) {
   state.counters["table_MB"] = static_cast<double>(table_bytes) / 1e6;
 }
 BENCHMARK(BM_NetsimGeneratedJson)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+// The reader alone: JSON text -> checked Scenario (netsim_scenario.cpp).
+void BM_NetsimReadJson(benchmark::State& state) {
+  const sb::GeneratedScenario& g = generated(static_cast<int>(state.range(0)));
+  std::ostringstream json;
+  sb::write_scenario_json(g.scenario, json);
+  const std::string text = json.str();
+  for (auto _ : state) {
+    const nm::Scenario sc = nm::parse_scenario(text, "generated.json");
+    benchmark::DoNotOptimize(sc.flows.data());
+  }
+  state.counters["json_MB"] = static_cast<double>(text.size()) / 1e6;
+}
+BENCHMARK(BM_NetsimReadJson)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
   double worst = 0;
