@@ -24,6 +24,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "common/host_info.h"
 #include "common/units.h"
 #include "common/version.h"
 #include "compressors/config.h"
@@ -78,23 +79,6 @@ std::string iso_utc_now() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   return buf;
-}
-
-std::string host_name() {
-  char buf[256] = {0};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
-
-// The CPU's model name (/proc/cpuinfo); "unknown" where there is none.
-std::string cpu_name() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) != 0) continue;
-    const auto colon = line.find(':');
-    if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
-  }
-  return "unknown";
 }
 
 std::string join(const std::vector<std::string>& v, const char* sep) {
@@ -201,7 +185,7 @@ void write_attributes(RunLog& log, const TrainConfig& cfg, const ResolvedConfig&
   log.set_attribute("slowpipe.git_dirty", git_dirty());
   log.set_attribute("slowpipe.build_type", kBuildType);
   log.set_attribute("slowpipe.compiler", kCompiler);
-  log.set_attribute("host.cpu", cpu_name());
+  log.set_attribute("host.cpu", cpu_model_name());
   for (const auto& [k, v] : kernel_provenance(cfg.run.kernels)) log.set_attribute(k, v);
   log.set_attribute("torch.version", TORCH_VERSION);
   log.set_attribute("host", host_name());

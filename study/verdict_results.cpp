@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "common/host_info.h"
 #include "study/summary_group.h"
 #include "study/verdict_report.h"
 
@@ -56,16 +57,6 @@ std::string no_tabs(std::string s) {
   std::replace(s.begin(), s.end(), '\t', ' ');
   std::replace(s.begin(), s.end(), '\n', ' ');
   return s;
-}
-
-std::string this_cpu() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) != 0) continue;
-    const auto colon = line.find(':');
-    if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
-  }
-  return "unknown";
 }
 
 // The distinct values of a root attribute over the runs, in first-seen order.
@@ -112,7 +103,7 @@ std::vector<std::pair<std::string, std::string>> provenance_of_runs(
   return {{"experiment", experiment},
           {"scale", std::to_string(scale)},
           {"commit", commits_of(runs)},
-          {"cpu", cpu.empty() ? this_cpu() + " (this machine; the run logs name none)" : cpu},
+          {"cpu", cpu.empty() ? cpu_model_name() + " (this machine; the run logs name none)" : cpu},
           {"kernels", kernels + (blas.empty() ? "" : " (OpenBLAS " + blas + ")")},
           {"torch", distinct_attr(runs, "torch.version")},
           {"runs", start_times(runs)}};
