@@ -33,13 +33,8 @@ int cmd_plot(const Args& args) {
       "per-seed",
       "curves: one thin line per run (a seed group's runs in its colour) instead of the seed "
       "mean with its min-max band");
-  po::positional_options_description pos;
-  pos.add("runs", -1);
-  const po::variables_map vm = parse_command_line(args, desc, pos);
-  if (vm.count("help")) {
-    std::cout << desc;
-    return 0;
-  }
+  po::variables_map vm;
+  if (!parse_runs_command(args, desc, vm)) return 0;
   options.per_seed = vm.count("per-seed") > 0;
   if (options.summary.smooth_window < 1) throw UsageError("--smooth must be at least 1 step");
   options.summary.has_target = vm.count("target") > 0;

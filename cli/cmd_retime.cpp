@@ -65,13 +65,8 @@ int cmd_retime(const Args& args) {
       "tolerance", po::value(&tolerance)->default_value(1e-9),
       "largest relative difference allowed between the replay at the logged network and the "
       "logged times");
-  po::positional_options_description pos;
-  pos.add("runs", -1);
-  const po::variables_map vm = parse_command_line(args, desc, pos);
-  if (vm.count("help")) {
-    std::cout << desc;
-    return 0;
-  }
+  po::variables_map vm;
+  if (!parse_runs_command(args, desc, vm)) return 0;
   if (out.empty()) throw UsageError("--out DIR is required: where the retimed copies go");
   if (!(tolerance >= 0)) throw UsageError("--tolerance must be >= 0");
   for (const auto& s : sets) {

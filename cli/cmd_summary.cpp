@@ -35,13 +35,8 @@ int cmd_summary(const Args& args) {
       "rank", po::value<std::string>(),
       "order the rows by this column id (train_loss, wire_bytes, sim_time_s, state_bytes, ...), "
       "with a rank and the Pareto fronts of train loss against bytes and time");
-  po::positional_options_description pos;
-  pos.add("runs", -1);
-  const po::variables_map vm = parse_command_line(args, desc, pos);
-  if (vm.count("help")) {
-    std::cout << desc;
-    return 0;
-  }
+  po::variables_map vm;
+  if (!parse_runs_command(args, desc, vm)) return 0;
   if (vm.count("tsv") + vm.count("md") + vm.count("wide") > 1) {
     throw UsageError("--tsv, --md and --wide exclude each other");
   }

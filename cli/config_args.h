@@ -5,6 +5,7 @@
 #pragma once
 
 #include <boost/program_options.hpp>
+#include <iostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,6 +59,20 @@ inline boost::program_options::variables_map parse_command_line(
 }
 
 using Shortcut = std::pair<const char*, const std::string*>;  // key, flag value
+
+// The commands whose positional arguments are run logs or folders (summary,
+// plot, retime): every positional goes to the option `runs`. Returns false
+// when --help was asked (the help is printed on stdout: exit 0), true else.
+inline bool parse_runs_command(const std::vector<std::string>& args,
+                               const boost::program_options::options_description& desc,
+                               boost::program_options::variables_map& vm) {
+  boost::program_options::positional_options_description pos;
+  pos.add("runs", -1);
+  vm = parse_command_line(args, desc, pos);
+  if (vm.count("help") == 0) return true;
+  std::cout << desc;
+  return false;
+}
 
 // Shortcut values are only applied when non-empty: with parse_command_line an
 // empty value means the flag was not given.
