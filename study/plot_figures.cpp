@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "common/errors.h"
 #include "common/units.h"
@@ -14,6 +15,7 @@
 #include "runlog/runlog.h"
 #include "study/internal/plot_context.h"
 #include "study/plot_gnuplot.h"
+#include "study/plot_labels.h"
 #include "study/plot_series.h"
 #include "study/summary_columns.h"
 #include "study/summary_group.h"
@@ -157,37 +159,80 @@ void target_plot(Context& ctx) {
   }
 }
 
-// The x range (a margin of 1.3x each side) and "set xtics (...)" at 1, 2 and 5 times the powers of
-// ten between the points' smallest and largest x (with a margin), so a log axis spanning less than
-// a decade still has labelled tics.
-std::string log_tics(const std::vector<ParetoPoint>& points) {
-  double lo = points.front().x, hi = lo;
-  for (const auto& p : points) lo = std::min(lo, p.x), hi = std::max(hi, p.x);
-  if (!(lo > 0)) return "";
-  std::string tics;
-  for (double decade = std::pow(10, std::floor(std::log10(lo / 1.3))); decade <= hi * 1.3;
-       decade *= 10) {
-    for (const double m : {1.0, 2.0, 5.0}) {
-      const double x = m * decade;
-      if (x >= lo / 1.3 && x <= hi * 1.3) tics += (tics.empty() ? "" : ", ") + plot_number(x);
-    }
+// The x range of a Pareto figure: the points' smallest and largest positive x with a margin of
+// 1.3x each side ({1, 10} when none is positive).
+std::pair<double, double> pareto_x_range(const std::vector<ParetoPoint>& points) {
+  double lo = INFINITY, hi = 0;
+  for (const auto& p : points) {
+    if (p.x > 0) lo = std::min(lo, p.x), hi = std::max(hi, p.x);
   }
-  const std::string range =
-      "set xrange [" + plot_number(lo / 1.3) + ":" + plot_number(hi * 1.3) + "]\n";
-  return range + (tics.empty() ? "" : "set xtics (" + tics + ")\n");
+  if (!(hi > 0)) return {1, 10};
+  return {lo / 1.3, hi * 1.3};
 }
 
-// data/NAME.tsv: one row per point (x, x_std, loss, loss_std, n, front, label);
+// The y range: the points' loss ± std, with 8% of that span below and 10% above (a span of 0
+// counts as 10% of the loss, or 1), so the label placement knows where the points fall.
+std::pair<double, double> pareto_y_range(const std::vector<ParetoPoint>& points) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& p : points) {
+    const double sd = std::isfinite(p.loss_std) ? p.loss_std : 0;
+    lo = std::min(lo, p.loss - sd), hi = std::max(hi, p.loss + sd);
+  }
+  double span = hi - lo;
+  if (!(span > 0)) span = std::abs(hi) > 0 ? 0.1 * std::abs(hi) : 1;
+  return {lo - 0.08 * span, hi + 0.1 * span};
+}
+
+// "set xrange" to `range` and "set xtics (...)" at 1, 2 and 5 times the powers of ten inside it,
+// so a log axis spanning less than a decade still has labelled tics.
+std::string log_tics(const std::pair<double, double>& range) {
+  const auto [lo, hi] = range;
+  std::string tics;
+  for (double decade = std::pow(10, std::floor(std::log10(lo))); decade <= hi; decade *= 10) {
+    for (const double m : {1.0, 2.0, 5.0}) {
+      const double x = m * decade;
+      if (x >= lo && x <= hi) tics += (tics.empty() ? "" : ", ") + plot_number(x);
+    }
+  }
+  const std::string range_cmd = "set xrange [" + plot_number(lo) + ":" + plot_number(hi) + "]\n";
+  return range_cmd + (tics.empty() ? "" : "set xtics (" + tics + ")\n");
+}
+
+// The plot area of a Pareto figure, fixed (fractions of the PNG) so the label placement knows
+// its size in pixels: room for the title above, the key to the right.
+constexpr double kParetoLeft = 0.07, kParetoRight = 0.83, kParetoBottom = 0.08, kParetoTop = 0.88;
+
+// Where the points' labels go (plot_labels.h), for the figure's ranges and plot area; labels in
+// font size 9 (about 7 pixels a character, 14 a line with pngcairo).
+std::vector<LabelPlacement> pareto_labels(const std::vector<ParetoPoint>& points) {
+  LabelFrame frame;
+  std::tie(frame.x_min, frame.x_max) = pareto_x_range(points);
+  std::tie(frame.y_min, frame.y_max) = pareto_y_range(points);
+  frame.log_x = true;
+  frame.width_px = (kParetoRight - kParetoLeft) * kPngWidthPx;
+  frame.height_px = (kParetoTop - kParetoBottom) * kPngHeightPx;
+  frame.char_width_px = 7, frame.line_height_px = 14, frame.point_radius_px = 7;
+  std::vector<LabelledPoint> labelled;
+  for (const auto& p : points) labelled.push_back({p.x, p.loss, p.loss_std, p.label});
+  return place_labels(labelled, frame);
+}
+
+// data/NAME.tsv: one row per point (x, x_std, loss, loss_std, n, front, label, then its label's
+// anchor label_x, label_y, right-aligned 1/0, leader line 1/0);
 // data/NAME_front.tsv: the front's points by x, drawn as a step line.
 void write_pareto_data(Context& ctx, const std::string& name,
-                       const std::vector<ParetoPoint>& points) {
+                       const std::vector<ParetoPoint>& points,
+                       const std::vector<LabelPlacement>& labels) {
   std::ostringstream d, f;
-  d << "# x\tx_std\tloss\tloss_std\tn\tfront\tlabel\n";
+  d << "# x\tx_std\tloss\tloss_std\tn\tfront\tlabel\tlabel_x\tlabel_y\tlabel_right\tleader\n";
   std::vector<std::pair<double, double>> front;
-  for (const auto& p : points) {
+  for (size_t i = 0; i < points.size(); ++i) {
+    const auto& p = points[i];
+    const auto& l = labels[i];
     d << plot_number(p.x) << "\t" << plot_number(p.x_std) << "\t" << plot_number(p.loss) << "\t"
       << plot_number(p.loss_std) << "\t" << p.n << "\t" << (p.front ? 1 : 0) << "\t" << p.label
-      << "\n";
+      << "\t" << plot_number(l.x) << "\t" << plot_number(l.y) << "\t" << (l.right_aligned ? 1 : 0)
+      << "\t" << (l.leader ? 1 : 0) << "\n";
     if (p.front) front.emplace_back(p.x, p.loss);
   }
   std::sort(front.begin(), front.end());
@@ -195,6 +240,23 @@ void write_pareto_data(Context& ctx, const std::string& name,
   for (const auto& [x, loss] : front) f << plot_number(x) << "\t" << plot_number(loss) << "\n";
   write_text_file(ctx.out / "data" / (name + ".tsv"), d.str());
   write_text_file(ctx.out / "data" / (name + "_front.tsv"), f.str());
+}
+
+// The plot command of a Pareto figure: the front's steps, leader lines, points with error bars,
+// the front's points circled, and the labels at their anchors (left- or right-aligned).
+std::string pareto_plot_command(const std::string& name) {
+  const std::string data = gp_quote("data/" + name + ".tsv");
+  const std::string label_style = " font ',9' noenhanced notitle";
+  return "plot " + gp_quote("data/" + name + "_front.tsv") +
+         " using 1:2 with steps lw 2 dt 2 lc rgb '#555555' title 'Pareto front', \\\n     " + data +
+         " using 1:($11 > 0 ? $3 : NaN):($8 - $1):($9 - $3) with vectors nohead lw 1 "
+         "lc rgb '#999999' notitle, \\\n     " +
+         data + " using 1:3:4 with yerrorbars pt 7 ps 1.2 lc rgb " + gp_quote(gp_colour(0)) +
+         " title 'seed group', \\\n     " + data +
+         " using 1:($6 > 0 ? $3 : NaN) with points pt 6 ps 2.5 lw 1.5 lc rgb " +
+         gp_quote(gp_colour(1)) + " title 'on the front', \\\n     " + data +
+         " using 8:($10 > 0 ? NaN : $9):7 with labels left" + label_style + ", \\\n     " + data +
+         " using 8:($10 > 0 ? $9 : NaN):7 with labels right" + label_style + "\n";
 }
 
 // Final train loss against wire bytes per step or simulated run time, the
@@ -212,7 +274,7 @@ void pareto_plot(Context& ctx, const std::string& x_column, const std::string& n
                                  x_column);
     return;
   }
-  write_pareto_data(ctx, name, points);
+  write_pareto_data(ctx, name, points, pareto_labels(points));
   std::string script = gp_preamble(
       name + ".png",
       plot_title(ctx,
@@ -224,18 +286,14 @@ void pareto_plot(Context& ctx, const std::string& x_column, const std::string& n
             gp_quote(bytes ? "bytes on the wire per step, fw + bw + grad [bytes]"
                            : "simulated time of the whole run [s]") +
             "\nset ylabel " + gp_quote("final train loss [nats], mean of the last 10% of steps") +
-            "\nset logscale x 10\n"
-            "set offsets 0, 0, graph 0.08, graph 0.05\n";
+            "\nset logscale x 10\n";
+  script += "set lmargin at screen " + plot_number(kParetoLeft) + "\nset rmargin at screen " +
+            plot_number(kParetoRight) + "\nset bmargin at screen " + plot_number(kParetoBottom) +
+            "\nset tmargin at screen " + plot_number(kParetoTop) + "\n";
+  const auto [y_lo, y_hi] = pareto_y_range(points);
+  script += "set yrange [" + plot_number(y_lo) + ":" + plot_number(y_hi) + "]\n";
   if (bytes) script += "set format x '%.0s %cB'\n";  // 500 kB, 3 MB (powers of 1000)
-  script += log_tics(points);
-  const std::string data = gp_quote("data/" + name + ".tsv");
-  script += "plot " + gp_quote("data/" + name + "_front.tsv") +
-            " using 1:2 with steps lw 2 dt 2 lc rgb '#555555' title 'Pareto front', \\\n     " +
-            data + " using 1:3:4 with yerrorbars pt 7 ps 1.2 lc rgb " + gp_quote(gp_colour(0)) +
-            " title 'seed group', \\\n     " + data +
-            " using 1:($6 > 0 ? $3 : NaN) with points pt 6 ps 2.5 lw 1.5 lc rgb " +
-            gp_quote(gp_colour(1)) + " title 'on the front', \\\n     " + data +
-            " using 1:3:7 with labels left offset char 1,0.6 font ',9' noenhanced notitle\n";
+  script += log_tics(pareto_x_range(points)) + pareto_plot_command(name);
   render_plot(ctx, name, script);
   if (left_out > 0) {
     ctx.report.skipped.push_back(name + ": " + std::to_string(left_out) +

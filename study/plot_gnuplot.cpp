@@ -34,13 +34,18 @@ std::string gp_quote(const std::string& text) {
 }
 
 std::string gp_preamble(const std::string& png, const std::string& title) {
+  const std::string size = std::to_string(kPngWidthPx) + "," + std::to_string(kPngHeightPx);
   return "# Written by `slowpipe plot`; edit and rerun with: gnuplot " +
          png.substr(0, png.size() - 4) +
          ".gp\n"
          "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
-         "  set terminal pngcairo size 1200,700 font 'sans,11'\n"
+         "  set terminal pngcairo size " +
+         size +
+         " font 'sans,11'\n"
          "} else {\n"
-         "  set terminal png size 1200,700\n"
+         "  set terminal png size " +
+         size +
+         "\n"
          "}\n"
          "set output " +
          gp_quote(png) +

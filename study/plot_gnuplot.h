@@ -13,8 +13,11 @@ namespace slowpipe::study {
 // becomes the expression '...'."\n".'...' (fine in titles and labels).
 std::string gp_quote(const std::string& text);
 
+// The size of every PNG, in pixels.
+constexpr int kPngWidthPx = 1200, kPngHeightPx = 700;
+
 // Terminal, output, data format and key settings for a PNG named `png` (a file
-// name relative to the script's folder).
+// name relative to the script's folder), kPngWidthPx by kPngHeightPx.
 std::string gp_preamble(const std::string& png, const std::string& title);
 
 // Colour of series i (a fixed, colour-blind-friendly cycle), as "#rrggbb".

@@ -185,7 +185,8 @@ TEST_CASE("plot: the Pareto figures' data files hold the front") {
   const st::PlotReport report = st::make_plots(runs, options);
   CHECK(std::find(report.written.begin(), report.written.end(),
                   dir + "/plots/pareto_loss_vs_wire_bytes.png") != report.written.end());
-  // Points: one line each, label last; the diverged and the empty group left out.
+  // Points: one line each, the label then its anchor, alignment and leader flag; the diverged
+  // and the empty group left out.
   std::ifstream in(dir + "/plots/data/pareto_loss_vs_wire_bytes.tsv");
   std::string line;
   std::getline(in, line);
@@ -195,7 +196,11 @@ TEST_CASE("plot: the Pareto figures' data files hold the front") {
     std::vector<std::string> cells;
     std::istringstream s(line);
     for (std::string c; std::getline(s, c, '\t');) cells.push_back(c);
-    REQUIRE(cells.size() == 7);
+    REQUIRE(cells.size() == 11);
+    CHECK(std::stod(cells[7]) > 0);  // the label's anchor, on the log x axis
+    CHECK(std::isfinite(std::stod(cells[8])));
+    CHECK((cells[9] == "0" || cells[9] == "1"));
+    CHECK((cells[10] == "0" || cells[10] == "1"));
     front_of[cells[6]] = cells[5];
     x_of[cells[6]] = std::stod(cells[0]);
   }
