@@ -319,7 +319,7 @@ void print_flow_table(const std::vector<FlowResult>& results, std::ostream& os) 
     wfrom = std::max(wfrom, r.from.size());
     wto = std::max(wto, r.to.size());
   }
-  TableText out((results.size() + 1) * (wname + wfrom + wto + 4 * 13 + 3));
+  TableText out((results.size() + 1) * (wname + wfrom + wto + size_t{4 * 13 + 3}));
   out.left("flow", wname);
   out.left("from", wfrom);
   out.left("to", wto);

@@ -88,7 +88,10 @@ Verdict verdict_of(const std::string& message) {
 }
 
 bool same_bits(double a, double b) {
-  return std::memcmp(&a, &b, sizeof a) == 0;
+  uint64_t x, y;
+  std::memcpy(&x, &a, sizeof x);
+  std::memcpy(&y, &b, sizeof y);
+  return x == y;
 }
 
 // The tape value `v` holds what nlohmann built.
@@ -282,8 +285,8 @@ TEST_CASE("Netsim JSON: accepts and refuses what nlohmann did, with the same val
     check_agrees(text);
   }
   // Every outcome is well represented (else the comparison proves little).
-  WARN("accepted " << verdicts[0] << ", syntax " << verdicts[1] << ", duplicate key "
-                   << verdicts[2] << ", too deep " << verdicts[3] << "; " << bytes << " bytes");
+  WARN("accepted " << verdicts[0] << ", syntax " << verdicts[1] << ", duplicate key " << verdicts[2]
+                   << ", too deep " << verdicts[3] << "; " << bytes << " bytes");
   CHECK(verdicts[static_cast<int>(Verdict::kAccepted)] > 3000);
   CHECK(verdicts[static_cast<int>(Verdict::kSyntax)] > 3000);
   CHECK(verdicts[static_cast<int>(Verdict::kDuplicateKey)] > 100);
