@@ -196,8 +196,12 @@ else
   sleep 2
   SLOWPIPE_HEARTBEAT_STALE_S=1 attr dead0.h5 status | grep -Eq '^running \(no heartbeat since .*Z, [0-9]+ s ago\)$' && ok ||
     bad "rank 0 kill test: export --attrs shows '$(SLOWPIPE_HEARTBEAT_STALE_S=1 attr dead0.h5 status)'"
-  SLOWPIPE_HEARTBEAT_STALE_S=1 "$bin" summary dead0.h5 2>&1 | grep -q "running (no heartbeat since" && ok ||
-    bad "rank 0 kill test: summary does not show the stale heartbeat"
+  SLOWPIPE_HEARTBEAT_STALE_S=1 "$bin" summary dead0.h5 --wide 2>&1 | grep -q "running (no heartbeat since" && ok ||
+    bad "rank 0 kill test: summary --wide does not show the stale heartbeat"
+  # The default (100-column) table abbreviates it to `stale`, with a note.
+  SLOWPIPE_HEARTBEAT_STALE_S=1 "$bin" summary dead0.h5 >dead0.summary 2>&1
+  grep -Eq '(^| )stale( |$)' dead0.summary && grep -q "^stale: status running, but no heartbeat" dead0.summary && ok ||
+    bad "rank 0 kill test: summary does not mark the run stale: $(cat dead0.summary)"
   SLOWPIPE_HEARTBEAT_STALE_S=1 "$bin" export dead0.h5 2>&1 >/dev/null | grep -q "no heartbeat since .* the run most likely died" && ok ||
     bad "rank 0 kill test: export of the table does not warn"
   # Control: a finished run's status is never qualified.
