@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/config_args.h"
 #include "common/errors.h"
+#include "config/logged_config.h"
 #include "dist/dist_engine.h"
 #include "runlog/runlog.h"
 #include "sim/kernel_policy.h"
@@ -26,19 +27,7 @@ namespace {
 void load_logged_config(const std::string& path, OptionSet& options,
                         std::map<std::string, std::string>& attrs) {
   attrs = runlog::read_attributes(path);
-  int keys = 0;
-  for (const auto& [k, v] : attrs) {
-    if (k.rfind("config.", 0) != 0) continue;
-    try {
-      options.set(k.substr(7), v);
-    } catch (const UsageError& e) {
-      throw UsageError("--resume " + path + ": the logged configuration does not load (" +
-                       e.what() + "); was it written by another slowpipe version?");
-    }
-    ++keys;
-  }
-  if (keys == 0)
-    throw UsageError("--resume " + path + " holds no configuration: not a slowpipe run log");
+  config::apply_logged_config(attrs, options, "--resume " + path);
 }
 
 bool same_file(const std::string& a, const std::string& b) {

@@ -12,6 +12,7 @@
 #include "common/errors.h"
 #include "common/options.h"
 #include "common/version.h"
+#include "config/logged_config.h"
 #include "netmodel/chrome_trace.h"
 #include "netmodel/replay.h"
 #include "runlog/runlog.h"
@@ -77,18 +78,7 @@ Configs load_configs(const RetimeRequest& rq, const Attrs& attrs) {
   TrainConfig cfg;
   OptionSet options;
   config::describe_options(cfg, options);
-  int keys = 0;
-  for (const auto& [k, v] : attrs) {
-    if (k.rfind("config.", 0) != 0) continue;
-    try {
-      options.set(k.substr(7), v);
-    } catch (const UsageError& e) {
-      throw UsageError(rq.source + ": the logged configuration does not load (" + e.what() +
-                       "); was it written by another slowpipe version?");
-    }
-    ++keys;
-  }
-  if (keys == 0) throw UsageError(rq.source + " holds no configuration: not a slowpipe run log");
+  config::apply_logged_config(attrs, options, rq.source);
   check_retimable(cfg, rq.source);
   Configs c;
   c.logged = cfg.net;
