@@ -145,9 +145,18 @@ std::string per_seed_train(PlotContext& ctx, bool vs_time) {
   return plot_command(plots);
 }
 
+// The legend entry of the bands, only when some group has two seeds or more
+// (a one-seed band is the line itself).
+std::string band_key(bool several_seeds) {
+  if (!several_seeds) return "";
+  return ", \\\n     keyentry with filledcurves fc rgb '#555555' fs transparent solid 0.2 "
+         "noborder title 'min\u2013max over seeds'";
+}
+
 // The seed mean and min-max band of each curve.
 std::string band_train(PlotContext& ctx, bool vs_time) {
   std::string bands, lines;
+  bool several = false;
   for (const Curve& curve : plot_curves_of(ctx, vs_time)) {
     const auto seeds = seeds_of(ctx.groups[curve.group], [&](const RunStats* run) {
       const auto& has = ctx.train_values[run];
@@ -156,13 +165,12 @@ std::string band_train(PlotContext& ctx, bool vs_time) {
     });
     const std::string file = "train_loss_group" + std::to_string(curve.group + 1);
     if (!write_band(ctx, file, seed_band(seeds))) continue;
+    several = several || seeds.size() > 1;
     band_series(file, vs_time, gp_colour(curve.colour), curve.legend, "lines lw 2", 0.2, bands,
                 lines);
   }
   if (lines.empty()) return "";
-  return plot_command(bands + lines +
-                      ", \\\n     keyentry with filledcurves fc rgb '#555555' fs transparent "
-                      "solid 0.2 noborder title 'min\u2013max over seeds'");
+  return plot_command(bands + lines + band_key(several));
 }
 
 // One line per run of each curve, compressed dashed (--per-seed); sets `compressed`.
@@ -195,6 +203,7 @@ std::string per_seed_eval(PlotContext& ctx, const std::string& metric, size_t m,
 // The seed mean and band of each curve, uncompressed and compressed; sets `compressed`.
 std::string band_eval(PlotContext& ctx, const std::string& metric, bool vs_time, bool& compressed) {
   std::string bands, lines;
+  bool several = false;
   for (const Curve& curve : plot_curves_of(ctx, vs_time)) {
     for (const bool c : {false, true}) {
       const std::string column = metric + (c ? "_compressed" : "");
@@ -205,6 +214,7 @@ std::string band_eval(PlotContext& ctx, const std::string& metric, bool vs_time,
       });
       const std::string file = "eval_" + column + "_group" + std::to_string(curve.group + 1);
       if (!write_band(ctx, file, seed_band(seeds))) continue;
+      several = several || seeds.size() > 1;
       compressed = compressed || c;
       band_series(file, vs_time, gp_colour(curve.colour), c ? "" : curve.legend,
                   c ? "linespoints pt 6 ps 0.7 lw 2 dt 2" : "linespoints pt 7 ps 0.7 lw 2",
@@ -212,9 +222,7 @@ std::string band_eval(PlotContext& ctx, const std::string& metric, bool vs_time,
     }
   }
   if (lines.empty()) return "";
-  return bands + lines +
-         ", \\\n     keyentry with filledcurves fc rgb '#555555' fs transparent solid 0.2 "
-         "noborder title 'min\u2013max over seeds'";
+  return bands + lines + band_key(several);
 }
 
 // One line of a channel figure: a curve's seed band of fw{b}_KIND by epoch.

@@ -132,6 +132,9 @@ check "band mean of two seeds" 'close "$(last runs/plots/data/train_loss_group1.
 check "band min of two seeds" 'close "$(last runs/plots/data/train_loss_group1.tsv 4)" "$(awk -v a="$a" -v b="$b" "BEGIN{print (a<b?a:b)}")"'
 check "band n" '[ "$(last runs/plots/data/train_loss_group1.tsv 6)" = 2 ]'
 check "band drawn" 'grep -q filledcurves runs/plots/train_loss_vs_step.gp'
+check "the band's legend entry with two seeds" 'grep -q "keyentry.*over seeds" runs/plots/train_loss_vs_step.gp'
+"$bin" plot runs/none_1Gbps_1.h5 --out oneseed > /dev/null || bad "plot of one run"
+check "no band legend entry with one seed" '[ -f oneseed/train_loss_vs_step.gp ] && ! grep -q keyentry oneseed/train_loss_vs_step.gp'
 check "title: workload and networks" 'grep -q "gpt on text, several networks" runs/plots/train_loss_vs_step.gp'
 "$bin" plot runs --out perseed --per-seed > /dev/null || bad "plot --per-seed"
 check "--per-seed: a line per run" '[ "$(grep -o "[.]train[.]tsv" perseed/train_loss_vs_step.gp | wc -l)" -eq 4 ] && ! grep -q filledcurves perseed/train_loss_vs_step.gp'
