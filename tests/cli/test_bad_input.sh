@@ -119,6 +119,7 @@ INI
   printf '{"hosts": ["a", "a"], "links": [], "flows": []}\n' >duphost.json
   printf '{"hosts": ["a", "b"], "links": [' >notjson.json
   printf '[1, 2, 3]\n' >array.json
+  printf '{"hosts": ["a"], "links": [], "flows": []}\0{"x": 1}\n' >nul.json
   : >empty.json
   cd "$src" || exit 1
 }
