@@ -213,6 +213,7 @@ std::vector<LabelPlacement> pareto_labels(const std::vector<ParetoPoint>& points
   frame.height_px = (kParetoTop - kParetoBottom) * kPngHeightPx;
   frame.char_width_px = 7, frame.line_height_px = 14, frame.point_radius_px = 7;
   std::vector<LabelledPoint> labelled;
+  labelled.reserve(points.size());
   for (const auto& p : points) labelled.push_back({p.x, p.loss, p.loss_std, p.label});
   return place_labels(labelled, frame);
 }
@@ -348,6 +349,7 @@ std::vector<Curve> plot_curves_of(const PlotContext& ctx, bool vs_time) {
     if (vs_time || seen.insert(legend_of(ctx.groups[g], keys)).second) chosen.push_back(g);
   }
   std::vector<RunGroup> groups;
+  groups.reserve(chosen.size());
   for (size_t g : chosen) groups.push_back(ctx.groups[g]);
   const std::vector<std::string> legends = group_legends(groups, keys);
   std::vector<Curve> out;
@@ -424,6 +426,7 @@ PlotReport make_plots(const std::vector<RunStats>& runs, const PlotOptions& opti
   ctx.groups = group_runs(runs, /*group_seeds=*/true);
   sort_groups(ctx.groups, ctx.keys);
   std::vector<const RunStats*> all;
+  all.reserve(runs.size());
   for (const auto& run : runs) all.push_back(&run);
   ctx.setting = runs_setting(all);
   for (const auto& metric : summary_metrics()) {

@@ -83,7 +83,7 @@ std::string legend_of(const RunGroup& group, const std::vector<std::string>& key
 }
 
 std::string group_label(const RunGroup& group) {
-  const std::string label = config_value(*group.runs.front(), "run.label");
+  std::string label = config_value(*group.runs.front(), "run.label");
   for (const RunStats* run : group.runs) {
     if (config_value(*run, "run.label") != label) return "";
   }
@@ -152,6 +152,7 @@ std::vector<BandPoint> seed_band(const std::vector<SeedCurve>& seeds) {
     }
   }
   std::vector<BandPoint> out;
+  out.reserve(by_key.size());
   for (const auto& [key, a] : by_key) {
     out.push_back({key, a.x_n ? a.x_sum / static_cast<double>(a.x_n) : kNaN,
                    a.sum / static_cast<double>(a.n), a.min, a.max, a.n});

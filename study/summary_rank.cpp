@@ -89,6 +89,7 @@ std::vector<FrontMark> time_front_marks(const std::vector<RunGroup>& groups) {
 Ranking rank_groups(const std::vector<RunGroup>& groups, const std::string& by) {
   const bool higher = column_higher_is_better(by);
   std::vector<double> v;
+  v.reserve(groups.size());
   for (const auto& group : groups) v.push_back(group_rank_value(group, by));
   // Better first; NaN (no value) after every value.
   auto better = [&](size_t a, size_t b) {

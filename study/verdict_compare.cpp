@@ -68,6 +68,7 @@ double value_of(const ResultRun& run, const std::string& column) {
 
 MeanStd finite_stat(const std::vector<const ResultRun*>& runs, const std::string& column) {
   std::vector<double> values;
+  values.reserve(runs.size());
   for (const ResultRun* r : runs) values.push_back(value_of(*r, column));
   return mean_std(values);
 }

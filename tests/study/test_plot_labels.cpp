@@ -38,6 +38,7 @@ std::vector<st::LabelledPoint> dense_cluster() {
   const char* names[] = {"direct q3 fw",    "TAH-Quant 3",     "direct q4 fw",  "TAH-Quant 4",
                          "AQ-SGD q3 fw+bw", "AQ-SGD q4 fw+bw", "EF21 topk 10%", "plain sign bw"};
   std::vector<st::LabelledPoint> points;
+  points.reserve(8);
   for (int i = 0; i < 8; ++i) {
     points.push_back({1e6 * (1 + 0.004 * i), 1.60 - 0.004 * i + 0.003 * (i % 2), 0.01, names[i]});
   }

@@ -246,6 +246,7 @@ TEST_CASE("plot: titles name the workload and the network") {
   for (auto& r : runs) r.config["model.name"] = "gpt", r.config["data.name"] = "gcide";
   auto setting = [&] {
     std::vector<const st::RunStats*> p;
+    p.reserve(runs.size());
     for (const auto& r : runs) p.push_back(&r);
     return st::runs_setting(p);
   };
@@ -294,7 +295,8 @@ void write_channel_log(const std::string& path, const std::string& fw, const std
   log.declare("train", cols);
   const bool aq = fw.rfind("aq", 0) == 0;
   for (int i = 1; i <= 12; ++i) {
-    const double e = (i - 1) / 4;
+    const int epoch = (i - 1) / 4;  // 4 steps an epoch
+    const double e = epoch;
     log.append("train", {{"step", i},
                          {"epoch", e},
                          {"loss", 3 - 0.1 * i + offset},

@@ -62,7 +62,7 @@ void write_log(const std::string& path, const Spec& s) {
 // 120, q2 140, q1 90, empty none. Losses: none lowest; q4 and q4:group=64
 // equal (a tie); q2 dominated by q4 (more bytes, higher loss); q1 diverged.
 std::string write_logs(const std::string& name) {
-  const std::string dir = sp::test::scratch(name);
+  std::string dir = sp::test::scratch(name);
   const std::vector<Spec> specs = {
       {"none", "1", "fp32", "complete", -0.01, 160, 20},
       {"none", "2", "fp32", "complete", 0.01, 160, 20},
