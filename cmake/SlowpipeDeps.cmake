@@ -85,15 +85,22 @@ endfunction()
 
 # slowpipe_torch_pch(target [aten]): reuse the shared torch (default) or aten
 # precompiled header for the target's sources that reach tensor headers.
+# Without the precompiled header (SLOWPIPE_PCH=OFF, as `make lint` builds), a
+# test source that includes catch.hpp before libtorch would get c10's
+# glog-style CHECK(cond) in place of Catch2's CHECK (a failure would abort,
+# passes would not count); such sources of test targets get c10's logging
+# header forced first, so Catch2's definition stays in force as with the
+# precompiled header.
 function(slowpipe_torch_pch target)
-  if(NOT SLOWPIPE_PCH)
-    return()
-  endif()
   set(kind torch)
   if(ARGC GREATER 1)
     set(kind ${ARGV1})
   endif()
-  target_precompile_headers(${target} REUSE_FROM slowpipe_pch_${kind})
+  if(SLOWPIPE_PCH)
+    target_precompile_headers(${target} REUSE_FROM slowpipe_pch_${kind})
+  elseif(NOT target MATCHES "^test_")
+    return()
+  endif()
   get_target_property(sources ${target} SOURCES)
   get_target_property(dir ${target} SOURCE_DIR)
   foreach(source IN LISTS sources)
@@ -102,9 +109,12 @@ function(slowpipe_torch_pch target)
     endif()
     get_filename_component(path ${source} ABSOLUTE BASE_DIR ${dir})
     slowpipe_reaches_tensor_headers(${path} tensor)
-    if(NOT tensor)
+    if(SLOWPIPE_PCH AND NOT tensor)
       set_source_files_properties(${source} TARGET_DIRECTORY ${target}
                                   PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+    elseif(NOT SLOWPIPE_PCH AND tensor)
+      set_source_files_properties(${source} TARGET_DIRECTORY ${target}
+                                  PROPERTIES COMPILE_OPTIONS "-include;c10/util/Logging.h")
     endif()
   endforeach()
 endfunction()
