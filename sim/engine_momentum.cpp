@@ -126,7 +126,7 @@ void PipelineEngine::exchange_momentum(StepResult& result, int64_t step, int64_t
       local[r] = replicas_[r]->optimizers[c].next_momentum().cpu();  // [1, N]
     }
     // Replica r's channel to server j, and server j's channel back.
-    std::vector<compressors::Channel*> workers(D * D), servers(D);
+    std::vector<compressors::Channel*> workers(static_cast<size_t>(D) * D), servers(D);
     for (int r = 0; r < D; ++r) {
       for (int j = 0; j < D; ++j) workers[r * D + j] = replicas_[r]->momentum[c * D + j].get();
       servers[r] = replicas_[r]->momentum_server[c].get();

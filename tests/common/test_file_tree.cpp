@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path scratch(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
+  fs::path p = fs::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
   fs::create_directories(p);
   return p;
 }

@@ -123,7 +123,7 @@ TEST_CASE("TopK: the sampled bracket rarely misses, also on rows with per-channe
   // channels with log-uniform scales over 3 decades (outlier channels), where
   // the 16-element sample blocks see correlated magnitudes.
   sc::TopkSelector sel;
-  constexpr int64_t kTokens = 512, kChannels = 128, m = kTokens * kChannels;
+  constexpr int64_t kTokens = 512, kChannels = 128, kElements = kTokens * kChannels;
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
   std::uniform_real_distribution<float> unit;
@@ -133,17 +133,17 @@ TEST_CASE("TopK: the sampled bracket rarely misses, also on rows with per-channe
   for (int kind = 0; kind < 3; ++kind)
     for (double frac : {0.1, 0.3})
       for (int row = 0; row < 20; ++row) {
-        std::vector<float> x(m);
-        for (int64_t i = 0; i < m; ++i) {
+        std::vector<float> x(kElements);
+        for (int64_t i = 0; i < kElements; ++i) {
           float v = normal(rng);
           if (kind == 1) v = v * v * v;
           if (kind == 2) v *= scale[i % kChannels];
           x[i] = v;
         }
-        int64_t k = sc::kept_count(frac, m);
+        int64_t k = sc::kept_count(frac, kElements);
         std::vector<int32_t> got(k);
-        sel.select(x.data(), m, k, got.data());
-        REQUIRE(got == sc::naive::topk_indices(x.data(), m, k));
+        sel.select(x.data(), kElements, k, got.data());
+        REQUIRE(got == sc::naive::topk_indices(x.data(), kElements, k));
         ++selections;
       }
   INFO(sel.fallbacks() << " fallbacks in " << selections << " selections");

@@ -77,7 +77,7 @@ TEST_CASE("Subspace GPT: k = d_model computes the unconstrained model's outputs"
     for (size_t b = 0; b < plain.blocks.size(); ++b) {
       const auto from = plain.blocks[b]->named_parameters();
       for (auto& p : sub.blocks[b]->named_parameters()) {
-        const at::Tensor src = from[p.key()];
+        const at::Tensor& src = from[p.key()];
         const std::string& name = p.key();
         if (name == "tok.weight" || name == "pos.weight") {
           p.value().copy_(torch::matmul(src, u));  // rows: E U

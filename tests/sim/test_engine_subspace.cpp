@@ -71,6 +71,7 @@ std::vector<slowpipe::models::Batch> batches(const slowpipe::models::Dataset& da
   slowpipe::models::EpochSampler sampler(data.size(slowpipe::models::Split::kTrain), batch_size, 7,
                                          true, true);
   std::vector<slowpipe::models::Batch> v;
+  v.reserve(n);
   for (int i = 0; i < n; ++i)
     v.push_back(data.get(slowpipe::models::Split::kTrain, sampler.next().indices));
   return v;
