@@ -1,7 +1,8 @@
 // Small model configurations and data-set descriptions shared by the model tests.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>  // tensor factories (randint, randn, arange)
+#include <torch/utils.h>  // manual_seed
 
 #include "models/dataset.h"
 #include "models/model.h"
