@@ -3,8 +3,7 @@
 // describe_options() that binds its fields to dotted keys; train_config.h
 // gathers them (with the models', compressors' and netmodel's) into one
 // OptionSet. Plain C++ (slowpipe::config, no libtorch), so that sweeps resolve
-// points in the light front. sim/config_types.h names these structs in
-// slowpipe::sim, where they are used most.
+// points in the light front.
 #pragma once
 
 #include <cstdint>

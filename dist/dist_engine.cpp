@@ -133,7 +133,7 @@ DistEngine::DistEngine(sim::EngineSetup setup, const config::DistConfig& cfg,
   agree_on_cuts();
   const int S = layout_.stages, M = setup_.pipeline.microbatches;
   const auto schedule = netmodel::make_schedule(setup_.pipeline.schedule, S, M);
-  order_ = sim::global_order(schedule);
+  order_ = netmodel::single_process_order(schedule);
   my_ops_ = schedule.per_device[static_cast<size_t>(stage_)];
   for (int s = 0; s < S; ++s) {
     size_t n = 0;

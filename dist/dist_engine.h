@@ -98,10 +98,10 @@ class DistEngine : public sim::StepEngine {
   std::unique_ptr<Watchdog> watchdog_;
   models::Model model_;
   std::vector<size_t> cuts_;
-  std::vector<sim::PipelineOp> order_;    // global order of one replica (merging reports)
-  std::vector<sim::PipelineOp> my_ops_;   // this stage's own order
-  std::vector<at::Tensor> params_;        // this stage's parameters
-  std::vector<size_t> params_per_stage_;  // tensors with a gradient slot, per stage
+  std::vector<netmodel::ScheduledOp> order_;   // global order of one replica (merging reports)
+  std::vector<netmodel::ScheduledOp> my_ops_;  // this stage's own order
+  std::vector<at::Tensor> params_;             // this stage's parameters
+  std::vector<size_t> params_per_stage_;       // tensors with a gradient slot, per stage
   std::unique_ptr<sim::StageOptimizer> optimizer_;
   double flops_per_sample_ = 0;
   int forward_kernels_ = 0;  // of this stage's forward (sim::forward_kernels)

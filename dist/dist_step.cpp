@@ -86,7 +86,7 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
                std::vector<at::Tensor>(static_cast<size_t>(M)),
                std::vector<at::Tensor>(static_cast<size_t>(M))};
   prefetch_messages();
-  for (const sim::PipelineOp& op : my_ops_) {
+  for (const netmodel::ScheduledOp& op : my_ops_) {
     if (op.pass == netmodel::Pass::kForward) {
       forward_op(c, op.microbatch, rep);
     } else {
@@ -100,7 +100,7 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
 void DistEngine::prefetch_messages() {
   const int S = layout_.stages, r = replica_, s = stage_;
   std::vector<int> from_up, from_down;
-  for (const sim::PipelineOp& op : my_ops_) {
+  for (const netmodel::ScheduledOp& op : my_ops_) {
     if (op.pass == netmodel::Pass::kForward && s > 0) from_up.push_back(act_tag(op.microbatch));
     if (op.pass != netmodel::Pass::kForward && s < S - 1)
       from_down.push_back(grad_tag(op.microbatch));

@@ -163,7 +163,7 @@ std::map<DecodeKey, double> decode_seconds(const std::vector<RankReport>& report
 // by its send; then the all-reduces (stage by stage), then the optimizer steps.
 std::vector<netmodel::TraceOp> merge_trace(const std::vector<RankReport>& reports,
                                            const Layout& layout,
-                                           const std::vector<sim::PipelineOp>& order) {
+                                           const std::vector<netmodel::ScheduledOp>& order) {
   const int S = layout.stages, D = layout.replicas;
   const std::map<DecodeKey, double> decode = decode_seconds(reports, layout);
   std::vector<std::deque<netmodel::TraceOp>> queue(static_cast<size_t>(layout.world()));
@@ -172,7 +172,7 @@ std::vector<netmodel::TraceOp> merge_trace(const std::vector<RankReport>& report
       queue[static_cast<size_t>(rank)].push_back(op);
   std::vector<netmodel::TraceOp> ops;
   for (int r = 0; r < D; ++r) {
-    for (const sim::PipelineOp& p : order) {
+    for (const netmodel::ScheduledOp& p : order) {
       auto& q = queue[static_cast<size_t>(layout.rank(r, p.chunk))];
       if (q.empty()) throw std::logic_error("dist: a rank reported fewer ops than its schedule");
       ops.push_back(q.front());
@@ -203,7 +203,7 @@ std::vector<netmodel::TraceOp> merge_trace(const std::vector<RankReport>& report
 }  // namespace
 
 sim::StepResult merge(const std::vector<RankReport>& reports, const Layout& layout,
-                      const std::vector<sim::PipelineOp>& order) {
+                      const std::vector<netmodel::ScheduledOp>& order) {
   const int S = layout.stages, D = layout.replicas;
   sim::StepResult out;
   // The single-process engine sums losses replica by replica, micro-batch by micro-batch.

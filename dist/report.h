@@ -10,8 +10,8 @@
 
 #include "dist/comm.h"
 #include "dist/layout.h"
+#include "netmodel/schedule.h"
 #include "sim/engine.h"
-#include "sim/executor.h"
 
 namespace slowpipe::dist {
 
@@ -44,6 +44,6 @@ RankReport unpack(const Bytes& bytes);
 
 // reports[rank]; `order` is the single-process global op order of one replica.
 sim::StepResult merge(const std::vector<RankReport>& reports, const Layout& layout,
-                      const std::vector<sim::PipelineOp>& order);
+                      const std::vector<netmodel::ScheduledOp>& order);
 
 }  // namespace slowpipe::dist

@@ -90,7 +90,7 @@ Schedule make_schedule(const std::string& name, int devices, int microbatches,
 void check_schedule(const Schedule& schedule);
 
 // One global order of the schedule's ops that a single process can execute
-// (the pipeline engine's, sim/executor.h): every device keeps its own order,
+// (the pipeline engine's, sim/engine.cpp): every device keeps its own order,
 // and an op comes only after its input exists: F(c,m) after F(c-1,m); the
 // (input) backward of (c,m) after its forward and after that of (c+1,m); the
 // weight backward of (c,m) after its input backward. Throws std::logic_error

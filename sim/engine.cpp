@@ -13,6 +13,7 @@
 
 #include "common/errors.h"
 #include "compressors/factory.h"
+#include "config/optim_registry.h"
 #include "models/cuts.h"
 #include "models/registry.h"
 #include "netmodel/schedule.h"
@@ -60,7 +61,7 @@ PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
   const auto user_cuts = parse_int_list("pipeline.cuts", setup_.pipeline.cuts);
   cuts_ = models::resolve_cuts(replicas_[0]->model, C, user_cuts, setup_.pipeline.balance,
                                setup_.probe);
-  order_ = global_order(schedule_);
+  order_ = netmodel::single_process_order(schedule_);
 
   for (int r = 0; r < D; ++r) {
     build_stages(*replicas_[r]);
@@ -225,7 +226,7 @@ double PipelineEngine::run_replica(const models::Batch& batch, int64_t step, int
   }
   w.input_pass.assign(C, std::vector<std::pair<double, double>>(M));
   for (auto& o : replicas_[r]->optimizers) o.zero_grad();
-  for (const PipelineOp& op : order_) {
+  for (const netmodel::ScheduledOp& op : order_) {
     switch (op.pass) {
       case netmodel::Pass::kForward:
         run_forward(w, op, result);
@@ -296,7 +297,7 @@ OpSite PipelineEngine::site(const StepWork& w, int chunk, int microbatch, int pe
   return {schedule_.device_of[chunk], chunk, microbatch, w.replica, peer};
 }
 
-void PipelineEngine::run_forward(StepWork& w, const PipelineOp& op, StepResult& result) {
+void PipelineEngine::run_forward(StepWork& w, const netmodel::ScheduledOp& op, StepResult& result) {
   const int C = stages(), c = op.chunk, m = op.microbatch, r = w.replica;
   Replica& rep = *replicas_[r];
   const torch::Device device(setup_.device);
@@ -333,7 +334,8 @@ void PipelineEngine::run_forward(StepWork& w, const PipelineOp& op, StepResult& 
       message_op(netmodel::OpKind::kSendActivation, site(w, c, m, to), y, st, result.fw[c]));
 }
 
-void PipelineEngine::run_backward(StepWork& w, const PipelineOp& op, StepResult& result) {
+void PipelineEngine::run_backward(StepWork& w, const netmodel::ScheduledOp& op,
+                                  StepResult& result) {
   const int C = stages(), c = op.chunk, m = op.microbatch, r = w.replica;
   Replica& rep = *replicas_[r];
   const bool split = op.pass == netmodel::Pass::kBackwardInput;
@@ -392,7 +394,8 @@ void PipelineEngine::run_backward(StepWork& w, const PipelineOp& op, StepResult&
   }
 }
 
-void PipelineEngine::run_weight_backward(StepWork& w, const PipelineOp& op, StepResult& result) {
+void PipelineEngine::run_weight_backward(StepWork& w, const netmodel::ScheduledOp& op,
+                                         StepResult& result) {
   const int C = stages(), c = op.chunk, m = op.microbatch;
   Replica& rep = *replicas_[w.replica];
   sync_device();
@@ -442,7 +445,7 @@ double PipelineEngine::clip_replica(int r, int64_t step) {
 
 void PipelineEngine::step_optimizers(StepResult& result, int64_t step, int64_t total_steps) {
   const int C = stages();
-  result.lr = learning_rate(setup_.optim, step, total_steps);
+  result.lr = config::learning_rate(setup_.optim, step, total_steps);
   for (int r = 0; r < replicas(); ++r) {
     Replica& rep = *replicas_[r];
     const double norm = clip_replica(r, step);

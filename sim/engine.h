@@ -20,13 +20,12 @@
 
 #include "compressors/channel.h"
 #include "compressors/config.h"
-#include "sim/config_types.h"
+#include "config/section_configs.h"
 #include "models/dataset.h"
 #include "models/model.h"
 #include "models/model_config.h"
 #include "netmodel/schedule.h"
 #include "netmodel/trace.h"
-#include "sim/executor.h"
 #include "sim/optimizer.h"
 
 namespace torch::serialize {
@@ -59,8 +58,8 @@ using ChannelFactory =
 struct EngineSetup {
   models::ModelConfig model;
   models::DatasetInfo data;
-  PipelineConfig pipeline;
-  OptimConfig optim;
+  config::PipelineConfig pipeline;
+  config::OptimConfig optim;
   compressors::CompressConfig compress;
   uint64_t seed = 1;
   std::string device = "cpu";
@@ -166,7 +165,7 @@ class PipelineEngine : public StepEngine {
   const netmodel::Schedule& schedule() const { return schedule_; }
   int replicas() const override { return static_cast<int>(replicas_.size()); }
   const std::vector<size_t>& cuts() const override { return cuts_; }
-  const std::vector<PipelineOp>& order() const { return order_; }
+  const std::vector<netmodel::ScheduledOp>& order() const { return order_; }
   models::Task task() const override;
   const models::Model& model() const override { return model(0); }
   const models::Model& model(int replica) const;
@@ -189,9 +188,9 @@ class PipelineEngine : public StepEngine {
   // `inputs`: the model inputs of the same samples (the boundary map's token ids).
   at::Tensor stage_forward(Replica& r, int stage, const at::Tensor& x, const at::Tensor& inputs);
   // The passes of one step (engine.cpp): each runs one op of the global order.
-  void run_forward(StepWork& w, const PipelineOp& op, StepResult& result);
-  void run_backward(StepWork& w, const PipelineOp& op, StepResult& result);
-  void run_weight_backward(StepWork& w, const PipelineOp& op, StepResult& result);
+  void run_forward(StepWork& w, const netmodel::ScheduledOp& op, StepResult& result);
+  void run_backward(StepWork& w, const netmodel::ScheduledOp& op, StepResult& result);
+  void run_weight_backward(StepWork& w, const netmodel::ScheduledOp& op, StepResult& result);
   void sync_gradients(StepResult& result);
   // Clips replica r's gradients by the global norm (throws NonFiniteError).
   double clip_replica(int r, int64_t step);
@@ -213,7 +212,7 @@ class PipelineEngine : public StepEngine {
   EngineSetup setup_;
   netmodel::Schedule schedule_;
   std::vector<size_t> cuts_;
-  std::vector<PipelineOp> order_;
+  std::vector<netmodel::ScheduledOp> order_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   bool cuda_ = false;
 };

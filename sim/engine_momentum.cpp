@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #include "compressors/channel_spec.h"
 #include "compressors/factory.h"
+#include "config/optim_registry.h"
 #include "sim/engine.h"
 #include "sim/engine_parts.h"
 #include "sim/internal/engine_replica.h"
@@ -69,8 +70,9 @@ at::Tensor average_moment(const std::vector<at::Tensor>& local,
 void PipelineEngine::build_momentum_channels() {
   const int C = stages(), D = replicas();
   if (setup_.compress.grad_sync != GradSync::kMomentum || D < 2) return;
-  const OptimizerInfo& optimizer = optimizer_registry().at("optim.name", setup_.optim.name);
-  if (optimizer.kind == OptimizerKind::kSgd && setup_.optim.momentum == 0) {
+  const config::OptimizerInfo& optimizer =
+      config::optimizer_registry().at("optim.name", setup_.optim.name);
+  if (optimizer.kind == config::OptimizerKind::kSgd && setup_.optim.momentum == 0) {
     throw UsageError(
         "compress.grad_sync = momentum exchanges the optimizer's momentum, but optim.name = sgd "
         "with optim.momentum = 0 has none");
@@ -112,7 +114,7 @@ bool PipelineEngine::momentum_exchange_active(int64_t step) const {
 
 void PipelineEngine::exchange_momentum(StepResult& result, int64_t step, int64_t total_steps) {
   const int C = stages(), D = replicas();
-  result.lr = learning_rate(setup_.optim, step, total_steps);
+  result.lr = config::learning_rate(setup_.optim, step, total_steps);
   result.grad.resize(C);
   result.trace.sharded_exchange = true;
   for (int r = 0; r < D; ++r) {

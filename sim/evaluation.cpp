@@ -22,7 +22,7 @@ std::string eval_at(int64_t step) {
 // pass through the forward channels' codecs. A non-finite loss in either, or
 // a codec refusing a non-finite activation, is a divergence (NonFiniteError),
 // as in training: the model after this step no longer computes finite values.
-EvalRecord evaluate(StepEngine& engine, const models::Dataset& data, const EvalConfig& cfg,
+EvalRecord evaluate(StepEngine& engine, const models::Dataset& data, const config::EvalConfig& cfg,
                     int batch_size, int64_t step) {
   const int64_t n = data.size(models::Split::kValidation);
   const int64_t limit = cfg.batches > 0 ? std::min<int64_t>(n, cfg.batches * batch_size) : n;

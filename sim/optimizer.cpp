@@ -29,11 +29,11 @@ double clip_global_norm(const std::vector<at::Tensor>& params, double max_norm) 
   return total;
 }
 
-StageOptimizer::StageOptimizer(const OptimConfig& c, std::vector<at::Tensor> params)
+StageOptimizer::StageOptimizer(const config::OptimConfig& c, std::vector<at::Tensor> params)
     : params_(std::move(params)),
       config_(c),
-      kind_(optimizer_registry().at("optim.name", c.name).kind) {
-  const bool adamw = kind_ == OptimizerKind::kAdamW;
+      kind_(config::optimizer_registry().at("optim.name", c.name).kind) {
+  const bool adamw = kind_ == config::OptimizerKind::kAdamW;
   tensors_per_element_ = adamw ? 7 : c.momentum != 0 ? 5 : 3;
   flops_per_element_ = adamw ? 10 : c.momentum != 0 ? 4 : 2;
   if (!adamw) {
@@ -122,7 +122,7 @@ State* state_of(torch::optim::Optimizer& opt, const at::Tensor& p) {
 
 bool StageOptimizer::has_moments() const {
   for (const auto& p : params_) {
-    const bool sgd = kind_ == OptimizerKind::kSgd;
+    const bool sgd = kind_ == config::OptimizerKind::kSgd;
     if (sgd && config_.momentum == 0) return false;  // no momentum to exchange
     if (sgd ? !state_of<torch::optim::SGDParamState>(*opt_, p)
             : !state_of<torch::optim::AdamWParamState>(*opt_, p)) {
@@ -138,7 +138,7 @@ at::Tensor StageOptimizer::next_momentum() const {
   parts.reserve(params_.size());
   for (const auto& p : params_) {
     const at::Tensor g = p.grad().defined() ? p.grad() : at::zeros_like(p);
-    if (kind_ == OptimizerKind::kSgd) {
+    if (kind_ == config::OptimizerKind::kSgd) {
       const auto* s = state_of<torch::optim::SGDParamState>(*opt_, p);
       at::Tensor d = config_.weight_decay != 0 ? g + config_.weight_decay * p : g;
       parts.push_back((s->momentum_buffer() * config_.momentum + d).reshape({-1}));
@@ -159,7 +159,7 @@ void StageOptimizer::step_with_momentum(const at::Tensor& mean) {
     const int64_t n = p.numel();
     const at::Tensor m = flat.narrow(0, offset, n).view(p.sizes()).to(p.device(), p.dtype());
     offset += n;
-    if (kind_ == OptimizerKind::kSgd) {
+    if (kind_ == config::OptimizerKind::kSgd) {
       auto* s = state_of<torch::optim::SGDParamState>(*opt_, p);
       s->momentum_buffer().copy_(m);
       p.add_(s->momentum_buffer(), -lr);

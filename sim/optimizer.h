@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/config_types.h"
+#include "config/section_configs.h"
 
 namespace torch::optim {
 class Optimizer;
@@ -31,7 +31,7 @@ double clip_global_norm(const std::vector<at::Tensor>& params, double max_norm);
 
 class StageOptimizer {
  public:
-  StageOptimizer(const OptimConfig& c, std::vector<at::Tensor> params);
+  StageOptimizer(const config::OptimConfig& c, std::vector<at::Tensor> params);
   ~StageOptimizer();
   StageOptimizer(StageOptimizer&&) noexcept;
   StageOptimizer& operator=(StageOptimizer&&) noexcept;
@@ -68,9 +68,9 @@ class StageOptimizer {
 
  private:
   std::vector<at::Tensor> params_;
-  OptimConfig config_;
+  config::OptimConfig config_;
   std::unique_ptr<torch::optim::Optimizer> opt_;
-  OptimizerKind kind_;           // from optimizer_registry(), by config_.name
+  config::OptimizerKind kind_;   // from config::optimizer_registry(), by config_.name
   int tensors_per_element_ = 0;  // tensors streamed per parameter element
   double flops_per_element_ = 0;
 };

@@ -30,12 +30,12 @@ using Attrs = std::map<std::string, std::string>;
 
 // What the log's configuration says: the skeleton's configuration and the two networks.
 struct Configs {
-  TrainConfig skeleton;
+  config::TrainConfig skeleton;
   netmodel::NetConfig logged, wanted;
   std::vector<std::pair<std::string, std::string>> net_values;  // the wanted net.* keys
 };
 
-void check_retimable(const TrainConfig& cfg, const std::string& source) {
+void check_retimable(const config::TrainConfig& cfg, const std::string& source) {
   if (!machine_independent_clock(cfg.net.compute)) {
     throw UsageError(source + ": net.compute = " + cfg.net.compute +
                      " times compute on the machine that ran it; the log holds each step's "
@@ -75,7 +75,7 @@ void skeleton_options(OptionSet& options, const Attrs& attrs, const std::string&
 }
 
 Configs load_configs(const RetimeRequest& rq, const Attrs& attrs) {
-  TrainConfig cfg;
+  config::TrainConfig cfg;
   OptionSet options;
   config::describe_options(cfg, options);
   config::apply_logged_config(attrs, options, rq.source);

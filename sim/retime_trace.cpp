@@ -14,7 +14,7 @@
 
 namespace slowpipe::sim {
 
-netmodel::StepTrace step_trace_skeleton(const TrainConfig& cfg, int64_t* samples) {
+netmodel::StepTrace step_trace_skeleton(const config::TrainConfig& cfg, int64_t* samples) {
   const std::unique_ptr<models::Dataset> data = models::make_dataset(cfg.data, cfg.model.seq_len);
   EngineSetup setup;
   setup.model = cfg.model;

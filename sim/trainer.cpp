@@ -100,7 +100,7 @@ void warn(const std::string& text) {
 std::string fingerprint(const ResolvedConfig& resolved) {
   uint64_t h = 1469598103934665603ULL;
   for (const auto& [k, v] : resolved) {
-    if (resume_key_may_differ(k)) continue;
+    if (config::resume_key_may_differ(k)) continue;
     for (const char ch : k + "=" + v + "\n") {
       h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
     }
@@ -114,7 +114,7 @@ std::string fingerprint(const ResolvedConfig& resolved) {
 // warm-up (exact wire_bytes), with the shapes of one micro-batch. Boundary
 // shapes come from one forward of replica 0 in eval mode without gradients
 // (no dropout draw: the run trains as it would without the banner).
-std::vector<std::string> channel_lines(const TrainConfig& cfg, const StepEngine& engine,
+std::vector<std::string> channel_lines(const config::TrainConfig& cfg, const StepEngine& engine,
                                        const models::Dataset& data) {
   namespace cx = compressors;
   std::vector<std::string> out;
@@ -177,7 +177,7 @@ std::vector<std::string> channel_lines(const TrainConfig& cfg, const StepEngine&
 }
 
 // Root attributes of a new log: the resolved config and provenance.
-void write_attributes(RunLog& log, const TrainConfig& cfg, const ResolvedConfig& resolved,
+void write_attributes(RunLog& log, const config::TrainConfig& cfg, const ResolvedConfig& resolved,
                       const StepEngine& engine, const models::Dataset& data) {
   for (const auto& [k, v] : resolved) log.set_attribute("config." + k, v);
   log.set_attribute("slowpipe.version", kVersion);
@@ -231,7 +231,7 @@ void add_warning(Run& run, const std::string& text) {
     run.warnings.push_back(text);
 }
 
-void build_run(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved,
+void build_run(Run& run, const config::TrainConfig& cfg, const ResolvedConfig& resolved,
                const DistEngineFactory& distributed) {
   run.data = models::make_dataset(cfg.data, cfg.model.seq_len);
   const int64_t train_n = run.data->size(models::Split::kTrain);
@@ -286,7 +286,7 @@ void build_run(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved,
 // over it. A kill in the middle of an HDF5 flush can leave the old file's
 // metadata inconsistent beyond its flushed rows (readable, but not safely
 // writable); the rebuilt file is whole.
-void rebuild_log(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved) {
+void rebuild_log(Run& run, const config::TrainConfig& cfg, const ResolvedConfig& resolved) {
   const std::string& out = cfg.run.out;
   const auto old_attrs = read_attributes(out);
   const auto old = [&old_attrs](const std::string& k) {
@@ -320,7 +320,7 @@ void rebuild_log(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolve
 }
 
 // Opens the run log: a new one, or the resumed one cut back to the checkpoint.
-void open_log(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved, bool resume,
+void open_log(Run& run, const config::TrainConfig& cfg, const ResolvedConfig& resolved, bool resume,
               const std::string& fp, TrainSummary& summary) {
   if (!resume) {
     remove_checkpoints(cfg.run.out);  // stale ones of a replaced run
@@ -369,9 +369,9 @@ void open_log(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved, 
 // When the next resume checkpoint is due.
 class CheckpointClock {
  public:
-  explicit CheckpointClock(const RunConfig& cfg) : cfg_(cfg), last_(Clock::now()) {}
+  explicit CheckpointClock(const config::RunConfig& cfg) : cfg_(cfg), last_(Clock::now()) {}
   bool due(int64_t steps_done) const {
-    if (cfg_.checkpoint_every == RunConfig::kCheckpointOff) return false;
+    if (cfg_.checkpoint_every == config::RunConfig::kCheckpointOff) return false;
     if (cfg_.checkpoint_every > 0) return steps_done % cfg_.checkpoint_every == 0;
     // auto: the time since the last checkpoint is at least 50x what writing
     // one costs (<= 2% overhead), and at least 30 s.
@@ -389,7 +389,7 @@ class CheckpointClock {
   int count() const { return count_; }
 
  private:
-  const RunConfig& cfg_;
+  const config::RunConfig& cfg_;
   Clock::time_point last_;
   double last_write_s_ = 0;
   double total_s_ = 0;
@@ -399,7 +399,7 @@ class CheckpointClock {
 // The step loop's shared state: the run, its summary, the progress display and
 // the checkpoint clock.
 struct Session {
-  Session(const TrainConfig& c, Run& r, TrainSummary& out, std::string config_fp,
+  Session(const config::TrainConfig& c, Run& r, TrainSummary& out, std::string config_fp,
           Clock::time_point started)
       : cfg(c),
         run(r),
@@ -412,7 +412,7 @@ struct Session {
   // Wall seconds of the whole run, earlier attempts included.
   double wall_now() const { return wall_before + seconds_since(wall_start); }
 
-  const TrainConfig& cfg;
+  const config::TrainConfig& cfg;
   Run& run;
   TrainSummary& summary;
   const std::string fp;
@@ -434,7 +434,7 @@ void announce(Session& s, bool resume) {
   const std::string channels =
       S > 1 ? ", fw " + join(engine.fw_specs(), ",") + ", bw " + join(engine.bw_specs(), ",")
             : ", no boundaries";
-  const PipelineConfig& p = s.cfg.pipeline;
+  const config::PipelineConfig& p = s.cfg.pipeline;
   const std::string layout =
       std::to_string(p.stages) + " stage(s)" +
       (p.virtual_stages > 1 ? " x " + std::to_string(p.virtual_stages) +
@@ -520,7 +520,7 @@ void train_one_step(Session& s) {
   ++cur.train_rows;
   fault_point("step");
   fault_point("error-step");
-  const RunConfig& rc = s.cfg.run;
+  const config::RunConfig& rc = s.cfg.run;
   if (rc.trace_every > 0 && (step + 1) % rc.trace_every == 0) {
     std::ostringstream os;
     netmodel::write_chrome_trace(timeline, os);
@@ -551,7 +551,7 @@ void run_steps(Session& s) {
     // An interrupted run is checkpointed first: its final evaluation row lies
     // beyond the checkpoint and is rewritten by the resumed run.
     if (summary.status == RunStatus::kInterrupted && s.can_checkpoint() &&
-        s.cfg.run.checkpoint_every != RunConfig::kCheckpointOff) {
+        s.cfg.run.checkpoint_every != config::RunConfig::kCheckpointOff) {
       checkpoint(s);
     }
     if (cur.steps_done > 0) log_eval(s, cur.steps_done);
@@ -611,7 +611,7 @@ const char* status_name(RunStatus s) {
   return "unknown";
 }
 
-TrainSummary train(const TrainConfig& cfg, const ResolvedConfig& resolved, bool resume,
+TrainSummary train(const config::TrainConfig& cfg, const ResolvedConfig& resolved, bool resume,
                    const DistEngineFactory& distributed) {
   const auto wall_start = Clock::now();
   set_compute_threads(cfg.run.threads);  // libtorch and OpenBLAS

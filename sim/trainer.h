@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/config_types.h"  // TrainConfig, resume_key_may_differ
+#include "config/train_config.h"
 #include "sim/engine.h"
 
 namespace slowpipe::sim {
@@ -37,7 +37,7 @@ using ResolvedConfig = std::vector<std::pair<std::string, std::string>>;
 // Builds the engine of one rank of a distributed run (dist/dist_engine.h); the
 // CLI passes it, so that sim/ does not depend on dist/.
 using DistEngineFactory = std::function<std::unique_ptr<StepEngine>(
-    const EngineSetup&, const TrainConfig&, const ResolvedConfig&)>;
+    const EngineSetup&, const config::TrainConfig&, const ResolvedConfig&)>;
 
 // `resolved` is the full resolved configuration (OptionSet::resolved()), stored
 // as root attributes of the run log. With `resume`, run.out is a run log
@@ -49,7 +49,7 @@ using DistEngineFactory = std::function<std::unique_ptr<StepEngine>(
 // With dist.world_size > 0 this process is one rank of a distributed run
 // (docs/distributed.md), built by `distributed`: rank 0 trains its stage and
 // writes the log, every other rank serves rank 0 and returns when it ends.
-TrainSummary train(const TrainConfig& config, const ResolvedConfig& resolved, bool resume = false,
-                   const DistEngineFactory& distributed = {});
+TrainSummary train(const config::TrainConfig& config, const ResolvedConfig& resolved,
+                   bool resume = false, const DistEngineFactory& distributed = {});
 
 }  // namespace slowpipe::sim

@@ -7,9 +7,9 @@
 
 #include <cstdint>
 
+#include "config/section_configs.h"
 #include "models/dataset.h"
 #include "sim/engine.h"
-#include "sim/config_types.h"
 #include "sim/internal/log_tables.h"
 
 namespace slowpipe::sim {
@@ -21,7 +21,7 @@ namespace slowpipe::sim {
 // or a codec refusing a non-finite activation, throws NonFiniteError naming
 // the step, as a divergence in training does: the model no longer computes
 // finite values. An empty validation split gives NaN losses, not an error.
-EvalRecord evaluate(StepEngine& engine, const models::Dataset& data, const EvalConfig& cfg,
+EvalRecord evaluate(StepEngine& engine, const models::Dataset& data, const config::EvalConfig& cfg,
                     int batch_size, int64_t step);
 
 }  // namespace slowpipe::sim

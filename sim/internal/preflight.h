@@ -5,7 +5,7 @@
 // before anything is loaded, built or written (docs/reliability.md).
 #pragma once
 
-#include "sim/config_types.h"
+#include "config/train_config.h"
 
 namespace slowpipe::sim {
 

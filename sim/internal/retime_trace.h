@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "config/train_config.h"
 #include "netmodel/trace.h"
-#include "sim/config_types.h"
 
 namespace slowpipe::sim {
 
@@ -27,7 +27,7 @@ namespace slowpipe::sim {
 // checkpoint (model.init_from) and pipeline.cuts as given: the trace every
 // step of the run shares but for its message bytes. `samples` receives the
 // step's batch (all replicas).
-netmodel::StepTrace step_trace_skeleton(const TrainConfig& cfg, int64_t* samples);
+netmodel::StepTrace step_trace_skeleton(const config::TrainConfig& cfg, int64_t* samples);
 
 // One logged step's bytes on the wire: per boundary b forward (fw{b}_bytes)
 // and backward (bw{b}_bytes), per model chunk s the data-parallel gradients

@@ -103,7 +103,8 @@ TEST_CASE("dist: merged reports are in the single-process order") {
   reports.reserve(static_cast<size_t>(layout.world()));
   for (int rank = 0; rank < layout.world(); ++rank)
     reports.push_back(report(layout.replica_of(rank), layout.stage_of(rank), M, D));
-  const auto order = slowpipe::sim::global_order(slowpipe::netmodel::make_schedule("gpipe", S, M));
+  const auto order =
+      slowpipe::netmodel::single_process_order(slowpipe::netmodel::make_schedule("gpipe", S, M));
   const slowpipe::sim::StepResult res = sd::merge(reports, layout, order);
 
   // Losses: replica 0's in its last stage's order, then replica 1's.

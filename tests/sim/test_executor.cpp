@@ -3,15 +3,14 @@
 #include <stdexcept>
 
 #include "netmodel/schedule.h"
-#include "sim/executor.h"
 
 namespace {
 
 namespace nm = slowpipe::netmodel;
-using slowpipe::sim::PipelineOp;
+using slowpipe::netmodel::ScheduledOp;
 
 // Checks the invariants a global order must hold for a schedule.
-void check_valid(const nm::Schedule& s, const std::vector<PipelineOp>& order) {
+void check_valid(const nm::Schedule& s, const std::vector<ScheduledOp>& order) {
   const int C = s.chunks, M = s.microbatches;
   size_t total = 0;
   for (const auto& list : s.per_device) total += list.size();
@@ -52,7 +51,7 @@ TEST_CASE("Executor: schedules become valid global orders") {
           if (v > 1 && (!entry.virtual_stages || M % S != 0)) continue;
           const auto s = nm::make_schedule(entry.name, S, M, v);
           INFO(entry.name << " S=" << S << " M=" << M << " v=" << v);
-          check_valid(s, slowpipe::sim::global_order(s));
+          check_valid(s, nm::single_process_order(s));
         }
       }
     }
@@ -64,13 +63,13 @@ TEST_CASE("Executor: a deadlocking or malformed schedule is refused") {
   nm::Schedule bad = nm::empty_schedule({2, 1, 1}, false);
   bad.per_device = {{{nm::Pass::kForward, 0, 0}, {nm::Pass::kBackward, 0, 0}},
                     {{nm::Pass::kBackward, 1, 0}, {nm::Pass::kForward, 1, 0}}};
-  CHECK_THROWS_AS(slowpipe::sim::global_order(bad), std::logic_error);
+  CHECK_THROWS_AS(nm::single_process_order(bad), std::logic_error);
   nm::Schedule missing = nm::empty_schedule({1, 1, 1}, false);
   missing.per_device = {{{nm::Pass::kForward, 0, 0}}};
-  CHECK_THROWS_AS(slowpipe::sim::global_order(missing), std::logic_error);
+  CHECK_THROWS_AS(nm::single_process_order(missing), std::logic_error);
   // Stage 0 waits for B(1,0) before sending F(0,0): deadlock, every pass present.
   nm::Schedule cycle = nm::empty_schedule({2, 1, 1}, false);
   cycle.per_device = {{{nm::Pass::kBackward, 0, 0}, {nm::Pass::kForward, 0, 0}},
                       {{nm::Pass::kForward, 1, 0}, {nm::Pass::kBackward, 1, 0}}};
-  CHECK_THROWS_AS(slowpipe::sim::global_order(cycle), std::logic_error);
+  CHECK_THROWS_AS(nm::single_process_order(cycle), std::logic_error);
 }

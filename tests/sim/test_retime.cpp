@@ -23,8 +23,8 @@ namespace nm = slowpipe::netmodel;
 namespace {
 
 // The tiny GPT of engine_fixture.h as a training configuration.
-sim::TrainConfig tiny_config(int stages, int replicas) {
-  sim::TrainConfig c;
+slowpipe::config::TrainConfig tiny_config(int stages, int replicas) {
+  slowpipe::config::TrainConfig c;
   c.data.name = "text";
   c.data.path = slowpipe::test::corpus_path();
   c.model.name = "gpt";
@@ -53,7 +53,7 @@ sim::LoggedBytes logged(const sim::StepResult& r) {
 }  // namespace
 
 TEST_CASE("Retime: the rebuilt skeleton with the logged bytes is the real step's trace") {
-  const sim::TrainConfig cfg = tiny_config(3, 2);
+  const slowpipe::config::TrainConfig cfg = tiny_config(3, 2);
   int64_t samples = 0;
   nm::StepTrace rebuilt = sim::step_trace_skeleton(cfg, &samples);
   CHECK(samples == 8);
