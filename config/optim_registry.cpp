@@ -8,13 +8,11 @@
 namespace slowpipe::config {
 
 const Registry<OptimizerInfo>& optimizer_registry() {
-  static const Registry<OptimizerInfo> registry(
-      "optimizer",
-      {
-          {"sgd", "SGD with optim.momentum (0: plain SGD) and weight decay", OptimizerKind::kSgd},
-          {"adamw", "AdamW (optim.beta1, optim.beta2, decoupled weight decay)",
-           OptimizerKind::kAdamW},
-      });
+  static const Registry<OptimizerInfo> registry("optimizer", {
+#define SLOWPIPE_OPTIMIZER(name, description) {#name, description},
+#include "config/optimizer_list.h"
+#undef SLOWPIPE_OPTIMIZER
+                                                             });
   return registry;
 }
 

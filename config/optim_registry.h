@@ -1,7 +1,8 @@
 // The optimizers and learning-rate schedules by name, and the learning rate of
 // a step: what `optim.name` and `optim.schedule` may be, known without
 // libtorch, so that the option set (and the sweeps that check points against
-// it) need none. The optimizers themselves, on tensors, are sim/optimizer.h.
+// it) need none. The optimizers themselves, on tensors, are sim/optimizers/
+// (sim/optimizer.h).
 // Leaves out per-parameter-group rates and restarts.
 #pragma once
 
@@ -13,15 +14,14 @@
 
 namespace slowpipe::config {
 
-// The optimizers by name (optim.name; its choices are read from here). The
-// entry's kind picks the libtorch optimizer, the cost of a step and how the
-// first moment is read and set (compress.grad_sync = momentum); no other code
-// names an optimizer.
-enum class OptimizerKind { kSgd, kAdamW };
+// The optimizers by name (optim.name; its choices are read from here), one
+// entry per line of config/optimizer_list.h. Each one's implementation (the
+// libtorch optimizer, the cost of a step, how its first moment is read and set
+// for compress.grad_sync = momentum) is its file in sim/optimizers/; no other
+// code names an optimizer.
 struct OptimizerInfo {
   std::string name;
   std::string description;  // one line
-  OptimizerKind kind = OptimizerKind::kAdamW;
 };
 const Registry<OptimizerInfo>& optimizer_registry();
 

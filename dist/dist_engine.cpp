@@ -16,6 +16,7 @@
 #include "common/options.h"
 #include "common/version.h"
 #include "compressors/factory.h"
+#include "config/optim_registry.h"
 #include "dist/watchdog.h"
 #include "models/cuts.h"
 #include "models/registry.h"

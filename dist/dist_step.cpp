@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "common/errors.h"
+#include "config/optim_registry.h"
 #include "dist/dist_engine.h"
 #include "sim/engine_parts.h"
 

@@ -15,6 +15,7 @@
 #include "sim/engine.h"
 #include "sim/engine_parts.h"
 #include "sim/internal/engine_replica.h"
+#include "sim/internal/optimizer_impl.h"
 
 namespace slowpipe::sim {
 namespace {
@@ -70,12 +71,10 @@ at::Tensor average_moment(const std::vector<at::Tensor>& local,
 void PipelineEngine::build_momentum_channels() {
   const int C = stages(), D = replicas();
   if (setup_.compress.grad_sync != GradSync::kMomentum || D < 2) return;
-  const config::OptimizerInfo& optimizer =
-      config::optimizer_registry().at("optim.name", setup_.optim.name);
-  if (optimizer.kind == config::OptimizerKind::kSgd && setup_.optim.momentum == 0) {
-    throw UsageError(
-        "compress.grad_sync = momentum exchanges the optimizer's momentum, but optim.name = sgd "
-        "with optim.momentum = 0 has none");
+  const std::string no_moment = find_optimizer(setup_.optim.name).no_moment(setup_.optim);
+  if (!no_moment.empty()) {
+    throw UsageError("compress.grad_sync = momentum exchanges the optimizer's momentum, but " +
+                     no_moment + " has none");
   }
   if (setup_.channel_factory) {
     throw std::logic_error("the momentum exchange builds its own channels (no channel factory)");

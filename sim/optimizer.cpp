@@ -1,4 +1,6 @@
-// StageOptimizer, learning-rate schedule and global-norm clipping.
+// StageOptimizer over its optimizer's implementation (sim/optimizers/, one
+// file each, listed in config/optimizer_list.h), the implementations by name,
+// and global-norm clipping.
 #include "sim/optimizer.h"
 
 #include <torch/torch.h>
@@ -10,8 +12,38 @@
 #include <type_traits>
 
 #include "common/errors.h"
+#include "common/registry.h"
+#include "sim/internal/optimizer_impl.h"
 
 namespace slowpipe::sim {
+
+// Each optimizer's file defines its entry (config/optimizer_list.h).
+#define SLOWPIPE_OPTIMIZER(name, description) OptimizerEntry name##_optimizer();
+#include "config/optimizer_list.h"
+#undef SLOWPIPE_OPTIMIZER
+
+namespace {
+
+const Registry<OptimizerEntry>& implementations() {
+  static const Registry<OptimizerEntry> registry("optimizer", {
+#define SLOWPIPE_OPTIMIZER(name, description) name##_optimizer(),
+#include "config/optimizer_list.h"
+#undef SLOWPIPE_OPTIMIZER
+                                                              });
+  return registry;
+}
+
+}  // namespace
+
+const std::vector<OptimizerEntry>& optimizer_entries() {
+  static const std::vector<OptimizerEntry> entries(implementations().begin(),
+                                                   implementations().end());
+  return entries;
+}
+
+const OptimizerEntry& find_optimizer(const std::string& name) {
+  return implementations().at("optim.name", name);
+}
 
 double clip_global_norm(const std::vector<at::Tensor>& params, double max_norm) {
   std::vector<at::Tensor> norms;
@@ -30,20 +62,12 @@ double clip_global_norm(const std::vector<at::Tensor>& params, double max_norm) 
 }
 
 StageOptimizer::StageOptimizer(const config::OptimConfig& c, std::vector<at::Tensor> params)
-    : params_(std::move(params)),
-      config_(c),
-      kind_(config::optimizer_registry().at("optim.name", c.name).kind) {
-  const bool adamw = kind_ == config::OptimizerKind::kAdamW;
-  tensors_per_element_ = adamw ? 7 : c.momentum != 0 ? 5 : 3;
-  flops_per_element_ = adamw ? 10 : c.momentum != 0 ? 4 : 2;
-  if (!adamw) {
-    opt_ = std::make_unique<torch::optim::SGD>(
-        params_, torch::optim::SGDOptions(c.lr).momentum(c.momentum).weight_decay(c.weight_decay));
-  } else {
-    opt_ = std::make_unique<torch::optim::AdamW>(
-        params_,
-        torch::optim::AdamWOptions(c.lr).betas({c.beta1, c.beta2}).weight_decay(c.weight_decay));
-  }
+    : params_(std::move(params)) {
+  const OptimizerEntry& entry = find_optimizer(c.name);
+  const OptimizerStepCost cost = entry.cost(c);
+  tensors_per_element_ = cost.tensors_per_element;
+  flops_per_element_ = cost.flops_per_element;
+  impl_ = entry.make(c, params_);
 }
 
 StageOptimizer::~StageOptimizer() = default;
@@ -51,11 +75,11 @@ StageOptimizer::StageOptimizer(StageOptimizer&&) noexcept = default;
 StageOptimizer& StageOptimizer::operator=(StageOptimizer&&) noexcept = default;
 
 void StageOptimizer::set_lr(double lr) {
-  for (auto& group : opt_->param_groups()) group.options().set_lr(lr);
+  for (auto& group : impl_->torch_optimizer().param_groups()) group.options().set_lr(lr);
 }
 
 void StageOptimizer::step() {
-  opt_->step();
+  impl_->torch_optimizer().step();
 }
 
 double StageOptimizer::flops_per_step() const {
@@ -93,41 +117,21 @@ typename Map::key_type state_key(const Map&, const at::Tensor& p) {
 
 }  // namespace
 
+torch::optim::OptimizerParamState* param_state(torch::optim::Optimizer& opt, const at::Tensor& p) {
+  auto& state = opt.state();
+  auto it = state.find(state_key(state, p));
+  return it == state.end() ? nullptr : it->second.get();
+}
+
 std::vector<at::Tensor> StageOptimizer::state_tensors() const {
   std::vector<at::Tensor> out;
-  const auto& state = opt_->state();
-  for (const auto& p : params_) {
-    auto it = state.find(state_key(state, p));
-    if (it == state.end()) continue;
-    if (auto* s = dynamic_cast<torch::optim::SGDParamState*>(it->second.get())) {
-      out.push_back(s->momentum_buffer());
-    } else if (auto* a = dynamic_cast<torch::optim::AdamWParamState*>(it->second.get())) {
-      out.push_back(a->exp_avg());
-      out.push_back(a->exp_avg_sq());
-    }
-  }
+  for (const auto& p : params_) impl_->append_state(p, out);
   return out;
 }
 
-namespace {
-
-template <class State>
-State* state_of(torch::optim::Optimizer& opt, const at::Tensor& p) {
-  auto& state = opt.state();
-  auto it = state.find(state_key(state, p));
-  return it == state.end() ? nullptr : dynamic_cast<State*>(it->second.get());
-}
-
-}  // namespace
-
 bool StageOptimizer::has_moments() const {
   for (const auto& p : params_) {
-    const bool sgd = kind_ == config::OptimizerKind::kSgd;
-    if (sgd && config_.momentum == 0) return false;  // no momentum to exchange
-    if (sgd ? !state_of<torch::optim::SGDParamState>(*opt_, p)
-            : !state_of<torch::optim::AdamWParamState>(*opt_, p)) {
-      return false;
-    }
+    if (!impl_->has_moment(p)) return false;
   }
   return true;
 }
@@ -138,14 +142,7 @@ at::Tensor StageOptimizer::next_momentum() const {
   parts.reserve(params_.size());
   for (const auto& p : params_) {
     const at::Tensor g = p.grad().defined() ? p.grad() : at::zeros_like(p);
-    if (kind_ == config::OptimizerKind::kSgd) {
-      const auto* s = state_of<torch::optim::SGDParamState>(*opt_, p);
-      at::Tensor d = config_.weight_decay != 0 ? g + config_.weight_decay * p : g;
-      parts.push_back((s->momentum_buffer() * config_.momentum + d).reshape({-1}));
-    } else {
-      const auto* a = state_of<torch::optim::AdamWParamState>(*opt_, p);
-      parts.push_back((a->exp_avg() * config_.beta1 + g * (1.0 - config_.beta1)).reshape({-1}));
-    }
+    parts.push_back(impl_->next_moment(p, g));
   }
   return torch::cat(parts).to(at::kFloat).unsqueeze(0);
 }
@@ -153,28 +150,13 @@ at::Tensor StageOptimizer::next_momentum() const {
 void StageOptimizer::step_with_momentum(const at::Tensor& mean) {
   torch::NoGradGuard no_grad;
   const at::Tensor flat = mean.reshape({-1});
-  const double lr = opt_->param_groups().front().options().get_lr();
+  const double lr = impl_->torch_optimizer().param_groups().front().options().get_lr();
   int64_t offset = 0;
   for (auto& p : params_) {
     const int64_t n = p.numel();
     const at::Tensor m = flat.narrow(0, offset, n).view(p.sizes()).to(p.device(), p.dtype());
     offset += n;
-    if (kind_ == config::OptimizerKind::kSgd) {
-      auto* s = state_of<torch::optim::SGDParamState>(*opt_, p);
-      s->momentum_buffer().copy_(m);
-      p.add_(s->momentum_buffer(), -lr);
-    } else {
-      // AdamW as libtorch computes it, with the exchanged first moment and the
-      // second moment frozen.
-      auto* a = state_of<torch::optim::AdamWParamState>(*opt_, p);
-      a->step(a->step() + 1);
-      a->exp_avg().copy_(m);
-      p.mul_(1.0 - lr * config_.weight_decay);
-      const double bc1 = 1.0 - std::pow(config_.beta1, static_cast<double>(a->step()));
-      const double bc2 = 1.0 - std::pow(config_.beta2, static_cast<double>(a->step()));
-      const at::Tensor denom = (a->exp_avg_sq().sqrt() / std::sqrt(bc2)).add_(1e-8);
-      p.addcdiv_(a->exp_avg(), denom, -lr / bc1);
-    }
+    impl_->step_with_moment(p, m, lr);
   }
   if (offset != flat.numel()) {
     throw std::logic_error("step_with_momentum: the momentum does not fit the parameters");
@@ -182,12 +164,12 @@ void StageOptimizer::step_with_momentum(const at::Tensor& mean) {
 }
 
 void StageOptimizer::save(torch::serialize::OutputArchive& archive) const {
-  opt_->save(archive);
+  impl_->torch_optimizer().save(archive);
 }
 
 void StageOptimizer::load(torch::serialize::InputArchive& archive) {
   try {
-    opt_->load(archive);
+    impl_->torch_optimizer().load(archive);
   } catch (const c10::Error& e) {
     throw DataError(std::string("optimizer state does not match this run: ") +
                     e.what_without_backtrace());

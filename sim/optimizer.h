@@ -1,9 +1,9 @@
-// The optimizer of one pipeline stage on one replica (SGD with momentum or AdamW),
-// the learning-rate schedule (linear warm-up, then cosine or linear decay) and
-// global-norm gradient clipping across all stages of a replica, as a real
-// pipeline does it (the stages agree on the global norm before stepping). The
-// optimizer and schedule registries and learning_rate() are plain C++ in
-// config/optim_registry.h.
+// The optimizer of one pipeline stage on one replica (optim.name: each one's
+// implementation is its file in sim/optimizers/, listed in
+// config/optimizer_list.h) and global-norm gradient clipping across all stages
+// of a replica, as a real pipeline does it (the stages agree on the global
+// norm before stepping). The optimizer and learning-rate schedule registries
+// and learning_rate() are plain C++ in config/optim_registry.h.
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -15,15 +15,14 @@
 
 #include "config/section_configs.h"
 
-namespace torch::optim {
-class Optimizer;
-}
 namespace torch::serialize {
 class OutputArchive;
 class InputArchive;
 }  // namespace torch::serialize
 
 namespace slowpipe::sim {
+
+class OptimizerImpl;  // one per optimizer, sim/optimizers/ (sim/internal/optimizer_impl.h)
 
 // Scales the gradients of `params` so that their global L2 norm is at most
 // `max_norm` (no-op for max_norm = 0). Returns the norm before clipping.
@@ -68,10 +67,8 @@ class StageOptimizer {
 
  private:
   std::vector<at::Tensor> params_;
-  config::OptimConfig config_;
-  std::unique_ptr<torch::optim::Optimizer> opt_;
-  config::OptimizerKind kind_;   // from config::optimizer_registry(), by config_.name
-  int tensors_per_element_ = 0;  // tensors streamed per parameter element
+  std::unique_ptr<OptimizerImpl> impl_;  // optim.name's, by find_optimizer
+  int tensors_per_element_ = 0;          // tensors streamed per parameter element
   double flops_per_element_ = 0;
 };
 
