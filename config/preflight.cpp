@@ -1,5 +1,5 @@
-// Up-front validation of a training run, the part without libtorch (see
-// preflight.h).
+// The preflight of a training run (see preflight.h): every check, in train's
+// order; the two that need libtorch come in from the caller.
 #include "config/preflight.h"
 
 #include <fcntl.h>
@@ -195,21 +195,15 @@ void check_distributed(const TrainConfig& c, bool resuming) {
 
 }  // namespace
 
-void check_layout(const TrainConfig& c, bool resuming) {
+void preflight(const TrainConfig& c, bool resuming, const LibtorchChecks& libtorch) {
   validate(c.pipeline);
   check_distributed(c, resuming);
-}
-
-void check_outputs_and_network(const TrainConfig& c, bool resuming) {
+  if (libtorch.device) libtorch.device(c.run.device);
   // Only rank 0 of a distributed run writes the log.
   if (!c.dist.enabled() || c.dist.rank == 0) check_out(c.run, resuming);
   check_compression(c);
   check_network(c);
-}
-
-void check_config(const TrainConfig& c, bool resuming) {
-  check_layout(c, resuming);
-  check_outputs_and_network(c, resuming);
+  if (libtorch.model) libtorch.model(c);
 }
 
 }  // namespace slowpipe::config

@@ -1,5 +1,6 @@
-// Up-front validation of a training run (see preflight.h): the device and the
-// model here, everything else in config/preflight.cpp.
+// The preflight's two checks that need libtorch or the models (see
+// internal/preflight.h); the preflight itself, every other check and their
+// order are config/preflight.cpp.
 #include "sim/internal/preflight.h"
 
 #include <c10/core/Device.h>
@@ -9,7 +10,6 @@
 #include <string>
 
 #include "common/errors.h"
-#include "config/preflight.h"
 #include "models/model_limits.h"
 
 namespace slowpipe::sim {
@@ -32,16 +32,17 @@ void check_device(const std::string& device) {
   }
 }
 
-}  // namespace
-
-void preflight(const TrainConfig& c, bool resuming) {
-  check_layout(c, resuming);
-  check_device(c.run.device);
-  check_outputs_and_network(c, resuming);
+void check_model(const config::TrainConfig& c) {
   models::MemoryBudget budget;
   budget.batch_samples = c.pipeline.batch_size / c.pipeline.replicas;
   budget.replicas = c.pipeline.replicas;
   models::validate_model_config(c.model, budget);
+}
+
+}  // namespace
+
+config::LibtorchChecks libtorch_checks() {
+  return {&check_device, &check_model};
 }
 
 }  // namespace slowpipe::sim

@@ -615,7 +615,7 @@ TrainSummary train(const config::TrainConfig& cfg, const ResolvedConfig& resolve
                    const DistEngineFactory& distributed) {
   const auto wall_start = Clock::now();
   set_compute_threads(cfg.run.threads);  // libtorch and OpenBLAS
-  preflight(cfg, resume);
+  config::preflight(cfg, resume, libtorch_checks());
   const std::string fp = fingerprint(resolved);
 
   TrainSummary summary;

@@ -285,7 +285,7 @@ ResolvedPoint resolve_point(const SweepFile& sweep, const SweepSettings& setting
     check_inputs(o);
     config::TrainConfig probe = t->config;
     probe.run.overwrite = true;  // the sweep decides what happens to an existing log
-    config::check_config(probe, /*resuming=*/false);
+    config::preflight(probe, /*resuming=*/false);
   } catch (const UsageError& e) {
     std::string values;
     for (const auto& [k, v] : point.values) values += " " + k + "=" + v;

@@ -1,8 +1,8 @@
 // From a sweep file's points to runnable training runs: each point's name and
 // plot label, its full resolved configuration (the same OptionSet `slowpipe
 // train` uses, so a value train would refuse is refused here, before anything
-// runs, and the checks of config::check_config, train's preflight without the
-// device and model checks, which need libtorch and wait for the point's run),
+// runs, and config::preflight without the libtorch checks (run.device and the
+// model checks, which wait for the point's run)),
 // the INI written beside its run log, the self-contained shell command
 // --emit-jobs writes for it, and the points --point / --only select. No
 // libtorch here.
@@ -83,7 +83,7 @@ std::vector<std::string> varying_keys(const std::vector<SweepPoint>& points);
 
 // Resolves every point: UsageError naming the sweep file, line and key for an
 // unknown key or a bad value, the point for a configuration train would refuse
-// (sim::preflight, missing input files), and --set for a key the sweep varies.
+// (config::preflight, missing input files), and --set for a key the sweep varies.
 ResolvedSweep resolve_sweep(const SweepFile& sweep, const SweepSettings& settings);
 
 // The run log and output file of a point.

@@ -1,17 +1,15 @@
-// Up-front validation of a training run: the torch-free checks of
-// config/preflight.h plus those that need libtorch or the models (run.device
-// is a device this libtorch has; the model fits this machine's memory;
-// model.init_from is a checkpoint of the same model). Run by the trainer
-// before anything is loaded, built or written (docs/reliability.md).
+// The preflight's checks that need libtorch or the models, for
+// config::preflight (config/preflight.h, which holds every check and their
+// order): run.device is a device this libtorch has; the model fits this
+// machine's memory; model.init_from is a checkpoint of the same model. The
+// trainer runs config::preflight(config, resuming, libtorch_checks()) before
+// anything is loaded, built or written (docs/reliability.md).
 #pragma once
 
-#include "config/train_config.h"
+#include "config/preflight.h"
 
 namespace slowpipe::sim {
 
-// Throws UsageError (or DataError for an unreadable init_from checkpoint)
-// naming the key (or file) and what is wrong. `resuming`: run.out is expected
-// to exist (it is the log being resumed).
-void preflight(const TrainConfig& config, bool resuming);
+config::LibtorchChecks libtorch_checks();
 
 }  // namespace slowpipe::sim

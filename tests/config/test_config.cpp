@@ -1,14 +1,15 @@
 // slowpipe::config without libtorch: the train option set takes every module's
 // keys with the registries' choices, the resume keys are exactly the ones that
-// do not change what is computed, and check_config refuses what preflight
-// refused before the split while leaving the device and the model to
-// sim::preflight (the point's own run).
+// do not change what is computed, and preflight refuses what train refuses,
+// running the device and model checks only when a libtorch-linked caller
+// passes them (a sweep leaves them to the point's own run), in train's order.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "common/errors.h"
 #include "config/optim_registry.h"
@@ -67,8 +68,7 @@ TEST_CASE("Train options: every module's keys, choices from the registries") {
   CHECK_THROWS_AS(o.options.set("model.layerz", "2"), slowpipe::UsageError);
   // optim.* choices are the registries' names.
   for (const auto& name : cf::optimizer_registry().names()) o.options.set("optim.name", name);
-  for (const auto& name : cf::lr_schedule_registry().names())
-    o.options.set("optim.schedule", name);
+  for (const auto& name : cf::lr_schedule_registry().names()) o.options.set("optim.schedule", name);
 }
 
 TEST_CASE("resume_key_may_differ: display, checkpoint and output keys only") {
@@ -87,42 +87,70 @@ TEST_CASE("resume_key_may_differ: display, checkpoint and output keys only") {
     CHECK_FALSE(cf::resume_key_may_differ(key));
 }
 
-TEST_CASE("check_config: the checks that need no libtorch") {
+TEST_CASE("preflight: the checks that need no libtorch") {
   TempDir dir;
   SECTION("the defaults pass") {
     Options o(dir.path);
-    CHECK_NOTHROW(cf::check_config(o.config, /*resuming=*/false));
+    CHECK_NOTHROW(cf::preflight(o.config, /*resuming=*/false));
   }
   SECTION("a batch that does not split into micro-batches") {
     Options o(dir.path);
     o.options.set("pipeline.batch_size", "10");
     o.options.set("pipeline.microbatches", "4");
-    CHECK_THROWS_WITH(cf::check_config(o.config, false), Catch::Contains("does not split"));
-    CHECK_THROWS_WITH(cf::check_layout(o.config, false), Catch::Contains("does not split"));
+    CHECK_THROWS_WITH(cf::preflight(o.config, false), Catch::Contains("does not split"));
   }
   SECTION("an existing run log: refused, unless resumed or overwritten") {
     Options o(dir.path);
     std::ofstream(dir.path / "run.h5") << "x";
-    CHECK_THROWS_WITH(cf::check_config(o.config, false), Catch::Contains("--resume"));
-    CHECK_NOTHROW(cf::check_config(o.config, /*resuming=*/true));
+    CHECK_THROWS_WITH(cf::preflight(o.config, false), Catch::Contains("--resume"));
+    CHECK_NOTHROW(cf::preflight(o.config, /*resuming=*/true));
     o.options.set("run.overwrite", "true");
-    CHECK_NOTHROW(cf::check_config(o.config, false));
+    CHECK_NOTHROW(cf::preflight(o.config, false));
   }
   SECTION("resuming a log that does not exist") {
     Options o(dir.path);
-    CHECK_THROWS_WITH(cf::check_config(o.config, true), Catch::Contains("no such run log"));
+    CHECK_THROWS_WITH(cf::preflight(o.config, true), Catch::Contains("no such run log"));
   }
   SECTION("a gradient codec with one replica") {
     Options o(dir.path);
     o.options.set("compress.grad", "q8");
-    CHECK_THROWS_WITH(cf::check_outputs_and_network(o.config, false),
-                      Catch::Contains("pipeline.replicas = 1"));
+    CHECK_THROWS_WITH(cf::preflight(o.config, false), Catch::Contains("pipeline.replicas = 1"));
   }
-  SECTION("the device and the model are left to sim::preflight") {
+  SECTION("the device and the model are left to the caller's LibtorchChecks") {
     Options o(dir.path);
     o.options.set("run.device", "cuda:7");
     o.options.set("model.d_model", "65536");
     o.options.set("model.layers", "256");
-    CHECK_NOTHROW(cf::check_config(o.config, false));
+    CHECK_NOTHROW(cf::preflight(o.config, false));
+  }
+}
+
+TEST_CASE("preflight: the libtorch checks run in train's order") {
+  TempDir dir;
+  std::vector<std::string> ran;
+  cf::LibtorchChecks checks;
+  checks.device = [&ran](const std::string& device) { ran.push_back("device " + device); };
+  checks.model = [&ran](const cf::TrainConfig&) { ran.push_back("model"); };
+  SECTION("both, the device first") {
+    Options o(dir.path);
+    CHECK_NOTHROW(cf::preflight(o.config, false, checks));
+    CHECK(ran == std::vector<std::string>{"device cpu", "model"});
+  }
+  SECTION("the device after the layout, before the outputs; the model last") {
+    Options o(dir.path);
+    o.options.set("pipeline.batch_size", "10");
+    o.options.set("pipeline.microbatches", "4");
+    CHECK_THROWS_WITH(cf::preflight(o.config, false, checks), Catch::Contains("does not split"));
+    CHECK(ran.empty());
+    Options p(dir.path);
+    std::ofstream(dir.path / "run.h5") << "x";
+    CHECK_THROWS_WITH(cf::preflight(p.config, false, checks), Catch::Contains("--resume"));
+    CHECK(ran == std::vector<std::string>{"device cpu"});
+  }
+  SECTION("a failing device check stops the preflight") {
+    Options o(dir.path);
+    checks.device = [](const std::string& d) { throw slowpipe::UsageError("run.device = " + d); };
+    CHECK_THROWS_WITH(cf::preflight(o.config, false, checks), Catch::Contains("run.device"));
+    CHECK(ran.empty());
   }
 }
