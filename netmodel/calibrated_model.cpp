@@ -212,28 +212,30 @@ class CalibratedModel : public ComputeModel {
 
 }  // namespace
 
-std::unique_ptr<ComputeModel> make_calibrated_model(const std::string& arg,
-                                                    const std::string& key) {
-  int window = kDefaultCalibrationSteps;
-  Statistic stat = Statistic::kMin;  // more load-stable than the median (docs/netmodel.md)
-  if (!arg.empty()) {
-    const auto colon = arg.find(':');
-    const int64_t w = parse_int(key, arg.substr(0, colon));
-    if (w < 1 || w > 100000) {
-      throw UsageError("bad value for '" + key + "': calibration window must be 1..100000 steps");
-    }
-    window = static_cast<int>(w);
-    if (colon != std::string::npos) {
-      const std::string s = arg.substr(colon + 1);
-      if (s == "median") {
-        stat = Statistic::kMedian;
-      } else if (s != "min") {
-        throw UsageError("bad value for '" + key + "': calibration statistic '" + s +
-                         "' (known: median, min)");
-      }
+void parse_calibrated_spec(const std::string& arg, const std::string& key, ComputeSpec& spec) {
+  spec.calibration_steps = kDefaultCalibrationSteps;
+  spec.calibration_median = false;  // min: more load-stable than the median (docs/netmodel.md)
+  if (arg.empty()) return;
+  const auto colon = arg.find(':');
+  const int64_t w = parse_int(key, arg.substr(0, colon));
+  if (w < 1 || w > 100000) {
+    throw UsageError("bad value for '" + key + "': calibration window must be 1..100000 steps");
+  }
+  spec.calibration_steps = static_cast<int>(w);
+  if (colon != std::string::npos) {
+    const std::string s = arg.substr(colon + 1);
+    if (s == "median") {
+      spec.calibration_median = true;
+    } else if (s != "min") {
+      throw UsageError("bad value for '" + key + "': calibration statistic '" + s +
+                       "' (known: median, min)");
     }
   }
-  return std::make_unique<CalibratedModel>(window, stat);
+}
+
+std::unique_ptr<ComputeModel> make_calibrated_model(const ComputeSpec& spec) {
+  return std::make_unique<CalibratedModel>(
+      spec.calibration_steps, spec.calibration_median ? Statistic::kMedian : Statistic::kMin);
 }
 
 }  // namespace slowpipe::netmodel

@@ -28,10 +28,10 @@
 
 namespace slowpipe::netmodel {
 
-inline constexpr int kDefaultCalibrationSteps = 20;
-
-// `arg` is what follows "calibrated:" ("" for the defaults, "20", "20:median").
-// Throws UsageError naming `key`.
-std::unique_ptr<ComputeModel> make_calibrated_model(const std::string& arg, const std::string& key);
+// `arg` is what follows "calibrated:" ("" for the defaults, "20", "20:median"):
+// sets spec.calibration_steps and calibration_median. Throws UsageError naming `key`.
+void parse_calibrated_spec(const std::string& arg, const std::string& key, ComputeSpec& spec);
+// The model of a parsed calibrated spec (kDefaultCalibrationSteps: compute_model.h).
+std::unique_ptr<ComputeModel> make_calibrated_model(const ComputeSpec& spec);
 
 }  // namespace slowpipe::netmodel

@@ -52,11 +52,17 @@ const DevicePreset& find_device(const std::string& key, const std::string& name)
   return device_presets().at(key, name);
 }
 
-std::string compute_device_label(const std::string& spec) {
+std::string compute_device_label(const ComputeSpec& spec) {
+  if (spec.model == "analytic") return spec.device;
+  if (spec.model == "fixed") return spec.text;
+  return "host-timed (" + spec.text + ")";
+}
+
+std::string compute_device_label(const std::string& logged_spec) {
   const std::string analytic = "analytic:";
-  if (spec.rfind(analytic, 0) == 0) return spec.substr(analytic.size());
-  if (spec.rfind("fixed", 0) == 0) return spec;
-  return "host-timed (" + spec + ")";
+  if (logged_spec.rfind(analytic, 0) == 0) return logged_spec.substr(analytic.size());
+  if (logged_spec.rfind("fixed", 0) == 0) return logged_spec;
+  return "host-timed (" + logged_spec + ")";
 }
 
 std::string ComputeModel::describe_json() const {
@@ -153,39 +159,43 @@ void need_arg(const std::string& arg, const std::string& key, const std::string&
   }
 }
 
-std::unique_ptr<ComputeModel> make_measured(const std::string& arg, const std::string& key,
-                                            const std::string& spec) {
-  if (!arg.empty()) compute_models().unknown(key, spec);
-  return std::make_unique<MeasuredModel>();
+void parse_measured(const std::string& arg, const std::string& key, ComputeSpec& spec) {
+  if (!arg.empty()) compute_models().unknown(key, spec.text);
 }
 
-std::unique_ptr<ComputeModel> make_scaled(const std::string& arg, const std::string& key,
-                                          const std::string& spec) {
-  need_arg(arg, key, spec, "a speed-up factor", "2");
+void parse_scaled(const std::string& arg, const std::string& key, ComputeSpec& spec) {
+  need_arg(arg, key, spec.text, "a speed-up factor", "2");
   const double f = parse_float(key, arg);
   if (!(f > 0)) throw UsageError("bad value for '" + key + "': scale factor must be > 0");
-  return std::make_unique<ScaledModel>(f);
+  spec.scale = f;
 }
 
-std::unique_ptr<ComputeModel> make_analytic(const std::string& arg, const std::string& key,
-                                            const std::string& spec) {
-  need_arg(arg, key, spec, "a device", "A100");
-  return std::make_unique<AnalyticModel>(find_device(key, arg));
+void parse_analytic(const std::string& arg, const std::string& key, ComputeSpec& spec) {
+  need_arg(arg, key, spec.text, "a device", "A100");
+  spec.device = find_device(key, arg).name;
 }
 
-std::unique_ptr<ComputeModel> make_fixed(const std::string& arg, const std::string& key,
-                                         const std::string& spec) {
-  need_arg(arg, key, spec, "seconds", "2");
+void parse_fixed(const std::string& arg, const std::string& key, ComputeSpec& spec) {
+  need_arg(arg, key, spec.text, "seconds", "2");
   const auto slash = arg.find('/');
   const double f = parse_float(key, arg.substr(0, slash));
   const double b = slash == std::string::npos ? f : parse_float(key, arg.substr(slash + 1));
   if (f < 0 || b < 0) throw UsageError("bad value for '" + key + "': fixed seconds must be >= 0");
-  return std::make_unique<FixedModel>(f, b);
+  spec.forward_s = f;
+  spec.backward_s = b;
 }
 
-std::unique_ptr<ComputeModel> make_calibrated(const std::string& arg, const std::string& key,
-                                              const std::string& /*spec*/) {
-  return make_calibrated_model(arg, key);
+std::unique_ptr<ComputeModel> make_measured(const ComputeSpec&) {
+  return std::make_unique<MeasuredModel>();
+}
+std::unique_ptr<ComputeModel> make_scaled(const ComputeSpec& spec) {
+  return std::make_unique<ScaledModel>(spec.scale);
+}
+std::unique_ptr<ComputeModel> make_analytic(const ComputeSpec& spec) {
+  return std::make_unique<AnalyticModel>(find_device("net.compute", spec.device));
+}
+std::unique_ptr<ComputeModel> make_fixed(const ComputeSpec& spec) {
+  return std::make_unique<FixedModel>(spec.forward_s, spec.backward_s);
 }
 
 }  // namespace
@@ -198,30 +208,46 @@ const Registry<ComputeModelInfo>& compute_models() {
            "(default analytic:RTX4090) roofline: FLOPs / achieved FLOP/s, memory bytes / "
            "achieved bandwidth, with a floor of one launch per kernel; deterministic; devices " +
                device_presets().known(),
-           &make_analytic},
+           &parse_analytic, &make_analytic},
           {"calibrated", "calibrated[:W[:min|median]]",
            "host-dependent: per op kind, stage and shape, the min (or median) of its first W "
            "steps' seconds on this machine (default W 20), replayed unchanged",
-           &make_calibrated},
+           &parse_calibrated_spec, &make_calibrated_model},
           {"measured", "measured",
            "host-dependent: wall seconds measured by the pipeline engine at every step",
-           &make_measured},
+           &parse_measured, &make_measured},
           {"scaled", "scaled:F", "measured seconds divided by F (a device F times faster)",
-           &make_scaled},
+           &parse_scaled, &make_scaled},
           {"fixed", "fixed:S[/B]",
            "every forward S seconds, every backward B (default S), optimizer and codecs free",
-           &make_fixed},
+           &parse_fixed, &make_fixed},
       },
       /*key_of=*/{}, [](const ComputeModelInfo& m) { return m.usage; });
   return models;
 }
 
-std::unique_ptr<ComputeModel> make_compute_model(const std::string& spec, const std::string& key) {
-  const auto colon = spec.find(':');
-  const std::string arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
-  const ComputeModelInfo* m = compute_models().find(spec.substr(0, colon));
-  if (!m) compute_models().unknown(key, spec);
-  return m->make(arg, key, spec);
+ComputeSpec parse_compute_spec(const std::string& text, const std::string& key) {
+  const auto colon = text.find(':');
+  const std::string arg = colon == std::string::npos ? "" : text.substr(colon + 1);
+  const ComputeModelInfo* m = compute_models().find(text.substr(0, colon));
+  if (!m) compute_models().unknown(key, text);
+  ComputeSpec spec;
+  spec.text = text;
+  spec.model = m->name;
+  spec.device.clear();
+  m->parse(arg, key, spec);
+  return spec;
+}
+
+ComputeSpec analytic_compute_spec(const std::string& device) {
+  ComputeSpec spec;
+  spec.text = "analytic:" + device;
+  spec.device = device;
+  return spec;
+}
+
+std::unique_ptr<ComputeModel> make_compute_model(const ComputeSpec& spec) {
+  return compute_models().at("net.compute", spec.model).make(spec);
 }
 
 }  // namespace slowpipe::netmodel

@@ -72,30 +72,55 @@ class ComputeModel {
   virtual void load_state(const std::string&) {}
 };
 
-// Builds a model from the text after "NAME:" ("" when there is none); `key`
-// and `spec` (the whole value) are for UsageErrors.
-using ComputeModelFactory = std::function<std::unique_ptr<ComputeModel>(
-    const std::string& arg, const std::string& key, const std::string& spec)>;
+// The default of `net.compute`: deterministic, on the default device
+// (docs/netmodel.md, "The default device").
+inline constexpr const char* kDefaultComputeModel = "analytic:RTX4090";
+inline constexpr int kDefaultCalibrationSteps = 20;
+
+// A `net.compute` value, parsed once where the option is read
+// (parse_compute_spec): the model's entry and its checked arguments, and the
+// text as given, which the run log, banners and messages print.
+struct ComputeSpec {
+  std::string text = kDefaultComputeModel;           // as given ("calibrated", "fixed:0.01")
+  std::string model = "analytic";                    // its compute_models() entry
+  std::string device = kDefaultDevice;               // analytic: a device_presets() name
+  double scale = 1;                                  // scaled: measured seconds / scale
+  double forward_s = 0, backward_s = 0;              // fixed
+  int calibration_steps = kDefaultCalibrationSteps;  // calibrated: W
+  bool calibration_median = false;                   // calibrated: STAT median (else min)
+};
+
+// Fills the entry's arguments of `spec` from the text after "NAME:" (""
+// when there is none); `key` and `spec.text` (the whole value) are for
+// UsageErrors. Builds a model from a parsed spec.
+using ComputeSpecParser =
+    std::function<void(const std::string& arg, const std::string& key, ComputeSpec& spec)>;
+using ComputeModelFactory = std::function<std::unique_ptr<ComputeModel>(const ComputeSpec& spec)>;
 struct ComputeModelInfo {
   std::string name;         // "calibrated", "measured", "scaled", "analytic", "fixed"
   std::string usage;        // "scaled:F"; how the registry lists it
   std::string description;  // one line
+  ComputeSpecParser parse;
   ComputeModelFactory make;
 };
-// The family and its dispatch: make_compute_model calls the entry its name
-// (the spec up to ':') finds.
+// The family and its dispatch: parse_compute_spec calls the parser of the
+// entry its name (the text up to ':') finds, make_compute_model its factory.
 const Registry<ComputeModelInfo>& compute_models();
 
-// The default of `net.compute`: deterministic, on the default device
-// (docs/netmodel.md, "The default device").
-inline constexpr const char* kDefaultComputeModel = "analytic:RTX4090";
-// The device a compute-model spec simulates ("RTX4090" for analytic:RTX4090),
-// or its spec when it names none ("calibrated:20:min", "measured"): what
-// banners, summaries and plot titles print.
-std::string compute_device_label(const std::string& spec);
+// Parses a spec ("analytic:A100", "calibrated:20:median"); throws UsageError
+// naming `key`.
+ComputeSpec parse_compute_spec(const std::string& text, const std::string& key = "net.compute");
+// analytic:DEVICE for a device preset's name (timing.device), unchecked.
+ComputeSpec analytic_compute_spec(const std::string& device);
 
-// Builds a model from its spec ("analytic:A100"); throws UsageError naming `key`.
-std::unique_ptr<ComputeModel> make_compute_model(const std::string& spec,
-                                                 const std::string& key = "net.compute");
+// The device a spec simulates ("RTX4090" for analytic:RTX4090), or its text
+// when it names none ("fixed:0.01", "host-timed (measured)"): what banners,
+// summaries and plot titles print. The string form labels a value read back
+// from a run log (study/), which is printed, never used to time anything.
+std::string compute_device_label(const ComputeSpec& spec);
+std::string compute_device_label(const std::string& logged_spec);
+
+// Builds a model from its parsed spec.
+std::unique_ptr<ComputeModel> make_compute_model(const ComputeSpec& spec);
 
 }  // namespace slowpipe::netmodel

@@ -141,11 +141,14 @@ void describe_link_options(NetConfig& c, slowpipe::OptionSet& o) {
 
 // The keys of the cluster: compute model, seed, hosts, NICs, per-link overrides.
 void describe_cluster_options(NetConfig& c, slowpipe::OptionSet& o) {
-  o.add("net.compute", c.compute,
-        "compute-time model: analytic:DEVICE (roofline plus launch floor on a named device; "
-        "deterministic, the same on any host) | calibrated[:W[:min|median]] (per-op seconds of "
-        "this host over the first W steps, then fixed) | measured (this host, every step) | "
-        "scaled:F | fixed:SECONDS[/BACKWARD_S]");
+  o.add_custom(
+      "net.compute", "string",
+      "compute-time model: analytic:DEVICE (roofline plus launch floor on a named device; "
+      "deterministic, the same on any host) | calibrated[:W[:min|median]] (per-op seconds of "
+      "this host over the first W steps, then fixed) | measured (this host, every step) | "
+      "scaled:F | fixed:SECONDS[/BACKWARD_S]",
+      [&c](const std::string& v) { c.compute = parse_compute_spec(v, "net.compute"); },
+      [&c] { return c.compute.text; });
   o.add("net.seed", c.seed, "seed of the jitter random stream", 0);
   o.add("net.stages_per_host", c.stages_per_host,
         "consecutive stages of a replica sharing one host (their messages are free)", 1, 1 << 20);
@@ -161,11 +164,7 @@ void describe_cluster_options(NetConfig& c, slowpipe::OptionSet& o) {
       "per-link overrides HOST-HOST:BANDWIDTH|PRESET[:LATENCY],... (hosts: "
       "replica*hosts_per_replica"
       " + stage/stages_per_host)",
-      [&c](const std::string& v) {
-        parse_link_overrides("net.links", v);
-        c.links = v;
-      },
-      [&c] { return c.links; });
+      [&c](const std::string& v) { set_links(c, v); }, [&c] { return c.links_text; });
   o.add_custom(
       "net.link_model", "choice",
       "full-duplex (default: a resource per link direction, fair sharing, latency pipelined) | "
@@ -182,6 +181,11 @@ void describe_cluster_options(NetConfig& c, slowpipe::OptionSet& o) {
 }
 
 }  // namespace
+
+void set_links(NetConfig& c, const std::string& text) {
+  c.links = parse_link_overrides("net.links", text);
+  c.links_text = text;
+}
 
 bool shared_inbound(const NetConfig& c) {
   return c.link_model == kSharedInbound;
@@ -212,7 +216,7 @@ std::string describe(const NetConfig& c) {
   os << "preset " << c.preset << ": " << (std::isinf(bw) ? "unlimited" : format_bandwidth(bw))
      << ", " << format_duration(effective_latency_s(c)) << ", efficiency " << c.efficiency;
   if (c.jitter_s > 0) os << ", jitter " << format_duration(c.jitter_s);
-  if (!c.links.empty()) os << ", links " << c.links;
+  if (!c.links_text.empty()) os << ", links " << c.links_text;
   if (shared_inbound(c)) os << ", link model " << kSharedInbound << " (efficiency not applied)";
   return os.str();
 }

@@ -20,6 +20,7 @@
 
 #include "common/options.h"
 #include "common/registry.h"
+#include "netmodel/compute_model.h"
 
 namespace slowpipe::netmodel {
 
@@ -44,6 +45,7 @@ struct LinkOverride {
 };
 // Parses "A-B:BANDWIDTH[:LATENCY],..." (BANDWIDTH may also be a preset name,
 // which then supplies the latency unless given). Throws UsageError naming `key`.
+// Called where `net.links` is read (describe_options, set_links) and nowhere else.
 std::vector<LinkOverride> parse_link_overrides(const std::string& key, const std::string& text);
 
 struct NetConfig {
@@ -52,9 +54,9 @@ struct NetConfig {
   double latency_s = -1;     // < 0: the preset's
   double jitter_s = 0;       // mean of the exponential extra latency per message
   double efficiency = 0.9564;
-  double overhead_bytes = 0;                 // added to every message
-  double overhead_s = 0;                     // added to every message's latency
-  std::string compute = "analytic:RTX4090";  // kDefaultComputeModel (compute_model.h)
+  double overhead_bytes = 0;  // added to every message
+  double overhead_s = 0;      // added to every message's latency
+  ComputeSpec compute;        // net.compute, parsed (default kDefaultComputeModel)
   int64_t seed = 1;
   int stages_per_host = 1;
   double nic_bandwidth_bps = 0;  // 0: unlimited NICs
@@ -64,7 +66,11 @@ struct NetConfig {
   // nic_bandwidth_bps for every host (one entry per host).
   std::vector<double> host_uplink_bps;
   double downlink_per_uplink = 1;
-  std::string links;  // per-link overrides, see parse_link_overrides
+  // net.links, parsed once (set_links): the per-link overrides in the
+  // order given, and the text as given, which only the run log and
+  // describe() print.
+  std::vector<LinkOverride> links;
+  std::string links_text;
   // How messages use the network (docs/netmodel.md, "Two network views"):
   // "" = the preset's (slowpipe timing), else kFullDuplex; kSharedInbound:
   // the Protocol NanoGPT meter (replay_inbound.h).
@@ -78,6 +84,9 @@ bool shared_inbound(const NetConfig& config);
 
 // Binds the `net.*` keys.
 void describe_options(NetConfig& config, slowpipe::OptionSet& options);
+// Sets net.links from its text (what the option does): config.links parsed,
+// config.links_text as given. Throws UsageError naming net.links.
+void set_links(NetConfig& config, const std::string& text);
 
 // Effective values after applying the preset and explicit overrides.
 double effective_bandwidth_bps(const NetConfig& config);  // before efficiency

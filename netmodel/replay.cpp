@@ -89,7 +89,6 @@ Timeline spread(Timeline compact, const StepTrace& full, const std::vector<int32
 Simulator::Simulator(const NetConfig& config, bool fold_replicas)
     : config_(config), compute_(make_compute_model(config.compute)), fold_replicas_(fold_replicas) {
   find_net_preset(config.preset);
-  parse_link_overrides("net.links", config.links);
   rng_state_ = static_cast<uint64_t>(config.seed) * 0x2545F4914F6CDD1Dull + 1;
 }
 

@@ -42,7 +42,7 @@ bool same_op(const TraceOp& a, const TraceOp& b) {
 std::string net_asymmetry(const NetConfig& config, int stages, int replicas) {
   if (replicas < 2) return "";
   if (config.jitter_s > 0) return "net.jitter draws a delay per message";
-  const auto pairs = overridden_pairs(parse_link_overrides("net.links", config.links));
+  const auto pairs = overridden_pairs(config.links);
   const int per = host_of(config, stages, 1, 0);  // hosts per replica
   const long long hosts = static_cast<long long>(per) * replicas;
   const std::vector<double>& uplinks = config.host_uplink_bps;

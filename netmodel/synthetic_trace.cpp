@@ -117,7 +117,7 @@ class ChunkCosts {
         reduce_bytes_(shape.stages),
         // compute_s: the device's analytic seconds, what calibrated, measured and
         // scaled replay; the analytic models recompute them from the same fields.
-        analytic_(make_compute_model("analytic:" + device.name, "timing.device")) {
+        analytic_(make_compute_model(analytic_compute_spec(device.name))) {
     const std::vector<int64_t> boundary = {shape.microbatch_size, shape.seq,
                                            boundary_width(shape)};  // [b, T, d] (or k)
     act_bytes_ = wire_bytes(specs.forward, boundary);

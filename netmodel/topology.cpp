@@ -17,7 +17,7 @@ Topology::Topology(const NetConfig& config, int stages, int replicas, FlowNetwor
       network_(network) {
   hosts_ = host_of(config, stages, replicas - 1, stages - 1) + 1;
   hosts_per_replica_ = hosts_ / replicas;
-  overrides_ = parse_link_overrides("net.links", config.links);
+  overrides_ = config.links;
   for (const auto& o : overrides_) {
     if (o.host_a >= hosts_ || o.host_b >= hosts_) {
       throw UsageError("bad value for 'net.links': host " +

@@ -407,7 +407,7 @@ MessageSizes message_sizes(const ModelShape& shape, const CodecSpecs& specs,
 
 NetConfig with_timing_device(const NetConfig& net, const std::string& device) {
   NetConfig n = net;
-  if (n.compute == kDefaultComputeModel) n.compute = "analytic:" + device;
+  if (n.compute.text == kDefaultComputeModel) n.compute = analytic_compute_spec(device);
   return n;
 }
 
@@ -540,13 +540,14 @@ void print_device(const NetConfig& net, const ResolvedWhatIf& r, std::ostream& o
      << fmt("%.4g", d.kernel_launch_s * 1e6)
      << " us per kernel; backward 2 x forward FLOPs, optimizer 28 bytes/parameter, codec passes "
         "stream their bytes\n";
-  const std::string cm = with_timing_device(net, r.device).compute;
-  os << "compute model net.compute=" << cm
-     << (cm == "analytic:" + d.name     ? " (the device line's roofline plus launch floor)"
-         : cm.rfind("analytic", 0) == 0 ? " (its own device's roofline replaces the device line)"
-         : cm.rfind("fixed", 0) == 0    ? " (fixed op seconds replace the device line)"
-         : cm.rfind("scaled", 0) == 0   ? " (the device line's seconds, divided)"
-                                        : " (replays the device line's seconds)")
+  const ComputeSpec cm = with_timing_device(net, r.device).compute;
+  const bool analytic = cm.model == "analytic";
+  os << "compute model net.compute=" << cm.text
+     << (analytic && cm.device == d.name ? " (the device line's roofline plus launch floor)"
+         : analytic                      ? " (its own device's roofline replaces the device line)"
+         : cm.model == "fixed"           ? " (fixed op seconds replace the device line)"
+         : cm.model == "scaled"          ? " (the device line's seconds, divided)"
+                                         : " (replays the device line's seconds)")
      << "\n";
 }
 

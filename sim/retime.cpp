@@ -20,8 +20,8 @@
 
 namespace slowpipe::sim {
 
-bool machine_independent_clock(const std::string& spec) {
-  return spec.rfind("analytic:", 0) == 0 || spec.rfind("fixed:", 0) == 0;
+bool machine_independent_clock(const netmodel::ComputeSpec& spec) {
+  return spec.model == "analytic" || spec.model == "fixed";
 }
 
 namespace {
@@ -37,7 +37,7 @@ struct Configs {
 
 void check_retimable(const config::TrainConfig& cfg, const std::string& source) {
   if (!machine_independent_clock(cfg.net.compute)) {
-    throw UsageError(source + ": net.compute = " + cfg.net.compute +
+    throw UsageError(source + ": net.compute = " + cfg.net.compute.text +
                      " times compute on the machine that ran it; the log holds each step's "
                      "sums, not each op's seconds, so a replay at another network would not be "
                      "exact (retime needs analytic:DEVICE or fixed:S[/B])");
@@ -91,7 +91,7 @@ Configs load_configs(const RetimeRequest& rq, const Attrs& attrs) {
     options.set_assignment(s);
   }
   if (!machine_independent_clock(cfg.net.compute)) {
-    throw UsageError("--set net.compute=" + cfg.net.compute +
+    throw UsageError("--set net.compute=" + cfg.net.compute.text +
                      ": a retime needs a machine-independent clock (analytic:DEVICE, fixed:S)");
   }
   c.wanted = cfg.net;

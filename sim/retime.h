@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "netmodel/compute_model.h"
+
 namespace slowpipe::sim {
 
 struct RetimeRequest {
@@ -46,6 +48,6 @@ struct RetimeReport {
 RetimeReport retime_run(const RetimeRequest& request);
 
 // Whether `spec` (net.compute) times compute without this machine's clock.
-bool machine_independent_clock(const std::string& spec);
+bool machine_independent_clock(const netmodel::ComputeSpec& spec);
 
 }  // namespace slowpipe::sim

@@ -44,7 +44,7 @@ nm::TraceOp forward(double flops = 1e9) {
 }  // namespace
 
 TEST_CASE("Calibrated: a running statistic over the window, then frozen") {
-  auto model = nm::make_compute_model("calibrated:3:median");
+  auto model = nm::make_compute_model(nm::parse_compute_spec("calibrated:3:median"));
   CHECK(model->spec() == "calibrated:3:median");
   SECTION("the window's steps replay the median of the samples so far") {
     model->observe(step({9, 9, 9}, {1.0, 3.0, 2.0}, true));
@@ -78,7 +78,7 @@ TEST_CASE("Calibrated: a running statistic over the window, then frozen") {
 }
 
 TEST_CASE("Calibrated: min statistic, codec classes, spec errors") {
-  auto model = nm::make_compute_model("calibrated:2:min");
+  auto model = nm::make_compute_model(nm::parse_compute_spec("calibrated:2:min"));
   nm::StepTrace t = step({5.0, 3.0}, {5.0, 3.0}, true);
   nm::TraceOp send;
   send.kind = nm::OpKind::kSendActivation;
@@ -94,19 +94,23 @@ TEST_CASE("Calibrated: min statistic, codec classes, spec errors") {
   CHECK(model->compute_s(forward()) == 3.0);
   CHECK(model->encode_s(send) == 0.1);  // min over encode samples
   CHECK(model->decode_s(send) == 0.2);  // min over decode samples
-  CHECK(nm::make_compute_model("calibrated")->spec() == "calibrated:20:min");
-  CHECK(nm::make_compute_model("calibrated:7")->spec() == "calibrated:7:min");
-  CHECK_THROWS_AS(nm::make_compute_model("calibrated:0"), slowpipe::UsageError);
-  CHECK_THROWS_AS(nm::make_compute_model("calibrated:x"), slowpipe::UsageError);
-  CHECK_THROWS_WITH(nm::make_compute_model("calibrated:5:mean"),
+  CHECK(nm::make_compute_model(nm::parse_compute_spec("calibrated"))->spec() ==
+        "calibrated:20:min");
+  CHECK(nm::make_compute_model(nm::parse_compute_spec("calibrated:7"))->spec() ==
+        "calibrated:7:min");
+  CHECK_THROWS_AS(nm::make_compute_model(nm::parse_compute_spec("calibrated:0")),
+                  slowpipe::UsageError);
+  CHECK_THROWS_AS(nm::make_compute_model(nm::parse_compute_spec("calibrated:x")),
+                  slowpipe::UsageError);
+  CHECK_THROWS_WITH(nm::make_compute_model(nm::parse_compute_spec("calibrated:5:mean")),
                     Catch::Contains("net.compute") && Catch::Contains("mean"));
 }
 
 TEST_CASE("Calibrated: the state survives save and load bit for bit") {
-  auto a = nm::make_compute_model("calibrated:4:median");
+  auto a = nm::make_compute_model(nm::parse_compute_spec("calibrated:4:median"));
   a->observe(step({1, 1, 1}, {0.1, 0.30000000000000004, 1.0 / 3.0}, true));
   a->observe(step({1, 1}, {0.7, 0.2}, true, 3e9));
-  auto b = nm::make_compute_model("calibrated:4:median");
+  auto b = nm::make_compute_model(nm::parse_compute_spec("calibrated:4:median"));
   b->load_state(a->save_state());
   CHECK(b->save_state() == a->save_state());
   CHECK(b->compute_s(forward()) == a->compute_s(forward()));
@@ -119,7 +123,7 @@ TEST_CASE("Calibrated: the state survives save and load bit for bit") {
   CHECK(a->describe_json().find("\"statistic\": \"median\"") != std::string::npos);
   CHECK(a->describe_json().find("\"clock\": \"thread-cpu\"") != std::string::npos);
   // A state written by another configuration is refused.
-  auto c = nm::make_compute_model("calibrated:5");
+  auto c = nm::make_compute_model(nm::parse_compute_spec("calibrated:5"));
   CHECK_THROWS_AS(c->load_state(a->save_state()), slowpipe::DataError);
   CHECK_THROWS_AS(b->load_state("calibrated:4:median\n0 0 zz\n"), slowpipe::DataError);
 }
@@ -127,7 +131,7 @@ TEST_CASE("Calibrated: the state survives save and load bit for bit") {
 TEST_CASE("Calibrated: the simulator replays a frozen step time whatever is measured later") {
   nm::NetConfig cfg;
   cfg.preset = "1Gbps";
-  cfg.compute = "calibrated";
+  cfg.compute = nm::parse_compute_spec("calibrated");
   nm::StepTrace base = nm::build_trace("1f1b", 2, 4, 1, [](nm::TraceOp& op) {
     op.bytes = 4096;
     op.compute_s = op.kind == nm::OpKind::kOptimizer ? 0.001 : 0.01;
@@ -158,14 +162,14 @@ TEST_CASE("Calibrated: the simulator replays a frozen step time whatever is meas
   CHECK(resumed.replay(t).step_s == frozen);
   CHECK(resumed.elapsed_s() == sim.elapsed_s() + frozen);
   // Under `measured` the same doubling doubles the compute.
-  cfg.compute = "measured";
+  cfg.compute = nm::parse_compute_spec("measured");
   nm::Simulator measured(cfg);
   CHECK(measured.replay(t).step_s > 2 * frozen);
 }
 
 TEST_CASE("Analytic: optimizer and codecs from bytes, no measured second enters") {
   const nm::DevicePreset& a100 = nm::find_device("net.compute", "A100");
-  auto model = nm::make_compute_model("analytic:A100");
+  auto model = nm::make_compute_model(nm::parse_compute_spec("analytic:A100"));
   nm::TraceOp opt;
   opt.kind = nm::OpKind::kOptimizer;
   opt.compute_s = 0.5;  // measured: ignored
@@ -208,7 +212,7 @@ TEST_CASE("Analytic: optimizer and codecs from bytes, no measured second enters"
   };
   nm::NetConfig cfg;
   cfg.preset = "100Mbps";
-  cfg.compute = "analytic:A100";
+  cfg.compute = nm::parse_compute_spec("analytic:A100");
   const nm::Timeline x = nm::replay(trace(1.0), cfg);
   const nm::Timeline y = nm::replay(trace(7.3), cfg);
   CHECK(x.step_s == y.step_s);
@@ -221,7 +225,7 @@ TEST_CASE("Analytic: a floor of one launch per kernel, so a tiny op is not free"
     CAPTURE(name);
     const nm::DevicePreset& d = nm::find_device("net.compute", name);
     REQUIRE(d.kernel_launch_s > 0);
-    auto model = nm::make_compute_model(std::string("analytic:") + name);
+    auto model = nm::make_compute_model(nm::parse_compute_spec(std::string("analytic:") + name));
     // A large op hides its launches: the roofline alone.
     nm::TraceOp big = forward(1e13);
     const double roofline = 1e13 / (d.peak_flops * d.efficiency);
@@ -249,8 +253,8 @@ TEST_CASE("Analytic: a floor of one launch per kernel, so a tiny op is not free"
 TEST_CASE("Default compute model: analytic on the default device, host-independent") {
   CHECK(std::string(nm::kDefaultComputeModel) == std::string("analytic:") + nm::kDefaultDevice);
   nm::NetConfig cfg;
-  CHECK(cfg.compute == nm::kDefaultComputeModel);
-  CHECK(nm::make_compute_model(cfg.compute)->spec() == cfg.compute);
+  CHECK(cfg.compute.text == nm::kDefaultComputeModel);
+  CHECK(nm::make_compute_model(cfg.compute)->spec() == cfg.compute.text);
   CHECK(nm::compute_device_label(cfg.compute) == nm::kDefaultDevice);
   CHECK(nm::compute_device_label("analytic:V100") == "V100");
   CHECK_THAT(nm::compute_device_label("calibrated:20:min"),
@@ -282,6 +286,6 @@ TEST_CASE("Default compute model: analytic on the default device, host-independe
     CHECK(q > 0);
   }
   CHECK(quiet.elapsed_s() == busy.elapsed_s());
-  cfg.compute = "measured";
+  cfg.compute = nm::parse_compute_spec("measured");
   CHECK(nm::replay(trace(1.0), cfg).step_s != nm::replay(trace(1.4), cfg).step_s);
 }

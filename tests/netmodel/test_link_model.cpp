@@ -25,7 +25,7 @@ nm::NetConfig meter(const std::string& compute) {
   c.bandwidth_bps = 8e6;
   c.latency_s = 0.5;
   c.efficiency = 0.9;  // not applied by the meter
-  c.compute = compute;
+  c.compute = nm::parse_compute_spec(compute);
   c.link_model = nm::kSharedInbound;
   return c;
 }

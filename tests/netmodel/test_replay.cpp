@@ -21,14 +21,14 @@ nm::NetConfig link(double bandwidth_bps, double latency_s, const std::string& co
   c.bandwidth_bps = bandwidth_bps;
   c.latency_s = latency_s;
   c.efficiency = 1.0;
-  c.compute = compute;
+  c.compute = nm::parse_compute_spec(compute);
   return c;
 }
 
 nm::NetConfig free_links(const std::string& compute) {
   nm::NetConfig c;
   c.preset = "none";
-  c.compute = compute;
+  c.compute = nm::parse_compute_spec(compute);
   return c;
 }
 
@@ -205,12 +205,12 @@ TEST_CASE("Replay: shared hosts, NICs and per-link overrides") {
   c.stages_per_host = 2;  // boundary 0-1 and 2-3 are in memory
   CHECK(nm::replay(t, c).step_s == Approx(2 * 8e-3));
   c.stages_per_host = 1;
-  c.links = "1-2:100Mbps:1ms";  // the middle boundary is slow
+  nm::set_links(c, "1-2:100Mbps:1ms");  // the middle boundary is slow
   CHECK(nm::replay(t, c).step_s == Approx(4 * 8e-3 + 2 * (80e-3 + 1e-3)));
   CHECK_THROWS_AS(nm::replay(t,
                              [&] {
                                auto x = c;
-                               x.links = "1-9:1Gbps";
+                               nm::set_links(x, "1-9:1Gbps");
                                return x;
                              }()),
                   slowpipe::UsageError);

@@ -17,8 +17,8 @@
 #include <string>
 
 #include "common/errors.h"
-#include "netmodel/replay.h"
 #include "netmodel/internal/replica_symmetry.h"
+#include "netmodel/replay.h"
 #include "netmodel/schedule.h"
 #include "netmodel/synthetic_trace.h"
 
@@ -68,7 +68,7 @@ Case random_case(std::mt19937_64& rng, const std::string& schedule, bool sharded
       v);
   c.trace.sharded_exchange = sharded;
   c.net.preset = "1Gbps";
-  c.net.compute = "measured";
+  c.net.compute = nm::parse_compute_spec("measured");
   c.net.bandwidth_bps = 1e8 * (1 + pick(rng) % 50);
   c.net.latency_s = 1e-4 * (pick(rng) % 100);
   c.net.overhead_bytes = pick(rng) % 2 ? 64 : 0;

@@ -94,7 +94,7 @@ TEST_CASE("Schedules: interleaved chunks go round-robin over the devices") {
 TEST_CASE("Schedules: bubble fractions equal the published closed forms with equal op times") {
   nm::NetConfig net;
   net.preset = "none";  // no network time: the bubble is the schedule's own
-  net.compute = "measured";
+  net.compute = nm::parse_compute_spec("measured");
   for (int S : {2, 3, 4, 8}) {
     for (int k : {1, 2, 4}) {
       const int M = k * S;
@@ -143,7 +143,7 @@ TEST_CASE("Schedules: bubble fractions equal the published closed forms with equ
 TEST_CASE("Schedules: a chunk boundary on one device costs no network, one between devices does") {
   nm::NetConfig slow;
   slow.preset = "1Gbps";
-  slow.compute = "measured";
+  slow.compute = nm::parse_compute_spec("measured");
   const auto fill = [](nm::TraceOp& op) {
     if (op.kind == nm::OpKind::kForward) op.compute_s = 1e-3;
     if (op.kind == nm::OpKind::kBackward) op.compute_s = 2e-3;

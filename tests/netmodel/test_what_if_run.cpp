@@ -29,7 +29,8 @@ uint64_t wire_bytes(const std::string& spec, const std::vector<int64_t>& shape) 
 double step_s(const nm::ResolvedWhatIf& r, const nm::CodecSpecs& specs, double bps) {
   nm::NetConfig net;
   net.bandwidth_bps = bps;
-  net.compute = "analytic:" + r.device;  // what run_what_if times by default
+  net.compute =
+      nm::parse_compute_spec("analytic:" + r.device);  // what run_what_if times by default
   const auto trace = nm::make_synthetic_trace(r.shape, r.schedule, 1, specs, wire_bytes,
                                               nm::find_device("test", r.device));
   nm::Simulator sim(net);
@@ -271,9 +272,9 @@ TEST_CASE("What-if: bad baselines, presets and epoch counts are usage errors") {
 
 TEST_CASE("What-if: net.compute at its default times timing.device; another model is kept") {
   nm::NetConfig net;
-  CHECK(nm::with_timing_device(net, "V100").compute == "analytic:V100");
-  net.compute = "measured";
-  CHECK(nm::with_timing_device(net, "V100").compute == "measured");
+  CHECK(nm::with_timing_device(net, "V100").compute.text == "analytic:V100");
+  net.compute = nm::parse_compute_spec("measured");
+  CHECK(nm::with_timing_device(net, "V100").compute.text == "measured");
   // The V100 preset, timed by default, equals the same replay under analytic:V100.
   nm::WhatIfConfig w;
   w.preset = "aqsgd-gpt2xl";
@@ -282,7 +283,7 @@ TEST_CASE("What-if: net.compute at its default times timing.device; another mode
   REQUIRE(r.setup.device == "V100");
   CHECK(r.rows[0].step_s == step_s(r.setup, nm::CodecSpecs{}, 1e9));
   nm::NetConfig h100;
-  h100.compute = "analytic:H100";
+  h100.compute = nm::parse_compute_spec("analytic:H100");
   CHECK(nm::run_what_if(w, h100, wire_bytes).rows[0].step_s < r.rows[0].step_s);
 }
 

@@ -116,9 +116,9 @@ TEST_CASE("Retime: message totals that do not split into equal messages are refu
 }
 
 TEST_CASE("Retime: only machine-independent clocks") {
-  CHECK(sim::machine_independent_clock("analytic:RTX4090"));
-  CHECK(sim::machine_independent_clock("fixed:0.01/0.02"));
+  CHECK(sim::machine_independent_clock(slowpipe::netmodel::parse_compute_spec("analytic:RTX4090")));
+  CHECK(sim::machine_independent_clock(slowpipe::netmodel::parse_compute_spec("fixed:0.01/0.02")));
   for (const char* spec : {"measured", "scaled:2", "calibrated", "calibrated:20:min"}) {
-    CHECK_FALSE(sim::machine_independent_clock(spec));
+    CHECK_FALSE(sim::machine_independent_clock(slowpipe::netmodel::parse_compute_spec(spec)));
   }
 }
