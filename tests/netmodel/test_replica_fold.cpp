@@ -112,7 +112,7 @@ void check_close(double fast, double full, double scale, const std::string& what
 
 // The folded replay of `c` against the full one, field by field.
 void check_fold(const Case& c) {
-  INFO(c.what << " links '" << c.net.links << "'");
+  INFO(c.what << " links '" << c.net.links_text << "'");
   nm::Simulator full_sim(c.net, /*fold_replicas=*/false), fold_sim(c.net);
   const nm::Timeline full = full_sim.replay(c.trace);
   const nm::Timeline fold = fold_sim.replay(c.trace);
@@ -166,7 +166,7 @@ TEST_CASE("Replica fold: the folded replay equals the full one on random symmetr
       for (bool nic : {false, true}) {
         for (int k = 0; k < 6; ++k) {
           Case c = random_case(rng, schedule, sharded, nic);
-          if (k % 2 == 1) c.net.links = random_links(rng, c, /*everywhere=*/true);
+          if (k % 2 == 1) nm::set_links(c.net, random_links(rng, c, /*everywhere=*/true));
           REQUIRE(nm::net_asymmetry(c.net, c.trace.stages, c.trace.replicas).empty());
           check_fold(c);
           ++cases;
@@ -184,7 +184,7 @@ TEST_CASE("Replica fold: falls back to the full replay where the replicas differ
     INFO(c.what);
     std::string expect;
     if (k % 2 == 0 && hosts_per_replica(c) >= 2) {
-      c.net.links = random_links(rng, c, /*everywhere=*/false);
+      nm::set_links(c.net, random_links(rng, c, /*everywhere=*/false));
       if (c.net.links.empty()) continue;
       expect = "net.links";
     } else {
