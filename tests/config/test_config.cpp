@@ -60,15 +60,14 @@ TEST_CASE("Train options: every module's keys, choices from the registries") {
   CHECK(o.config.data.name == "fashion-mnist");
   CHECK(o.config.optim.name == "sgd");
   CHECK(o.config.optim.schedule == "linear");
-  CHECK(o.config.compress.fw == "q4");
+  CHECK(o.config.compress.fw.text() == "q4");
   CHECK_THROWS_WITH(o.options.set("model.name", "rnn"), Catch::Contains("gpt|cnn|mlp"));
   CHECK_THROWS_AS(o.options.set("data.name", "imagenet"), slowpipe::UsageError);
   CHECK_THROWS_AS(o.options.set("optim.name", "lamb"), slowpipe::UsageError);
   CHECK_THROWS_AS(o.options.set("model.layerz", "2"), slowpipe::UsageError);
   // optim.* choices are the registries' names.
   for (const auto& name : cf::optimizer_registry().names()) o.options.set("optim.name", name);
-  for (const auto& name : cf::lr_schedule_registry().names())
-    o.options.set("optim.schedule", name);
+  for (const auto& name : cf::lr_schedule_registry().names()) o.options.set("optim.schedule", name);
 }
 
 TEST_CASE("resume_key_may_differ: display, checkpoint and output keys only") {
