@@ -38,7 +38,7 @@ TEST_CASE("AQ-SGD: follows the update rule step for step, warm-up included") {
     sc::ChannelContext ctx;
     ctx.num_samples = num_samples;
     ctx.warmup_epochs = 1;
-    auto ch = sc::make_channel(parsed("aq(") + inner + ")", ctx);
+    auto ch = sc::make_channel(parsed("aq(" + inner + ")"), ctx);
     auto codec = sc::make_codec(inner);
     std::map<int64_t, at::Tensor> m;  // reference buffers, fp16 [5, 6]
     at::Tensor base = at::randn({num_samples, 5, 6});

@@ -44,7 +44,7 @@ TEST_CASE("Channel direct: output equals decode(encode(x)); relative error repor
 TEST_CASE("EF: memory equals x + e - C(x + e) at every step") {
   for (const std::string inner : {"topk:0.1", "q2", "sign"}) {
     INFO(inner);
-    auto ch = sc::make_channel(parsed("ef(") + inner + ")", sc::ChannelContext{});
+    auto ch = sc::make_channel(parsed("ef(" + inner + ")"), sc::ChannelContext{});
     auto* ef = dynamic_cast<sc::EfChannel*>(ch.get());
     REQUIRE(ef != nullptr);
     auto codec = sc::make_codec(inner);
@@ -67,7 +67,7 @@ TEST_CASE("EF: memory equals x + e - C(x + e) at every step") {
 TEST_CASE("EF21: sender and receiver copies identical after many steps; g tracks x") {
   for (const std::string inner : {"q2:stochastic", "topk:0.2", "q4:row"}) {
     INFO(inner);
-    auto ch = sc::make_channel(parsed("ef21(") + inner + ")", sc::ChannelContext{});
+    auto ch = sc::make_channel(parsed("ef21(" + inner + ")"), sc::ChannelContext{});
     auto* ef21 = dynamic_cast<sc::Ef21Channel*>(ch.get());
     REQUIRE(ef21 != nullptr);
     at::Tensor base = at::randn({4, 64});

@@ -17,8 +17,10 @@
 #include "compressors/codec.h"
 #include "compressors/factory.h"
 #include "compressors/quant_kernels.h"
+#include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;
+using slowpipe::test::parsed;
 
 namespace {
 
