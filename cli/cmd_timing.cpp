@@ -46,9 +46,9 @@ TimingSpecs checked_specs(netmodel::WhatIfConfig& what_if) {
     throw UsageError("timing.grad = " + specs.gradient +
                      ": AQ-SGD cannot carry parameter gradients");
   cx::validate_role("timing.grad", grad_given, cx::ChannelRole::kGradient);
-  // Gradients are sized as training sends them: compressors::gradient_spec gives
+  // Gradients are sized as training sends them: compressors::GradientSpec gives
   // a q<b> codec without a scale granularity grouped scales (docs/codec-spec.md).
-  const cx::ChannelSpec grad_spec = cx::gradient_spec(grad_given);
+  const cx::ChannelSpec grad_spec = cx::GradientSpec(grad_given).resolved();
   what_if.specs.gradient = grad_spec.text();
   return {fw_spec, bw_spec, grad_spec};
 }
@@ -60,7 +60,8 @@ auto wire_sizer(const TimingSpecs& s) {
     if (spec == s.bw.text()) return cx::wire_bytes(s.fw, s.bw, shape);
     if (spec == s.fw.text()) return cx::wire_bytes(s.fw, shape);
     if (spec == s.grad.text()) return cx::wire_bytes(s.grad, shape);
-    return cx::wire_bytes(cx::ChannelSpec(spec), shape);  // a spec the replay names itself
+    // A spec the replay names itself.
+    return cx::wire_bytes(cx::ChannelSpec::parse(spec, /*backward=*/true), shape);
   };
 }
 

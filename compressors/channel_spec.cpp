@@ -6,8 +6,7 @@
 #include <iomanip>
 
 #include "common/errors.h"
-#include "compressors/powersgd.h"
-#include "compressors/quantizer.h"
+#include "compressors/internal/build_codec.h"
 #include "compressors/sparsifier.h"
 
 namespace slowpipe::compressors {
@@ -17,13 +16,16 @@ namespace {
 void register_builtin_schemes() {
   register_scheme({"direct", "CODEC or direct(CODEC)", "send C(x); no state", false, false,
                    /*plot_label=*/"plain"});
-  register_scheme(
-      {"ef", "ef(CODEC)", "error feedback: send C(x + e), keep e = x + e - C(x + e) (sender)"});
-  register_scheme(
-      {"ef21", "ef21(CODEC)", "EF21: send C(x - g), both sides g += D(C(x - g)), output g"});
+  register_scheme({"ef", "ef(CODEC)",
+                   "error feedback: send C(x + e), keep e = x + e - C(x + e) (sender)", false,
+                   false, "", /*examples=*/{{"ef(topk:0.1)", "", "", /*line=*/1}}});
+  register_scheme({"ef21", "ef21(CODEC)",
+                   "EF21: send C(x - g), both sides g += D(C(x - g)), output g", false, false, "",
+                   /*examples=*/{{"ef21(q4)", "", "", /*line=*/1}}});
   register_scheme({"aq", "aq(CODEC)",
                    "AQ-SGD: per-sample fp16 buffers, send C(a - m(xi)) after warm-up epochs",
-                   /*own_warmup=*/true, /*keyed_by_sample=*/true});
+                   /*own_warmup=*/true, /*keyed_by_sample=*/true, "",
+                   /*examples=*/{{"aq(q2)", "", "", 1}, {"aq(topk:0.3)", "", "", 1}}});
 }
 
 Registry<SchemeInfo>& filled_schemes() {
@@ -64,8 +66,7 @@ std::string canonical(const SpecTree& tree, const Codec& codec) {
   return is_plain_scheme(tree.scheme) ? codec.spec() : tree.scheme + "(" + codec.spec() + ")";
 }
 
-// Parses and checks the scheme; builds the codec.
-std::unique_ptr<Codec> parse_codec(const SpecTree& tree, uint64_t seed, bool backward) {
+std::unique_ptr<Codec> build_codec(const SpecTree& tree, uint64_t seed, bool backward) {
   if (!scheme_registry().find(tree.scheme))
     spec_error(tree.text, tree.scheme_pos,
                "expected a feedback scheme (" + scheme_registry().known() + "), got '" +
@@ -84,14 +85,22 @@ std::unique_ptr<Codec> parse_codec(const SpecTree& tree, uint64_t seed, bool bac
 }
 
 ChannelSpec::ChannelSpec() : text_("none"), tree_(parse_spec("none")) {}
-ChannelSpec::ChannelSpec(const std::string& text) : ChannelSpec(parse(text, /*backward=*/true)) {}
-ChannelSpec::ChannelSpec(const char* text) : ChannelSpec(std::string(text)) {}
 
 ChannelSpec ChannelSpec::parse(const std::string& text, bool backward) {
   ChannelSpec s;
   s.text_ = text;
   s.tree_ = parse_spec(text);
-  parse_codec(s.tree_, 0, backward);  // names, arguments, scheme
+  build_codec(s.tree_, 0, backward);  // names, arguments, scheme
+  s.shared_ = is_shared(s.tree_);
+  s.sparsifies_ = compressors::sparsifies(s.tree_);
+  return s;
+}
+
+ChannelSpec ChannelSpec::with_option(const SpecArg& option) const {
+  ChannelSpec s;
+  s.tree_ = tree_;
+  s.tree_.stages.front().args.push_back(option);
+  s.text_ = canonical(s.tree_, *build_codec(s.tree_, 0, /*backward=*/false));
   s.shared_ = is_shared(s.tree_);
   s.sparsifies_ = compressors::sparsifies(s.tree_);
   return s;
@@ -106,7 +115,7 @@ void validate_spec(const std::string& spec, bool backward) {
 }
 
 void validate_boundary(const ChannelSpec& fw_spec, const ChannelSpec& bw_spec) {
-  parse_codec(fw_spec.tree(), 0, false);  // a forward: no topk:shared
+  build_codec(fw_spec.tree(), 0, false);  // a forward: no topk:shared
   if (bw_spec.shared() && !fw_spec.sparsifies())
     throw UsageError("backward spec '" + bw_spec.text() +
                      "' reuses the forward mask, but the forward spec '" + fw_spec.text() +
@@ -119,15 +128,14 @@ void validate_role(const std::string& key, const ChannelSpec& spec, ChannelRole 
     throw UsageError(key + " = " + spec.text() + ": " + why);
   };
   const SpecTree& tree = spec.tree();
-  std::unique_ptr<Codec> codec = parse_codec(tree, 0, /*backward=*/true);
+  build_codec(tree, 0, /*backward=*/true);
   const bool shared = spec.shared();
-  MatrixView view = MatrixView::kSquare;
-  if (role == ChannelRole::kGradient && dynamic_cast<const PowerSgd*>(codec.get()) &&
-      powersgd_view_given(tree.stages.front(), &view) && view != MatrixView::kSquare)
-    fail(
-        "gradients cross as one flat [1, N] tensor, a one-row matrix in this view, which "
-        "PowerSGD sends uncompressed; leave the view out (compress.grad uses 'square')");
-  // parse_codec checked the scheme is registered.
+  const CodecInfo* codec = codec_registry().find(tree.stages.front().name);  // built above
+  if (role == ChannelRole::kGradient && codec->gradient_form) {
+    const std::string refusal = codec->gradient_form(tree.stages.front()).refusal;
+    if (!refusal.empty()) fail(refusal);
+  }
+  // build_codec checked the scheme is registered.
   if (role == ChannelRole::kGradient && scheme_registry().find(tree.scheme)->keyed_by_sample)
     fail(
         "AQ-SGD keys its buffers by sample id and cannot carry data-parallel gradients (use a "
@@ -138,7 +146,7 @@ void validate_role(const std::string& key, const ChannelSpec& spec, ChannelRole 
         "spec (compress.bw, compress.bw_at)");
   if (shared) {
     try {
-      parse_codec(forward_spec.tree(), 0, /*backward=*/false);
+      build_codec(forward_spec.tree(), 0, /*backward=*/false);
     } catch (const UsageError& e) {
       fail(std::string("its forward spec is not valid: ") + e.what());
     }
@@ -168,41 +176,29 @@ void validate_role(const std::string& key, const std::string& spec, ChannelRole 
 }
 
 std::string canonical_spec(const ChannelSpec& spec) {
-  return canonical(spec.tree(), *parse_codec(spec.tree(), 0, /*backward=*/true));
+  return canonical(spec.tree(), *build_codec(spec.tree(), 0, /*backward=*/true));
 }
 
-namespace {
-// The canonical spec of a one-stage `tree` with `option` appended to its stage.
-ChannelSpec with_option(const SpecTree& tree, const std::string& option) {
-  const SpecStage& stage = tree.stages.front();
-  std::string codec_text = stage.name;
-  for (const SpecArg& a : stage.args)
-    codec_text += ":" + (a.key.empty() ? a.value : a.key + "=" + a.value);
-  codec_text += option;
-  const ChannelSpec grown(is_plain_scheme(tree.scheme) ? codec_text
-                                                       : tree.scheme + "(" + codec_text + ")");
-  return ChannelSpec(canonical_spec(grown));
-}
-}  // namespace
+GradientSpec::GradientSpec() = default;
 
-ChannelSpec gradient_spec(const ChannelSpec& spec) {
-  const SpecTree& tree = spec.tree();
-  std::unique_ptr<Codec> codec = parse_codec(tree, 0, /*backward=*/false);
-  const SpecStage& stage = tree.stages.front();
-  if (dynamic_cast<const PowerSgd*>(codec.get()) && !powersgd_view_given(stage, nullptr))
-    return with_option(tree, ":square");  // [1, N] -> a square-ish matrix
-  if (tree.stages.size() != 1 || !dynamic_cast<const Quantizer*>(codec.get())) return spec;
-  for (const SpecArg& a : stage.args)
-    if (a.key == "group" || a.value == "channel" || a.value == "row" || a.value == "tensor")
-      return spec;  // explicit granularity
-  return with_option(tree, ":group=" + std::to_string(kGradientGroup));
+GradientSpec::GradientSpec(ChannelSpec given) : given_(std::move(given)), resolved_(given_) {
+  const SpecTree& tree = given_.tree();
+  build_codec(tree, 0, /*backward=*/false);                                  // no topk:shared
+  const CodecInfo* codec = codec_registry().find(tree.stages.front().name);  // built above
+  if (!codec->gradient_form) return;
+  const std::optional<SpecArg> option = codec->gradient_form(tree.stages.front()).option;
+  if (option) resolved_ = given_.with_option(*option);
+}
+
+GradientSpec GradientSpec::parse(const std::string& text) {
+  return GradientSpec(ChannelSpec::parse(text, /*backward=*/false));
 }
 
 uint64_t wire_bytes(const ChannelSpec& spec, const Shape& shape) {
   if (spec.shared())
     throw UsageError("wire_bytes('" + spec.text() +
                      "'): the size depends on the forward spec; name it too");
-  return parse_codec(spec.tree(), 0, false)->message_bytes(shape);
+  return build_codec(spec.tree(), 0, false)->message_bytes(shape);
 }
 
 uint64_t wire_bytes(const ChannelSpec& fw_spec, const ChannelSpec& bw_spec, const Shape& shape) {
@@ -211,7 +207,7 @@ uint64_t wire_bytes(const ChannelSpec& fw_spec, const ChannelSpec& bw_spec, cons
     throw UsageError("'" + bw_spec.text() + "' needs a sparsifying forward spec, got '" +
                      fw_spec.text() + "'");
   auto fw = make_codec(fw_spec.tree(), 0);
-  auto bw = parse_codec(bw_spec.tree(), 0, true);
+  auto bw = build_codec(bw_spec.tree(), 0, true);
   int64_t rows, m, k;
   dynamic_cast<Sparsifier&>(*fw).geometry(shape, &rows, &m, &k);
   SparseSelection sel;
@@ -222,6 +218,36 @@ uint64_t wire_bytes(const ChannelSpec& fw_spec, const ChannelSpec& bw_spec, cons
   return bw->message_bytes(shape);
 }
 
+namespace {
+// "[ONLY_AS only: ]SPEC[ (COMMENT)]" (SpecExample, codec.h).
+std::string example_text(const SpecExample& e) {
+  return (e.only_as.empty() ? "" : e.only_as + " only: ") + e.spec +
+         (e.comment.empty() ? "" : " (" + e.comment + ")");
+}
+
+// The example lines: each entry's examples on its line, schemes first.
+void print_examples(std::ostream& os) {
+  std::vector<std::vector<const SpecExample*>> lines;
+  auto collect = [&lines](const std::vector<SpecExample>& examples) {
+    for (const SpecExample& e : examples) {
+      if (e.line >= static_cast<int>(lines.size())) lines.resize(e.line + 1);
+      lines[e.line].push_back(&e);
+    }
+  };
+  for (const SchemeInfo& s : scheme_registry()) collect(s.examples);
+  for (const CodecInfo& c : codec_registry()) collect(c.examples);
+  bool first_line = true;
+  for (const auto& line : lines) {
+    if (line.empty()) continue;
+    os << (first_line ? "Examples: " : "          ");
+    first_line = false;
+    for (size_t i = 0; i < line.size(); ++i)
+      os << (i == 0 ? "" : line[i]->only_as.empty() ? "  " : "   ") << example_text(*line[i]);
+    os << "\n";
+  }
+}
+}  // namespace
+
 void print_registry(std::ostream& os) {
   os << "Codecs (spec grammar: docs/codec-spec.md):\n";
   for (const CodecInfo& c : codec_registry())
@@ -231,10 +257,7 @@ void print_registry(std::ostream& os) {
   for (const SchemeInfo& s : scheme_registry())
     os << "  " << std::left << std::setw(9) << s.name << s.description << "\n"
        << "           " << s.syntax << "\n";
-  os << "Examples: none  fp16  q4  q2:stochastic  q4:group=64  topk:0.1  topk:0.1+q8  randk:0.2\n"
-        "          ef(topk:0.1)  ef21(q4)  aq(q2)  aq(topk:0.3)   backward only: topk:shared\n"
-        "          ef(powersgd:4) (PowerSGD as published)  qsgd:s=4  qsgd:s=15:bucket=512\n"
-        "          tah:bits=3  tah:bits=3.5:tile=32  tah:bits=3.5:fixed  aq(tah:bits=2)\n";
+  print_examples(os);
 }
 
 }  // namespace slowpipe::compressors

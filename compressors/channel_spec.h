@@ -33,6 +33,8 @@ struct SchemeInfo {
   bool keyed_by_sample = false;
   // The scheme's name in plot legends; empty: its name ("direct" is "plain").
   std::string plot_label = "";
+  // Example specs that `slowpipe codecs` lists (codec.h, SpecExample).
+  std::vector<SpecExample> examples = {};
 };
 // Built-ins first (registered through register_scheme on first use), then
 // those added by register_scheme. The first entry is the scheme of a spec
@@ -53,17 +55,18 @@ std::string scheme_plot_label(const std::string& scheme);
 // parsing again. Valid by construction: the scheme and codecs exist and their
 // arguments check; `topk:shared` only where a backward is allowed. Whether it
 // suits a role or a boundary is validate_role's and validate_boundary's
-// business. Converts implicitly from text (parsing it, as a backward), so
-// that code holding a literal spec can pass it where a ChannelSpec is taken.
+// business. No implicit conversion from text: code holding a literal spec
+// parses it, saying in which role (ChannelSpec::parse(text, backward)).
 class ChannelSpec {
  public:
-  ChannelSpec();                         // "none"
-  ChannelSpec(const std::string& text);  // NOLINT: parses; UsageError
-  ChannelSpec(const char* text);         // NOLINT
+  ChannelSpec();  // "none"
   // Parses `text`; `backward` allows topk:shared. UsageError naming the position.
   static ChannelSpec parse(const std::string& text, bool backward);
 
   const std::string& text() const { return text_; }
+  // The parse tree. For a spec derived from another (GradientSpec's resolved
+  // form) it is the other's tree grown by the added option, whose position is
+  // 0; text() is then the canonical form.
   const SpecTree& tree() const { return tree_; }
   const std::string& scheme() const { return tree_.scheme; }
   bool shared() const { return shared_; }          // topk:shared[+VALUES]
@@ -75,6 +78,11 @@ class ChannelSpec {
   bool operator!=(const ChannelSpec& o) const { return text_ != o.text_; }
 
  private:
+  friend class GradientSpec;
+  // This spec with `option` appended to its first stage, in canonical form:
+  // built from the grown tree, no text parsed.
+  ChannelSpec with_option(const SpecArg& option) const;
+
   std::string text_;
   SpecTree tree_;
   bool shared_ = false, sparsifies_ = false;
@@ -95,7 +103,9 @@ void validate_spec(const std::string& spec, bool backward);
 //               topk:0.1+q8); `aq(...)` is allowed (backward transfers carry
 //               sample ids);
 //   kGradient:  not `topk:shared`, not `aq(...)` (AQ-SGD keys its buffers by
-//               sample id; data-parallel gradients have none).
+//               sample id; data-parallel gradients have none), and no first
+//               stage its codec's registry entry refuses for a flat [1, N]
+//               gradient (CodecInfo::gradient_form: powersgd:R:last or :rows).
 // Throws UsageError "KEY = SPEC: why" (KEY names the option, e.g.
 // "compress.grad" or "compress.bw (boundary 2)").
 enum class ChannelRole { kForward, kBackward, kGradient };
@@ -113,17 +123,38 @@ inline void validate_role(const std::string& key, const char* spec, ChannelRole 
 // The canonical form of a spec (defaults omitted, aliases resolved).
 std::string canonical_spec(const ChannelSpec& spec);
 
-// What a `compress.grad` spec runs as. Gradients cross as one flat [1, N] tensor
-// per stage, where the quantizers' default per-channel scales (the last
-// dimension) would be one scale per element (q4: 2.5 bytes per element, 1.6x
-// smaller than fp32). A q<b> codec without an explicit scale granularity (under
-// any scheme: q4, ef(q4), ef21(q2:stochastic)) therefore gets
-// group=kGradientGroup: q4 is 0.5 + 2/128 bytes per element, 7.76x smaller than
-// fp32. Specs with an explicit granularity (q4:channel, q4:row, q4:group=64),
-// other codecs and sparsifier value stages (default: one scale per row) are
-// returned as written. The result is a valid spec and a fixed point.
-constexpr int64_t kGradientGroup = 128;
-ChannelSpec gradient_spec(const ChannelSpec& spec);
+// compress.grad, resolved once where it is set (CompressConfig::grad): the
+// spec as given (what compress.grad prints and run logs record as
+// compress.grad) and the spec gradients run as (what the gradient channels are
+// built from, recorded as compress.grad_spec). Gradients cross as one flat
+// [1, N] tensor per stage; the codec of the spec's first stage says how it
+// adapts to that in its registry entry (CodecInfo::gradient_form, codec.h):
+//   q<b> without an explicit scale granularity (under any scheme: q4, ef(q4),
+//        ef21(q2:stochastic)) gets group=kGradientGroup (quantizer.h): the
+//        default per-channel scales (the last dimension) would be one scale
+//        per element (q4: 2.5 bytes per element, 1.6x smaller than fp32);
+//        grouped, q4 is 0.5 + 2/128 bytes per element, 7.76x smaller;
+//   powersgd without a matrix view gets `square` (a one-row matrix would be
+//        sent uncompressed).
+// A spec with an explicit granularity or view (q4:channel, q4:group=64,
+// powersgd:4:square), other codecs and sparsifier value stages (default: one
+// scale per row) run as given. The resolved form is canonical when an option
+// was added (else the text as given), valid, and a fixed point. It is derived
+// from the parse tree: no text is parsed again.
+class GradientSpec {
+ public:
+  GradientSpec();  // none
+  // Resolves `given`; UsageError for topk:shared (only valid as a backward).
+  explicit GradientSpec(ChannelSpec given);
+  // Parses `text` as a forward-role spec (ChannelSpec::parse) and resolves it.
+  static GradientSpec parse(const std::string& text);
+
+  const ChannelSpec& given() const { return given_; }
+  const ChannelSpec& resolved() const { return resolved_; }
+
+ private:
+  ChannelSpec given_, resolved_;
+};
 
 // The pairing make_boundary checks, without building the channels: both specs
 // valid (the forward as a forward, the backward as a backward), and a
@@ -136,18 +167,8 @@ void validate_boundary(const ChannelSpec& fw_spec, const ChannelSpec& bw_spec);
 uint64_t wire_bytes(const ChannelSpec& spec, const Shape& shape);
 uint64_t wire_bytes(const ChannelSpec& fw_spec, const ChannelSpec& bw_spec, const Shape& shape);
 
-// `slowpipe codecs`: codecs and schemes with syntax and one-line description.
+// `slowpipe codecs`: codecs and schemes with syntax and one-line description,
+// then the registry entries' examples (SpecExample, codec.h).
 void print_registry(std::ostream& os);
-
-// For the channel factories (factory.cpp) and the checks above.
-// Whether a parsed spec is `topk:shared[+VALUES]`.
-bool is_shared(const SpecTree& tree);
-// Whether its first stage sparsifies (topk:K or randk:K, not topk:shared).
-bool sparsifies(const SpecTree& tree);
-// The canonical spec of a parsed spec whose codec is `codec`.
-std::string canonical(const SpecTree& tree, const Codec& codec);
-// Checks the scheme (registered; topk:shared only as a direct backward) and
-// builds the codec; UsageError naming the position.
-std::unique_ptr<Codec> parse_codec(const SpecTree& tree, uint64_t seed, bool backward);
 
 }  // namespace slowpipe::compressors

@@ -123,28 +123,37 @@ bool topk_shared(const SpecStage& stage) {
          stage.args.front().value == "shared";
 }
 
+// Examples on the listing's line `line` (SpecExample).
+std::vector<SpecExample> examples(std::initializer_list<const char*> specs, int line = 0) {
+  std::vector<SpecExample> out;
+  for (const char* s : specs) out.push_back({s, "", "", line});
+  return out;
+}
+
 void register_builtins() {
-  const auto add = [](CodecInfo info, PlotFactsFn facts) {
+  const auto add = [](CodecInfo info, PlotFactsFn facts, std::vector<SpecExample> examples) {
     info.plot_facts = std::move(facts);
+    info.examples = std::move(examples);
     register_codec(std::move(info));
   };
   CodecInfo none{"none", "none", "fp32 as is, 4 bytes per element (a true pass-through)",
                  make_fp32_codec, /*value_codec=*/true};
   none.reference = true;
-  add(none, fixed_bits(32));
+  add(none, fixed_bits(32), examples({"none"}));
   add({"fp16", "fp16", "IEEE half precision, 2 bytes per element", make_fp16_codec,
        /*value_codec=*/true},
-      fixed_bits(16));
+      fixed_bits(16), examples({"fp16"}));
   add({"bf16", "bf16", "bfloat16 (8-bit exponent), 2 bytes per element", make_bf16_codec,
        /*value_codec=*/true},
-      fixed_bits(16));
-  add({"q", "q<1..8>[:stochastic][:tensor|row|channel|group=G][:minmax][:fp32]",
-       "uniform quantization, bit-packed; default max-abs, fp16 scale per channel, nearest",
-       make_quantizer, /*value_codec=*/true},
-      &quantizer_facts);
+      fixed_bits(16), {});
+  CodecInfo q{"q", "q<1..8>[:stochastic][:tensor|row|channel|group=G][:minmax][:fp32]",
+              "uniform quantization, bit-packed; default max-abs, fp16 scale per channel, nearest",
+              make_quantizer, /*value_codec=*/true};
+  q.gradient_form = &quantizer_gradient_form;
+  add(q, &quantizer_facts, examples({"q4", "q2:stochastic", "q4:group=64"}));
   add({"sign", "sign[:row|tensor]", "1 bit per element plus an fp32 scale (mean |x|) per row",
        make_sign_codec},
-      fixed_bits(1));
+      fixed_bits(1), {});
   CodecInfo topk{"topk",
                  "topk:K[:row|tensor] | topk:shared ; then optional +VALUES",
                  "keep the K-fraction largest magnitudes per row; shared = reuse the forward mask",
@@ -152,23 +161,28 @@ void register_builtins() {
                  /*value_codec=*/false,
                  make_topk_with_values};
   topk.reuses_forward_mask = &topk_shared;
-  add(topk, &sparsifier_facts);
+  std::vector<SpecExample> topk_examples = examples({"topk:0.1", "topk:0.1+q8"});
+  topk_examples.push_back({"topk:shared", "", /*only_as=*/"backward", /*line=*/1});
+  add(topk, &sparsifier_facts, topk_examples);
   add({"randk", "randk:K[:row|tensor][:unbiased] ; then optional +VALUES",
        "keep a uniformly random K-fraction per row", make_randk, /*value_codec=*/false,
        make_randk_with_values},
-      &sparsifier_facts);
-  add({"powersgd", "powersgd:R[:last|rows|square][:fp16]",
-       "PowerSGD rank R, warm-started (use ef(...) as published): (rows + cols) * R values",
-       make_powersgd},
-      nullptr);
+      &sparsifier_facts, examples({"randk:0.2"}));
+  CodecInfo powersgd{
+      "powersgd", "powersgd:R[:last|rows|square][:fp16]",
+      "PowerSGD rank R, warm-started (use ef(...) as published): (rows + cols) * R values",
+      make_powersgd};
+  powersgd.gradient_form = &powersgd_gradient_form;
+  add(powersgd, nullptr, {{"ef(powersgd:4)", "PowerSGD as published", "", /*line=*/2}});
   add({"qsgd", "qsgd:s=S[:bucket=D]",
        "QSGD: per bucket of D (128) an fp32 L2 norm, per element sign + stochastic level 0..S",
        make_qsgd, /*value_codec=*/true},
-      nullptr);
+      nullptr, examples({"qsgd:s=4", "qsgd:s=15:bucket=512"}, 2));
   add({"tah", "tah:bits=B[:tile=G][:fixed]",
        "TAH-Quant: G-channel tiles, pivot + Hadamard on outlier tiles, entropy-chosen widths",
        make_tah_quant, /*value_codec=*/true},
-      &tah_plot_facts);
+      &tah_plot_facts,
+      examples({"tah:bits=3", "tah:bits=3.5:tile=32", "tah:bits=3.5:fixed", "aq(tah:bits=2)"}, 3));
 }
 
 Registry<CodecInfo>& filled() {

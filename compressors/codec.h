@@ -21,6 +21,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,29 @@ struct CodecPlotFacts {
   double keep_fraction = std::numeric_limits<double>::quiet_NaN();
 };
 using PlotFactsFn = std::function<CodecPlotFacts(const SpecStage&)>;
+// How a codec, as a spec's first stage, carries data-parallel gradients
+// (compress.grad), which cross as one flat [1, N] tensor per stage
+// (GradientSpec, channel_spec.h): a stage it refuses (`refusal`, the reason
+// in validate_role's UsageError), or an option appended to the stage (the
+// resolved spec is then canonical): q4 -> q4:group=128. Neither: as given.
+struct GradientForm {
+  std::string refusal;            // empty: the stage can carry gradients
+  std::optional<SpecArg> option;  // position 0: not in the text as given
+};
+using GradientFormFn = std::function<GradientForm(const SpecStage&)>;
+// One example spec that `slowpipe codecs` lists (print_registry,
+// channel_spec.h), carried by its registry entry (CodecInfo, SchemeInfo).
+// Printed as "[ ONLY_AS only: ]SPEC[ (COMMENT)]"; examples are separated by
+// two spaces, one valid only in a role by three.
+struct SpecExample {
+  std::string spec;          // "ef(powersgd:4)"
+  std::string comment = "";  // "PowerSGD as published"
+  std::string only_as = "";  // the one role it is valid in: "backward"
+  // The listing line it is printed on (0: the first, "Examples: ..."); within
+  // a line the schemes' examples come first, then the codecs', each in
+  // registry order. The built-ins fill lines 0..3.
+  int line = 0;
+};
 struct CodecInfo {
   std::string name;         // registry key: "q" covers q1..q8
   std::string syntax;       // "q<bits>[:stochastic][:tensor|row|channel|group=G][:minmax][:fp32]"
@@ -121,6 +145,10 @@ struct CodecInfo {
   // The uncompressed reference (none, fp32 as is): exactly one codec. The
   // summary's fp32 sizes and its plots' reference line are this codec's.
   bool reference = false;
+  // Optional: how the codec carries a flat gradient (GradientForm); unset: as given.
+  GradientFormFn gradient_form = nullptr;
+  // Example specs that `slowpipe codecs` lists.
+  std::vector<SpecExample> examples = {};
 };
 // In listing order; "q4" finds the entry "q", listed as "q1..q8". Built-ins
 // first (registered through register_codec on first use), then those added by

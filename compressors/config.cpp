@@ -73,7 +73,7 @@ void validate_compress_config(const CompressConfig& c, int num_boundaries, bool 
     validate_role((c.bw_at.count(b) ? "compress.bw_at" : "compress.bw") + at, bw,
                   ChannelRole::kBackward, fw);
   }
-  if (data_parallel) validate_role("compress.grad", c.grad, ChannelRole::kGradient);
+  if (data_parallel) validate_role("compress.grad", c.grad.given(), ChannelRole::kGradient);
 }
 
 std::map<int, ChannelSpec> parse_boundary_specs(const std::string& key, const std::string& text,
@@ -115,7 +115,10 @@ void describe_options(CompressConfig& c, slowpipe::OptionSet& o) {
   spec_option("compress.bw", c.bw, true,
               "backward (activation-gradient) channel of every boundary; topk:shared reuses the "
               "forward mask");
-  spec_option("compress.grad", c.grad, false, "data-parallel gradient channel, e.g. ef(topk:0.01)");
+  o.add_custom(
+      "compress.grad", "spec", "data-parallel gradient channel, e.g. ef(topk:0.01)",
+      [&c](const std::string& v) { c.grad = GradientSpec(checked("compress.grad", v, false)); },
+      [&c] { return c.grad.given().text(); });
   add_grad_sync_option(
       o, "compress.grad_sync", c.grad_sync,
       "what replicas exchange through compress.grad: gradients (all-reduce) or the "

@@ -24,9 +24,12 @@ namespace slowpipe::compressors {
 
 struct CompressConfig {
   // Parsed where they are set (ChannelSpec, channel_spec.h); they travel as such.
-  ChannelSpec fw;    // compress.fw
-  ChannelSpec bw;    // compress.bw
-  ChannelSpec grad;  // compress.grad (data-parallel gradients)
+  ChannelSpec fw;  // compress.fw
+  ChannelSpec bw;  // compress.bw
+  // compress.grad (data-parallel gradients), resolved where it is set: as
+  // given (grad.given(), compress.grad) and as gradients run (grad.resolved(),
+  // the run log's compress.grad_spec; GradientSpec, channel_spec.h).
+  GradientSpec grad;
   // What data-parallel replicas exchange (docs/grad-sync.md): "allreduce" =
   // each stage's gradient through compress.grad, averaged; "momentum" = each
   // replica's optimizer first moment through compress.grad, sharded across the

@@ -12,6 +12,7 @@
 #include "common/errors.h"
 #include "compressors/aq_sgd.h"
 #include "compressors/feedback.h"
+#include "compressors/internal/build_codec.h"
 #include "compressors/quantizer.h"
 #include "compressors/sparsifier.h"
 #include "compressors/warmup.h"
@@ -59,7 +60,7 @@ std::unique_ptr<Channel> make_aq(const SpecTree& t, std::unique_ptr<Codec> c,
   std::string spec = canonical(t, *c);
   auto aq = std::make_unique<AqChannel>(std::move(c), spec, a);
   // Its receiver rebuilds the warm-up masks with a codec of its own.
-  if (ctx.up_masks) aq->set_receiver_mask_codec(parse_codec(t, ctx.seed, false));
+  if (ctx.up_masks) aq->set_receiver_mask_codec(build_codec(t, ctx.seed, false));
   return with_masks(std::move(aq), ctx);
 }
 
@@ -111,7 +112,7 @@ const SchemeFactory& scheme_factory(const std::string& name) {
 }
 
 std::unique_ptr<Channel> make_channel(const ChannelSpec& spec, const ChannelContext& ctx) {
-  std::unique_ptr<Codec> codec = parse_codec(spec.tree(), ctx.seed, /*backward=*/false);
+  std::unique_ptr<Codec> codec = build_codec(spec.tree(), ctx.seed, /*backward=*/false);
   return scheme_factory(spec.scheme())(spec.tree(), std::move(codec), ctx);
 }
 
@@ -130,8 +131,8 @@ Boundary make_boundary(const ChannelSpec& fw_spec, const ChannelSpec& bw_spec,
     fw_ctx.down_masks = std::make_shared<MaskStore>();
   }
   Boundary b;
-  std::unique_ptr<Codec> fw_codec = parse_codec(fw_tree, fw_ctx.seed, false);
-  std::unique_ptr<Codec> bw_codec = parse_codec(bw_tree, bw_ctx.seed, true);
+  std::unique_ptr<Codec> fw_codec = build_codec(fw_tree, fw_ctx.seed, false);
+  std::unique_ptr<Codec> bw_codec = build_codec(bw_tree, bw_ctx.seed, true);
   b.fw = scheme_factory(fw_tree.scheme)(fw_tree, std::move(fw_codec), fw_ctx);
   if (shared) {
     std::string spec = bw_codec->spec();

@@ -362,6 +362,16 @@ bool powersgd_view_given(const SpecStage& stage, MatrixView* view) {
   return false;
 }
 
+GradientForm powersgd_gradient_form(const SpecStage& stage) {
+  MatrixView view = MatrixView::kSquare;
+  if (!powersgd_view_given(stage, &view)) return {"", SpecArg{"", "square", 0}};
+  if (view == MatrixView::kSquare) return {};
+  return {
+      "gradients cross as one flat [1, N] tensor, a one-row matrix in this view, which "
+      "PowerSGD sends uncompressed; leave the view out (compress.grad uses 'square')",
+      std::nullopt};
+}
+
 std::unique_ptr<Codec> make_powersgd(const SpecStage& stage, const CodecBuildContext& ctx) {
   // Never a value stage: its entry is not a value codec, so make_codec refuses
   // it after '+' before this factory runs (listing the value codecs).

@@ -101,8 +101,13 @@ std::vector<float> powersgd_init(uint64_t seed, int64_t cols, int rank);
 
 std::unique_ptr<Codec> make_powersgd(const SpecStage& stage, const CodecBuildContext& ctx);
 
-// For validate_role and gradient_spec: the view a parsed powersgd stage names
-// (false when it names none).
+// The view a parsed powersgd stage names (false when it names none).
 bool powersgd_view_given(const SpecStage& stage, MatrixView* view);
+
+// compress.grad (GradientSpec, channel_spec.h): a flat [1, N] gradient is a
+// one-row matrix in the `last` and `rows` views, which PowerSGD sends
+// uncompressed: those are refused, and a stage without a view gets `square`.
+// The entry "powersgd"'s CodecInfo::gradient_form.
+GradientForm powersgd_gradient_form(const SpecStage& stage);
 
 }  // namespace slowpipe::compressors

@@ -296,4 +296,11 @@ std::unique_ptr<Codec> make_quantizer(const SpecStage& stage, const CodecBuildCo
   return std::make_unique<Quantizer>(c, ctx.seed);
 }
 
+GradientForm quantizer_gradient_form(const SpecStage& stage) {
+  for (const SpecArg& a : stage.args)
+    if (a.key == "group" || a.value == "channel" || a.value == "row" || a.value == "tensor")
+      return {};  // explicit granularity
+  return {"", SpecArg{"group", std::to_string(kGradientGroup), 0}};
+}
+
 }  // namespace slowpipe::compressors

@@ -58,6 +58,14 @@ class Quantizer : public Codec {
 
 std::unique_ptr<Codec> make_quantizer(const SpecStage& stage, const CodecBuildContext& ctx);
 
+// compress.grad (GradientSpec, channel_spec.h): a flat [1, N] gradient under
+// the default per-channel scales would carry one scale per element, so a q<b>
+// stage without an explicit granularity (group=G, channel, row, tensor) gets
+// group=kGradientGroup; q4 is then 0.5 + 2/128 bytes per element, 7.76x
+// smaller than fp32. The entry "q"'s CodecInfo::gradient_form.
+constexpr int64_t kGradientGroup = 128;
+GradientForm quantizer_gradient_form(const SpecStage& stage);
+
 // fp16 helpers shared by codecs and AQ-SGD buffers. Outward rounding saturates at
 // the largest finite half.
 uint16_t half_round_up(float v);

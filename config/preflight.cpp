@@ -123,8 +123,8 @@ void check_gradient_channel(const TrainConfig& c) {
   const std::string why =
       ", but pipeline.replicas = 1: with one replica no gradients are exchanged, so the setting "
       "would do nothing (set pipeline.replicas >= 2, or leave it out)";
-  if (c.compress.grad != "none") {
-    throw UsageError("compress.grad = " + c.compress.grad.text() +
+  if (c.compress.grad.given().text() != "none") {
+    throw UsageError("compress.grad = " + c.compress.grad.given().text() +
                      " compresses what data-parallel replicas exchange" + why);
   }
   if (c.compress.grad_sync != GradSync::kAllReduce) {

@@ -235,7 +235,7 @@ void DistEngine::build_channels() {
     bw_out_ = std::move(b.bw);
   }
   if (layout_.replicas > 1) {
-    const cx::ChannelSpec spec = cx::gradient_spec(c.grad);
+    const cx::ChannelSpec& spec = c.grad.resolved();
     grad_plain_ = spec.text() == "none";
     for (int q = 0; q < layout_.replicas; ++q)
       grad_.push_back(cx::make_channel(

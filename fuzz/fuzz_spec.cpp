@@ -34,14 +34,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   std::string canon;
   try {
-    canon = sc::canonical_spec(text);
+    canon = sc::canonical_spec(sc::ChannelSpec::parse(text, /*backward=*/true));
   } catch (const slowpipe::UsageError&) {
     return 0;  // refused, with a message: fine
   }
   // Accepted: the canonical form is a fixed point and parses the same way.
   std::string again;
   try {
-    again = sc::canonical_spec(canon);
+    again = sc::canonical_spec(sc::ChannelSpec::parse(canon, /*backward=*/true));
     sc::validate_spec(canon, /*backward=*/true);
   } catch (const slowpipe::UsageError& e) {
     fail(text, "canonical form '" + canon + "' is refused: " + e.what());
@@ -51,14 +51,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool shared = tree.stages.front().args.size() == 1 &&
                       tree.stages.front().args.front().value == "shared" &&
                       tree.stages.front().name == "topk";
-  const at::Tensor x = at::arange(24, at::TensorOptions().dtype(at::kFloat)).reshape({2, 3, 4}) - 11.5;
+  const at::Tensor x =
+      at::arange(24, at::TensorOptions().dtype(at::kFloat)).reshape({2, 3, 4}) - 11.5;
   const at::Tensor ids = at::arange(2, at::TensorOptions().dtype(at::kLong));
   try {
     sc::ChannelContext ctx;
     ctx.num_samples = 2;
     ctx.warmup_epochs = 0;
     if (shared) {
-      sc::Boundary b = sc::make_boundary("topk:0.5", canon, ctx);
+      sc::Boundary b = sc::make_boundary(sc::ChannelSpec::parse("topk:0.5", /*backward=*/false),
+                                         sc::ChannelSpec::parse(canon, /*backward=*/true), ctx);
       b.fw->transfer(x, ids, nullptr);
       b.bw->transfer(x, ids, nullptr);
       return 0;
@@ -67,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto a = sc::make_codec(sc::parse_spec(text), 3);
     auto b = sc::make_codec(tree, 3);
     if (a->encode(x) != b->encode(x)) fail(text, "differs from its canonical form " + canon);
-    auto ch = sc::make_channel(canon, ctx);
+    auto ch = sc::make_channel(sc::ChannelSpec::parse(canon, /*backward=*/false), ctx);
     if (ch->spec() != canon) fail(text, "channel spec '" + ch->spec() + "' != '" + canon + "'");
     ch->transfer(x, ids, nullptr);
     ch->transfer(x, ids, nullptr);

@@ -109,7 +109,7 @@ void PipelineEngine::build_channels(Replica& rep, int r) {
       // Momentum exchange: gradients cross uncompressed during its warm-up only.
       const bool momentum = setup_.compress.grad_sync == GradSync::kMomentum;
       rep.grad.push_back(compressors::make_channel(
-          compressors::gradient_spec(momentum ? compressors::ChannelSpec() : setup_.compress.grad),
+          momentum ? compressors::ChannelSpec() : setup_.compress.grad.resolved(),
           channel_context(setup_, name, static_cast<uint64_t>(r) * 4096 + 2048 + s)));
     }
   }

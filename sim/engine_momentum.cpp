@@ -79,7 +79,7 @@ void PipelineEngine::build_momentum_channels() {
   if (setup_.channel_factory) {
     throw std::logic_error("the momentum exchange builds its own channels (no channel factory)");
   }
-  const compressors::ChannelSpec spec = compressors::gradient_spec(setup_.compress.grad);
+  const compressors::ChannelSpec& spec = setup_.compress.grad.resolved();
   for (int r = 0; r < D; ++r) {
     Replica& rep = *replicas_[r];
     for (int c = 0; c < C; ++c) {

@@ -145,14 +145,13 @@ std::vector<std::string> channel_lines(const config::TrainConfig& cfg, const Ste
     for (int s = 0; s + 1 < S; ++s) {
       for (size_t b = cuts[s]; b < cuts[s + 1]; ++b) h = model.blocks[b]->forward(h);
       const cx::Shape shape(h.sizes().begin(), h.sizes().end());
+      const cx::ChannelSpec &fw_spec = cfg.compress.fw_for(s), &bw_spec = cfg.compress.bw_for(s);
       out.push_back("  boundary " + std::to_string(s) + " " + dims(shape) + ": fw " + fw[s] + " " +
-                    ratio(shape, cx::wire_bytes(fw[s], shape)) + ", bw " + bw[s] + " " +
-                    ratio(shape, cx::wire_bytes(fw[s], bw[s], shape)));
+                    ratio(shape, cx::wire_bytes(fw_spec, shape)) + ", bw " + bw[s] + " " +
+                    ratio(shape, cx::wire_bytes(fw_spec, bw_spec, shape)));
     }
     model.train(true);
-    bool aq = false;
-    for (const auto& spec : fw) aq |= cx::uses_aq(spec);
-    for (const auto& spec : bw) aq |= cx::uses_aq(spec);
+    const bool aq = cx::uses_aq(cfg.compress, S - 1);
     const int w = cfg.compress.warmup_epochs;
     const int aq_w = std::max(w, cfg.compress.aq_warmup_epochs);
     if (w > 0)
@@ -163,7 +162,7 @@ std::vector<std::string> channel_lines(const config::TrainConfig& cfg, const Ste
                     " epoch(s) (compress.aq_warmup_epochs)");
   }
   if (engine.replicas() > 1) {
-    const cx::ChannelSpec spec = cx::gradient_spec(cfg.compress.grad);
+    const cx::ChannelSpec& spec = cfg.compress.grad.resolved();
     std::string line = "  gradients " + spec.text() + ":";
     for (int s = 0; s < S; ++s) {
       const cx::Shape shape = {1, engine.model().parameter_count(cuts[s], cuts[s + 1])};
@@ -196,7 +195,7 @@ void write_attributes(RunLog& log, const config::TrainConfig& cfg, const Resolve
   log.set_attribute("pipeline.resolved_cuts", join(cut_text, ","));
   log.set_attribute("compress.fw_specs", join(engine.fw_specs(), ","));
   log.set_attribute("compress.bw_specs", join(engine.bw_specs(), ","));
-  log.set_attribute("compress.grad_spec", compressors::gradient_spec(cfg.compress.grad).text());
+  log.set_attribute("compress.grad_spec", cfg.compress.grad.resolved().text());
   log.set_attribute("data.train_samples", static_cast<double>(data.size(models::Split::kTrain)));
   log.set_attribute("data.validation_samples",
                     static_cast<double>(data.size(models::Split::kValidation)));

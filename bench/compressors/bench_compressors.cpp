@@ -304,7 +304,7 @@ void channel_transfer(benchmark::State& st, const std::string& spec) {
   ctx.name = "bench.aq";
   ctx.num_samples = kDemoSamples;
   ctx.aq_store = st.range(0) == 1 ? sc::AqStore::kDisk : sc::AqStore::kMemory;
-  auto ch = sc::make_channel(spec, ctx);
+  auto ch = sc::make_channel(sc::ChannelSpec::parse(spec, /*backward=*/false), ctx);
   at::manual_seed(0);
   const at::Tensor base = at::randn({kDemoMicro, 64, 128});
   const at::Tensor ids_all = at::randperm(kDemoSamples, at::kLong);

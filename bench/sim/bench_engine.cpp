@@ -121,8 +121,8 @@ std::unique_ptr<slowpipe::sim::PipelineEngine> demo_engine(const char* fw, const
   s.pipeline.schedule = "1f1b";
   s.pipeline.batch_size = kDemoBatch;
   s.train_samples = demo_data().size(slowpipe::models::Split::kTrain);
-  s.compress.fw = fw;
-  s.compress.bw = bw;
+  s.compress.fw = slowpipe::compressors::ChannelSpec::parse(fw, /*backward=*/false);
+  s.compress.bw = slowpipe::compressors::ChannelSpec::parse(bw, /*backward=*/true);
   s.compress.aq_store = slowpipe::compressors::parse_aq_store("store", store);
   return std::make_unique<slowpipe::sim::PipelineEngine>(s);
 }

@@ -12,8 +12,11 @@
 #include "compressors/aq_sgd.h"
 #include "compressors/codec.h"
 #include "compressors/factory.h"
+#include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;
+
+using slowpipe::test::parsed;
 
 namespace {
 bool same_buffers(const sc::AqChannel& aq, int64_t num_samples) {
@@ -35,7 +38,7 @@ TEST_CASE("AQ-SGD: follows the update rule step for step, warm-up included") {
     sc::ChannelContext ctx;
     ctx.num_samples = num_samples;
     ctx.warmup_epochs = 1;
-    auto ch = sc::make_channel("aq(" + inner + ")", ctx);
+    auto ch = sc::make_channel(parsed("aq(" + inner + ")"), ctx);
     auto codec = sc::make_codec(inner);
     std::map<int64_t, at::Tensor> m;  // reference buffers, fp16 [5, 6]
     at::Tensor base = at::randn({num_samples, 5, 6});
@@ -87,10 +90,10 @@ TEST_CASE("AQ-SGD: sender and receiver buffers identical after many steps, memor
     ctx.warmup_epochs = 1;
     ctx.aq_store = sc::parse_aq_store("store", store);
     ctx.name = "test.aq";
-    auto ch = sc::make_channel("aq(q2:stochastic)", ctx);
+    auto ch = sc::make_channel(parsed("aq(q2:stochastic)"), ctx);
     auto& aq = dynamic_cast<sc::AqChannel&>(*ch);
     at::Tensor base = at::randn({40, 3, 16});
-    auto direct = sc::make_channel("q2:stochastic", sc::ChannelContext{});
+    auto direct = sc::make_channel(parsed("q2:stochastic"), sc::ChannelContext{});
     double direct_err = 0, late_err = 0;
     for (int epoch = 0; epoch < 8; ++epoch) {
       ch->set_epoch(epoch);
@@ -119,7 +122,7 @@ TEST_CASE("AQ-SGD: sender and receiver buffers identical after many steps, memor
 TEST_CASE("AQ-SGD: needs sample ids and ids in range; infer changes no state") {
   sc::ChannelContext ctx;
   ctx.num_samples = 4;
-  auto ch = sc::make_channel("aq(q4)", ctx);
+  auto ch = sc::make_channel(parsed("aq(q4)"), ctx);
   REQUIRE_THROWS_AS(ch->transfer(at::randn({2, 8}), at::Tensor(), nullptr), slowpipe::UsageError);
   REQUIRE_THROWS_AS(ch->transfer(at::randn({2, 8}), at::arange(3, 5, at::kLong), nullptr),
                     slowpipe::UsageError);
@@ -141,9 +144,10 @@ TEST_CASE("AQ-SGD: aq(topk) forward with a topk:shared backward across the warm-
     sc::ChannelContext ctx;
     ctx.num_samples = num_samples;
     ctx.warmup_epochs = 1;
-    sc::Boundary b = sc::make_boundary(fw, "topk:shared", ctx);
+    sc::Boundary b = sc::make_boundary(parsed(fw), parsed("topk:shared"), ctx);
     at::Tensor base = at::randn({num_samples, 4, 10});
-    const uint64_t bw_bytes = sc::wire_bytes(fw.substr(3, fw.size() - 4), "topk:shared", shape);
+    const uint64_t bw_bytes =
+        sc::wire_bytes(parsed(fw.substr(3, fw.size() - 4)), parsed("topk:shared"), shape);
     for (int epoch = 0; epoch < 3; ++epoch) {
       b.fw->set_epoch(epoch);
       b.bw->set_epoch(epoch);

@@ -11,8 +11,11 @@
 
 #include "common/errors.h"
 #include "compressors/factory.h"
+#include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;
+
+using slowpipe::test::parsed;
 
 namespace {
 
@@ -50,9 +53,9 @@ struct Rig {
   bool pair = false;
   Rig(const std::string& fw, const std::string& bw, const sc::ChannelContext& ctx) {
     if (bw.empty()) {
-      b.fw = sc::make_channel(fw, ctx);
+      b.fw = sc::make_channel(parsed(fw), ctx);
     } else {
-      b = sc::make_boundary(fw, bw, ctx);
+      b = sc::make_boundary(parsed(fw), parsed(bw), ctx);
       pair = true;
     }
   }
@@ -146,7 +149,7 @@ TEST_CASE("Channel state: pending TopK masks are saved with the backward channel
 }
 
 TEST_CASE("Channel state: load_state refuses missing keys and mismatched shapes") {
-  auto ch = sc::make_channel("ef(q4:stochastic)", context("memory", "a"));
+  auto ch = sc::make_channel(parsed("ef(q4:stochastic)"), context("memory", "a"));
   ch->transfer(batch(0), ids_of(0), nullptr);
   sc::StateDict state;
   ch->save_state("x.", state);
@@ -155,7 +158,7 @@ TEST_CASE("Channel state: load_state refuses missing keys and mismatched shapes"
   for (const std::string key : {"x.error", "x.codec.encodes", "x.active"}) {
     sc::StateDict cut = state;
     cut.erase(key);
-    auto fresh = sc::make_channel("ef(q4:stochastic)", context("memory", "b"));
+    auto fresh = sc::make_channel(parsed("ef(q4:stochastic)"), context("memory", "b"));
     try {
       fresh->load_state("x.", cut);
       FAIL("loaded without " << key);
@@ -165,18 +168,18 @@ TEST_CASE("Channel state: load_state refuses missing keys and mismatched shapes"
   }
   sc::StateDict bad = state;
   bad["x.error"] = at::zeros({3}, at::kFloat);
-  auto fresh = sc::make_channel("ef(q4:stochastic)", context("memory", "b"));
+  auto fresh = sc::make_channel(parsed("ef(q4:stochastic)"), context("memory", "b"));
   REQUIRE_THROWS_AS(fresh->load_state("x.", bad), slowpipe::DataError);
   bad = state;
   bad["x.error"] = at::zeros({64}, at::kDouble);
   REQUIRE_THROWS_AS(fresh->load_state("x.", bad), slowpipe::DataError);
 
   // AQ: a buffer of another per-sample size.
-  auto aq = sc::make_channel("aq(q2)", context("memory", "a"));
+  auto aq = sc::make_channel(parsed("aq(q2)"), context("memory", "a"));
   aq->transfer(batch(0), ids_of(0), nullptr);
   sc::StateDict aq_state;
   aq->save_state("", aq_state);
-  auto other = sc::make_channel("aq(q2)", context("memory", "b"));
+  auto other = sc::make_channel(parsed("aq(q2)"), context("memory", "b"));
   other->transfer(at::zeros({2, 3}), ids_of(0), nullptr);
   REQUIRE_THROWS_AS(other->load_state("", aq_state), slowpipe::DataError);
 }

@@ -9,11 +9,14 @@
 #include "compressors/codec.h"
 #include "compressors/factory.h"
 #include "compressors/feedback.h"
+#include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;
 
+using slowpipe::test::parsed;
+
 TEST_CASE("Channel none: a true pass-through charging 4 bytes per element") {
-  auto ch = sc::make_channel("none", sc::ChannelContext{});
+  auto ch = sc::make_channel(parsed("none"), sc::ChannelContext{});
   at::Tensor x = at::randn({4, 3, 10});
   sc::TransferStats stats;
   at::Tensor y = ch->transfer(x, at::Tensor(), &stats);
@@ -26,7 +29,7 @@ TEST_CASE("Channel none: a true pass-through charging 4 bytes per element") {
 }
 
 TEST_CASE("Channel direct: output equals decode(encode(x)); relative error reported") {
-  auto ch = sc::make_channel("q4", sc::ChannelContext{});
+  auto ch = sc::make_channel(parsed("q4"), sc::ChannelContext{});
   auto codec = sc::make_codec("q4");
   at::Tensor x = at::randn({4, 8, 32});
   sc::TransferStats stats;
@@ -41,7 +44,7 @@ TEST_CASE("Channel direct: output equals decode(encode(x)); relative error repor
 TEST_CASE("EF: memory equals x + e - C(x + e) at every step") {
   for (const std::string inner : {"topk:0.1", "q2", "sign"}) {
     INFO(inner);
-    auto ch = sc::make_channel("ef(" + inner + ")", sc::ChannelContext{});
+    auto ch = sc::make_channel(parsed("ef(" + inner + ")"), sc::ChannelContext{});
     auto* ef = dynamic_cast<sc::EfChannel*>(ch.get());
     REQUIRE(ef != nullptr);
     auto codec = sc::make_codec(inner);
@@ -64,7 +67,7 @@ TEST_CASE("EF: memory equals x + e - C(x + e) at every step") {
 TEST_CASE("EF21: sender and receiver copies identical after many steps; g tracks x") {
   for (const std::string inner : {"q2:stochastic", "topk:0.2", "q4:row"}) {
     INFO(inner);
-    auto ch = sc::make_channel("ef21(" + inner + ")", sc::ChannelContext{});
+    auto ch = sc::make_channel(parsed("ef21(" + inner + ")"), sc::ChannelContext{});
     auto* ef21 = dynamic_cast<sc::Ef21Channel*>(ch.get());
     REQUIRE(ef21 != nullptr);
     at::Tensor base = at::randn({4, 64});
@@ -84,7 +87,8 @@ TEST_CASE("EF21: sender and receiver copies identical after many steps; g tracks
 }
 
 TEST_CASE("Shared mask: the backward reuses the forward mask of the same micro-batch") {
-  sc::Boundary b = sc::make_boundary("topk:0.1", "topk:shared", sc::ChannelContext{});
+  sc::Boundary b =
+      sc::make_boundary(parsed("topk:0.1"), parsed("topk:shared"), sc::ChannelContext{});
   // Two micro-batches forward, then their backwards in reverse order (1F1B-like).
   at::Tensor ids0 = at::arange(0, 4, at::kLong), ids1 = at::arange(4, 8, at::kLong);
   at::Tensor a0 = at::randn({4, 100}), a1 = at::randn({4, 100});

@@ -7,8 +7,8 @@
 
 #include <catch2/catch.hpp>
 #include <cfloat>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -17,8 +17,10 @@
 #include "compressors/codec.h"
 #include "compressors/factory.h"
 #include "compressors/quant_kernels.h"
+#include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;
+using slowpipe::test::parsed;
 
 namespace {
 
@@ -102,7 +104,7 @@ TEST_CASE("Non-finite: none passes values through; channels refuse through their
   at::Tensor ids = at::arange(2, at::kLong);
   for (const std::string spec : {"q4", "ef(q4)", "ef21(topk:0.5)", "aq(q2)"}) {
     INFO(spec);
-    REQUIRE_THROWS_AS(sc::make_channel(spec, ctx)->transfer(x, ids, nullptr),
+    REQUIRE_THROWS_AS(sc::make_channel(parsed(spec), ctx)->transfer(x, ids, nullptr),
                       slowpipe::DataError);
   }
 }
@@ -191,6 +193,5 @@ TEST_CASE("Non-finite: randk:unbiased refuses values that overflow when rescaled
   sc::Message msg;
   codec->encode_raw(x.data(), {4}, msg);
   std::vector<float> y(4);
-  REQUIRE_THROWS_AS(codec->decode_raw(msg.data(), msg.size(), {4}, y.data()),
-                    slowpipe::DataError);
+  REQUIRE_THROWS_AS(codec->decode_raw(msg.data(), msg.size(), {4}, y.data()), slowpipe::DataError);
 }

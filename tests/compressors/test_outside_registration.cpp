@@ -13,8 +13,11 @@
 #include "compressors/channel_spec.h"
 #include "compressors/codec.h"
 #include "compressors/factory.h"
+#include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;
+
+using slowpipe::test::parsed;
 
 namespace {
 
@@ -77,10 +80,11 @@ TEST_CASE("Codec registry: a codec registered from outside works through specs")
 
   // Under a scheme, as a value stage, sized, canonical, listed, plotted.
   CHECK_NOTHROW(sc::validate_spec("ef(negate)", false));
-  CHECK(sc::canonical_spec("direct(negate)") == "negate");
-  CHECK(sc::canonical_spec("ef21(negate)") == "ef21(negate)");
-  CHECK(sc::wire_bytes("negate", shape) == 24);
-  CHECK(sc::wire_bytes("topk:0.5+negate", shape) == sc::wire_bytes("topk:0.5+none", shape));
+  CHECK(sc::canonical_spec(parsed("direct(negate)")) == "negate");
+  CHECK(sc::canonical_spec(parsed("ef21(negate)")) == "ef21(negate)");
+  CHECK(sc::wire_bytes(parsed("negate"), shape) == 24);
+  CHECK(sc::wire_bytes(parsed("topk:0.5+negate"), shape) ==
+        sc::wire_bytes(parsed("topk:0.5+none"), shape));
   CHECK_THROWS_WITH(sc::validate_spec("negate:fast", false), Catch::Contains("no options"));
   CHECK(sc::codec_registry().known().find("negate") != std::string::npos);
   std::ostringstream listing;
@@ -110,9 +114,9 @@ TEST_CASE("Scheme registry: a scheme registered from outside passes the spec che
                   std::logic_error);
   sc::ChannelContext ctx;
   ctx.num_samples = 4;
-  CHECK(sc::make_channel("testfb(q4)", ctx)->spec() == "testfb(q4)");
+  CHECK(sc::make_channel(parsed("testfb(q4)"), ctx)->spec() == "testfb(q4)");
   CHECK_NOTHROW(sc::validate_spec("testfb(q4)", false));
-  CHECK(sc::canonical_spec("testfb(q4:channel)") == "testfb(q4)");
+  CHECK(sc::canonical_spec(parsed("testfb(q4:channel)")) == "testfb(q4)");
   CHECK(sc::scheme_plot_label("testfb") == "testfb");
   CHECK(sc::scheme_plot_label("direct") == "plain");
   CHECK(sc::is_plain_scheme("direct"));

@@ -18,8 +18,11 @@
 #include "compressors/quantizer.h"
 #include "powersgd_reference.h"
 #include "spec_checks.h"
+#include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;
+
+using slowpipe::test::parsed;
 
 namespace {
 
@@ -73,34 +76,35 @@ TEST_CASE("PowerSGD: matrix views and exact wire sizes") {
   const sc::Shape act = {1, 1024, 1600};
   auto g = sc::lowrank_geometry(act, sc::MatrixView::kLast, 4);
   REQUIRE((g.rows == 1024 && g.cols == 1600 && g.compressed && g.values() == 10496));
-  REQUIRE(sc::wire_bytes("powersgd:4", act) == 41984);
-  REQUIRE(sc::wire_bytes("powersgd:4:fp16", act) == 20992);
+  REQUIRE(sc::wire_bytes(parsed("powersgd:4"), act) == 41984);
+  REQUIRE(sc::wire_bytes(parsed("powersgd:4:fp16"), act) == 20992);
   // The paper's [shape[0], rest] view of the same tensor is one row: sent as is.
   g = sc::lowrank_geometry(act, sc::MatrixView::kRows, 4);
   REQUIRE((g.rows == 1 && g.cols == 1638400 && !g.compressed));
-  REQUIRE(sc::wire_bytes("powersgd:4:rows", act) == 4ULL * 1638400);
+  REQUIRE(sc::wire_bytes(parsed("powersgd:4:rows"), act) == 4ULL * 1638400);
   // A [64, 1024] gradient matrix: (64 + 1024) * 4 values.
-  REQUIRE(sc::wire_bytes("powersgd:4", {64, 1024}) == 4ULL * 4352);
+  REQUIRE(sc::wire_bytes(parsed("powersgd:4"), {64, 1024}) == 4ULL * 4352);
   // Flat gradient [1, N] in the square view: w = ceil(sqrt(N)), rows = ceil(N / w).
   g = sc::lowrank_geometry({1, 1000}, sc::MatrixView::kSquare, 2);
   REQUIRE((g.cols == 32 && g.rows == 32 && g.compressed && g.values() == 128));
   g = sc::lowrank_geometry({1, 1025}, sc::MatrixView::kSquare, 2);
   REQUIRE((g.cols == 33 && g.rows == 32));
-  REQUIRE(sc::wire_bytes(sc::gradient_spec("ef(powersgd:2)"), {1, 1000}) == 4 * 128);
+  REQUIRE(sc::wire_bytes(sc::GradientSpec::parse("ef(powersgd:2)").resolved(), {1, 1000}) ==
+          4 * 128);
   // The uncompressed rule: (n + m) r >= n m sends the tensor (rank too high,
   // vectors, scalars, empty tensors).
-  REQUIRE(sc::wire_bytes("powersgd:4", {8, 8}) == 4 * 64);    // 64 values either way
-  REQUIRE(sc::wire_bytes("powersgd:3", {8, 8}) == 4 * 48);    // 48 < 64
-  REQUIRE(sc::wire_bytes("powersgd:2", {1000}) == 4 * 1000);  // a vector
-  REQUIRE(sc::wire_bytes("powersgd:1", {}) == 4);
-  REQUIRE(sc::wire_bytes("powersgd:1", {0, 5}) == 0);
+  REQUIRE(sc::wire_bytes(parsed("powersgd:4"), {8, 8}) == 4 * 64);    // 64 values either way
+  REQUIRE(sc::wire_bytes(parsed("powersgd:3"), {8, 8}) == 4 * 48);    // 48 < 64
+  REQUIRE(sc::wire_bytes(parsed("powersgd:2"), {1000}) == 4 * 1000);  // a vector
+  REQUIRE(sc::wire_bytes(parsed("powersgd:1"), {}) == 4);
+  REQUIRE(sc::wire_bytes(parsed("powersgd:1"), {0, 5}) == 0);
   // The message has exactly that size, compressed or not.
   for (const sc::Shape& shape :
        {sc::Shape{5, 7, 9}, sc::Shape{8, 8}, sc::Shape{30}, sc::Shape{3, 40}}) {
     for (const std::string spec : {"powersgd:2", "powersgd:3:fp16", "powersgd:1:square"}) {
       auto codec = sc::make_codec(spec, 1);
       const at::Tensor x = at::randn(at::IntArrayRef(shape));
-      REQUIRE(codec->encode(x).size() == sc::wire_bytes(spec, shape));
+      REQUIRE(codec->encode(x).size() == sc::wire_bytes(parsed(spec), shape));
     }
   }
 }
@@ -207,7 +211,7 @@ TEST_CASE("PowerSGD: an exact rank-R input is reconstructed after one step") {
 TEST_CASE("PowerSGD under ef(): the residual is carried into the next step") {
   at::manual_seed(6);
   const sc::Shape shape = {3, 8, 16};
-  auto ch = sc::make_channel("ef(powersgd:2)", context(7));
+  auto ch = sc::make_channel(parsed("ef(powersgd:2)"), context(7));
   auto& ef = dynamic_cast<sc::EfChannel&>(*ch);
   auto mirror = sc::make_codec("powersgd:2", 7);  // the same codec, driven by hand
   at::Tensor sum_in = at::zeros(at::IntArrayRef(shape)),
@@ -239,13 +243,14 @@ TEST_CASE("PowerSGD: send/receive halves equal transfer(), bytes equal wire_byte
   for (const std::string spec :
        {"powersgd:2", "ef(powersgd:2)", "ef21(powersgd:3:fp16)", "ef(powersgd:1:rows)"}) {
     INFO(spec);
-    auto one = sc::make_channel(spec, context()), up = sc::make_channel(spec, context()),
-         down = sc::make_channel(spec, context());
+    auto one = sc::make_channel(parsed(spec), context()),
+         up = sc::make_channel(parsed(spec), context()),
+         down = sc::make_channel(parsed(spec), context());
     for (int step = 0; step < 4; ++step) {
       const at::Tensor x = at::randn(at::IntArrayRef(shape));
       sc::TransferStats st;
       const at::Tensor want = one->transfer(x, at::Tensor(), &st);
-      REQUIRE(st.bytes == sc::wire_bytes(spec, shape));
+      REQUIRE(st.bytes == sc::wire_bytes(parsed(spec), shape));
       sc::Message msg;
       up->send(x, at::Tensor(), msg, nullptr);
       REQUIRE(msg.size() == st.bytes);
@@ -262,13 +267,14 @@ TEST_CASE("PowerSGD: checkpoints carry the warm start; infer() leaves it alone")
   for (int t = 0; t < 6; ++t) xs.push_back(at::randn(at::IntArrayRef(shape)));
   for (const std::string spec : {"ef(powersgd:3)", "powersgd:2:fp16"}) {
     INFO(spec);
-    auto a = sc::make_channel(spec, context());
+    auto a = sc::make_channel(parsed(spec), context());
     for (int t = 0; t < 3; ++t) a->transfer(xs[t], at::Tensor(), nullptr);
     sc::StateDict state;
     a->save_state("g.", state);
     REQUIRE(state.count("g.codec_f32.q"));
     REQUIRE(state.at("g.codec_f32.q").numel() == 12 * (spec[0] == 'e' ? 3 : 2));
-    auto b = sc::make_channel(spec, context()), fresh = sc::make_channel(spec, context());
+    auto b = sc::make_channel(parsed(spec), context()),
+         fresh = sc::make_channel(parsed(spec), context());
     b->load_state("g.", state);
     bool fresh_differs = false;
     for (int t = 3; t < 6; ++t) {
@@ -280,15 +286,15 @@ TEST_CASE("PowerSGD: checkpoints carry the warm start; infer() leaves it alone")
     REQUIRE(fresh_differs);  // the control: without the state, other results
   }
   // A corrupt checkpoint is refused.
-  auto a = sc::make_channel("powersgd:2", context());
+  auto a = sc::make_channel(parsed("powersgd:2"), context());
   a->transfer(xs[0], at::Tensor(), nullptr);
   sc::StateDict state;
   a->save_state("", state);
   state["codec_f32.q"] = at::zeros({5});
-  REQUIRE_THROWS_AS(sc::make_channel("powersgd:2", context())->load_state("", state),
+  REQUIRE_THROWS_AS(sc::make_channel(parsed("powersgd:2"), context())->load_state("", state),
                     slowpipe::DataError);
   state.erase("codec_f32.q");
-  REQUIRE_THROWS_AS(sc::make_channel("powersgd:2", context())->load_state("", state),
+  REQUIRE_THROWS_AS(sc::make_channel(parsed("powersgd:2"), context())->load_state("", state),
                     slowpipe::DataError);
 }
 
@@ -315,12 +321,16 @@ TEST_CASE("PowerSGD: fp16 values are what both sides use") {
 }
 
 TEST_CASE("PowerSGD: spec, errors with positions, roles, gradient spec") {
-  REQUIRE(sc::canonical_spec("powersgd:4:last:fp32") == "powersgd:4");
-  REQUIRE(sc::canonical_spec("ef(powersgd:04:square:fp16)") == "ef(powersgd:4:square:fp16)");
-  REQUIRE(sc::gradient_spec("powersgd:4") == "powersgd:4:square");
-  REQUIRE(sc::gradient_spec("ef(powersgd:2:fp16)") == "ef(powersgd:2:square:fp16)");
-  REQUIRE(sc::gradient_spec("ef(powersgd:2:square)") == "ef(powersgd:2:square)");
-  REQUIRE(sc::gradient_spec(sc::gradient_spec("powersgd:4")) == sc::gradient_spec("powersgd:4"));
+  REQUIRE(sc::canonical_spec(parsed("powersgd:4:last:fp32")) == "powersgd:4");
+  REQUIRE(sc::canonical_spec(parsed("ef(powersgd:04:square:fp16)")) ==
+          "ef(powersgd:4:square:fp16)");
+  REQUIRE(sc::GradientSpec::parse("powersgd:4").resolved().text() == "powersgd:4:square");
+  REQUIRE(sc::GradientSpec::parse("ef(powersgd:2:fp16)").resolved().text() ==
+          "ef(powersgd:2:square:fp16)");
+  REQUIRE(sc::GradientSpec::parse("ef(powersgd:2:square)").resolved().text() ==
+          "ef(powersgd:2:square)");
+  REQUIRE(sc::GradientSpec(sc::GradientSpec::parse("powersgd:4").resolved()).resolved() ==
+          sc::GradientSpec::parse("powersgd:4").resolved());
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"powersgd", "at position 9: expected ':R'"},
       {"powersgd:0", "at position 10: expected R, the rank"},
@@ -343,7 +353,8 @@ TEST_CASE("PowerSGD: spec, errors with positions, roles, gradient spec") {
   for (const std::string spec : {"powersgd:2:rows", "ef(powersgd:4:last)"})
     REQUIRE_THROWS_WITH(sc::validate_role("compress.grad", spec, sc::ChannelRole::kGradient),
                         Catch::Contains("compress.grad = " + spec + ": gradients cross"));
-  REQUIRE_THROWS_AS(sc::validate_boundary("powersgd:2", "topk:shared"), slowpipe::UsageError);
+  REQUIRE_THROWS_AS(sc::validate_boundary(parsed("powersgd:2"), parsed("topk:shared")),
+                    slowpipe::UsageError);
 }
 
 TEST_CASE("PowerSGD: refuses non-finite input; the decoder checks the factors") {

@@ -19,9 +19,12 @@
 #include "compressors/feedback.h"
 #include "compressors/powersgd.h"
 #include "powersgd_reference.h"
+#include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;
 namespace nv = slowpipe::compressors::naive;
+
+using slowpipe::test::parsed;
 
 namespace {
 
@@ -224,8 +227,8 @@ TEST_CASE("PowerSGD: a zero tensor does not stop the channel") {
     CHECK(err < err_fresh * 1.01);
   }
   SECTION("ef(powersgd:2) whose first input is zero") {
-    auto ch = sc::make_channel("ef(powersgd:2)", context(7)),
-         fresh = sc::make_channel("ef(powersgd:2)", context(7));
+    auto ch = sc::make_channel(parsed("ef(powersgd:2)"), context(7)),
+         fresh = sc::make_channel(parsed("ef(powersgd:2)"), context(7));
     REQUIRE(at::equal(ch->transfer(zero, at::Tensor(), nullptr), zero));
     for (const at::Tensor& x : xs)
       REQUIRE(at::equal(ch->transfer(x, at::Tensor(), nullptr),
@@ -234,15 +237,15 @@ TEST_CASE("PowerSGD: a zero tensor does not stop the channel") {
     REQUIRE(ef.error() == dynamic_cast<const sc::EfChannel&>(*fresh).error());
   }
   SECTION("a checkpoint with zero columns in Q resumes bit for bit") {
-    auto a = sc::make_channel("ef(powersgd:3)", context(7));
+    auto a = sc::make_channel(parsed("ef(powersgd:3)"), context(7));
     a->transfer(at::ones(at::IntArrayRef(shape)), at::Tensor(), nullptr);
     sc::StateDict state;
     a->save_state("g.", state);
     REQUIRE(
         state.at("g.codec_f32.q").view({20, 3}).abs().sum(0).eq(0).any().item<bool>());  // a zero
                                                                                          // column
-    auto b = sc::make_channel("ef(powersgd:3)", context(7)),
-         other = sc::make_channel("ef(powersgd:3)", context(7));
+    auto b = sc::make_channel(parsed("ef(powersgd:3)"), context(7)),
+         other = sc::make_channel(parsed("ef(powersgd:3)"), context(7));
     b->load_state("g.", state);
     bool other_differs = false;
     for (const at::Tensor& x : xs) {
@@ -257,7 +260,7 @@ TEST_CASE("PowerSGD: a zero tensor does not stop the channel") {
 TEST_CASE("PowerSGD under ef(): rank-deficient inputs cross exactly, the residual stays ~0") {
   for (const std::string spec : {"ef(powersgd:2)", "ef(powersgd:4)"}) {
     INFO(spec);
-    auto ch = sc::make_channel(spec, context(0));
+    auto ch = sc::make_channel(parsed(spec), context(0));
     const at::Tensor x = at::ones({16, 16});
     for (int step = 0; step < 5; ++step) {
       CHECK(rel_error(ch->transfer(x, at::Tensor(), nullptr), x) < 1e-6);
@@ -286,7 +289,7 @@ TEST_CASE("PowerSGD: a short training run whose gradients cross ef(powersgd:2)")
     const at::Tensor residual = at::matmul(x, w.t()) - at::matmul(x, w_star.t());
     return at::matmul(residual.t(), x) / batch;  // [d_out, d_in]
   };
-  auto ch = sc::make_channel("ef(powersgd:2)", context(3));
+  auto ch = sc::make_channel(parsed("ef(powersgd:2)"), context(3));
   at::Tensor w = at::zeros({d_out, d_in}), w_plain = at::zeros({d_out, d_in});
   const double lr = 0.5, start = loss(w);
   for (int step = 0; step < 80; ++step) {

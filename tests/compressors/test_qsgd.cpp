@@ -17,8 +17,11 @@
 #include "compressors/qsgd.h"
 #include "compressors/quant_kernels.h"
 #include "spec_checks.h"
+#include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;
+
+using slowpipe::test::parsed;
 
 namespace {
 
@@ -42,19 +45,20 @@ float naive_norm(const std::vector<float>& x, size_t start, size_t len) {
 TEST_CASE("QSGD: exact wire sizes") {
   // 4 bytes per bucket + (1 + ceil(log2(S + 1))) bits per element.
   // [64, 1024], s = 4, D = 128: 512 norms (2,048 B) + 65,536 * 4 bits (32,768 B).
-  REQUIRE(sc::wire_bytes("qsgd:s=4", {64, 1024}) == 34816);
-  REQUIRE(sc::wire_bytes("qsgd:s=1", {64, 1024}) == 2048 + 16384);              // 2 bits
-  REQUIRE(sc::wire_bytes("qsgd:s=3:bucket=512", {64, 1024}) == 512 + 24576);    // 3 bits
-  REQUIRE(sc::wire_bytes("qsgd:s=127", {10}) == 4 + 10);                        // 8 bits
-  REQUIRE(sc::wire_bytes("qsgd:s=15", {3, 100}) == 4 * 3 + (300 * 5 + 7) / 8);  // 300 = 2*128 + 44
-  REQUIRE(sc::wire_bytes("topk:0.1+qsgd:s=4", {2, 1000}) ==
-          sc::wire_bytes("topk:0.1+none", {2, 1000}) - 4 * 200 + 4 * 2 + 100);
+  REQUIRE(sc::wire_bytes(parsed("qsgd:s=4"), {64, 1024}) == 34816);
+  REQUIRE(sc::wire_bytes(parsed("qsgd:s=1"), {64, 1024}) == 2048 + 16384);            // 2 bits
+  REQUIRE(sc::wire_bytes(parsed("qsgd:s=3:bucket=512"), {64, 1024}) == 512 + 24576);  // 3 bits
+  REQUIRE(sc::wire_bytes(parsed("qsgd:s=127"), {10}) == 4 + 10);                      // 8 bits
+  REQUIRE(sc::wire_bytes(parsed("qsgd:s=15"), {3, 100}) ==
+          4 * 3 + (300 * 5 + 7) / 8);  // 300 = 2*128 + 44
+  REQUIRE(sc::wire_bytes(parsed("topk:0.1+qsgd:s=4"), {2, 1000}) ==
+          sc::wire_bytes(parsed("topk:0.1+none"), {2, 1000}) - 4 * 200 + 4 * 2 + 100);
   for (const std::string spec : {"qsgd:s=1", "qsgd:s=4:bucket=7", "qsgd:s=127:bucket=1"}) {
     auto codec = sc::make_codec(spec, 1);
     for (const sc::Shape& shape :
          {sc::Shape{3, 50}, sc::Shape{1}, sc::Shape{0, 4}, sc::Shape{5, 2, 9}})
       REQUIRE(codec->encode(at::randn(at::IntArrayRef(shape))).size() ==
-              sc::wire_bytes(spec, shape));
+              sc::wire_bytes(parsed(spec), shape));
   }
 }
 
@@ -132,9 +136,9 @@ TEST_CASE("QSGD: unbiased (the mean over many encodes approaches the input)") {
 }
 
 TEST_CASE("QSGD: spec, errors with positions, state, decoder checks") {
-  REQUIRE(sc::canonical_spec("qsgd:bucket=128:s=4") == "qsgd:s=4");
-  REQUIRE(sc::canonical_spec("ef(qsgd:s=8:bucket=512)") == "ef(qsgd:s=8:bucket=512)");
-  REQUIRE(sc::gradient_spec("qsgd:s=4") == "qsgd:s=4");
+  REQUIRE(sc::canonical_spec(parsed("qsgd:bucket=128:s=4")) == "qsgd:s=4");
+  REQUIRE(sc::canonical_spec(parsed("ef(qsgd:s=8:bucket=512)")) == "ef(qsgd:s=8:bucket=512)");
+  REQUIRE(sc::GradientSpec::parse("qsgd:s=4").resolved().text() == "qsgd:s=4");
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"qsgd", "at position 5: expected ':s=S'"},
       {"qsgd:4", "at position 6: expected a qsgd option"},

@@ -12,8 +12,11 @@
 #include "compressors/factory.h"
 #include "compressors/inspect.h"
 #include "compressors/spec.h"
+#include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;
+
+using slowpipe::test::parsed;
 
 namespace {
 std::string error_of(const std::function<void()>& f) {
@@ -51,9 +54,9 @@ TEST_CASE("Spec: the issue's examples build channels with canonical names") {
       {"q8:tensor:minmax:fp32", "q8:tensor:minmax:fp32"}};
   for (const auto& [spec, canonical] : cases) {
     INFO(spec);
-    REQUIRE(sc::canonical_spec(spec) == canonical);
-    REQUIRE(sc::make_channel(spec, sc::ChannelContext{})->spec() == canonical);
-    REQUIRE(sc::canonical_spec(canonical) == canonical);  // idempotent
+    REQUIRE(sc::canonical_spec(parsed(spec)) == canonical);
+    REQUIRE(sc::make_channel(parsed(spec), sc::ChannelContext{})->spec() == canonical);
+    REQUIRE(sc::canonical_spec(parsed(canonical)) == canonical);  // idempotent
   }
 }
 
@@ -88,20 +91,23 @@ TEST_CASE("Spec: errors name the position and what was expected") {
   };
   for (const Case& c : cases) {
     INFO(c.spec);
-    std::string msg = error_of([&] { sc::make_channel(c.spec, sc::ChannelContext{}); });
+    std::string msg = error_of([&] { sc::make_channel(parsed(c.spec), sc::ChannelContext{}); });
     REQUIRE(msg.find("bad spec '" + c.spec + "' at position " + std::to_string(c.pos) + ":") == 0);
     REQUIRE(msg.find(c.expected) != std::string::npos);
   }
 }
 
 TEST_CASE("Spec: topk:shared is a backward-only spec and needs a sparsifying forward") {
-  REQUIRE_NOTHROW(sc::make_boundary("topk:0.1", "topk:shared", sc::ChannelContext{}));
-  REQUIRE_NOTHROW(sc::make_boundary("ef(topk:0.1+q8)", "topk:shared+q8", sc::ChannelContext{}));
-  REQUIRE_THROWS_AS(sc::make_boundary("q4", "topk:shared", sc::ChannelContext{}),
+  REQUIRE_NOTHROW(
+      sc::make_boundary(parsed("topk:0.1"), parsed("topk:shared"), sc::ChannelContext{}));
+  REQUIRE_NOTHROW(
+      sc::make_boundary(parsed("ef(topk:0.1+q8)"), parsed("topk:shared+q8"), sc::ChannelContext{}));
+  REQUIRE_THROWS_AS(sc::make_boundary(parsed("q4"), parsed("topk:shared"), sc::ChannelContext{}),
                     slowpipe::UsageError);
-  REQUIRE_THROWS_AS(sc::make_boundary("topk:0.1", "ef(topk:shared)", sc::ChannelContext{}),
-                    slowpipe::UsageError);
-  REQUIRE_THROWS_AS(sc::make_boundary("topk:shared", "q8", sc::ChannelContext{}),
+  REQUIRE_THROWS_AS(
+      sc::make_boundary(parsed("topk:0.1"), parsed("ef(topk:shared)"), sc::ChannelContext{}),
+      slowpipe::UsageError);
+  REQUIRE_THROWS_AS(sc::make_boundary(parsed("topk:shared"), parsed("q8"), sc::ChannelContext{}),
                     slowpipe::UsageError);
 }
 
@@ -116,10 +122,10 @@ TEST_CASE("Config: compress.* keys validate specs and per-boundary overrides") {
   options.set("compress.fw", "aq(q2)");
   options.set("compress.bw", "topk:shared");
   options.set("compress.fw_at", "1:q4,2:topk:0.1+q8");
-  REQUIRE(config.fw_for(0) == "aq(q2)");
-  REQUIRE(config.fw_for(1) == "q4");
-  REQUIRE(config.fw_for(2) == "topk:0.1+q8");
-  REQUIRE(config.bw_for(1) == "topk:shared");
+  REQUIRE(config.fw_for(0).text() == "aq(q2)");
+  REQUIRE(config.fw_for(1).text() == "q4");
+  REQUIRE(config.fw_for(2).text() == "topk:0.1+q8");
+  REQUIRE(config.bw_for(1).text() == "topk:shared");
   REQUIRE(options.get("compress.fw_at") == "1:q4,2:topk:0.1+q8");
   std::string msg = error_of([&] { options.set("compress.fw", "topk:1.5"); });
   REQUIRE(msg.find("compress.fw") != std::string::npos);
@@ -151,9 +157,9 @@ TEST_CASE("CompressConfig: enumerated options keep their names, AQ found in both
           "bad value for 'compress.aq_store': 'tape' (expected one of memory|disk)");
 
   // The scheme of the parsed spec, not a prefix: "aq" alone is a codec name.
-  REQUIRE(sc::uses_aq("aq(q2)"));
-  REQUIRE_FALSE(sc::uses_aq("ef(q4)"));
-  REQUIRE_FALSE(sc::uses_aq("none"));
+  REQUIRE(sc::uses_aq(parsed("aq(q2)")));
+  REQUIRE_FALSE(sc::uses_aq(parsed("ef(q4)")));
+  REQUIRE_FALSE(sc::uses_aq(parsed("none")));
   REQUIRE_FALSE(sc::uses_aq(config, 3));
   options.set("compress.bw_at", "2:aq(q4)");  // backward only, last boundary
   REQUIRE_FALSE(sc::uses_aq(config, 2));
@@ -210,10 +216,10 @@ TEST_CASE("Spec: conflicting or repeated options are usage errors naming both po
 }
 
 TEST_CASE("Spec: canonical K reads back as the same fraction") {
-  REQUIRE(sc::canonical_spec("topk:0.1234567") == "topk:0.1234567");
-  REQUIRE(sc::canonical_spec("topk:0.1234571") == "topk:0.1234571");
-  REQUIRE(sc::canonical_spec("randk:0.10") == "randk:0.1");
-  REQUIRE(sc::canonical_spec("topk:1e-3") == "topk:0.001");
+  REQUIRE(sc::canonical_spec(parsed("topk:0.1234567")) == "topk:0.1234567");
+  REQUIRE(sc::canonical_spec(parsed("topk:0.1234571")) == "topk:0.1234571");
+  REQUIRE(sc::canonical_spec(parsed("randk:0.10")) == "randk:0.1");
+  REQUIRE(sc::canonical_spec(parsed("topk:1e-3")) == "topk:0.001");
 }
 
 TEST_CASE("Spec roles: what each channel may carry, checked before any data") {
@@ -247,24 +253,24 @@ TEST_CASE("Spec roles: what each channel may carry, checked before any data") {
 
 TEST_CASE("Spec roles: a whole compress config against a boundary count") {
   sc::CompressConfig c;
-  c.fw = "aq(topk:0.3)";
-  c.bw = "topk:shared";
-  c.grad = "ef(topk:0.01)";
+  c.fw = parsed("aq(topk:0.3)");
+  c.bw = parsed("topk:shared");
+  c.grad = sc::GradientSpec::parse("ef(topk:0.01)");
   REQUIRE_NOTHROW(sc::validate_compress_config(c, 3, true));
-  c.fw_at[1] = "q4";  // boundary 1 no longer sparsifies forward
+  c.fw_at[1] = parsed("q4");  // boundary 1 no longer sparsifies forward
   std::string e = error_of([&] { sc::validate_compress_config(c, 3, true); });
   REQUIRE(e.find("compress.bw (boundary 1) = topk:shared") == 0);
-  c.bw_at[1] = "q8";
+  c.bw_at[1] = parsed("q8");
   REQUIRE_NOTHROW(sc::validate_compress_config(c, 3, true));
-  c.fw_at[3] = "q2";
+  c.fw_at[3] = parsed("q2");
   e = error_of([&] { sc::validate_compress_config(c, 3, true); });
   REQUIRE(e == "compress.fw_at names boundary 3, but the pipeline has boundaries 0..2");
   c.fw_at.erase(3);
-  c.bw_at[0] = "topk:shared";
+  c.bw_at[0] = parsed("topk:shared");
   REQUIRE_NOTHROW(sc::validate_compress_config(c, 3, true));
   e = error_of([&] { sc::validate_compress_config(c, 0, true); });
   REQUIRE(e.find("but the pipeline has no boundary") != std::string::npos);
-  c.grad = "aq(q4)";
+  c.grad = sc::GradientSpec::parse("aq(q4)");
   REQUIRE_NOTHROW(sc::validate_compress_config(c, 3, false));  // no replicas: grad unused
   REQUIRE(error_of([&] { sc::validate_compress_config(c, 3, true); }).find("compress.grad") == 0);
 }
@@ -294,8 +300,8 @@ TEST_CASE("Schemes: every registered name has a channel factory, and the pairing
   for (const sc::SchemeInfo& s : sc::scheme_registry()) {
     INFO(s.name);
     REQUIRE_NOTHROW(sc::scheme_factory(s.name));
-    const auto ch = sc::make_channel(s.name == "direct" ? "q4" : s.name + "(q4)", ctx);
-    REQUIRE(ch->spec() == sc::canonical_spec(s.name + "(q4)"));
+    const auto ch = sc::make_channel(parsed(s.name == "direct" ? "q4" : s.name + "(q4)"), ctx);
+    REQUIRE(ch->spec() == sc::canonical_spec(parsed(s.name + "(q4)")));
   }
   REQUIRE_THROWS_AS(sc::scheme_factory("nope"), std::logic_error);
   // validate_boundary (torch-free, slowpipe timing) refuses what make_boundary
@@ -312,12 +318,14 @@ TEST_CASE("Schemes: every registered name has a channel factory, and the pairing
     const std::string& fw = pair.first;
     const std::string& bw = pair.second;
     INFO(fw << " / " << bw);
-    const std::string plain = error_of([&] { sc::validate_boundary(fw, bw); });
-    const std::string built = error_of([&] { (void)sc::make_boundary(fw, bw, ctx); });
+    const std::string plain = error_of([&] { sc::validate_boundary(parsed(fw), parsed(bw)); });
+    const std::string built =
+        error_of([&] { (void)sc::make_boundary(parsed(fw), parsed(bw), ctx); });
     REQUIRE(plain == built);
   }
-  REQUIRE(error_of([] { sc::validate_boundary("q4", "topk:shared"); }).find("does not sparsify") !=
-          std::string::npos);
+  REQUIRE(error_of([] {
+            sc::validate_boundary(parsed("q4"), parsed("topk:shared"));
+          }).find("does not sparsify") != std::string::npos);
 }
 
 TEST_CASE("Codec registry: patterns, roles and the names in messages come from the entries") {
@@ -368,7 +376,7 @@ TEST_CASE("Scheme registry: flags replace the scheme names in the factory and th
   for (const sc::SchemeInfo& s : sc::scheme_registry()) {
     INFO(s.name);
     const std::string fw = s.name == "direct" ? "topk:0.25" : s.name + "(topk:0.25)";
-    sc::Boundary b = sc::make_boundary(fw, "topk:shared", ctx);
+    sc::Boundary b = sc::make_boundary(parsed(fw), parsed("topk:shared"), ctx);
     const at::Tensor ids = at::arange(2, at::kLong);
     const at::Tensor x = at::randn({2, 8});
     const at::Tensor y = b.fw->transfer(x, ids, nullptr);

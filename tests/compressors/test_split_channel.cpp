@@ -12,8 +12,11 @@
 #include <vector>
 
 #include "compressors/factory.h"
+#include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;
+
+using slowpipe::test::parsed;
 
 namespace {
 
@@ -36,9 +39,9 @@ at::Tensor ids(int64_t start, int64_t n) {
 void check_boundary(const std::string& fw, const std::string& bw, int plain_warmup, int aq_warmup) {
   INFO("fw " << fw << ", bw " << bw << ", warm-up " << plain_warmup << "/" << aq_warmup);
   const sc::ChannelContext ctx = context(plain_warmup, aq_warmup);
-  sc::Boundary one = sc::make_boundary(fw, bw, ctx);
-  sc::Boundary up = sc::make_boundary(fw, bw, ctx);
-  sc::Boundary down = sc::make_boundary(fw, bw, ctx);
+  sc::Boundary one = sc::make_boundary(parsed(fw), parsed(bw), ctx);
+  sc::Boundary up = sc::make_boundary(parsed(fw), parsed(bw), ctx);
+  sc::Boundary down = sc::make_boundary(parsed(fw), parsed(bw), ctx);
   at::manual_seed(5);
   const sc::Shape shape = {4, 3, 40};
   for (int epoch = 0; epoch < 3; ++epoch) {
@@ -113,8 +116,8 @@ TEST_CASE("Gradient channels split alike, and the sender's state stays in the se
   for (const std::string spec : {"q4:group=128", "ef(q2:group=128)", "ef21(topk:0.1)",
                                  "ef(powersgd:2:square)", "qsgd:s=8:bucket=64", "ef(tah:bits=3)"}) {
     INFO(spec);
-    auto one = sc::make_channel(spec, ctx), up = sc::make_channel(spec, ctx),
-         down = sc::make_channel(spec, ctx);
+    auto one = sc::make_channel(parsed(spec), ctx), up = sc::make_channel(parsed(spec), ctx),
+         down = sc::make_channel(parsed(spec), ctx);
     const sc::Shape shape = {1, 1000};
     for (int step = 0; step < 4; ++step) {
       const at::Tensor g = at::randn(shape);
@@ -126,8 +129,9 @@ TEST_CASE("Gradient channels split alike, and the sender's state stays in the se
   }
   // A receiver that joins late has no g: EF21's reconstruction then differs, as
   // it would on a real machine that lost its state (the control for the above).
-  auto up = sc::make_channel("ef21(q2)", ctx), down = sc::make_channel("ef21(q2)", ctx),
-       late = sc::make_channel("ef21(q2)", ctx);
+  auto up = sc::make_channel(parsed("ef21(q2)"), ctx),
+       down = sc::make_channel(parsed("ef21(q2)"), ctx),
+       late = sc::make_channel(parsed("ef21(q2)"), ctx);
   const sc::Shape shape = {2, 64};
   at::Tensor last_down, last_late;
   for (int step = 0; step < 3; ++step) {

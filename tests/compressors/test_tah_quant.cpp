@@ -19,9 +19,12 @@
 #include "compressors/tah_quant.h"
 #include "spec_checks.h"
 #include "tah_reference.h"
+#include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;
 namespace nv = slowpipe::compressors::naive;
+
+using slowpipe::test::parsed;
 
 namespace {
 
@@ -103,7 +106,7 @@ TEST_CASE("TAH-Quant: messages and decoded values equal the naive reference bit 
       const std::vector<uint8_t> want = nv::tah_encode(t, xs, shape);
       REQUIRE(msg.size() == want.size());
       REQUIRE(msg.size() == formula(t.centi, t.tile, t.adaptive, shape));
-      REQUIRE(sc::wire_bytes(spec, shape) == msg.size());
+      REQUIRE(sc::wire_bytes(parsed(spec), shape) == msg.size());
       REQUIRE(msg == want);
       const std::vector<float> got = floats(codec->decode(msg, shape));
       const std::vector<float> ref = nv::tah_decode(t, want, shape, sc::shape_numel(shape));
@@ -115,15 +118,16 @@ TEST_CASE("TAH-Quant: messages and decoded values equal the naive reference bit 
 TEST_CASE("TAH-Quant: exact sizes, and the examples of the page") {
   // GPT-2 XL activation [8, 1024, 1600], G = 64: 204,800 tiles, 4 bytes of
   // scales each. bits=3: every tile 3 bits, 7 header bits (flag, 6 pivot bits).
-  REQUIRE(sc::wire_bytes("tah:bits=3", {8, 1024, 1600}) == 819200 + 179200 + 4915200);
-  REQUIRE(sc::wire_bytes("tah:bits=3:fixed", {8, 1024, 1600}) == 5913600);
+  REQUIRE(sc::wire_bytes(parsed("tah:bits=3"), {8, 1024, 1600}) == 819200 + 179200 + 4915200);
+  REQUIRE(sc::wire_bytes(parsed("tah:bits=3:fixed"), {8, 1024, 1600}) == 5913600);
   // bits=3.8: 163,840 tiles at 4 bits, the rest at 3; a width bit per tile.
-  REQUIRE(sc::wire_bytes("tah:bits=3.8", {8, 1024, 1600}) == 819200 + 204800 + 6225920);
-  REQUIRE(sc::wire_bytes("tah:bits=3.8:fixed", {8, 1024, 1600}) == 819200 + 179200 + 6225920);
-  REQUIRE(sc::wire_bytes("tah:bits=4", {64, 1024}) == 4096 + 896 + 32768);
+  REQUIRE(sc::wire_bytes(parsed("tah:bits=3.8"), {8, 1024, 1600}) == 819200 + 204800 + 6225920);
+  REQUIRE(sc::wire_bytes(parsed("tah:bits=3.8:fixed"), {8, 1024, 1600}) ==
+          819200 + 179200 + 6225920);
+  REQUIRE(sc::wire_bytes(parsed("tah:bits=4"), {64, 1024}) == 4096 + 896 + 32768);
   // [3, 100], G = 64: per token one full tile and a tail of 36; one of each
   // class at 4 bits: 24 + ceil((6 + 21) / 8) + (64 * 10 + 36 * 10) / 8.
-  REQUIRE(sc::wire_bytes("tah:bits=3.5", {3, 100}) == 24 + 4 + 125);
+  REQUIRE(sc::wire_bytes(parsed("tah:bits=3.5"), {3, 100}) == 24 + 4 + 125);
   for (const std::string spec : {"tah:bits=3", "tah:bits=2.5:tile=8", "tah:bits=5:tile=2:fixed"})
     for (const sc::Shape& shape : {sc::Shape{0}, sc::Shape{0, 4}, sc::Shape{3, 0}}) {
       INFO(spec);
@@ -131,16 +135,17 @@ TEST_CASE("TAH-Quant: exact sizes, and the examples of the page") {
       sc::Message msg;
       codec->encode_raw(nullptr, shape, msg);
       REQUIRE(msg.empty());
-      REQUIRE(sc::wire_bytes(spec, shape) == 0);
+      REQUIRE(sc::wire_bytes(parsed(spec), shape) == 0);
       codec->decode_raw(msg.data(), msg.size(), shape, nullptr);
     }
   // As a sparsifier's value stage: the [rows, k] values, tiles along k.
   const sc::Shape s = {4, 500};
-  REQUIRE(sc::wire_bytes("topk:0.1+tah:bits=3", s) ==
-          sc::wire_bytes("topk:0.1+none", s) - 4 * 4 * 50 + formula(300, 64, true, {4, 50}));
+  REQUIRE(sc::wire_bytes(parsed("topk:0.1+tah:bits=3"), s) ==
+          sc::wire_bytes(parsed("topk:0.1+none"), s) - 4 * 4 * 50 +
+              formula(300, 64, true, {4, 50}));
   at::Tensor x = at::randn({4, 500});
   REQUIRE(sc::make_codec("topk:0.1+tah:bits=3")->encode(x).size() ==
-          sc::wire_bytes("topk:0.1+tah:bits=3", s));
+          sc::wire_bytes(parsed("topk:0.1+tah:bits=3"), s));
 }
 
 TEST_CASE("TAH-Quant: the Walsh-Hadamard step is Sylvester's orthonormal matrix, its own inverse") {
@@ -218,7 +223,7 @@ TEST_CASE("TAH-Quant: NaN and inf are refused, under every scheme and after topk
       at::Tensor x = at::randn({2, 3, 64});
       x.view({-1})[77] = bad;
       sc::ChannelContext ctx;
-      auto channel = sc::make_channel(spec, ctx);
+      auto channel = sc::make_channel(parsed(spec), ctx);
       try {
         channel->transfer(x, at::arange(2, at::kLong), nullptr);
         FAIL("accepted a non-finite value");
@@ -293,13 +298,13 @@ TEST_CASE("TAH-Quant: adaptive widths beat fixed ones on tiles of two kinds") {
 }
 
 TEST_CASE("TAH-Quant: spec, canonical form, plot facts and errors") {
-  REQUIRE(sc::canonical_spec("tah:bits=3:tile=64") == "tah:bits=3");
-  REQUIRE(sc::canonical_spec("tah:tile=32:bits=3.50:adaptive") == "tah:bits=3.5:tile=32");
-  REQUIRE(sc::canonical_spec("tah:bits=03.05:fixed:tile=64") == "tah:bits=3.05:fixed");
-  REQUIRE(sc::canonical_spec("tah:bits=4:fixed") == "tah:bits=4:fixed");
-  REQUIRE(sc::canonical_spec("ef(tah:bits=3)") == "ef(tah:bits=3)");
-  REQUIRE(sc::canonical_spec("topk:0.1+tah:bits=2.5") == "topk:0.1+tah:bits=2.5");
-  REQUIRE(sc::gradient_spec("tah:bits=3") == "tah:bits=3");
+  REQUIRE(sc::canonical_spec(parsed("tah:bits=3:tile=64")) == "tah:bits=3");
+  REQUIRE(sc::canonical_spec(parsed("tah:tile=32:bits=3.50:adaptive")) == "tah:bits=3.5:tile=32");
+  REQUIRE(sc::canonical_spec(parsed("tah:bits=03.05:fixed:tile=64")) == "tah:bits=3.05:fixed");
+  REQUIRE(sc::canonical_spec(parsed("tah:bits=4:fixed")) == "tah:bits=4:fixed");
+  REQUIRE(sc::canonical_spec(parsed("ef(tah:bits=3)")) == "ef(tah:bits=3)");
+  REQUIRE(sc::canonical_spec(parsed("topk:0.1+tah:bits=2.5")) == "topk:0.1+tah:bits=2.5");
+  REQUIRE(sc::GradientSpec::parse("tah:bits=3").resolved().text() == "tah:bits=3");
   REQUIRE(sc::plot_facts(sc::parse_spec("tah:bits=3.5").stages.front()).bits == 3.5);
   REQUIRE(std::isnan(sc::plot_facts(sc::parse_spec("tah").stages.front()).bits));
   for (const std::string ok :

@@ -11,8 +11,11 @@
 
 #include "compressors/factory.h"
 #include "compressors/warmup.h"
+#include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;
+
+using slowpipe::test::parsed;
 
 namespace {
 
@@ -34,7 +37,7 @@ at::Tensor ids(int64_t start) {
 TEST_CASE("Warm-up: q2 / q4 send fp32 in epoch 0 and their codec from epoch 1") {
   const sc::Shape shape = {4, 6, 32};
   const uint64_t fp32 = 4 * 4 * 6 * 32;
-  sc::Boundary b = sc::make_boundary("q2", "q4", context(1));
+  sc::Boundary b = sc::make_boundary(parsed("q2"), parsed("q4"), context(1));
   auto q2 = sc::make_codec("q2"), q4 = sc::make_codec("q4");
   REQUIRE(b.fw->spec() == "q2");  // the logged spec is the codec's, warm-up or not
   for (int epoch = 0; epoch < 3; ++epoch) {
@@ -53,8 +56,8 @@ TEST_CASE("Warm-up: q2 / q4 send fp32 in epoch 0 and their codec from epoch 1") 
         REQUIRE(at::equal(rg, g));
         REQUIRE(fs.rel_error == 0.0);
       } else {
-        REQUIRE(fs.bytes == sc::wire_bytes("q2", shape));
-        REQUIRE(bs.bytes == sc::wire_bytes("q4", shape));
+        REQUIRE(fs.bytes == sc::wire_bytes(parsed("q2"), shape));
+        REQUIRE(bs.bytes == sc::wire_bytes(parsed("q4"), shape));
         REQUIRE(fs.bytes * 10 < fp32);  // the control: really compressed now
         REQUIRE(at::equal(ra, q2->decode(q2->encode(a), shape)));
         REQUIRE(at::equal(rg, q4->decode(q4->encode(g), shape)));
@@ -64,21 +67,22 @@ TEST_CASE("Warm-up: q2 / q4 send fp32 in epoch 0 and their codec from epoch 1") 
 }
 
 TEST_CASE("Warm-up: 0 epochs builds the bare channels; make_channel never wraps") {
-  sc::Boundary b = sc::make_boundary("q2", "q4", context(0));
+  sc::Boundary b = sc::make_boundary(parsed("q2"), parsed("q4"), context(0));
   REQUIRE(dynamic_cast<sc::WarmupChannel*>(b.fw.get()) == nullptr);
   REQUIRE(dynamic_cast<sc::WarmupChannel*>(b.bw.get()) == nullptr);
-  REQUIRE(dynamic_cast<sc::WarmupChannel*>(sc::make_channel("q4", context(2)).get()) == nullptr);
+  REQUIRE(dynamic_cast<sc::WarmupChannel*>(sc::make_channel(parsed("q4"), context(2)).get()) ==
+          nullptr);
   sc::TransferStats st;
   b.fw->transfer(at::randn({4, 32}), ids(0), &st);
-  REQUIRE(st.bytes == sc::wire_bytes("q2", {4, 32}));
+  REQUIRE(st.bytes == sc::wire_bytes(parsed("q2"), {4, 32}));
 }
 
 TEST_CASE("Warm-up: EF and EF21 state is untouched in warm-up") {
   // After W warm-up epochs the channel transfers exactly as a fresh one would.
   for (const std::string spec : {"ef(q2)", "ef21(q4)", "ef(topk:0.2)"}) {
     INFO(spec);
-    sc::Boundary warm = sc::make_boundary(spec, "none", context(2));
-    auto fresh = sc::make_channel(spec, context(0));
+    sc::Boundary warm = sc::make_boundary(parsed(spec), parsed("none"), context(2));
+    auto fresh = sc::make_channel(parsed(spec), context(0));
     const uint64_t state_before = warm.fw->state_bytes();
     for (int epoch = 0; epoch < 2; ++epoch) {
       warm.fw->set_epoch(epoch);
@@ -97,15 +101,17 @@ TEST_CASE("Warm-up: EF and EF21 state is untouched in warm-up") {
 
 TEST_CASE("Warm-up: AQ-SGD warms up for max(warmup_epochs, aq_warmup_epochs)") {
   const sc::Shape shape = {4, 50};
-  const uint64_t fp32 = 4 * 200, q2 = sc::wire_bytes("q2", shape);
+  const uint64_t fp32 = 4 * 200, q2 = sc::wire_bytes(parsed("q2"), shape);
   struct Case {
     int warmup, aq_warmup, expected;
   };
   for (const Case c : {Case{0, 1, 1}, Case{1, 1, 1}, Case{2, 1, 2}, Case{1, 3, 3}, Case{0, 0, 0}}) {
     INFO("warmup_epochs " << c.warmup << ", aq_warmup_epochs " << c.aq_warmup);
     // Direct q2 beside it: warms up for warmup_epochs exactly.
-    sc::Boundary aq = sc::make_boundary("aq(q2)", "aq(q2)", context(c.warmup, c.aq_warmup));
-    sc::Boundary direct = sc::make_boundary("q2", "q2", context(c.warmup, c.aq_warmup));
+    sc::Boundary aq =
+        sc::make_boundary(parsed("aq(q2)"), parsed("aq(q2)"), context(c.warmup, c.aq_warmup));
+    sc::Boundary direct =
+        sc::make_boundary(parsed("q2"), parsed("q2"), context(c.warmup, c.aq_warmup));
     for (int epoch = 0; epoch < 4; ++epoch) {
       for (sc::Channel* ch : {aq.fw.get(), aq.bw.get(), direct.fw.get(), direct.bw.get()}) {
         ch->set_epoch(epoch);
@@ -124,8 +130,8 @@ TEST_CASE("Warm-up: topk:shared backward sends fp32 in warm-up and leaves no mas
   const uint64_t fp32 = 4 * 400;
   for (const std::string fw : {"topk:0.3", "ef(topk:0.3)", "aq(topk:0.3)"}) {
     INFO(fw);
-    sc::Boundary b = sc::make_boundary(fw, "topk:shared", context(1));
-    const uint64_t shared = sc::wire_bytes("topk:0.3", "topk:shared", shape);
+    sc::Boundary b = sc::make_boundary(parsed(fw), parsed("topk:shared"), context(1));
+    const uint64_t shared = sc::wire_bytes(parsed("topk:0.3"), parsed("topk:shared"), shape);
     for (int epoch = 0; epoch < 3; ++epoch) {
       b.fw->set_epoch(epoch);
       b.bw->set_epoch(epoch);
@@ -147,7 +153,9 @@ TEST_CASE("Warm-up: topk:shared backward sends fp32 in warm-up and leaves no mas
 TEST_CASE("Warm-up: the epoch is saved; a restored channel continues bit for bit") {
   for (int saved_at : {0, 1, 2}) {  // mid warm-up, on the boundary, after it
     INFO("saved at transfer " << saved_at);
-    auto make = [] { return sc::make_boundary("ef(q2:stochastic)", "q4", context(1)); };
+    auto make = [] {
+      return sc::make_boundary(parsed("ef(q2:stochastic)"), parsed("q4"), context(1));
+    };
     sc::Boundary a = make();
     std::vector<at::Tensor> xs;
     xs.reserve(6);
@@ -172,8 +180,8 @@ TEST_CASE("infer: the inner codec in warm-up too, and no codec random stream mov
   for (const std::string spec :
        {"q2:stochastic", "ef(q2:stochastic)", "ef21(randk:0.3)", "randk:0.2+q4:stochastic"}) {
     INFO(spec);
-    sc::Boundary with = sc::make_boundary(spec, "none", context(1));
-    sc::Boundary without = sc::make_boundary(spec, "none", context(1));
+    sc::Boundary with = sc::make_boundary(parsed(spec), parsed("none"), context(1));
+    sc::Boundary without = sc::make_boundary(parsed(spec), parsed("none"), context(1));
     at::Tensor probe = at::randn(shape);
     // In warm-up, inference still applies the codec (it is not fp32).
     sc::TransferStats is;

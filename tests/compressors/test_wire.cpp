@@ -11,8 +11,11 @@
 #include "compressors/factory.h"
 #include "compressors/index_coding.h"
 #include "compressors/topk_select.h"
+#include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;
+
+using slowpipe::test::parsed;
 
 namespace {
 uint64_t ceil_div(uint64_t a, uint64_t b) {
@@ -116,7 +119,7 @@ TEST_CASE("Wire size: every codec's message has exactly the documented size") {
       auto codec = sc::make_codec(spec, 1);
       sc::Message msg = codec->encode(x);
       REQUIRE(msg.size() == formula(spec, shape));
-      REQUIRE(sc::wire_bytes(spec, shape) == msg.size());
+      REQUIRE(sc::wire_bytes(parsed(spec), shape) == msg.size());
     }
 }
 
@@ -125,18 +128,19 @@ TEST_CASE("Wire size: the documented GPT-2 XL examples, byte for byte") {
   // 1600]; TopK at K = 10% keeps k = 163,840 of m = 1,638,400 per sample, its
   // indices in Elias-Fano (l = 3): 3k + k + m/8 = 860,160 bits per row.
   const sc::Shape xl8 = {8, 1024, 1600}, xl1 = {1, 1024, 1600};
-  REQUIRE(sc::wire_bytes("none", xl8) == 52428800);
-  REQUIRE(sc::wire_bytes("q4", xl8) == 6556800);
-  REQUIRE(sc::wire_bytes("q2", xl8) == 3280000);
-  REQUIRE(sc::wire_bytes("topk:0.1", xl8) == 6103040);     // 860,160 + 8 * 163,840 * 4
-  REQUIRE(sc::wire_bytes("topk:0.1+q8", xl8) == 2170896);  // 860,160 + 8 * (2 + 163,840)
-  REQUIRE(sc::wire_bytes("topk:0.1+q8", xl1) == 271362);   // 107,520 + 2 + 163,840
-  REQUIRE(sc::wire_bytes("topk:0.3+q8", xl1) == 696322);   // bitmap: 204,800 + 2 + 491,520
-  REQUIRE(sc::wire_bytes("topk:0.01+q8", xl1) == 17536 + 2 + 16384);         // Elias-Fano, l = 6
-  REQUIRE(sc::wire_bytes("topk:0.1", "topk:shared+q8", xl1) == 2 + 163840);  // values only
+  REQUIRE(sc::wire_bytes(parsed("none"), xl8) == 52428800);
+  REQUIRE(sc::wire_bytes(parsed("q4"), xl8) == 6556800);
+  REQUIRE(sc::wire_bytes(parsed("q2"), xl8) == 3280000);
+  REQUIRE(sc::wire_bytes(parsed("topk:0.1"), xl8) == 6103040);     // 860,160 + 8 * 163,840 * 4
+  REQUIRE(sc::wire_bytes(parsed("topk:0.1+q8"), xl8) == 2170896);  // 860,160 + 8 * (2 + 163,840)
+  REQUIRE(sc::wire_bytes(parsed("topk:0.1+q8"), xl1) == 271362);   // 107,520 + 2 + 163,840
+  REQUIRE(sc::wire_bytes(parsed("topk:0.3+q8"), xl1) == 696322);   // bitmap: 204,800 + 2 + 491,520
+  REQUIRE(sc::wire_bytes(parsed("topk:0.01+q8"), xl1) == 17536 + 2 + 16384);  // Elias-Fano, l = 6
+  REQUIRE(sc::wire_bytes(parsed("topk:0.1"), parsed("topk:shared+q8"), xl1) ==
+          2 + 163840);  // values only
   for (const sc::Shape& s : {xl1, xl8}) {
     const double ratio = 4.0 * static_cast<double>(sc::shape_numel(s)) /
-                         static_cast<double>(sc::wire_bytes("topk:0.1+q8", s));
+                         static_cast<double>(sc::wire_bytes(parsed("topk:0.1+q8"), s));
     REQUIRE(ratio > 24.1);
     REQUIRE(ratio < 24.2);
   }
@@ -164,7 +168,7 @@ TEST_CASE("Wire size: wire_bytes equals the bytes a channel really sends, scheme
     for (const std::string scheme : {"", "ef", "ef21", "aq"}) {
       std::string spec = scheme.empty() ? codec_spec : std::string(scheme) + "(" + codec_spec + ")";
       sc::Shape shape = {4, 6, 40};
-      auto channel = sc::make_channel(spec, ctx);
+      auto channel = sc::make_channel(parsed(spec), ctx);
       at::Tensor ids = at::arange(4, at::kLong);
       for (int epoch = 0; epoch < 2; ++epoch) {  // AQ: warm-up, then steady state
         channel->set_epoch(epoch);
@@ -174,7 +178,7 @@ TEST_CASE("Wire size: wire_bytes equals the bytes a channel really sends, scheme
         if (scheme == std::string("aq") && epoch == 0)
           REQUIRE(stats.bytes == 4 * 4 * 6 * 40);
         else
-          REQUIRE(stats.bytes == sc::wire_bytes(spec, shape));
+          REQUIRE(stats.bytes == sc::wire_bytes(parsed(spec), shape));
       }
     }
 }
@@ -182,16 +186,16 @@ TEST_CASE("Wire size: wire_bytes equals the bytes a channel really sends, scheme
 TEST_CASE("Wire size: the backward channel with the shared forward mask sends values only") {
   sc::Shape shape = {4, 8, 50};
   for (const std::string bw : {"topk:shared", "topk:shared+q8"}) {
-    sc::Boundary b = sc::make_boundary("topk:0.1", bw, sc::ChannelContext{});
+    sc::Boundary b = sc::make_boundary(parsed("topk:0.1"), parsed(bw), sc::ChannelContext{});
     at::Tensor ids = at::arange(10, 14, at::kLong);
     sc::TransferStats fw, bwst;
     b.fw->transfer(at::randn(shape), ids, &fw);
     b.bw->transfer(at::randn(shape), ids, &bwst);
-    REQUIRE(bwst.bytes == sc::wire_bytes("topk:0.1", bw, shape));
+    REQUIRE(bwst.bytes == sc::wire_bytes(parsed("topk:0.1"), parsed(bw), shape));
     const uint64_t k = 40;  // ceil(0.1 * 400)
     REQUIRE(bwst.bytes == (bw == std::string("topk:shared") ? 4 * 4 * k : 4 * (2 + k)));
   }
-  REQUIRE_THROWS_AS(sc::wire_bytes("topk:shared", shape), slowpipe::UsageError);
+  REQUIRE_THROWS_AS(sc::wire_bytes(parsed("topk:shared"), shape), slowpipe::UsageError);
 }
 
 TEST_CASE("Decoding: truncated or corrupted messages give DataError, never a crash") {

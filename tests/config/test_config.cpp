@@ -61,7 +61,7 @@ TEST_CASE("Train options: every module's keys, choices from the registries") {
   CHECK(o.config.data.name == "fashion-mnist");
   CHECK(o.config.optim.name == "sgd");
   CHECK(o.config.optim.schedule == "linear");
-  CHECK(o.config.compress.fw == "q4");
+  CHECK(o.config.compress.fw.text() == "q4");
   CHECK_THROWS_WITH(o.options.set("model.name", "rnn"), Catch::Contains("gpt|cnn|mlp"));
   CHECK_THROWS_AS(o.options.set("data.name", "imagenet"), slowpipe::UsageError);
   CHECK_THROWS_AS(o.options.set("optim.name", "lamb"), slowpipe::UsageError);

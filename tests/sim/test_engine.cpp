@@ -12,6 +12,9 @@
 #include "netmodel/replay.h"
 #include "netmodel/schedule.h"
 #include "sim/engine_parts.h"
+#include "tests/common/parsed_spec.h"
+
+using slowpipe::test::parsed;
 
 namespace {
 
@@ -46,7 +49,7 @@ class RecordingChannel : public slowpipe::compressors::Channel {
     ctx.num_samples = 4096;
     ctx.warmup_epochs = 0;
     inner_ = slowpipe::compressors::make_channel(
-        role == ChannelRole::kForward ? "aq(q4)" : "ef(q8)", ctx);
+        parsed(role == ChannelRole::kForward ? "aq(q4)" : "ef(q8)"), ctx);
   }
   // One record per transfer: the engine's transfer() calls send() once.
   void send(const at::Tensor& x, const at::Tensor& ids, slowpipe::compressors::Message& msg,
@@ -136,7 +139,7 @@ TEST_CASE("Engine: interleaved 1F1B and ZB-H1 agree with GPipe and the unsplit m
       auto gpipe = slowpipe::test::gpt_setup(*data, 4);
       gpipe.pipeline.microbatches = 4;
       gpipe.pipeline.replicas = D;
-      gpipe.compress.fw = gpipe.compress.bw = codec;
+      gpipe.compress.fw = gpipe.compress.bw = parsed(codec);
       const auto ref = slowpipe::test::run_steps(gpipe, *data, 12);
       if (std::string(codec) == "none") require_close(ref.losses, whole.losses, 1e-5);
       // Interleaved: 2 stages x 2 virtual stages = the same 4 chunks.
@@ -269,9 +272,9 @@ TEST_CASE("Engine: trace bookkeeping and identical replicas") {
   const char* grad_spec = GENERATE("none", "q8", "ef(topk:0.1+q8)");
   const char* fw_spec = GENERATE("none", "aq(q2)");
   INFO("grad " << grad_spec << ", fw " << fw_spec);
-  setup.compress.grad = grad_spec;
-  setup.compress.fw = fw_spec;
-  setup.compress.bw = "q4";
+  setup.compress.grad = slowpipe::compressors::GradientSpec::parse(grad_spec);
+  setup.compress.fw = parsed(fw_spec);
+  setup.compress.bw = parsed("q4");
   setup.compress.aq_warmup_epochs = 0;
   PipelineEngine engine(setup);
   slowpipe::models::EpochSampler sampler(data->size(slowpipe::models::Split::kTrain), 8, 3, true,

@@ -24,7 +24,7 @@ EngineSetup momentum_setup(const slowpipe::models::Dataset& data, const char* op
   s.optim.name = optim;
   s.optim.lr = std::string(optim) == "sgd" ? 0.05 : 3e-3;
   s.optim.clip = 0;  // clipping is per replica in the exchange (docs/grad-sync.md)
-  s.compress.grad = grad;
+  s.compress.grad = slowpipe::compressors::GradientSpec::parse(grad);
   s.compress.grad_sync = slowpipe::GradSync::kMomentum;
   s.compress.momentum_warmup_steps = 2;
   return s;

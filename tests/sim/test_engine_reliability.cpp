@@ -20,6 +20,9 @@
 #include "runlog/runlog.h"
 #include "sim/internal/shard_sampler.h"
 #include "sim/trainer.h"
+#include "tests/common/parsed_spec.h"
+
+using slowpipe::test::parsed;
 
 namespace {
 
@@ -42,7 +45,7 @@ class AqRecorder : public slowpipe::compressors::Channel {
     slowpipe::compressors::ChannelContext ctx;
     ctx.num_samples = num_samples;
     ctx.warmup_epochs = 1;
-    inner_ = slowpipe::compressors::make_channel("aq(q2)", ctx);
+    inner_ = slowpipe::compressors::make_channel(parsed("aq(q2)"), ctx);
   }
   // One record per transfer: the engine's transfer() calls send() once.
   void send(const at::Tensor& x, const at::Tensor& ids, slowpipe::compressors::Message& msg,
@@ -146,7 +149,7 @@ TEST_CASE("Engine: with replicas, AQ-SGD never reads a buffer not written for th
         if (role == ChannelRole::kForward)
           return std::make_unique<AqRecorder>(seen, replica, shard);
         slowpipe::compressors::ChannelContext ctx;
-        return slowpipe::compressors::make_channel("q8", ctx);
+        return slowpipe::compressors::make_channel(parsed("q8"), ctx);
       };
       PipelineEngine engine(setup);
       const int64_t steps = 3 * sampler.batches_per_epoch();  // warm-up epoch + 2
@@ -239,8 +242,8 @@ TEST_CASE("Engine: every forward scheme with every backward spec, across the AQ 
         auto setup = slowpipe::test::gpt_setup(*data, 2);
         setup.pipeline.microbatches = 2;
         setup.pipeline.schedule = "1f1b";
-        setup.compress.fw = fw;
-        setup.compress.bw = bw;
+        setup.compress.fw = parsed(fw);
+        setup.compress.bw = parsed(bw);
         PipelineEngine engine(setup);
         slowpipe::models::EpochSampler sampler(16, 8, setup.seed, true, true);
         int epoch = -1;
@@ -286,7 +289,7 @@ TEST_CASE("Engine: a non-finite activation or loss stops the step and names wher
   }
   SECTION("the same through a compressing channel (no codec error first)") {
     auto s = slowpipe::test::gpt_setup(*data, 2);
-    s.compress.fw = "q4";
+    s.compress.fw = parsed("q4");
     PipelineEngine engine(s);
     torch::NoGradGuard g;
     engine.model().blocks[0]->parameters()[0].fill_(NAN);
@@ -356,7 +359,8 @@ TEST_CASE("Trainer: resume falls back to a checkpoint the log holds the rows for
   }
   CHECK(slowpipe::runlog::read_attributes(run).at("resumed_at_steps") == "5");
   for (const char* table : {"train", "eval"}) {
-    const auto a = slowpipe::runlog::read_table(ref, table), b = slowpipe::runlog::read_table(run, table);
+    const auto a = slowpipe::runlog::read_table(ref, table),
+               b = slowpipe::runlog::read_table(run, table);
     REQUIRE(a.rows() == b.rows());
     for (const char* col : {"step", "loss", "lr", "grad_norm", "sim_time_s"}) {
       if (!a.has_column(col)) continue;
@@ -365,5 +369,5 @@ TEST_CASE("Trainer: resume falls back to a checkpoint the log holds the rows for
     }
   }
   CHECK_FALSE(fs::exists(run + ".ckpt"));  // removed once complete
-  slowpipe::remove_tree(dir.string());  // common/file_tree.h: not fs::remove_all
+  slowpipe::remove_tree(dir.string());     // common/file_tree.h: not fs::remove_all
 }

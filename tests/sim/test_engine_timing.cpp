@@ -8,9 +8,11 @@
 
 #include "engine_fixture.h"
 #include "sim/engine.h"
+#include "tests/common/parsed_spec.h"
 
 using slowpipe::netmodel::OpKind;
 using slowpipe::sim::PipelineEngine;
+using slowpipe::test::parsed;
 
 namespace {
 
@@ -32,8 +34,8 @@ TEST_CASE("Engine timing: thread CPU seconds, optimizer bytes, raw message bytes
   setup.pipeline.microbatches = M;
   setup.optim.name = optim;
   setup.optim.momentum = 0.9;
-  setup.compress.fw = "q4";
-  setup.compress.bw = "q8";
+  setup.compress.fw = parsed("q4");
+  setup.compress.bw = parsed("q8");
   PipelineEngine engine(setup);
   slowpipe::models::EpochSampler sampler(data->size(slowpipe::models::Split::kTrain), 8, 3, true,
                                          true);

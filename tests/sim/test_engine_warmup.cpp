@@ -1,7 +1,7 @@
 // Like-for-like comparisons through the engine and the trainer:
 // compress.warmup_epochs reaches every replica's boundary channels (fp32 bytes
 // in warm-up, in the step results and in the trace the network model replays;
-// the codec afterwards), gradient channels run gradient_spec(compress.grad), a
+// the codec afterwards), gradient channels run compress.grad.resolved(), a
 // run resumed across the warm-up boundary matches an uninterrupted one bit for
 // bit, and eval.at_start logs one evaluation at step 0 (not repeated on resume).
 #include <ATen/ATen.h>
@@ -19,20 +19,23 @@
 #include "engine_fixture.h"
 #include "runlog/runlog.h"
 #include "sim/trainer.h"
+#include "tests/common/parsed_spec.h"
 
 namespace sim = slowpipe::sim;
 namespace cf = slowpipe::config;
 namespace runlog = slowpipe::runlog;
 namespace sc = slowpipe::compressors;
 
+using slowpipe::test::parsed;
+
 TEST_CASE("Engine warm-up: fp32 bytes in epoch 0 on every replica, the codec from epoch 1") {
   auto data = slowpipe::test::text_data(16);
   auto setup = slowpipe::test::gpt_setup(*data, 3);
   setup.pipeline.replicas = 2;
   setup.pipeline.microbatches = 2;
-  setup.compress.fw = "q2";
-  setup.compress.bw = "q4";
-  setup.compress.grad = "q4";
+  setup.compress.fw = parsed("q2");
+  setup.compress.bw = parsed("q4");
+  setup.compress.grad = slowpipe::compressors::GradientSpec::parse("q4");
   setup.compress.warmup_epochs = 1;
   sim::PipelineEngine engine(setup);
   std::vector<int64_t> idx;
@@ -44,8 +47,8 @@ TEST_CASE("Engine warm-up: fp32 bytes in epoch 0 on every replica, the codec fro
     INFO("epoch " << epoch);
     engine.set_epoch(epoch);
     const sim::StepResult r = engine.train_step(batch, epoch, 10);
-    const uint64_t fw = epoch == 0 ? fp32 : sc::wire_bytes("q2", act);
-    const uint64_t bw = epoch == 0 ? fp32 : sc::wire_bytes("q4", act);
+    const uint64_t fw = epoch == 0 ? fp32 : sc::wire_bytes(parsed("q2"), act);
+    const uint64_t bw = epoch == 0 ? fp32 : sc::wire_bytes(parsed("q4"), act);
     for (int b = 0; b < 2; ++b) {
       CHECK(r.fw[b].bytes == transfers * fw);
       CHECK(r.bw[b].bytes == transfers * bw);
@@ -53,8 +56,8 @@ TEST_CASE("Engine warm-up: fp32 bytes in epoch 0 on every replica, the codec fro
     for (int s = 0; s < 3; ++s) {  // gradients: no warm-up, grouped scales
       const sc::Shape flat = {
           1, engine.model().parameter_count(engine.cuts()[s], engine.cuts()[s + 1])};
-      CHECK(r.grad[s].bytes == 2 * sc::wire_bytes("q4:group=128", flat));
-      CHECK(4.0 * flat[1] / sc::wire_bytes("q4:group=128", flat) > 7.0);
+      CHECK(r.grad[s].bytes == 2 * sc::wire_bytes(parsed("q4:group=128"), flat));
+      CHECK(4.0 * flat[1] / sc::wire_bytes(parsed("q4:group=128"), flat) > 7.0);
     }
     // The trace the network model replays carries the same bytes.
     for (const auto& op : r.trace.ops) {
@@ -124,7 +127,7 @@ TEST_CASE("Trainer warm-up: logged bytes, eval at step 0, resume across the warm
   const auto& epoch = train.column("epoch");
   const auto& fw = train.column("fw0_bytes");
   const double fp32 = 4.0 * 8 * 16 * 32;
-  const double q2 = static_cast<double>(sc::wire_bytes("q2:stochastic", {8, 16, 32}));
+  const double q2 = static_cast<double>(sc::wire_bytes(parsed("q2:stochastic"), {8, 16, 32}));
   const double n = static_cast<double>(train.rows());
   REQUIRE(n > 12);  // 3 epochs, the warm-up one first
   REQUIRE(std::count(epoch.begin(), epoch.end(), 0.0) >= 4);

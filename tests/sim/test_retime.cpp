@@ -16,9 +16,12 @@
 #include "netmodel/replay.h"
 #include "sim/internal/retime_trace.h"
 #include "sim/retime.h"
+#include "tests/common/parsed_spec.h"
 
 namespace sim = slowpipe::sim;
 namespace nm = slowpipe::netmodel;
+
+using slowpipe::test::parsed;
 
 namespace {
 
@@ -62,9 +65,9 @@ TEST_CASE("Retime: the rebuilt skeleton with the logged bytes is the real step's
   auto setup = slowpipe::test::gpt_setup(*data, 3);
   setup.pipeline.replicas = 2;
   setup.pipeline.microbatches = 2;
-  setup.compress.fw = "q2";
-  setup.compress.bw = "topk:0.1";
-  setup.compress.grad = "q4";
+  setup.compress.fw = parsed("q2");
+  setup.compress.bw = parsed("topk:0.1");
+  setup.compress.grad = slowpipe::compressors::GradientSpec::parse("q4");
   sim::PipelineEngine engine(setup);
   std::vector<int64_t> idx = {0, 1, 2, 3, 4, 5, 6, 7};
   const sim::StepResult real =
