@@ -18,7 +18,7 @@
 #include "compressors/factory.h"
 #include "dist/watchdog.h"
 #include "models/cuts.h"
-#include "models/registry.h"
+#include "models/model_registry.h"
 #include "netmodel/schedule.h"
 #include "sim/engine_parts.h"
 

@@ -14,7 +14,7 @@
 #include "common/errors.h"
 #include "compressors/factory.h"
 #include "models/cuts.h"
-#include "models/registry.h"
+#include "models/model_registry.h"
 #include "netmodel/schedule.h"
 #include "sim/engine_parts.h"
 #include "sim/internal/engine_replica.h"

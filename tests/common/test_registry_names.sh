@@ -17,7 +17,7 @@ names='none|fp16|bf16|q[0-9]*|sign|topk|randk|powersgd|qsgd|tah|gpt|cnn|mlp|sgd|
 var='[A-Za-z_.>-]*\b(name|codec|model|scheme)(\(\))?'
 pattern="${var}[[:space:]]*[!=]=[[:space:]]*\"(${names})\"|\"(${names})\"[[:space:]]*[!=]=[[:space:]]*${var}"
 # The registries themselves, where each name is defined.
-registries='^(config/optim_registry\.cpp|models/data_facts\.cpp|compressors/codec\.cpp|compressors/channel_spec\.cpp|models/registry\.cpp|models/model_facts\.cpp|models/data_registry\.cpp):'
+registries='^(config/optim_registry\.cpp|models/data_facts\.cpp|compressors/codec\.cpp|compressors/channel_spec\.cpp|models/model_registry\.cpp|models/model_facts\.cpp|models/data_registry\.cpp):'
 
 # Controls: the pattern finds the switches it exists to catch, and passes a
 # comparison of an option value.
