@@ -127,8 +127,9 @@ void check_gradient_channel(const TrainConfig& c) {
     throw UsageError("compress.grad = " + c.compress.grad.text() +
                      " compresses what data-parallel replicas exchange" + why);
   }
-  if (c.compress.grad_sync != GradSync::kAllReduce) {
-    throw UsageError(std::string("compress.grad_sync = ") + grad_sync_name(c.compress.grad_sync) +
+  if (c.compress.grad_sync != compressors::GradSync::kAllReduce) {
+    throw UsageError(std::string("compress.grad_sync = ") +
+                     compressors::grad_sync_name(c.compress.grad_sync) +
                      " chooses what data-parallel replicas exchange" + why);
   }
 }

@@ -210,9 +210,10 @@ void describe_step_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
       },
       [&c] { return schedule_of(c); });
   describe_replicas_option(c, o);  // what_if_shape.cpp
-  add_grad_sync_option(o, "timing.grad_sync", c.grad_sync,
-                       "replicas' exchange: ring all-reduce, or the sharded exchange of AQ-SGD's "
-                       "momentum compression (timing.grad sizes both; docs/grad-sync.md)");
+  compressors::add_grad_sync_option(
+      o, "timing.grad_sync", c.grad_sync,
+      "replicas' exchange: ring all-reduce, or the sharded exchange of AQ-SGD's "
+      "momentum compression (timing.grad sizes both; docs/grad-sync.md)");
   describe_size_options(c, o);
 }
 
@@ -446,7 +447,7 @@ StepPlan plan_steps(const WhatIfConfig& c, const ResolvedWhatIf& r, const NetCon
       StepTrace t = make_synthetic_trace(shape, r.schedule, c.replicas, s,
                                          with_token_ids(shape, c.token_id_bytes, wire_bytes),
                                          device, c.virtual_stages, compact);
-      t.sharded_exchange = c.grad_sync == GradSync::kMomentum;
+      t.sharded_exchange = c.grad_sync == compressors::GradSync::kMomentum;
       plan.traces.emplace(k, std::move(t));
     }
     return k;

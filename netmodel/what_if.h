@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "common/grad_sync.h"
 #include "common/options.h"
 #include "common/registry.h"
+#include "compressors/grad_sync.h"
 #include "netmodel/net_config.h"
 #include "netmodel/swarm.h"
 #include "netmodel/synthetic_trace.h"
@@ -71,14 +71,14 @@ struct WhatIfConfig {
   CodecSpecs specs;      // fp32 ("none") by default
   std::string schedule;  // "" = preset's, else gpipe
   int replicas = 1;
-  std::string device;                         // "" = preset's, else A100
-  int stages = 0;                             // 0: the shape's
-  int virtual_stages = 1;                     // model chunks per stage (interleaved schedules)
-  GradSync grad_sync = GradSync::kAllReduce;  // allreduce (ring) | momentum (sharded exchange)
-  int batch = 0;                              // 0: the shape's (samples per replica and step)
-  int microbatch_size = 0;                    // 0: the shape's
-  int64_t subspace = 0;                       // values per token at a cut; 0: hidden
-  int64_t token_id_bytes = 0;                 // bytes per token beside the subspace values
+  std::string device;      // "" = preset's, else A100
+  int stages = 0;          // 0: the shape's
+  int virtual_stages = 1;  // model chunks per stage (interleaved schedules)
+  compressors::GradSync grad_sync = compressors::GradSync::kAllReduce;  // allreduce | momentum
+  int batch = 0;               // 0: the shape's (samples per replica and step)
+  int microbatch_size = 0;     // 0: the shape's
+  int64_t subspace = 0;        // values per token at a cut; 0: hidden
+  int64_t token_id_bytes = 0;  // bytes per token beside the subspace values
   // Shape overrides (0: the shape's): layers, width, vocabulary, sequence, MLP width.
   int layers = 0;
   int64_t d_model = 0, vocab = 0, seq = 0, mlp_width = 0;

@@ -106,7 +106,7 @@ void PipelineEngine::build_channels(Replica& rep, int r) {
     } else {
       const std::string name = "r" + std::to_string(r) + ".grad" + std::to_string(s);
       // Momentum exchange: gradients cross uncompressed during its warm-up only.
-      const bool momentum = setup_.compress.grad_sync == GradSync::kMomentum;
+      const bool momentum = setup_.compress.grad_sync == compressors::GradSync::kMomentum;
       rep.grad.push_back(compressors::make_channel(
           compressors::gradient_spec(momentum ? compressors::ChannelSpec() : setup_.compress.grad),
           channel_context(setup_, name, static_cast<uint64_t>(r) * 4096 + 2048 + s)));

@@ -68,7 +68,7 @@ at::Tensor average_moment(const std::vector<at::Tensor>& local,
 
 void PipelineEngine::build_momentum_channels() {
   const int C = stages(), D = replicas();
-  if (setup_.compress.grad_sync != GradSync::kMomentum || D < 2) return;
+  if (setup_.compress.grad_sync != compressors::GradSync::kMomentum || D < 2) return;
   const OptimizerInfo& optimizer = optimizer_registry().at("optim.name", setup_.optim.name);
   if (optimizer.kind == OptimizerKind::kSgd && setup_.optim.momentum == 0) {
     throw UsageError(

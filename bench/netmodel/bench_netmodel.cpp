@@ -161,7 +161,8 @@ void BM_TimingReplicas(benchmark::State& state, bool sharded) {
   what.model = "gpt2-xl";
   what.replicas = static_cast<int>(state.range(0));
   what.bandwidths_bps = {1e9};
-  what.grad_sync = sharded ? slowpipe::GradSync::kMomentum : slowpipe::GradSync::kAllReduce;
+  what.grad_sync = sharded ? slowpipe::compressors::GradSync::kMomentum
+                           : slowpipe::compressors::GradSync::kAllReduce;
   const nm::NetConfig net;
   for (auto _ : state) {
     const nm::WhatIfResult r = nm::run_what_if(what, net, wire_bytes);

@@ -290,7 +290,7 @@ TEST_CASE("What-if: many replicas replay one of them, the same step as the full 
   nm::WhatIfConfig c;
   c.model = "gpt2-small";
   c.bandwidths_bps = {1e9};
-  c.grad_sync = slowpipe::GradSync::kMomentum;
+  c.grad_sync = slowpipe::compressors::GradSync::kMomentum;
   nm::NetConfig net;
   net.nic_bandwidth_bps = 2e9;
   c.replicas = 6;
@@ -305,7 +305,7 @@ TEST_CASE("What-if: many replicas replay one of them, the same step as the full 
   CHECK(r.rows.at(0).step_s == Approx(full).epsilon(1e-9));
   // 100,000 replicas fit (one replica's ops); with jitter the replicas differ
   // and the limit is the full replay's.
-  c.grad_sync = slowpipe::GradSync::kAllReduce;
+  c.grad_sync = slowpipe::compressors::GradSync::kAllReduce;
   c.replicas = nm::kMaxTimingReplicas;
   CHECK(nm::run_what_if(c, nm::NetConfig{}, wire_bytes).rows.at(0).step_s > 0);
   nm::NetConfig jitter;
