@@ -14,7 +14,7 @@
 #include "common/errors.h"
 #include "compressors/config.h"
 #include "netmodel/replay.h"
-#include "netmodel/synthetic_trace.h"
+#include "netmodel/schedule_trace.h"
 #include "runlog/runlog.h"
 
 namespace slowpipe::config {

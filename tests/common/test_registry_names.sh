@@ -35,7 +35,7 @@ fi
 
 cd "$src" || exit 1
 hits=$(grep -rnE "$pattern" --include='*.cpp' --include='*.h' \
-  common compressors models netmodel runlog config sim study dist cli | grep -vE "$registries")
+  common compressors models netmodel whatif runlog config sim study dist cli | grep -vE "$registries")
 if [ -n "$hits" ]; then
   echo "FAIL: family names switched on outside their registry (move the property into the entry):"
   echo "$hits"
