@@ -1,5 +1,5 @@
 // `slowpipe timing`: what-if step time without training, a thin CLI layer over
-// netmodel/what_if.h with the spec checks of compressors/ (torch-free, run by
+// whatif/what_if.h with the spec checks of compressors/ (torch-free, run by
 // the light front). The generic network scenario, `slowpipe netsim`, is in
 // cmd_netsim.cpp.
 #include <boost/program_options.hpp>
@@ -11,7 +11,7 @@
 #include "compressors/channel_spec.h"
 #include "compressors/config.h"
 #include "netmodel/net_config.h"
-#include "netmodel/what_if.h"
+#include "whatif/what_if.h"
 
 namespace po = boost::program_options;
 
@@ -20,19 +20,14 @@ namespace {
 
 namespace cx = compressors;
 
-// The three channel specs of the run, each parsed once: the checks and the
-// message sizes use these.
-struct TimingSpecs {
-  cx::ChannelSpec fw, bw, grad;
-};
-
-// Parses and checks timing.fw/bw/grad as training would; the gradient spec
-// becomes the one training sends (written back into what_if.specs.gradient).
-TimingSpecs checked_specs(netmodel::WhatIfConfig& what_if) {
-  const netmodel::CodecSpecs& specs = what_if.specs;
-  const cx::ChannelSpec fw_spec = cx::ChannelSpec::parse(specs.forward, /*backward=*/false);
-  const cx::ChannelSpec bw_spec = cx::ChannelSpec::parse(specs.backward, /*backward=*/true);
-  const cx::ChannelSpec grad_given = cx::ChannelSpec::parse(specs.gradient, /*backward=*/false);
+// Parses timing.fw/bw/grad once (what_if.specs) and checks them as training
+// would; the gradient spec becomes the one training sends.
+void checked_specs(whatif::WhatIfConfig& what_if) {
+  const whatif::SpecTexts& specs = what_if.spec_texts;
+  what_if.specs = whatif::parse_specs(specs);
+  const cx::ChannelSpec& fw_spec = what_if.specs.forward;
+  const cx::ChannelSpec& bw_spec = what_if.specs.backward;
+  const cx::ChannelSpec grad_given = what_if.specs.gradient;
   // Roles, as training checks them: the boundary's pairing (topk:shared needs a
   // sparsifying forward), checked as make_boundary does without building the
   // channels; AQ-SGD cannot carry gradients.
@@ -49,27 +44,14 @@ TimingSpecs checked_specs(netmodel::WhatIfConfig& what_if) {
   // Gradients are sized as training sends them: compressors::GradientSpec gives
   // a q<b> codec without a scale granularity grouped scales (docs/codec-spec.md).
   const cx::ChannelSpec grad_spec = cx::GradientSpec(grad_given).resolved();
-  what_if.specs.gradient = grad_spec.text();
-  return {fw_spec, bw_spec, grad_spec};
-}
-
-// The wire size of a message of `shape` under a spec the replay names; the
-// size of a topk:shared message depends on the forward spec.
-auto wire_sizer(const TimingSpecs& s) {
-  return [&s](const std::string& spec, const std::vector<int64_t>& shape) {
-    if (spec == s.bw.text()) return cx::wire_bytes(s.fw, s.bw, shape);
-    if (spec == s.fw.text()) return cx::wire_bytes(s.fw, shape);
-    if (spec == s.grad.text()) return cx::wire_bytes(s.grad, shape);
-    // A spec the replay names itself.
-    return cx::wire_bytes(cx::ChannelSpec::parse(spec, /*backward=*/true), shape);
-  };
+  what_if.specs.gradient = grad_spec;
 }
 
 }  // namespace
 
 int cmd_timing(const Args& args) {
   po::options_description desc(
-      "usage: slowpipe timing [--preset " + netmodel::timing_presets().known("|") +
+      "usage: slowpipe timing [--preset " + whatif::timing_presets().known("|") +
       "] [--model gpt2-xl]\n"
       "                       [--fw SPEC] [--bw SPEC] [--grad SPEC] [--baseline fp32|fp16|both]\n"
       "                       [--epochs N] [--steps N] [--bandwidth 10Gbps,1Gbps,...]\n"
@@ -97,10 +79,10 @@ int cmd_timing(const Args& args) {
       "tsv", "one TSV line per bandwidth (columns: docs/netmodel.md), no assumptions");
   const po::variables_map vm = parse_command_line(args, desc);
 
-  netmodel::WhatIfConfig what_if;
+  whatif::WhatIfConfig what_if;
   netmodel::NetConfig net_config;
   OptionSet options;
-  netmodel::describe_options(what_if, options);
+  whatif::describe_options(what_if, options);
   netmodel::describe_options(net_config, options);
   if (vm.count("help")) {
     std::cout << desc << "\nKeys:\n" << options.help_text();
@@ -120,9 +102,9 @@ int cmd_timing(const Args& args) {
                      {"timing.epochs", &epochs},
                      {"timing.steps", &steps},
                      {"net.preset", &net}});
-  netmodel::apply_preset_defaults(what_if, net_config);  // keys given above win
-  const TimingSpecs specs = checked_specs(what_if);
-  netmodel::run_timing(what_if, net_config, wire_sizer(specs), std::cout, vm.count("tsv") > 0);
+  whatif::apply_preset_defaults(what_if, net_config);  // keys given above win
+  checked_specs(what_if);
+  whatif::run_timing(what_if, net_config, std::cout, vm.count("tsv") > 0);
   return 0;
 }
 

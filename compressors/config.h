@@ -15,10 +15,10 @@
 #include <map>
 #include <string>
 
-#include "common/grad_sync.h"
 #include "common/options.h"
 #include "compressors/aq_store.h"
 #include "compressors/channel_spec.h"
+#include "compressors/grad_sync.h"
 
 namespace slowpipe::compressors {
 

@@ -14,7 +14,7 @@
 #include "common/errors.h"
 #include "compressors/config.h"
 #include "netmodel/replay.h"
-#include "netmodel/synthetic_trace.h"
+#include "netmodel/schedule_trace.h"
 #include "runlog/runlog.h"
 
 namespace slowpipe::config {
@@ -127,8 +127,9 @@ void check_gradient_channel(const TrainConfig& c) {
     throw UsageError("compress.grad = " + c.compress.grad.given().text() +
                      " compresses what data-parallel replicas exchange" + why);
   }
-  if (c.compress.grad_sync != GradSync::kAllReduce) {
-    throw UsageError(std::string("compress.grad_sync = ") + grad_sync_name(c.compress.grad_sync) +
+  if (c.compress.grad_sync != compressors::GradSync::kAllReduce) {
+    throw UsageError(std::string("compress.grad_sync = ") +
+                     compressors::grad_sync_name(c.compress.grad_sync) +
                      " chooses what data-parallel replicas exchange" + why);
   }
 }

@@ -19,7 +19,7 @@
 #include "config/optim_registry.h"
 #include "dist/watchdog.h"
 #include "models/cuts.h"
-#include "models/registry.h"
+#include "models/model_registry.h"
 #include "netmodel/schedule.h"
 #include "sim/engine_parts.h"
 
@@ -73,9 +73,10 @@ namespace {
 // What a distributed run cannot do (each runs in one process instead).
 void refuse_unsupported(const sim::EngineSetup& setup) {
   config::validate(setup.pipeline);
-  if (setup.compress.grad_sync != GradSync::kAllReduce && setup.pipeline.replicas > 1) {
+  if (setup.compress.grad_sync != compressors::GradSync::kAllReduce &&
+      setup.pipeline.replicas > 1) {
     throw UsageError(std::string("compress.grad_sync = ") +
-                     grad_sync_name(setup.compress.grad_sync) +
+                     compressors::grad_sync_name(setup.compress.grad_sync) +
                      ": distributed runs all-reduce gradients; run the momentum exchange in one "
                      "process (docs/grad-sync.md)");
   }

@@ -17,7 +17,7 @@
 #include "models/checked_file.h"
 #include "models/input_file.h"
 #include "models/model_limits.h"
-#include "models/registry.h"
+#include "models/model_registry.h"
 
 namespace slowpipe::models {
 namespace {

@@ -24,7 +24,7 @@
 #include <string>
 
 #include "common/errors.h"
-#include "models/registry.h"
+#include "models/model_registry.h"
 
 namespace slowpipe::models {
 namespace {

@@ -6,7 +6,7 @@
 //
 // The built-ins' facts live in model_facts.cpp, beside no torch code; a model
 // added from outside gives its own in ModelEntry::block_output_elements
-// (models/registry.h), which register_model registers here. Leaves out the
+// (models/model_registry.h), which register_model registers here. Leaves out the
 // dtype (every boundary tensor is fp32) and the backward (same shape).
 #pragma once
 

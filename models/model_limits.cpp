@@ -10,7 +10,7 @@
 #include "common/units.h"
 #include "models/checkpoint.h"
 #include "models/input_file.h"
-#include "models/registry.h"
+#include "models/model_registry.h"
 
 namespace slowpipe::models {
 namespace {

@@ -25,7 +25,7 @@ struct MemoryBudget {
   int64_t batch_samples = 1;          // samples whose activations are held at once
   int replicas = 1;                   // full copies of the model (pipeline.replicas)
   uint64_t memory_bytes = 0;          // 0 = this machine's physical memory
-  const DatasetInfo* data = nullptr;  // nullptr: the model's default_data (registry.h)
+  const DatasetInfo* data = nullptr;  // nullptr: the model's default_data (model_registry.h)
 };
 
 struct MemoryEstimate {

@@ -14,7 +14,7 @@
 #include "common/units.h"
 #include "netmodel/compute_model.h"
 #include "netmodel/internal/replay_loop.h"
-#include "netmodel/internal/replica_symmetry.h"
+#include "netmodel/replica_symmetry.h"
 
 namespace slowpipe::netmodel {
 namespace {

@@ -1,6 +1,6 @@
 // Replica symmetry of a network and a trace; compact and full traces
 // (replica_symmetry.h).
-#include "netmodel/internal/replica_symmetry.h"
+#include "netmodel/replica_symmetry.h"
 
 #include <cstring>
 #include <map>

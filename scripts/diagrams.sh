@@ -20,7 +20,7 @@ dpi=192
 # names of architecture.dot.
 cmake_links() {
   local dir
-  for dir in common netmodel compressors models runlog config sim study dist cli; do
+  for dir in common netmodel compressors models whatif runlog config sim study dist cli; do
     sed 's/#.*//' "$dir/CMakeLists.txt"
   done | tr '\n' ' ' | grep -o 'target_link_libraries([^)]*)' |
     sed 's/target_link_libraries(//; s/)//' |

@@ -15,7 +15,7 @@
 #include "compressors/factory.h"
 #include "config/optim_registry.h"
 #include "models/cuts.h"
-#include "models/registry.h"
+#include "models/model_registry.h"
 #include "netmodel/schedule.h"
 #include "sim/engine_parts.h"
 #include "sim/internal/engine_replica.h"
@@ -107,7 +107,7 @@ void PipelineEngine::build_channels(Replica& rep, int r) {
     } else {
       const std::string name = "r" + std::to_string(r) + ".grad" + std::to_string(s);
       // Momentum exchange: gradients cross uncompressed during its warm-up only.
-      const bool momentum = setup_.compress.grad_sync == GradSync::kMomentum;
+      const bool momentum = setup_.compress.grad_sync == compressors::GradSync::kMomentum;
       rep.grad.push_back(compressors::make_channel(
           momentum ? compressors::ChannelSpec() : setup_.compress.grad.resolved(),
           channel_context(setup_, name, static_cast<uint64_t>(r) * 4096 + 2048 + s)));

@@ -70,7 +70,7 @@ at::Tensor average_moment(const std::vector<at::Tensor>& local,
 
 void PipelineEngine::build_momentum_channels() {
   const int C = stages(), D = replicas();
-  if (setup_.compress.grad_sync != GradSync::kMomentum || D < 2) return;
+  if (setup_.compress.grad_sync != compressors::GradSync::kMomentum || D < 2) return;
   const std::string no_moment = find_optimizer(setup_.optim.name).no_moment(setup_.optim);
   if (!no_moment.empty()) {
     throw UsageError("compress.grad_sync = momentum exchanges the optimizer's momentum, but " +

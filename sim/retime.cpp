@@ -42,7 +42,7 @@ void check_retimable(const config::TrainConfig& cfg, const std::string& source) 
                      "sums, not each op's seconds, so a replay at another network would not be "
                      "exact (retime needs analytic:DEVICE or fixed:S[/B])");
   }
-  if (cfg.compress.grad_sync == GradSync::kMomentum) {
+  if (cfg.compress.grad_sync == compressors::GradSync::kMomentum) {
     throw UsageError(source +
                      ": compress.grad_sync = momentum replaces the all-reduce by a "
                      "sharded exchange after its warm-up; retime does not rebuild it");

@@ -31,7 +31,7 @@
 #include "compressors/factory.h"
 #include "models/checkpoint.h"
 #include "models/data_registry.h"
-#include "models/registry.h"
+#include "models/model_registry.h"
 #include "netmodel/chrome_trace.h"
 #include "netmodel/compute_model.h"
 #include "netmodel/replay.h"

@@ -8,7 +8,7 @@
 #include <torch/torch.h>
 
 #include "models/data_registry.h"
-#include "models/registry.h"
+#include "models/model_registry.h"
 
 namespace sm = slowpipe::models;
 

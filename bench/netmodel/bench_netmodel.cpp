@@ -39,10 +39,12 @@
 #include "netmodel/flow_network.h"
 #include "netmodel/netsim.h"
 #include "netmodel/replay.h"
-#include "netmodel/synthetic_trace.h"
-#include "netmodel/what_if.h"
+#include "whatif/synthetic_trace.h"
+#include "whatif/what_if.h"
 
 namespace nm = slowpipe::netmodel;
+namespace wi = slowpipe::whatif;
+namespace md = slowpipe::models;
 namespace sb = slowpipe::bench;
 
 namespace {
@@ -51,7 +53,9 @@ namespace {
 // in flight at the peak (the size of the scenario).
 constexpr double kWindowPer10kFlows_s = 55;
 
-uint64_t wire_bytes(const std::string& spec, const std::vector<int64_t>& shape) {
+uint64_t wire_bytes(const slowpipe::compressors::ChannelSpec& spec_,
+                    const std::vector<int64_t>& shape) {
+  const std::string& spec = spec_.text();
   uint64_t n = 1;
   for (int64_t d : shape) n *= static_cast<uint64_t>(d);
   if (spec == "none") return 4 * n;
@@ -61,11 +65,8 @@ uint64_t wire_bytes(const std::string& spec, const std::vector<int64_t>& shape) 
 
 nm::StepTrace gpt2_xl_trace(const std::string& schedule, int replicas, const std::string& fw,
                             const std::string& bw, int virtual_stages = 1) {
-  nm::CodecSpecs specs;
-  specs.forward = fw;
-  specs.backward = bw;
-  specs.gradient = replicas > 1 ? "q8" : "none";
-  return nm::make_synthetic_trace(nm::find_model_shape("bench", "gpt2-xl"), schedule, replicas,
+  const wi::CodecSpecs specs = wi::parse_specs({fw, bw, replicas > 1 ? "q8" : "none"});
+  return wi::make_synthetic_trace(md::find_model_shape("bench", "gpt2-xl"), schedule, replicas,
                                   specs, wire_bytes, nm::find_device("bench", "A100"),
                                   virtual_stages);
 }
@@ -157,14 +158,15 @@ BENCHMARK(BM_Replay1000Steps)->Unit(benchmark::kMillisecond);
 
 // `slowpipe timing --model gpt2-xl --replicas N --bandwidth 1Gbps` (without the printout).
 void BM_TimingReplicas(benchmark::State& state, bool sharded) {
-  nm::WhatIfConfig what;
+  wi::WhatIfConfig what;
   what.model = "gpt2-xl";
   what.replicas = static_cast<int>(state.range(0));
   what.bandwidths_bps = {1e9};
-  what.grad_sync = sharded ? slowpipe::GradSync::kMomentum : slowpipe::GradSync::kAllReduce;
+  what.grad_sync = sharded ? slowpipe::compressors::GradSync::kMomentum
+                           : slowpipe::compressors::GradSync::kAllReduce;
   const nm::NetConfig net;
   for (auto _ : state) {
-    const nm::WhatIfResult r = nm::run_what_if(what, net, wire_bytes);
+    const wi::WhatIfResult r = wi::run_what_if(what, net, wire_bytes);
     benchmark::DoNotOptimize(r.rows.front().step_s);
   }
 }

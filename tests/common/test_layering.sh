@@ -7,7 +7,7 @@
 set -u
 src=${1:?usage: test_layering.sh SOURCE_DIR}
 cd "$src" || exit 1
-libs="common netmodel compressors models runlog config sim study dist cli"
+libs="common netmodel compressors models whatif runlog config sim study dist cli"
 fail=0
 for lib in $libs; do
   # Includes of this library's internals from anywhere else.

@@ -144,12 +144,14 @@ TEST_CASE("CompressConfig: enumerated options keep their names, AQ found in both
   slowpipe::OptionSet options;
   sc::describe_options(config, options);
   // Each enum value round-trips through its one name/parser pair and the option.
-  for (slowpipe::GradSync g : slowpipe::kGradSyncs) {
-    options.set("compress.grad_sync", slowpipe::grad_sync_name(g));
+  for (slowpipe::compressors::GradSync g : slowpipe::compressors::kGradSyncs) {
+    options.set("compress.grad_sync", slowpipe::compressors::grad_sync_name(g));
     REQUIRE(config.grad_sync == g);
-    REQUIRE(slowpipe::parse_grad_sync("k", slowpipe::grad_sync_name(g)) == g);
+    REQUIRE(slowpipe::compressors::parse_grad_sync("k", slowpipe::compressors::grad_sync_name(g)) ==
+            g);
   }
-  REQUIRE(std::string(slowpipe::grad_sync_name(slowpipe::GradSync::kMomentum)) == "momentum");
+  REQUIRE(std::string(slowpipe::compressors::grad_sync_name(
+              slowpipe::compressors::GradSync::kMomentum)) == "momentum");
   REQUIRE(std::string(sc::aq_store_name(sc::AqStore::kMemory)) == "memory");
   REQUIRE(error_of([&] { options.set("compress.grad_sync", "ring"); }) ==
           "bad value for 'compress.grad_sync': 'ring' (expected one of allreduce|momentum)");

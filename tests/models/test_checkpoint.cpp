@@ -8,7 +8,7 @@
 #include "matchers.h"
 #include "model_fixtures.h"
 #include "models/checkpoint.h"
-#include "models/registry.h"
+#include "models/model_registry.h"
 #include "temp_files.h"
 
 namespace sm = slowpipe::models;

@@ -18,7 +18,7 @@
 #include "models/checked_file.h"
 #include "models/checkpoint.h"
 #include "models/model_limits.h"
-#include "models/registry.h"
+#include "models/model_registry.h"
 #include "temp_files.h"
 
 namespace sm = slowpipe::models;

@@ -11,7 +11,7 @@
 #include "matchers.h"
 #include "model_fixtures.h"
 #include "models/cuts.h"
-#include "models/registry.h"
+#include "models/model_registry.h"
 
 namespace sm = slowpipe::models;
 namespace st = slowpipe::models::testing;

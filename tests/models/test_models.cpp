@@ -13,7 +13,7 @@
 #include "model_fixtures.h"
 #include "models/model_facts.h"
 #include "models/model_limits.h"
-#include "models/registry.h"
+#include "models/model_registry.h"
 
 namespace sm = slowpipe::models;
 namespace st = slowpipe::models::testing;

@@ -12,7 +12,7 @@
 
 #include "common/errors.h"
 #include "model_fixtures.h"
-#include "models/registry.h"
+#include "models/model_registry.h"
 
 namespace sm = slowpipe::models;
 namespace smt = slowpipe::models::testing;

@@ -12,7 +12,7 @@
 #include "model_fixtures.h"
 #include "models/checkpoint.h"
 #include "models/model_limits.h"
-#include "models/registry.h"
+#include "models/model_registry.h"
 #include "models/subspace.h"
 #include "temp_files.h"
 

@@ -8,7 +8,7 @@
 #include "netmodel/calibrated_model.h"
 #include "netmodel/compute_model.h"
 #include "netmodel/replay.h"
-#include "netmodel/synthetic_trace.h"
+#include "netmodel/schedule_trace.h"
 
 namespace nm = slowpipe::netmodel;
 

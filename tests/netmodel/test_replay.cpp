@@ -8,7 +8,7 @@
 #include "common/errors.h"
 #include "netmodel/chrome_trace.h"
 #include "netmodel/replay.h"
-#include "netmodel/synthetic_trace.h"
+#include "netmodel/schedule_trace.h"
 #include "netmodel/topology.h"
 
 namespace nm = slowpipe::netmodel;

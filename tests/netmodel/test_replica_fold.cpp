@@ -17,10 +17,10 @@
 #include <string>
 
 #include "common/errors.h"
-#include "netmodel/internal/replica_symmetry.h"
 #include "netmodel/replay.h"
+#include "netmodel/replica_symmetry.h"
 #include "netmodel/schedule.h"
-#include "netmodel/synthetic_trace.h"
+#include "netmodel/schedule_trace.h"
 
 namespace nm = slowpipe::netmodel;
 

@@ -8,7 +8,7 @@
 #include "common/errors.h"
 #include "netmodel/replay.h"
 #include "netmodel/schedule.h"
-#include "netmodel/synthetic_trace.h"
+#include "netmodel/schedule_trace.h"
 
 namespace nm = slowpipe::netmodel;
 

@@ -8,7 +8,7 @@
 
 #include "compressors/factory.h"
 #include "engine_fixture.h"
-#include "netmodel/model_shape.h"
+#include "models/model_shape.h"
 #include "netmodel/replay.h"
 #include "netmodel/schedule.h"
 #include "sim/engine_parts.h"
@@ -320,11 +320,11 @@ TEST_CASE("Engine: compute ops carry kernel counts from the model's structure") 
   const auto& model = engine.model(0);
   REQUIRE(model.blocks.size() == 4);
   // The engine's rule (two per leaf module with parameters) and the timing
-  // shapes' rule (model_shape.h) count the same GPT alike.
-  nm::ModelShape shape;
+  // shapes' rule (models/model_shape.h) count the same GPT alike.
+  slowpipe::models::ModelShape shape;
   shape.layers = 2;
   shape.stages = 1;
-  CHECK(slowpipe::sim::forward_kernels(model, 0, 4) == nm::forward_kernels(shape, 0));
+  CHECK(slowpipe::sim::forward_kernels(model, 0, 4) == slowpipe::models::forward_kernels(shape, 0));
   CHECK(slowpipe::sim::forward_kernels(model, 1, 2) == 12);  // a transformer block
   const auto batch = data->get(slowpipe::models::Split::kTrain, {0, 1, 2, 3, 4, 5, 6, 7});
   const auto r = engine.train_step(batch, 0, 1);

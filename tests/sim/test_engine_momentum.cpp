@@ -25,7 +25,7 @@ EngineSetup momentum_setup(const slowpipe::models::Dataset& data, const char* op
   s.optim.lr = std::string(optim) == "sgd" ? 0.05 : 3e-3;
   s.optim.clip = 0;  // clipping is per replica in the exchange (docs/grad-sync.md)
   s.compress.grad = slowpipe::compressors::GradientSpec::parse(grad);
-  s.compress.grad_sync = slowpipe::GradSync::kMomentum;
+  s.compress.grad_sync = slowpipe::compressors::GradSync::kMomentum;
   s.compress.momentum_warmup_steps = 2;
   return s;
 }
@@ -45,7 +45,7 @@ TEST_CASE("Momentum exchange: with none it is uncompressed data parallelism (SGD
   auto data = slowpipe::test::text_data(16);
   auto exchange = momentum_setup(*data, "sgd", "none");
   auto plain = exchange;
-  plain.compress.grad_sync = slowpipe::GradSync::kAllReduce;
+  plain.compress.grad_sync = slowpipe::compressors::GradSync::kAllReduce;
   const auto a = slowpipe::test::run_steps(exchange, *data, 10);
   const auto b = slowpipe::test::run_steps(plain, *data, 10);
   REQUIRE(a.losses.size() == b.losses.size());

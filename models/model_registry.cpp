@@ -1,7 +1,7 @@
 // The model registry and build_model. Built-in models are registered here on
 // first use, through register_model (no static-initialiser registration, which
 // a static library may drop).
-#include "models/registry.h"
+#include "models/model_registry.h"
 
 #include <torch/torch.h>
 

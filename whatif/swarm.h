@@ -17,7 +17,7 @@
 #include "common/registry.h"
 #include "netmodel/net_config.h"
 
-namespace slowpipe::netmodel {
+namespace slowpipe::whatif {
 
 struct TimingPreset;
 
@@ -38,12 +38,13 @@ std::vector<double> draw_uplinks_bps(const HomeLinks& links, int hosts, uint64_t
 
 // `net` with one access link per host of `stages` x `replicas` drawn from
 // `links` (NetConfig::host_uplink_bps); `net` itself when links.median_bps is 0.
-NetConfig with_home_links(const NetConfig& net, const HomeLinks& links, int stages, int replicas);
+netmodel::NetConfig with_home_links(const netmodel::NetConfig& net, const HomeLinks& links,
+                                    int stages, int replicas);
 
 // One line for the printout: the distribution and the drawn links' spread.
-std::string describe_home_links(const HomeLinks& links, const NetConfig& net);
+std::string describe_home_links(const HomeLinks& links, const netmodel::NetConfig& net);
 
 // Adds `swarm-gpt2xl` to the timing presets.
 void add_swarm_presets(Registry<TimingPreset>& presets);
 
-}  // namespace slowpipe::netmodel
+}  // namespace slowpipe::whatif

@@ -5,7 +5,7 @@
 # guard of a refactor or a fast path of the replay that must not change any
 # printed number. Not run by ctest (it needs a reference binary built from
 # another commit).
-#   tests/netmodel/timing_identical.sh REFERENCE_BIN [CANDIDATE_BIN]
+#   tests/whatif/timing_identical.sh REFERENCE_BIN [CANDIDATE_BIN]
 # CANDIDATE_BIN defaults to build/bin/slowpipe (else build/sim/slowpipe).
 # Exit 0: all identical; 1: a difference (the first diff is shown); 2: usage.
 set -euo pipefail

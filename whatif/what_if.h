@@ -19,42 +19,15 @@
 #include <string>
 #include <vector>
 
-#include "common/grad_sync.h"
 #include "common/options.h"
-#include "common/registry.h"
+#include "compressors/grad_sync.h"
 #include "netmodel/net_config.h"
-#include "netmodel/swarm.h"
-#include "netmodel/synthetic_trace.h"
+#include "whatif/synthetic_trace.h"
+#include "whatif/timing_preset.h"
 
-namespace slowpipe::netmodel {
+namespace slowpipe::whatif {
 
-// A published set-up (`timing.preset`): shape, schedule, device, epochs and
-// warm-up of a paper's experiments; every key set explicitly overrides it.
-struct TimingPreset {
-  std::string name;
-  std::string description;  // one line
-  ModelShape shape;
-  std::string schedule;
-  std::string device;
-  int epochs = 1;
-  int warmup_epochs = 0;    // every boundary channel
-  std::string codecs_used;  // what the source ran, for the banner
-  // Defaults of keys outside the shape (apply_preset_defaults); empty / 0 /
-  // negative: none.
-  std::string fw, bw;          // timing.fw, timing.bw
-  std::string baseline;        // timing.baseline
-  double bandwidth_bps = 0;    // timing.bandwidth: this one bandwidth
-  double latency_s = -1;       // net.latency
-  std::string link_model;      // net.link_model
-  int64_t subspace = 0;        // timing.subspace
-  int64_t token_id_bytes = 0;  // timing.token_id_bytes
-  double record_step_s = 0;    // the source's published step time, printed beside ours
-  int replicas = 0;            // timing.replicas; 0: 1
-  HomeLinks home_links;        // per-host access links drawn from it (swarm.h); none by default
-};
-const Registry<TimingPreset>& timing_presets();
-// Throws UsageError naming `key` and listing the presets (and "none").
-const TimingPreset& find_timing_preset(const std::string& key, const std::string& name);
+using netmodel::NetConfig;
 
 // Most replicas of a what-if (timing.replicas), and most where the replicas
 // are not interchangeable (net.jitter, net.links or a swarm preset's home
@@ -63,22 +36,29 @@ const TimingPreset& find_timing_preset(const std::string& key, const std::string
 constexpr int kMaxTimingReplicas = 100000;
 constexpr int kMaxTimingReplicasAsymmetric = 4096;
 
+// The channel specs as the keys give them (timing.fw, timing.bw,
+// timing.grad), before a preset's defaults and the parse: "none" is fp32.
+struct SpecTexts {
+  std::string forward = "none", backward = "none", gradient = "none";
+};
+
 // Empty strings and negative or zero counts mean "the preset's, else the
 // built-in default" (resolve_what_if).
 struct WhatIfConfig {
   std::string preset;    // "" = none
   std::string model;     // "" = preset's, else gpt2-xl
-  CodecSpecs specs;      // fp32 ("none") by default
+  SpecTexts spec_texts;  // timing.fw, timing.bw, timing.grad as written, or the preset's
+  CodecSpecs specs;      // the same parsed once (parse_specs), what the run sends
   std::string schedule;  // "" = preset's, else gpipe
   int replicas = 1;
-  std::string device;                         // "" = preset's, else A100
-  int stages = 0;                             // 0: the shape's
-  int virtual_stages = 1;                     // model chunks per stage (interleaved schedules)
-  GradSync grad_sync = GradSync::kAllReduce;  // allreduce (ring) | momentum (sharded exchange)
-  int batch = 0;                              // 0: the shape's (samples per replica and step)
-  int microbatch_size = 0;                    // 0: the shape's
-  int64_t subspace = 0;                       // values per token at a cut; 0: hidden
-  int64_t token_id_bytes = 0;                 // bytes per token beside the subspace values
+  std::string device;      // "" = preset's, else A100
+  int stages = 0;          // 0: the shape's
+  int virtual_stages = 1;  // model chunks per stage (interleaved schedules)
+  compressors::GradSync grad_sync = compressors::GradSync::kAllReduce;  // allreduce | momentum
+  int batch = 0;               // 0: the shape's (samples per replica and step)
+  int microbatch_size = 0;     // 0: the shape's
+  int64_t subspace = 0;        // values per token at a cut; 0: hidden
+  int64_t token_id_bytes = 0;  // bytes per token beside the subspace values
   // Shape overrides (0: the shape's): layers, width, vocabulary, sequence, MLP width.
   int layers = 0;
   int64_t d_model = 0, vocab = 0, seq = 0, mlp_width = 0;
@@ -89,7 +69,7 @@ struct WhatIfConfig {
   std::string baseline = "fp32";  // fp32 | fp16 | both
   int epochs = 0;                 // 0: preset's, else 10
   int warmup_epochs = -1;         // every channel; < 0: preset's, else 0
-  int aq_warmup_epochs = 1;       // aq(...) channels (AQ-SGD's default)
+  int aq_warmup_epochs = 1;       // channels keyed by sample, aq(...) (AQ-SGD's default)
   int steps_per_epoch = 100;
   std::vector<double> bandwidths_bps = {10e9, 1e9, 500e6, 300e6, 100e6};
 };
@@ -101,17 +81,22 @@ struct WhatIfConfig {
 // `timing.warmup_epochs`, `timing.aq_warmup_epochs`, `timing.steps_per_epoch`, `timing.bandwidth`
 // (a comma list), `timing.token_id_bytes`, `timing.steps`, and the shape keys
 // `timing.layers`, `timing.d_model`, `timing.vocab`, `timing.seq`,
-// `timing.mlp_width` (what_if_shape.cpp).
+// `timing.mlp_width` (what_if_options.cpp). The spec keys set spec_texts.
 void describe_options(WhatIfConfig& config, slowpipe::OptionSet& options);
 
 // The preset's defaults for keys the user did not give (TimingPreset: fw, bw,
 // the bandwidth, replicas, net.latency, net.link_model, subspace, token-id bytes): what
-// `slowpipe timing` applies after reading its keys, before checking the specs.
+// `slowpipe timing` applies after reading its keys, before parsing the specs.
 void apply_preset_defaults(WhatIfConfig& config, NetConfig& net);
+// The spec texts parsed once (compressors::ChannelSpec::parse: the forward and
+// the gradient as forwards, the backward as a backward); UsageError naming the
+// position. Whether they suit their roles is the caller's check (cmd_timing
+// checks them as training does).
+CodecSpecs parse_specs(const SpecTexts& texts);
 
 // The configuration with the preset and defaults applied and checked.
 struct ResolvedWhatIf {
-  ModelShape shape;  // after the preset and the overrides
+  models::ModelShape shape;  // after the preset and the overrides
   std::string schedule, device;
   std::vector<std::string> baselines;  // "fp32", "fp16" (in that order)
   int epochs = 1;
@@ -119,6 +104,8 @@ struct ResolvedWhatIf {
 };
 // Throws UsageError naming the key: timing.epochs < a channel's warm-up, an
 // unknown preset/model/device/baseline, stages that do not fit the layers.
+// A channel whose scheme keys its state by sample (AQ-SGD; the scheme
+// registry's keyed_by_sample) warms up for timing.aq_warmup_epochs at least.
 ResolvedWhatIf resolve_what_if(const WhatIfConfig& config);
 
 // The specs every channel sends in the uncompressed baseline: "none" (fp32) or
@@ -142,6 +129,7 @@ struct WhatIfRow {
   std::vector<BaselineRow> baselines;  // as ResolvedWhatIf::baselines
 };
 
+// The bytes of one message of each kind (message_sizes.cpp).
 struct MessageSizes {
   uint64_t activation = 0, activation_gradient = 0;  // [microbatch, seq, hidden]
   uint64_t fp32_activation = 0, fp16_activation = 0;
@@ -155,6 +143,9 @@ struct WhatIfResult {
   std::vector<WhatIfRow> rows;
 };
 
+// The sweep, messages sized by compressors::wire_bytes (codec_wire_bytes).
+WhatIfResult run_what_if(const WhatIfConfig& config, const NetConfig& net);
+// The same with the messages sized by `wire_bytes` (tests).
 WhatIfResult run_what_if(const WhatIfConfig& config, const NetConfig& net,
                          const WireBytesFn& wire_bytes);
 // `net` with net.compute at its default (kDefaultComputeModel) replaced by the
@@ -169,8 +160,11 @@ void print_what_if(const WhatIfConfig& config, const NetConfig& net, const WhatI
 // With steps > 0 a last column T_s = steps x step_s (timing.steps).
 void write_what_if_tsv(const WhatIfResult& result, std::ostream& os, int64_t steps = 0);
 // Both: what `slowpipe timing` does (`tsv`: write_what_if_tsv instead of the
-// printed assumptions and tables).
+// printed assumptions and tables); with `wire_bytes` (tests) instead of
+// compressors::wire_bytes.
+void run_timing(const WhatIfConfig& config, const NetConfig& net, std::ostream& os,
+                bool tsv = false);
 void run_timing(const WhatIfConfig& config, const NetConfig& net, const WireBytesFn& wire_bytes,
                 std::ostream& os, bool tsv = false);
 
-}  // namespace slowpipe::netmodel
+}  // namespace slowpipe::whatif

@@ -10,13 +10,13 @@
 // analytic model charges AdamW's memory traffic), the untied LM head's
 // parameters on the last stage, rotary instead of position embeddings, the
 // 8-byte count the meter bills per message.
-#include "netmodel/internal/what_if_parts.h"
+#include "whatif/internal/what_if_parts.h"
 
-namespace slowpipe::netmodel {
+namespace slowpipe::whatif {
 namespace {
 
-ModelShape protocol_shape() {
-  ModelShape m;
+models::ModelShape protocol_shape() {
+  models::ModelShape m;
   m.name = "protocol-nanogpt";
   m.description = "Protocol NanoGPT's GPT: 8 layers, d 1024, seq 1024, vocabulary 50304";
   m.layers = 8;
@@ -40,7 +40,7 @@ TimingPreset protocol_preset() {
   p.baseline = "fp16";      // the bf16 wire's bytes (2 per element): the speed-up of a method
   p.bandwidth_bps = 200e6;  // LINK_BANDWIDTH
   p.latency_s = 0.05;       // LINK_LATENCY
-  p.link_model = kSharedInbound;
+  p.link_model = netmodel::kSharedInbound;
   return p;
 }
 
@@ -72,4 +72,4 @@ void add_protocol_nanogpt_presets(Registry<TimingPreset>& v) {
   v.add(ssn);
 }
 
-}  // namespace slowpipe::netmodel
+}  // namespace slowpipe::whatif

@@ -1,13 +1,13 @@
 // The shape presets: GPT-2 XL and a DeBERTa-v2-xxlarge-like encoder (48
 // layers each, 8 stages, micro-batch 1, batch 32, layers split evenly), and
 // GPT-2 small. The AQ-SGD reference set-ups (uneven GPT-2 XL split, DeBERTa at
-// seq 256 and micro-batch 8) are the `timing.preset`s in what_if.cpp
+// seq 256 and micro-batch 8) are the `timing.preset`s in whatif/timing_preset.cpp
 // (docs/netmodel.md, "The AQ-SGD presets").
-#include "netmodel/model_shape.h"
+#include "models/model_shape.h"
 
 #include "common/errors.h"
 
-namespace slowpipe::netmodel {
+namespace slowpipe::models {
 
 const Registry<ModelShape>& model_shapes() {
   static const Registry<ModelShape> shapes = [] {
@@ -122,4 +122,4 @@ int parameter_tensors(const ModelShape& m, int stage) {
   return n;
 }
 
-}  // namespace slowpipe::netmodel
+}  // namespace slowpipe::models

@@ -1,4 +1,4 @@
-// The swarm preset (netmodel/swarm.h): its home links follow the stated
+// The swarm preset (whatif/swarm.h): its home links follow the stated
 // clamped log-normal (quantiles against the normal CDF), the draws are
 // deterministic per seed, the preset runs and prints the same twice, links
 // that differ between replicas fall back to the full replay while links
@@ -12,16 +12,19 @@
 #include <string>
 
 #include "common/errors.h"
-#include "netmodel/internal/replica_symmetry.h"
 #include "netmodel/replay.h"
-#include "netmodel/swarm.h"
-#include "netmodel/what_if.h"
+#include "netmodel/replica_symmetry.h"
+#include "whatif/swarm.h"
+#include "whatif/what_if.h"
 
 namespace nm = slowpipe::netmodel;
+namespace wi = slowpipe::whatif;
 
 namespace {
 
-uint64_t wire_bytes(const std::string& spec, const std::vector<int64_t>& shape) {
+uint64_t wire_bytes(const slowpipe::compressors::ChannelSpec& spec_,
+                    const std::vector<int64_t>& shape) {
+  const std::string& spec = spec_.text();
   uint64_t n = 1;
   for (int64_t d : shape) n *= static_cast<uint64_t>(d);
   std::string s = spec;
@@ -41,20 +44,20 @@ double fraction_below(const std::vector<double>& v, double x) {
          static_cast<double>(v.size());
 }
 
-const nm::HomeLinks& swarm_links() {
-  return nm::find_timing_preset("test", "swarm-gpt2xl").home_links;
+const wi::HomeLinks& swarm_links() {
+  return wi::find_timing_preset("test", "swarm-gpt2xl").home_links;
 }
 
 }  // namespace
 
 TEST_CASE("Swarm: home links follow the stated clamped log-normal, per seed") {
-  const nm::HomeLinks& h = swarm_links();
+  const wi::HomeLinks& h = swarm_links();
   REQUIRE(h.median_bps > 0);
   REQUIRE(h.sigma > 0);
   REQUIRE(h.min_bps < h.median_bps);
   REQUIRE(h.median_bps < h.max_bps);
   const int n = 40000;
-  const std::vector<double> up = nm::draw_uplinks_bps(h, n, 7);
+  const std::vector<double> up = wi::draw_uplinks_bps(h, n, 7);
   REQUIRE(up.size() == static_cast<size_t>(n));
   SECTION("within the bounds, clamped as often as the tails say") {
     const auto [lo, hi] = std::minmax_element(up.begin(), up.end());
@@ -77,26 +80,25 @@ TEST_CASE("Swarm: home links follow the stated clamped log-normal, per seed") {
           0.05);
   }
   SECTION("the same seed gives the same links; a longer list extends a shorter one") {
-    CHECK(nm::draw_uplinks_bps(h, n, 7) == up);
-    const std::vector<double> head = nm::draw_uplinks_bps(h, 100, 7);
+    CHECK(wi::draw_uplinks_bps(h, n, 7) == up);
+    const std::vector<double> head = wi::draw_uplinks_bps(h, 100, 7);
     CHECK(std::equal(head.begin(), head.end(), up.begin()));
-    CHECK(nm::draw_uplinks_bps(h, 100, 8) != head);
+    CHECK(wi::draw_uplinks_bps(h, 100, 8) != head);
   }
 }
 
 TEST_CASE("Swarm: the preset runs at its replica count and prints the same twice") {
-  nm::WhatIfConfig c;
+  wi::WhatIfConfig c;
   c.preset = "swarm-gpt2xl";
   nm::NetConfig net;
-  nm::apply_preset_defaults(c, net);
-  REQUIRE(c.replicas == nm::find_timing_preset("test", c.preset).replicas);
+  wi::apply_preset_defaults(c, net);
+  REQUIRE(c.replicas == wi::find_timing_preset("test", c.preset).replicas);
   REQUIRE(c.replicas > 100);
-  c.specs.forward = "q8";
-  c.specs.backward = "q8";
-  c.specs.gradient = "q8";
+  c.spec_texts = {"q8", "q8", "q8"};
+  c.specs = wi::parse_specs(c.spec_texts);
   std::ostringstream a, b;
-  nm::run_timing(c, net, wire_bytes, a);
-  nm::run_timing(c, net, wire_bytes, b);
+  wi::run_timing(c, net, wire_bytes, a);
+  wi::run_timing(c, net, wire_bytes, b);
   CHECK(a.str() == b.str());
   CHECK_THAT(a.str(), Catch::Contains("home links per host") &&
                           Catch::Contains(std::to_string(c.replicas) + " replica(s)"));
@@ -106,13 +108,13 @@ TEST_CASE("Swarm: the preset runs at its replica count and prints the same twice
   c.replicas = 16;  // a quick one: only the printout is compared
   c.replicas_given = true;
   std::ostringstream s1, s2;
-  nm::run_timing(c, net, wire_bytes, s1);
-  nm::run_timing(c, other, wire_bytes, s2);
+  wi::run_timing(c, net, wire_bytes, s1);
+  wi::run_timing(c, other, wire_bytes, s2);
   CHECK(s1.str() != s2.str());
 }
 
 TEST_CASE("Swarm: home links that differ replay in full; repeated per replica they fold") {
-  nm::WhatIfConfig c;
+  wi::WhatIfConfig c;
   c.preset = "swarm-gpt2xl";
   c.model = "gpt2-small";
   c.stages = 4;
@@ -120,11 +122,11 @@ TEST_CASE("Swarm: home links that differ replay in full; repeated per replica th
   c.replicas = 5;
   c.replicas_given = true;
   nm::NetConfig net;
-  nm::apply_preset_defaults(c, net);
-  const nm::ResolvedWhatIf r = nm::resolve_what_if(c);
+  wi::apply_preset_defaults(c, net);
+  const wi::ResolvedWhatIf r = wi::resolve_what_if(c);
   const int S = r.shape.stages, D = c.replicas;
   nm::NetConfig drawn =
-      nm::with_home_links(nm::with_timing_device(net, r.device), swarm_links(), S, D);
+      wi::with_home_links(wi::with_timing_device(net, r.device), swarm_links(), S, D);
   REQUIRE(drawn.host_uplink_bps.size() == static_cast<size_t>(S * D));
   CHECK_THAT(nm::net_asymmetry(drawn, S, D), Catch::Contains("access links"));
   // Replica 0's links repeated on every replica: symmetric again.
@@ -133,7 +135,7 @@ TEST_CASE("Swarm: home links that differ replay in full; repeated per replica th
     repeated.host_uplink_bps[h] = drawn.host_uplink_bps[h % static_cast<size_t>(S)];
   }
   REQUIRE(nm::net_asymmetry(repeated, S, D).empty());
-  const auto trace = nm::make_synthetic_trace(r.shape, r.schedule, D, nm::CodecSpecs{}, wire_bytes,
+  const auto trace = wi::make_synthetic_trace(r.shape, r.schedule, D, wi::CodecSpecs{}, wire_bytes,
                                               nm::find_device("test", r.device));
   const double folded = nm::Simulator(repeated).replay(trace).step_s;
   const double full = nm::Simulator(repeated, /*fold_replicas=*/false).replay(trace).step_s;
@@ -150,7 +152,7 @@ TEST_CASE("Swarm: home links that differ replay in full; repeated per replica th
   CHECK(nm::Simulator(fast).replay(trace).step_s < drawn_s);
   // The run through `slowpipe timing` gives the full replay's step.
   c.bandwidths_bps = {net.bandwidth_bps > 0 ? net.bandwidth_bps : 10e9};
-  const nm::WhatIfResult res = nm::run_what_if(c, net, wire_bytes);
+  const wi::WhatIfResult res = wi::run_what_if(c, net, wire_bytes);
   nm::NetConfig point = drawn;
   point.bandwidth_bps = c.bandwidths_bps[0];
   CHECK(res.rows.at(0).step_s ==

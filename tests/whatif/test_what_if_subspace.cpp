@@ -7,13 +7,16 @@
 
 #include "common/errors.h"
 #include "netmodel/replay.h"
-#include "netmodel/what_if.h"
+#include "whatif/what_if.h"
 
 namespace nm = slowpipe::netmodel;
+namespace wi = slowpipe::whatif;
 
 namespace {
 
-uint64_t wire_bytes(const std::string& spec, const std::vector<int64_t>& shape) {
+uint64_t wire_bytes(const slowpipe::compressors::ChannelSpec& spec_,
+                    const std::vector<int64_t>& shape) {
+  const std::string& spec = spec_.text();
   uint64_t n = 1;
   for (int64_t d : shape) n *= static_cast<uint64_t>(d);
   if (spec == "none") return 4 * n;
@@ -25,21 +28,21 @@ uint64_t wire_bytes(const std::string& spec, const std::vector<int64_t>& shape) 
 }  // namespace
 
 TEST_CASE("What-if subspace: k values per token cross each cut; baselines stay full width") {
-  nm::WhatIfConfig w;  // GPT-2 XL shape: d 1600, seq 1024, micro-batch 1
+  wi::WhatIfConfig w;  // GPT-2 XL shape: d 1600, seq 1024, micro-batch 1
   w.subspace = 160;
   w.bandwidths_bps = {100e6};
-  const auto r = nm::run_what_if(w, nm::NetConfig{}, wire_bytes);
+  const auto r = wi::run_what_if(w, nm::NetConfig{}, wire_bytes);
   CHECK(r.messages.activation == 4ull * 1024 * 160);
   CHECK(r.messages.activation_gradient == 4ull * 1024 * 160);
   CHECK(r.messages.fp32_activation == 4ull * 1024 * 1600);
   // The compressed step replays a trace whose sends carry k-wide messages.
   const auto device = nm::find_device("test", "A100");
   const auto sub =
-      nm::make_synthetic_trace(r.setup.shape, "gpipe", 1, nm::CodecSpecs{}, wire_bytes, device);
+      wi::make_synthetic_trace(r.setup.shape, "gpipe", 1, wi::CodecSpecs{}, wire_bytes, device);
   auto full_shape = r.setup.shape;
   full_shape.subspace = 0;
   const auto full =
-      nm::make_synthetic_trace(full_shape, "gpipe", 1, nm::CodecSpecs{}, wire_bytes, device);
+      wi::make_synthetic_trace(full_shape, "gpipe", 1, wi::CodecSpecs{}, wire_bytes, device);
   REQUIRE(sub.ops.size() == full.ops.size());
   int sends = 0;
   for (size_t i = 0; i < sub.ops.size(); ++i) {
@@ -51,16 +54,16 @@ TEST_CASE("What-if subspace: k values per token cross each cut; baselines stay f
   // At 100 Mbit/s the network dominates: 10x fewer bytes is a large speed-up
   // over the fp32 baseline, which is the unconstrained step.
   REQUIRE(r.rows.size() == 1);
-  nm::WhatIfConfig plain = w;
+  wi::WhatIfConfig plain = w;
   plain.subspace = 0;
-  const auto base = nm::run_what_if(plain, nm::NetConfig{}, wire_bytes);
+  const auto base = wi::run_what_if(plain, nm::NetConfig{}, wire_bytes);
   CHECK(r.rows[0].baselines[0].step_s == base.rows[0].baselines[0].step_s);
   CHECK(r.rows[0].baselines[0].speedup > 3.0);
   CHECK(base.rows[0].baselines[0].speedup == Approx(1.0));
 }
 
 TEST_CASE("What-if subspace: k wider than the model is a usage error") {
-  nm::WhatIfConfig w;
+  wi::WhatIfConfig w;
   w.subspace = 1601;
-  CHECK_THROWS_WITH(nm::resolve_what_if(w), Catch::Contains("timing.subspace = 1601"));
+  CHECK_THROWS_WITH(wi::resolve_what_if(w), Catch::Contains("timing.subspace = 1601"));
 }

@@ -1,5 +1,8 @@
 // Model shapes for what-if timing without training: layer count, widths and
-// the pipeline layout of the papers' set-ups, with analytic FLOPs.
+// the pipeline layout of the papers' set-ups, with analytic FLOPs. Part of
+// library slowpipe::model_facts (plain C++), the one torch-free source of
+// model facts: `slowpipe timing` (whatif/) sizes its steps from these shapes,
+// and their kernel rule is the one the engine applies to a built model.
 //
 // FLOPs of a transformer layer per token, forward (2 FLOPs per multiply-add):
 // 2 x (4 d^2 [QKV + output projections] + 2 r d^2 [MLP with ratio r; 2 d f
@@ -16,7 +19,7 @@
 
 #include "common/registry.h"
 
-namespace slowpipe::netmodel {
+namespace slowpipe::models {
 
 struct ModelShape {
   std::string name;
@@ -79,4 +82,4 @@ int forward_kernels(const ModelShape& shape, int stage);
 // tables on the first stage, the final LayerNorm's two on the last.
 int parameter_tensors(const ModelShape& shape, int stage);
 
-}  // namespace slowpipe::netmodel
+}  // namespace slowpipe::models

@@ -1,16 +1,16 @@
 // The swarm presets and their home links (swarm.h; docs/netmodel.md, "The
 // swarm preset"). The distribution's numbers are assumptions anchored on
 // public broadband statistics, stated in the preset and the docs.
-#include "netmodel/swarm.h"
+#include "whatif/swarm.h"
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "common/units.h"
-#include "netmodel/what_if.h"
+#include "whatif/timing_preset.h"
 
-namespace slowpipe::netmodel {
+namespace slowpipe::whatif {
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
@@ -45,16 +45,17 @@ std::vector<double> draw_uplinks_bps(const HomeLinks& links, int hosts, uint64_t
   return out;
 }
 
-NetConfig with_home_links(const NetConfig& net, const HomeLinks& links, int stages, int replicas) {
+netmodel::NetConfig with_home_links(const netmodel::NetConfig& net, const HomeLinks& links,
+                                    int stages, int replicas) {
   if (links.median_bps <= 0) return net;
-  NetConfig n = net;
+  netmodel::NetConfig n = net;
   const int hosts = host_of(net, stages, replicas - 1, stages - 1) + 1;
   n.host_uplink_bps = draw_uplinks_bps(links, hosts, static_cast<uint64_t>(net.seed));
   n.downlink_per_uplink = links.download_per_upload;
   return n;
 }
 
-std::string describe_home_links(const HomeLinks& links, const NetConfig& net) {
+std::string describe_home_links(const HomeLinks& links, const netmodel::NetConfig& net) {
   std::ostringstream os;
   os << "home links per host: upload log-normal, median " << format_bandwidth(links.median_bps)
      << ", sigma " << links.sigma << " (of ln), clamped to " << format_bandwidth(links.min_bps)
@@ -78,7 +79,7 @@ void add_swarm_presets(Registry<TimingPreset>& presets) {
       "GPT-2 XL over a swarm of home PCs: 8 stages of 6 layers, seq 1024, micro-batch 1, batch "
       "32 per replica, GPipe, RTX4090, 256 replicas, each host behind its own home broadband "
       "link, 20 ms between homes, 10 epochs";
-  p.shape = find_model_shape("timing.preset", "gpt2-xl");
+  p.shape = models::find_model_shape("timing.preset", "gpt2-xl");
   p.shape.name = "gpt2-xl";
   p.schedule = "gpipe";
   p.device = "RTX4090";
@@ -99,4 +100,4 @@ void add_swarm_presets(Registry<TimingPreset>& presets) {
   presets.add(p);
 }
 
-}  // namespace slowpipe::netmodel
+}  // namespace slowpipe::whatif

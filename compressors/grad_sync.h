@@ -1,6 +1,8 @@
 // What data-parallel replicas exchange each step (docs/grad-sync.md): the one
-// enum behind `compress.grad_sync` (training) and `timing.grad_sync` (the
-// timing model), with its one name/parser pair. The names are the option
+// enum behind `compress.grad_sync` (training; CompressConfig, config.h) and
+// `timing.grad_sync` (the timing model, whatif/), with its one name/parser
+// pair. It belongs with the compress config: the momentum exchange is
+// AQ-SGD's end-to-end compression. The names are the option
 // values, the log attributes and the words of messages; they never change.
 // Leaves out what each exchange costs or computes (netmodel, sim).
 #pragma once
@@ -10,7 +12,7 @@
 #include "common/errors.h"
 #include "common/options.h"
 
-namespace slowpipe {
+namespace slowpipe::compressors {
 
 enum class GradSync {
   kAllReduce,  // "allreduce": each stage's gradient, averaged (ring all-reduce)
@@ -46,4 +48,4 @@ inline void add_grad_sync_option(OptionSet& o, const std::string& key, GradSync&
       [&g] { return std::string(grad_sync_name(g)); });
 }
 
-}  // namespace slowpipe
+}  // namespace slowpipe::compressors

@@ -1,75 +1,24 @@
-// Trace skeletons from schedules; shapes and FLOPs from model_shape.h.
-#include "netmodel/synthetic_trace.h"
+// Synthetic what-if steps (synthetic_trace.h): a schedule's op skeleton
+// (netmodel/schedule_trace.h) filled from a model shape's FLOPs, kernels and
+// parameters (models/model_shape.h) and its messages' wire bytes.
+#include "whatif/synthetic_trace.h"
 
 #include <memory>
 
 #include "common/errors.h"
 #include "netmodel/schedule.h"
 
-namespace slowpipe::netmodel {
+namespace slowpipe::whatif {
 
-StepTrace build_trace(const Schedule& sched, const std::string& name, int replicas,
-                      const std::function<void(TraceOp&)>& fill, bool compact) {
-  if (replicas < 1) throw UsageError("replicas must be >= 1");
-  const int S = sched.devices, C = sched.chunks, M = sched.microbatches;
-  StepTrace trace;
-  trace.stages = S;
-  trace.chunks = C;
-  trace.microbatches = M;
-  trace.replicas = replicas;
-  trace.schedule = name;
-  trace.replicated = compact && replicas > 1;
-  const int listed = trace.replicated ? 1 : replicas;  // replicas whose ops are listed
-  trace.ops.reserve(static_cast<size_t>(listed) * C * (5 * M + 2));
-  auto push = [&](OpKind kind, int r, int d, int c, int m, int peer = -1) {
-    TraceOp op;
-    op.kind = kind;
-    op.replica = r;
-    op.device = d;
-    op.chunk = c;
-    op.peer = peer;
-    op.microbatch = m;
-    if (fill) fill(op);
-    trace.ops.push_back(op);
+using netmodel::DevicePreset;
+using netmodel::OpKind;
+using netmodel::StepTrace;
+using netmodel::TraceOp;
+
+WireBytesFn codec_wire_bytes(const compressors::ChannelSpec& forward) {
+  return [forward](const compressors::ChannelSpec& spec, const std::vector<int64_t>& shape) {
+    return compressors::wire_bytes(forward, spec, shape);  // `spec` alone unless topk:shared
   };
-  for (int r = 0; r < listed; ++r) {
-    for (int d = 0; d < S; ++d) {
-      for (const ScheduledOp& x : sched.per_device[d]) {
-        const int c = x.chunk, m = x.microbatch;
-        switch (x.pass) {
-          case Pass::kForward:
-            push(OpKind::kForward, r, d, c, m);
-            if (c + 1 < C && sched.device_of[c + 1] != d) {
-              push(OpKind::kSendActivation, r, d, c, m, sched.device_of[c + 1]);
-            }
-            break;
-          case Pass::kBackward:
-          case Pass::kBackwardInput:
-            push(x.pass == Pass::kBackward ? OpKind::kBackward : OpKind::kBackwardInput, r, d, c,
-                 m);
-            if (c > 0 && sched.device_of[c - 1] != d) {
-              push(OpKind::kSendGradient, r, d, c, m, sched.device_of[c - 1]);
-            }
-            break;
-          case Pass::kBackwardWeight:
-            push(OpKind::kBackwardWeight, r, d, c, m);
-            break;
-        }
-      }
-      for (int c = 0; c < C; ++c) {
-        if (sched.device_of[c] != d) continue;
-        if (replicas > 1) push(OpKind::kAllReduce, r, d, c, -1);
-        push(OpKind::kOptimizer, r, d, c, -1);
-      }
-    }
-  }
-  return trace;
-}
-
-StepTrace build_trace(const std::string& schedule, int stages, int microbatches, int replicas,
-                      const std::function<void(TraceOp&)>& fill, int virtual_stages) {
-  return build_trace(make_schedule(schedule, stages, microbatches, virtual_stages), schedule,
-                     replicas, fill, false);
 }
 
 namespace {
@@ -117,7 +66,7 @@ class ChunkCosts {
         reduce_bytes_(shape.stages),
         // compute_s: the device's analytic seconds, what calibrated, measured and
         // scaled replay; the analytic models recompute them from the same fields.
-        analytic_(make_compute_model(analytic_compute_spec(device.name))) {
+        analytic_(netmodel::make_compute_model(netmodel::analytic_compute_spec(device.name))) {
     const std::vector<int64_t> boundary = {shape.microbatch_size, shape.seq,
                                            boundary_width(shape)};  // [b, T, d] (or k)
     act_bytes_ = wire_bytes(specs.forward, boundary);
@@ -167,7 +116,7 @@ class ChunkCosts {
   std::vector<double> fwd_, params_;
   std::vector<uint64_t> reduce_bytes_;
   uint64_t act_bytes_ = 0, grad_bytes_ = 0, act_raw_ = 0;
-  std::unique_ptr<ComputeModel> analytic_;
+  std::unique_ptr<netmodel::ComputeModel> analytic_;
 };
 
 }  // namespace
@@ -179,9 +128,9 @@ StepTrace make_synthetic_trace(const ModelShape& device_shape, const std::string
   const int M = shape.batch / shape.microbatch_size;
   check_trace_size(shape, M, compact ? 1 : replicas);
   const ChunkCosts costs(shape, specs, wire_bytes, device);
-  const auto sched = make_schedule(schedule, device_shape.stages, M, virtual_stages);
-  return build_trace(
+  const auto sched = netmodel::make_schedule(schedule, device_shape.stages, M, virtual_stages);
+  return netmodel::build_trace(
       sched, schedule, replicas, [&](TraceOp& op) { costs.fill(op); }, compact);
 }
 
-}  // namespace slowpipe::netmodel
+}  // namespace slowpipe::whatif
