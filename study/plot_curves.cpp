@@ -6,6 +6,7 @@
 // data/runN_NAME.{train,eval}.tsv, the seed bands to data/*_groupG.tsv.
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <regex>
 #include <sstream>
 
@@ -380,7 +381,7 @@ std::string target_line(const PlotContext& ctx, const std::string& metric) {
   const double y = metric == "loss" ? o.target_loss : o.target_loss / std::log(2.0);
   std::ostringstream title;
   title << "target: loss \u2264 " << o.target_loss;
-  if (metric == "bits_per_byte") title << " nats (" << plot_number(y) << " bits/byte)";
+  if (metric == "bits_per_byte") title << " nats (" << std::setprecision(4) << y << " bits/byte)";
   return ", \\\n     " + plot_number(y) + " with lines lw 1.5 dt 3 lc rgb '#cc0000' title " +
          gp_quote(title.str());
 }

@@ -13,6 +13,7 @@
 
 #include "common/errors.h"
 #include "runlog/runlog.h"
+#include "study/plot_series.h"
 #include "study/summary_inputs.h"
 #include "study/summary_table.h"
 #include "study/summary_target.h"
@@ -276,4 +277,42 @@ TEST_CASE("target: verdict checks name the columns of either rule") {
   CHECK(c.target_on == "eval");
   CHECK_THROWS_WITH(claim_of(base + "target = 3\ntarget_on = val\n" + check),
                     Catch::Contains("one of train, eval"));
+}
+
+TEST_CASE("target: the Pareto points of time to target against wire bytes") {
+  // Three groups by hand: A (2 seeds, 10 and 14 s, 100 B), B (one seed of two
+  // reached it: 8 s, 300 B), C (none reached it: left out), D (50 s, 50 B).
+  auto run = [](const std::string& fw, const std::string& seed, double t, double bytes) {
+    st::RunStats r;
+    r.path = fw + seed;
+    r.config = {{"compress.fw", fw}, {"run.seed", seed}};
+    r.status = "complete";
+    r.values = {{"eval_time_to_target_s", t}, {"wire_bytes", bytes}, {"train_loss", 1.0}};
+    return r;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<st::RunStats> runs = {run("a", "1", 10, 100), run("a", "2", 14, 100),
+                                          run("b", "1", 8, 300),  run("b", "2", inf, 300),
+                                          run("c", "1", inf, 20), run("d", "1", 50, 50)};
+  const auto groups = st::group_runs(runs, true);
+  size_t left_out = 0;
+  const auto points = st::pareto_points(groups, st::varying_keys(runs, true), "wire_bytes",
+                                        left_out, "eval_time_to_target_s");
+  REQUIRE(points.size() == 3);
+  CHECK(left_out == 1);                 // c
+  CHECK(points[0].loss == Approx(12));  // a: the mean of 10 and 14 s
+  CHECK(points[0].loss_std == Approx(std::sqrt(8.0)));
+  CHECK(points[1].loss == 8);  // b: the seed that reached it
+  CHECK(points[1].n == 1);
+  // Fewer bytes or less time: all three are on the front (d least bytes, b least time).
+  CHECK(points[0].front);
+  CHECK(points[1].front);
+  CHECK(points[2].front);
+  // The train-loss default is unchanged: every group with a loss, c included.
+  st::pareto_points(groups, st::varying_keys(runs, true), "wire_bytes", left_out);
+  CHECK(left_out == 0);
+  // Time to target against bandwidth reads the rule's column.
+  size_t unreached = 0;
+  st::target_lines(groups, {}, unreached, "eval_time_to_target_s");
+  CHECK(unreached == 0);  // no run has a bandwidth: no point at all
 }
