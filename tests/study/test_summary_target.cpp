@@ -86,7 +86,7 @@ st::SummaryOptions target(double loss, int window, st::TargetRule rule = st::Tar
 // Seed 1 and 2 of q4 (seed 2 0.15 higher), q2 that never reaches 3.0.
 // Evaluations every 3 steps from step 0.
 std::string write_three(const std::string& name) {
-  const std::string dir = sp::test::scratch(name);
+  std::string dir = sp::test::scratch(name);
   LogSpec a;
   a.evals = {{0, 5.5}, {3, 4.2}, {6, 3.1}, {9, 2.95}};
   write_log(dir + "/a.h5", a);
