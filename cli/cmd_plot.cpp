@@ -1,4 +1,5 @@
-// `slowpipe plot RUN.h5... | DIR [--out DIR] [--smooth N] [--target LOSS] [--per-seed]`:
+// `slowpipe plot RUN.h5... | DIR [--out DIR] [--smooth N] [--target LOSS
+// [--target-on train|eval]] [--per-seed]`:
 // comparison plots (gnuplot PNGs, with their scripts and data files) of run
 // logs or a sweep folder; which plots exist and when: docs/summary.md.
 #include <boost/program_options.hpp>
@@ -10,6 +11,7 @@
 #include "common/errors.h"
 #include "study/plot_figures.h"
 #include "study/summary_inputs.h"
+#include "study/summary_target.h"
 
 namespace po = boost::program_options;
 
@@ -17,9 +19,10 @@ namespace slowpipe::cli {
 
 int cmd_plot(const Args& args) {
   po::options_description desc(
-      "usage: slowpipe plot RUN.h5... | DIR [--out DIR] [--smooth N] [--target LOSS] "
-      "[--per-seed]\n\nOptions");
+      "usage: slowpipe plot RUN.h5... | DIR [--out DIR] [--smooth N] [--target LOSS "
+      "[--target-on train|eval]] [--per-seed]\n\nOptions");
   std::vector<std::string> inputs;
+  std::string target_on = "train";
   study::PlotOptions options;
   desc.add_options()("help,h", "this help")("runs", po::value(&inputs)->multitoken(),
                                             "run logs, or folders of run logs (*.h5)")(
@@ -30,6 +33,9 @@ int cmd_plot(const Args& args) {
                                       "trailing-mean window of the train loss, in steps (1: raw)")(
       "target", po::value(&options.summary.target_loss),
       "train loss for the time-to-target plot against bandwidth")(
+      "target-on", po::value(&target_on),
+      "the rule for --target: train (smoothed train loss, default) or eval (earliest "
+      "evaluation); adds the time-to-target Pareto figures and the target line on eval plots")(
       "per-seed",
       "curves: one thin line per run (a seed group's runs in its colour) instead of the seed "
       "mean with its min-max band");
@@ -41,6 +47,9 @@ int cmd_plot(const Args& args) {
   if (options.summary.has_target && !std::isfinite(options.summary.target_loss)) {
     throw UsageError("--target must be a finite loss");
   }
+  options.summary.target_on = study::parse_target_rule(target_on, "--target-on");
+  if (vm.count("target-on") && !options.summary.has_target)
+    throw UsageError("--target-on needs --target");
   const auto paths = study::expand_run_paths(inputs);
   const auto runs = study::read_runs(paths, options.summary);
   if (options.out_dir.empty()) options.out_dir = study::default_plot_dir(inputs, paths);

@@ -1,7 +1,9 @@
 // `slowpipe summary RUN.h5... | DIR`: one table row per run, or per group of
 // runs that differ only in run.seed, as aligned text, TSV or Markdown
 // (definitions: docs/summary.md; the work: study/summary_*.h); `--rank BY`
-// orders the rows and marks the Pareto fronts (study/summary_rank.h).
+// orders the rows and marks the Pareto fronts (study/summary_rank.h);
+// `--target L [--target-on train|eval]` adds the time, steps, samples and
+// tokens to a loss (study/summary_target.h).
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <iostream>
@@ -11,6 +13,7 @@
 #include "common/errors.h"
 #include "study/summary_inputs.h"
 #include "study/summary_table.h"
+#include "study/summary_target.h"
 
 namespace po = boost::program_options;
 
@@ -18,14 +21,18 @@ namespace slowpipe::cli {
 
 int cmd_summary(const Args& args) {
   po::options_description desc(
-      "usage: slowpipe summary RUN.h5... | DIR [--target LOSS] [--smooth N] [--tsv | --md] "
-      "[--no-group] [--rank BY] [--wide]\n\nOptions");
+      "usage: slowpipe summary RUN.h5... | DIR [--target LOSS [--target-on train|eval]] "
+      "[--smooth N] [--tsv | --md] [--no-group] [--rank BY] [--wide]\n\nOptions");
   std::vector<std::string> inputs;
+  std::string target_on = "train";
   study::SummaryOptions options;
   desc.add_options()("help,h", "this help")("runs", po::value(&inputs)->multitoken(),
                                             "run logs, or folders of run logs (*.h5)")(
       "target", po::value(&options.target_loss),
       "train loss whose first (smoothed) reach is timed in simulated seconds")(
+      "target-on", po::value(&target_on),
+      "the rule for --target: train (the smoothed train loss, default) or eval (the earliest "
+      "evaluation at or below it); --wide shows steps, samples and tokens to it too")(
       "smooth", po::value(&options.smooth_window)->default_value(10),
       "trailing-mean window in steps for --target")("tsv", "tab-separated values")(
       "md", "a Markdown table")("wide",
@@ -45,6 +52,8 @@ int cmd_summary(const Args& args) {
   if (options.has_target && !std::isfinite(options.target_loss)) {
     throw UsageError("--target must be a finite loss");
   }
+  options.target_on = study::parse_target_rule(target_on, "--target-on");
+  if (vm.count("target-on") && !options.has_target) throw UsageError("--target-on needs --target");
   const auto runs = study::read_runs(study::expand_run_paths(inputs), options);
   auto table = study::build_summary_table(runs, !vm.count("no-group"), options);
   if (vm.count("rank")) study::rank_summary_table(table, vm["rank"].as<std::string>());

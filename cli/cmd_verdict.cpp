@@ -109,6 +109,8 @@ void evaluate(const std::string& dir, Verdict& v) {
   study::SummaryOptions options;
   options.has_target = v.claim.has_target;
   options.target_loss = v.claim.target;
+  options.target_on =
+      v.claim.target_on == "eval" ? study::TargetRule::kEval : study::TargetRule::kTrain;
   bool any_log = false;
   for (const auto& e : fs::directory_iterator(dir)) any_log |= e.path().extension() == ".h5";
   if (any_log) v.runs = study::read_runs(study::expand_run_paths({dir}), options);

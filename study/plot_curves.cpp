@@ -6,6 +6,7 @@
 // data/runN_NAME.{train,eval}.tsv, the seed bands to data/*_groupG.tsv.
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <regex>
 #include <sstream>
 
@@ -369,6 +370,24 @@ void train_plots(PlotContext& ctx) {
   }
 }
 
+namespace {
+
+// With --target, the series of a horizontal line at the target on an eval plot
+// of `metric`: the loss itself, or in bits per byte target / ln 2 (the log's
+// bits_per_byte is loss / ln 2); none on accuracy.
+std::string target_line(const PlotContext& ctx, const std::string& metric) {
+  const SummaryOptions& o = ctx.options.summary;
+  if (!o.has_target || (metric != "loss" && metric != "bits_per_byte")) return "";
+  const double y = metric == "loss" ? o.target_loss : o.target_loss / std::log(2.0);
+  std::ostringstream title;
+  title << "target: loss \u2264 " << o.target_loss;
+  if (metric == "bits_per_byte") title << " nats (" << std::setprecision(4) << y << " bits/byte)";
+  return ", \\\n     " + plot_number(y) + " with lines lw 1.5 dt 3 lc rgb '#cc0000' title " +
+         gp_quote(title.str());
+}
+
+}  // namespace
+
 void eval_plots(PlotContext& ctx) {
   for (size_t m = 0; m < ctx.metrics.size(); ++m) {
     const std::string& metric = ctx.metrics[m];
@@ -396,6 +415,7 @@ void eval_plots(PlotContext& ctx) {
             ", \\\n     keyentry with lines lw 2 dt 2 lc rgb '#555555' title "
             "'with compression (forward codecs applied)'";
       }
+      if (vs_time) plots += target_line(ctx, metric);
       render_plot(ctx, name, script + plot_command(plots));
     }
   }

@@ -19,6 +19,7 @@
 #include "study/plot_series.h"
 #include "study/summary_columns.h"
 #include "study/summary_group.h"
+#include "study/summary_target.h"
 
 namespace slowpipe::study {
 namespace {
@@ -130,6 +131,24 @@ void metric_summary_plots(Context& ctx) {
   }
 }
 
+// The seconds column of the rule --target-on chose (summary_target.h).
+std::string target_seconds_column(const Context& ctx) {
+  return target_column_ids(ctx.options.summary.target_on)[0];
+}
+
+// "train loss ≤ 4.5 (trailing mean of 10 steps)" or "eval loss ≤ 4.5 (earliest evaluation)".
+std::string target_what(const Context& ctx) {
+  const SummaryOptions& o = ctx.options.summary;
+  std::ostringstream s;
+  if (o.target_on == TargetRule::kEval) {
+    s << "eval loss \u2264 " << o.target_loss << " (earliest evaluation)";
+  } else {
+    s << "train loss \u2264 " << o.target_loss << " (trailing mean of " << o.smooth_window
+      << " steps)";
+  }
+  return s.str();
+}
+
 void target_plot(Context& ctx) {
   const std::string name = "time_to_target_vs_bandwidth";
   if (!ctx.options.summary.has_target) {
@@ -137,7 +156,7 @@ void target_plot(Context& ctx) {
     return;
   }
   size_t unreached = 0;
-  auto lines = target_lines(ctx.groups, ctx.keys, unreached);
+  auto lines = target_lines(ctx.groups, ctx.keys, unreached, target_seconds_column(ctx));
   for (auto& line : lines) {
     for (auto& p : line.points) p.x /= 1e6;  // Mbit/s
   }
@@ -148,9 +167,7 @@ void target_plot(Context& ctx) {
     return;
   }
   std::ostringstream title;
-  title << "simulated time to train loss \u2264 " << ctx.options.summary.target_loss
-        << " (trailing mean of " << ctx.options.summary.smooth_window << " steps)"
-        << simulated_on(ctx);
+  title << "simulated time to " << target_what(ctx) << simulated_on(ctx);
   summary_plot(ctx, name, plot_title(ctx, title.str()), "bandwidth [Mbit/s]",
                "simulated time to target [s]", false, lines, {}, false);
   if (unreached > 0) {
@@ -260,33 +277,39 @@ std::string pareto_plot_command(const std::string& name) {
          " using 8:($10 > 0 ? $9 : NaN):7 with labels right" + label_style + "\n";
 }
 
-// Final train loss against wire bytes per step or simulated run time, the
+// Final train loss (or, `y_column` a to-target seconds column, the simulated
+// time to the target) against wire bytes per step or simulated run time, the
 // Pareto front as a step line, points labelled (docs/summary.md).
 // `groups`: the seed groups drawn; `at`: " at 100Mbps" for one bandwidth of several.
 // `keys`: the varying keys that name a point without a run.label.
 void pareto_plot(Context& ctx, const std::string& x_column, const std::string& name,
                  const std::vector<RunGroup>& groups, const std::vector<std::string>& keys,
-                 const std::string& at) {
-  const bool bytes = x_column == "wire_bytes";
+                 const std::string& at, const std::string& y_column = "train_loss") {
+  const bool bytes = x_column == "wire_bytes", to_target = y_column != "train_loss";
   size_t left_out = 0;
-  const auto points = pareto_points(groups, keys, x_column, left_out);
+  const auto points = pareto_points(groups, keys, x_column, left_out, y_column);
   if (points.size() < 2) {
-    ctx.report.skipped.push_back(name + ": fewer than 2 seed groups with a train loss and " +
-                                 x_column);
+    ctx.report.skipped.push_back(name + ": fewer than 2 seed groups with a " +
+                                 (to_target ? "reached target" : std::string("train loss")) +
+                                 " and " + x_column);
     return;
   }
   write_pareto_data(ctx, name, points, pareto_labels(points));
+  const std::string what = to_target ? "simulated time to " + target_what(ctx)
+                                     : "final train loss (mean \u00b1 std over seeds)";
   std::string script = gp_preamble(
       name + ".png",
       plot_title(ctx,
-                 "final train loss (mean \u00b1 std over seeds) against " +
+                 what + " against " +
                      std::string(bytes ? "bytes on the wire per step" : "simulated run time") +
-                     (bytes ? "" : at + simulated_on(ctx)),
+                     (bytes && !to_target ? "" : at + simulated_on(ctx)),
                  &groups));
   script += "set xlabel " +
             gp_quote(bytes ? "bytes on the wire per step, fw + bw + grad [bytes]"
                            : "simulated time of the whole run [s]") +
-            "\nset ylabel " + gp_quote("final train loss [nats], mean of the last 10% of steps") +
+            "\nset ylabel " +
+            gp_quote(to_target ? "simulated time to target [s], mean over the seeds that reached it"
+                               : "final train loss [nats], mean of the last 10% of steps") +
             "\nset logscale x 10\n";
   script += "set lmargin at screen " + plot_number(kParetoLeft) + "\nset rmargin at screen " +
             plot_number(kParetoRight) + "\nset bmargin at screen " + plot_number(kParetoBottom) +
@@ -297,9 +320,9 @@ void pareto_plot(Context& ctx, const std::string& x_column, const std::string& n
   script += log_tics(pareto_x_range(points)) + pareto_plot_command(name);
   render_plot(ctx, name, script);
   if (left_out > 0) {
-    ctx.report.skipped.push_back(name + ": " + std::to_string(left_out) +
-                                 " seed group(s) left out (diverged, or no train loss or " +
-                                 x_column + ")");
+    ctx.report.skipped.push_back(
+        name + ": " + std::to_string(left_out) + " seed group(s) left out (diverged, or no " +
+        (to_target ? "reached target" : std::string("train loss")) + " or " + x_column + ")");
   }
 }
 
@@ -322,14 +345,23 @@ void pareto_plots(Context& ctx) {
     by_bandwidth[std::isnan(bps) ? -1 : bps].push_back(group);
   }
   pareto_plot(ctx, "wire_bytes", "pareto_loss_vs_wire_bytes", by_bytes, keys, "");
+  // With a target: its simulated time against wire bytes, per bandwidth as against time.
+  const bool target = ctx.options.summary.has_target;
+  const std::string to_target = target_seconds_column(ctx);
   if (by_bandwidth.size() <= 1) {
     pareto_plot(ctx, "sim_time_s", "pareto_loss_vs_sim_time", ctx.groups, ctx.keys, "");
+    if (target)
+      pareto_plot(ctx, "wire_bytes", "pareto_time_to_target_vs_wire_bytes", ctx.groups, ctx.keys,
+                  "", to_target);
     return;
   }
   for (const auto& [bps, groups] : by_bandwidth) {
     const std::string bw = bps < 0 ? "unknown" : format_bandwidth(bps);
     pareto_plot(ctx, "sim_time_s", "pareto_loss_vs_sim_time_" + bw, groups, no_bandwidth,
                 " at " + bw);
+    if (target)
+      pareto_plot(ctx, "wire_bytes", "pareto_time_to_target_vs_wire_bytes_" + bw, groups,
+                  no_bandwidth, " at " + bw, to_target);
   }
 }
 

@@ -244,7 +244,8 @@ std::vector<SummaryLine> metric_lines(const std::vector<RunGroup>& groups,
 }
 
 std::vector<SummaryLine> target_lines(const std::vector<RunGroup>& groups,
-                                      const std::vector<std::string>& keys, size_t& unreached) {
+                                      const std::vector<std::string>& keys, size_t& unreached,
+                                      const std::string& column) {
   auto skip = [](const std::string& key, const std::string&) {
     return key == "run.seed" || is_network_key(key);
   };
@@ -255,7 +256,7 @@ std::vector<SummaryLine> target_lines(const std::vector<RunGroup>& groups,
     std::string legend = other_keys(group, keys, skip, "");
     if (legend.empty()) legend = "time to target";
     Pool& pool = pools[legend][x];
-    for (const RunStats* run : group.runs) pool.y.push_back(value_of(*run, "time_to_target_s"));
+    for (const RunStats* run : group.runs) pool.y.push_back(value_of(*run, column));
   }
   unreached = 0;
   for (const auto& [legend, by_x] : pools) {
@@ -266,11 +267,12 @@ std::vector<SummaryLine> target_lines(const std::vector<RunGroup>& groups,
 
 std::vector<ParetoPoint> pareto_points(const std::vector<RunGroup>& groups,
                                        const std::vector<std::string>& keys,
-                                       const std::string& x_column, size_t& left_out) {
+                                       const std::string& x_column, size_t& left_out,
+                                       const std::string& y_column) {
   std::vector<ParetoPoint> points;
   left_out = 0;
   for (const auto& group : groups) {
-    const GroupCell x = aggregate(group, x_column), loss = aggregate(group, "train_loss");
+    const GroupCell x = aggregate(group, x_column), loss = aggregate(group, y_column);
     if (group_diverged(group) || x.stat.n == 0 || loss.stat.n == 0) {
       ++left_out;
       continue;

@@ -100,13 +100,17 @@ std::vector<SummaryLine> metric_lines(const std::vector<RunGroup>& groups,
 // Lines of simulated time to the target against bandwidth (x in bits/s), one
 // per value of the varying keys other than net.* and the seed. Runs that never
 // reached the target are left out of the mean; a point none reached is dropped
-// and counted in `unreached`.
+// and counted in `unreached`. `column`: the rule's seconds column
+// (time_to_target_s, or eval_time_to_target_s; summary_target.h).
 std::vector<SummaryLine> target_lines(const std::vector<RunGroup>& groups,
-                                      const std::vector<std::string>& keys, size_t& unreached);
+                                      const std::vector<std::string>& keys, size_t& unreached,
+                                      const std::string& column = "time_to_target_s");
 
-// One point of a Pareto figure: a seed group's final train loss against
-// `x_column` (wire_bytes or sim_time_s), mean and sample std over its seeds
-// (std 0 for one seed), labelled with run.label (the legend when empty).
+// One point of a Pareto figure: a seed group's final train loss (or the
+// `y_column` given: the simulated time to a target) against `x_column`
+// (wire_bytes or sim_time_s), mean and sample std over its seeds (std 0 for one
+// seed; seeds that never reached a target are left out of the mean, as in the
+// summary), labelled with run.label (the legend when empty). `loss` holds y.
 struct ParetoPoint {
   std::string label;
   double x = 0, x_std = 0, loss = 0, loss_std = 0;
@@ -114,10 +118,12 @@ struct ParetoPoint {
   bool front = false;  // on the Pareto front (summary_rank.h) of these points
 };
 
-// The points of the groups with a finite mean loss and x; groups with a
-// diverged run or without a value are left out and counted in `left_out`.
+// The points of the groups with a finite mean y and x; groups with a diverged
+// run or without a value (a target none of its seeds reached) are left out and
+// counted in `left_out`.
 std::vector<ParetoPoint> pareto_points(const std::vector<RunGroup>& groups,
                                        const std::vector<std::string>& keys,
-                                       const std::string& x_column, size_t& left_out);
+                                       const std::string& x_column, size_t& left_out,
+                                       const std::string& y_column = "train_loss");
 
 }  // namespace slowpipe::study

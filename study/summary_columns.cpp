@@ -24,6 +24,13 @@ std::vector<SummaryColumn> make_columns() {
   const std::vector<SummaryColumn> rest = {
       {"sim_time_s", "sim time [s]", "s", CellFormat::kSeconds},
       {"time_to_target_s", "sim time to target [s]", "s", CellFormat::kSeconds},
+      {"steps_to_target", "steps to target", "1", CellFormat::kCount},
+      {"samples_to_target", "samples to target", "samples", CellFormat::kCount},
+      {"tokens_to_target", "tokens to target", "tokens", CellFormat::kCount},
+      {"eval_time_to_target_s", "sim time to eval target [s]", "s", CellFormat::kSeconds},
+      {"eval_steps_to_target", "steps to eval target", "1", CellFormat::kCount},
+      {"eval_samples_to_target", "samples to eval target", "samples", CellFormat::kCount},
+      {"eval_tokens_to_target", "tokens to eval target", "tokens", CellFormat::kCount},
       {"wall_time_s", "wall time [s]", "s", CellFormat::kSeconds},
       {"fw_bytes", "fw/step", "bytes", CellFormat::kBytes},
       {"bw_bytes", "bw/step", "bytes", CellFormat::kBytes},

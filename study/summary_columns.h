@@ -25,7 +25,10 @@ struct SummaryColumn {
 };
 
 // Every statistic column in display order (after the key columns, n and status).
-// The time-to-target title carries the target when one is given.
+// The time-to-target titles carry the target when one is given
+// (target_column_title, summary_target.h): the train rule's time_to_target_s,
+// steps_to_target, samples_to_target, tokens_to_target, then the eval rule's
+// eval_time_to_target_s, eval_steps_to_target, ... .
 const std::vector<SummaryColumn>& summary_columns();
 // Task metric columns of the eval table that the summary knows: "accuracy"
 // (higher is better) and "bits_per_byte" (lower is better).

@@ -14,6 +14,7 @@
 #include "runlog/runlog.h"
 #include "study/summary_columns.h"
 #include "study/summary_fp32.h"
+#include "study/summary_target.h"
 
 namespace slowpipe::study {
 namespace {
@@ -155,11 +156,8 @@ std::vector<double> trailing_mean(const std::vector<double>& values, int window)
 
 double time_to_target(const std::vector<double>& loss, const std::vector<double>& times,
                       double target, int window) {
-  const std::vector<double> smooth = trailing_mean(loss, window);
-  for (size_t i = 0; i < smooth.size() && i < times.size(); ++i) {
-    if (smooth[i] <= target) return times[i];
-  }
-  return kInf;
+  const size_t row = first_smoothed_row_at_or_below(loss, target, window);
+  return row < loss.size() && row < times.size() ? times[row] : kInf;
 }
 
 MeanStd mean_std(const std::vector<double>& values) {
@@ -221,11 +219,7 @@ RunStats read_run_stats(const std::string& path, const SummaryOptions& options) 
   if (std::isnan(v["sim_time_s"])) v["sim_time_s"] = last_of("sim_time_s");
   v["wall_time_s"] = attr_number(run.attrs, "wall_time_s");
   if (std::isnan(v["wall_time_s"])) v["wall_time_s"] = last_of("wall_time_s");
-  if (options.has_target && train.has_column("loss") && train.has_column("sim_time_s") &&
-      train.rows() > 0) {
-    v["time_to_target_s"] = time_to_target(train.column("loss"), train.column("sim_time_s"),
-                                           options.target_loss, options.smooth_window);
-  }
+  add_target_stats(run, train, eval, options);  // time_to_target_s and the rest
   add_traffic_stats(run, train);
   return run;
 }

@@ -4,7 +4,8 @@
 // A run's numbers are kept by column id (summary_columns.h), so seed groups,
 // formatters and plots treat them alike; NaN means "not available" (a column
 // the log lacks, a run that logged no row), +infinity in "time_to_target_s"
-// means the target was never reached. No libtorch here.
+// means the target was never reached (every *_to_target column,
+// summary_target.h). No libtorch here.
 #pragma once
 
 #include <cstddef>
@@ -34,10 +35,15 @@ struct MeanStd {
 };
 MeanStd mean_std(const std::vector<double>& values);
 
+// Which rule the table's time-to-target columns follow (summary --target-on;
+// summary_target.h): the smoothed train loss, or the evaluations.
+enum class TargetRule { kTrain, kEval };
+
 struct SummaryOptions {
-  double target_loss = 0;  // time_to_target_s is computed when has_target
+  double target_loss = 0;  // the to-target columns (both rules) are computed when has_target
   bool has_target = false;
-  int smooth_window = 10;  // trailing-mean window (steps) for the target
+  int smooth_window = 10;                     // trailing-mean window (steps) for the train rule
+  TargetRule target_on = TargetRule::kTrain;  // the rule the table shows
 };
 
 // One run log's summary row.

@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #include "netmodel/compute_model.h"
 #include "study/key_names.h"
+#include "study/summary_target.h"
 
 namespace slowpipe::study {
 namespace {
@@ -36,12 +37,6 @@ std::string tsv_number(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   if (v == std::floor(v) && std::fabs(v) < 1e15) return printf_string("%.0f", v);
   return printf_string("%.10g", v);
-}
-
-std::string target_title(const SummaryOptions& options) {
-  std::ostringstream s;
-  s << "sim time to loss \u2264 " << options.target_loss << " [s]";
-  return s.str();
 }
 
 struct Row {
@@ -115,8 +110,9 @@ TextTable text_rows(const SummaryTable& table, bool narrow) {
   }
   const std::set<std::string> devices = narrow ? std::set<std::string>{} : simulated_devices(table);
   for (const auto& col : table.columns) {
-    const std::string title =
-        col.id == "time_to_target_s" ? target_title(table.options) : col.title;
+    const std::string title = is_target_column(col.id)
+                                  ? target_column_title(col.title, table.options.target_loss)
+                                  : col.title;
     t.add(with_device(title, devices), col.id, true);
   }
   for (size_t g = 0; g < table.groups.size(); ++g) {
@@ -139,6 +135,34 @@ TextTable text_rows(const SummaryTable& table, bool narrow) {
   return t;
 }
 
+// The notes on the to-target columns the table shows (none without a target).
+std::vector<std::string> target_notes(const SummaryTable& table) {
+  const SummaryOptions& o = table.options;
+  if (!o.has_target) return {};
+  std::ostringstream s, counts;
+  if (o.target_on == TargetRule::kTrain) {
+    s << "sim time to loss \u2264 " << o.target_loss
+      << ": simulated time at the first step whose train loss, averaged over the last "
+      << o.smooth_window << " steps, is at or below it.";
+  } else {
+    s << "sim time to eval loss \u2264 " << o.target_loss
+      << ": simulated time at the earliest evaluation (every eval.every steps) whose validation "
+         "loss is at or below it.";
+  }
+  std::vector<std::string> out = {s.str()};
+  const bool counted = std::any_of(table.columns.begin(), table.columns.end(), [](const auto& c) {
+    return is_target_column(c.id) && c.format == CellFormat::kCount;
+  });
+  if (counted) {
+    counts << "steps, samples, tokens to " << (o.target_on == TargetRule::kEval ? "eval " : "")
+           << "loss \u2264 " << o.target_loss
+           << ": at that step; samples seen by it (global batch), tokens = samples x "
+              "model.seq_len (language models). not reached: never at or below it.";
+    out.push_back(counts.str());
+  }
+  return out;
+}
+
 std::vector<std::string> notes(const SummaryTable& table, bool narrow) {
   std::vector<std::string> out = {
       "train loss: mean over the last 10% of logged steps (at least 1). eval: the last "
@@ -147,13 +171,8 @@ std::vector<std::string> notes(const SummaryTable& table, bool narrow) {
       "fw/bw/grad: bytes on the wire per step, averaged over the run; vs fp32: what fp32 "
       "would send divided by what was sent.",
   };
-  if (table.options.has_target) {
-    std::ostringstream s;
-    s << "sim time to loss \u2264 " << table.options.target_loss
-      << ": simulated time at the first step whose train loss, averaged over the last "
-      << table.options.smooth_window << " steps, is at or below it.";
-    out.push_back(s.str());
-  }
+  const std::vector<std::string> target = target_notes(table);
+  out.insert(out.end(), target.begin(), target.end());
   const std::set<std::string> devices = simulated_devices(table);
   if (devices.size() > 1) {
     std::string list;
@@ -195,6 +214,7 @@ std::vector<std::string> keep_order(const SummaryTable& table) {
           "bits_per_byte",
           "sim_time_s",
           "time_to_target_s",
+          "eval_time_to_target_s",
           "fp32_ratio",
           "wire_bytes",
           "fw_bytes",
@@ -348,6 +368,8 @@ void write_tsv(const SummaryTable& table, std::ostream& out) {
     header.push_back(col.id);
     if (table.grouped) header.push_back(col.id + "_std");
     if (table.grouped && col.id == "time_to_target_s") header.push_back("time_to_target_reached");
+    if (table.grouped && col.id == "eval_time_to_target_s")
+      header.push_back("eval_time_to_target_reached");
   }
   for (size_t c = 0; c < header.size(); ++c) out << (c ? "\t" : "") << header[c];
   out << "\n";
@@ -368,7 +390,7 @@ void write_tsv(const SummaryTable& table, std::ostream& out) {
       const bool unreached = cell.stat.n == 0 && cell.infinite > 0;
       cells.push_back(unreached ? "inf" : tsv_number(cell.stat.mean));
       if (table.grouped) cells.push_back(tsv_number(cell.stat.std));
-      if (table.grouped && col.id == "time_to_target_s")
+      if (table.grouped && (col.id == "time_to_target_s" || col.id == "eval_time_to_target_s"))
         cells.push_back(std::to_string(cell.stat.n));
     }
     for (size_t c = 0; c < cells.size(); ++c) out << (c ? "\t" : "") << cells[c];
@@ -432,7 +454,10 @@ SummaryTable build_summary_table(const std::vector<RunStats>& runs, bool group_s
   table.groups = group_runs(runs, group_seeds);
   sort_groups(table.groups, table.keys);
   for (const auto& col : summary_columns()) {
-    if (col.id == "time_to_target_s" && !options.has_target) continue;
+    // The to-target columns of the rule --target-on chose, with a target only.
+    if (is_target_column(col.id) &&
+        (!options.has_target || target_column_rule(col.id) != options.target_on))
+      continue;
     if (col.id == "wire_bytes") continue;  // shown by rank_summary_table
     bool any = false;
     for (const auto& group : table.groups) {
@@ -445,7 +470,8 @@ SummaryTable build_summary_table(const std::vector<RunStats>& runs, bool group_s
 }
 
 bool rankable_column(const std::string& id, const SummaryOptions& options) {
-  if (id == "time_to_target_s") return options.has_target;
+  if (is_target_column(id))
+    return options.has_target && target_column_rule(id) == options.target_on;
   const auto& cols = summary_columns();
   return std::any_of(cols.begin(), cols.end(), [&](const SummaryColumn& c) { return c.id == id; });
 }
@@ -456,7 +482,13 @@ void rank_summary_table(SummaryTable& table, const std::string& by) {
     for (const auto& col : summary_columns())
       if (rankable_column(col.id, table.options)) ids += (ids.empty() ? "" : ", ") + col.id;
     throw UsageError("--rank " + by + ": not a summary column; one of " + ids +
-                     (table.options.has_target ? "" : " (time_to_target_s needs --target)"));
+                     (table.options.has_target
+                          ? " (the other rule's to-target columns need --target-on " +
+                                target_rule_name(table.options.target_on == TargetRule::kTrain
+                                                     ? TargetRule::kEval
+                                                     : TargetRule::kTrain) +
+                                ")"
+                          : " (time_to_target_s needs --target)"));
   }
   const Ranking ranking = rank_groups(table.groups, by);
   std::vector<RunGroup> groups;

@@ -12,6 +12,7 @@
 #include "common/errors.h"
 #include "study/summary_columns.h"
 #include "study/summary_group.h"
+#include "study/summary_target.h"
 
 namespace slowpipe::study {
 namespace {
@@ -148,8 +149,8 @@ VerdictTolerance parse_tolerance(const std::string& raw) {
   return tol;
 }
 
-const std::set<std::string> kSingleKeys = {"id",       "title",  "source", "claim",
-                                           "workload", "target", "scale"};
+const std::set<std::string> kSingleKeys = {"id",       "title",  "source",    "claim",
+                                           "workload", "target", "target_on", "scale"};
 
 }  // namespace
 
@@ -254,6 +255,8 @@ void apply_claim_line(Claim& claim, const IniLine& l) {
   } else if (l.key == "target") {
     if (!parse_number(l.value, claim.target)) throw UsageError("target is not a number");
     claim.has_target = true;
+  } else if (l.key == "target_on") {
+    claim.target_on = target_rule_name(parse_target_rule(l.value, "target_on ="));
   } else if (l.key == "scale") {
     for (const auto& k : split_trim(l.value, ',')) {
       if (k.empty() || k.find('.') == std::string::npos)
@@ -272,8 +275,8 @@ void apply_claim_line(Claim& claim, const IniLine& l) {
     claim.checks.push_back(std::move(c));
   } else {
     throw UsageError("unknown key '" + l.key +
-                     "' (keys: id, title, source, claim, workload, note, target, scale, "
-                     "table.NAME, check, check.FINDING)");
+                     "' (keys: id, title, source, claim, workload, note, target, target_on, "
+                     "scale, table.NAME, check, check.FINDING)");
   }
 }
 
@@ -291,7 +294,7 @@ void check_claim_terms(const Claim& claim, const SweepFile& sweep) {
           throw UsageError(where + "'" + t->column +
                            "' is not a summary column (docs/summary.md lists them)");
         }
-        if (t->column.rfind("time_to_target", 0) == 0 && !claim.has_target) {
+        if (is_target_column(t->column) && !claim.has_target) {
           throw UsageError(where + "'" + t->column + "' needs 'target = LOSS' in [claim]");
         }
         continue;

@@ -12,6 +12,7 @@
 //   workload = what this experiment runs, and its CPU budget
 //   note     = an assumption or a difference from the paper   (repeatable)
 //   target   = 1.9                 loss target for time to target (optional)
+//   target_on = eval               the rule of the report's to-target columns (optional)
 //   scale    = run.epochs, data.limit   integer keys --scale K multiplies
 //   table.act = timing --preset aqsgd-gpt2xl --fw aq(q4) --bw q8 --tsv
 //   check    = eval_loss[compress.fw=aq(q2)] ~ eval_loss[compress.fw=none] within 2 spreads
@@ -81,6 +82,9 @@ struct Claim {
   std::vector<std::string> notes;
   bool has_target = false;
   double target = 0;
+  // Which rule's to-target columns the report's summary table shows ("train"
+  // or "eval", summary --target-on); checks may name either rule's columns.
+  std::string target_on = "train";
   std::vector<std::string> scale_keys;
   struct Table {
     std::string name;

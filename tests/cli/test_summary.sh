@@ -107,10 +107,39 @@ check "--wide is wider" '[ "$(widest wide.txt)" -gt 100 ]'
 check "--wide has every column" 'head -1 wide.txt | grep -q "best bits/byte (c)" && ! head -1 narrow.txt | grep -q "best bits/byte (c)"'
 check "left-out columns named" 'grep -q "left out to fit 100 columns" narrow.txt'
 expect 2 "exclude each other" -- "$bin" summary runs --md --wide
+
+# Time to target under both rules (docs/summary.md, "Time to target"), against the
+# run's own tables: the train rule's step is the first whose mean over the last 10
+# losses is <= 4.5; the eval rule's the first evaluation (every 10 steps, and step 0)
+# with loss <= 4.5; tokens = samples x seq_len 16, samples = the train table's.
+"$bin" summary runs --tsv --no-group --target 4.5 --target-on eval > eval_rows.tsv ||
+  bad "summary --target-on eval"
+log=$(field rows.tsv 1 run)
+"$bin" export "$log" > train.tsv && "$bin" export "$log" --table eval > eval.tsv
+want=$(awk -F'\t' 'NR==1{for(i=1;i<=NF;i++){if($i=="loss")k=i; if($i=="step")s=i}; next}
+  {l[NR]=$k; n=NR-1<10?NR-1:10; m=0; for(j=NR-n+1;j<=NR;j++) m+=l[j]; if(!f && m/n<=4.5){print $s; f=1}}
+  END{if(!f) print "inf"}' train.tsv)
+check "train steps to target" '[ "$(field rows.tsv 1 steps_to_target)" = "$want" ]'
+[ "$want" != inf ] && want=$(awk -F'\t' -v w="$want" 'NR==1{for(i=1;i<=NF;i++){if($i=="samples")k=i; if($i=="step")s=i}; next} $s==w{print $k*16}' train.tsv)
+check "train tokens to target" '[ "$(field rows.tsv 1 tokens_to_target)" = "$want" ]'
+want=$(awk -F'\t' 'NR==1{for(i=1;i<=NF;i++){if($i=="loss")k=i; if($i=="step")s=i}; next}
+  !f && $k<=4.5 {print $s; f=1} END{if(!f) print "inf"}' eval.tsv)
+check "eval steps to target" '[ "$(field eval_rows.tsv 1 eval_steps_to_target)" = "$want" ]'
+check "eval rule only" '[ "$(field eval_rows.tsv 1 steps_to_target)" = NO_COLUMN ]'
+"$bin" summary runs --tsv --target 0.01 --target-on eval > never.tsv
+check "not reached: inf, 0 runs" '[ "$(field never.tsv 1 eval_steps_to_target)" = inf ] && [ "$(field never.tsv 1 eval_time_to_target_reached)" = 0 ]'
+expect 0 "steps to eval loss" -- "$bin" summary runs --target 4.5 --target-on eval --wide
+expect 0 "eval_steps_to_target" -- "$bin" summary runs --target 4.5 --target-on eval --tsv --rank eval_steps_to_target
+expect 2 "one of train, eval" -- "$bin" summary runs --target 4.5 --target-on val
+expect 2 "needs --target" -- "$bin" summary runs --target-on eval
 expect 2 "not a summary column" -- "$bin" summary runs --rank nope
 
 # Plots: PNG signature and a real size; the summary plots only where the runs vary.
 expect 0 "wrote runs/plots/time_to_target_vs_bandwidth.png" -- "$bin" plot runs --target 4.5
+# With a target: its line on the evaluation plot against time, and the time-to-target
+# Pareto figures (one per bandwidth), written or skipped with a reason.
+check "target line" 'grep -q "target: loss" runs/plots/eval_bits_per_byte_vs_sim_time.gp'
+expect 0 "pareto_time_to_target_vs_wire_bytes_100Mbps" -- "$bin" plot runs --target 4.5 --out ttt
 for png in train_loss_vs_step train_loss_vs_sim_time eval_bits_per_byte_vs_step \
            eval_bits_per_byte_vs_sim_time time_to_target_vs_bandwidth \
            pareto_loss_vs_wire_bytes pareto_loss_vs_sim_time_100Mbps pareto_loss_vs_sim_time_1Gbps; do
