@@ -60,14 +60,14 @@ TEST_CASE("NetConfig: net.links and net.compute are parsed once, where the optio
   CHECK(c.compute.model == "analytic");
   CHECK(c.compute.device == nm::kDefaultDevice);
   CHECK(o.get("net.compute") == nm::kDefaultComputeModel);
-  o.set("net.links", "3-4:100Mbps:20ms, 0-1:1Gbps");
+  o.set("net.links", "3-4:100Mbps:20ms, 0-1:2Gbps");
   REQUIRE(c.links.size() == 2);
   CHECK(c.links[0].host_b == 4);
   CHECK(c.links[0].latency_s == Approx(20e-3));
-  CHECK(c.links[1].latency_s == -1);  // the default link's
+  CHECK(c.links[1].latency_s == -1);  // no preset named: the default link's
   // The text as given is what the log and the summary line print.
-  CHECK(o.get("net.links") == "3-4:100Mbps:20ms, 0-1:1Gbps");
-  CHECK_THAT(nm::describe(c), Catch::EndsWith(", links 3-4:100Mbps:20ms, 0-1:1Gbps"));
+  CHECK(o.get("net.links") == "3-4:100Mbps:20ms, 0-1:2Gbps");
+  CHECK_THAT(nm::describe(c), Catch::EndsWith(", links 3-4:100Mbps:20ms, 0-1:2Gbps"));
   CHECK_THROWS_WITH(o.set("net.links", "1-2"), Catch::Contains("net.links"));
   o.set("net.compute", "calibrated");
   CHECK(c.compute.model == "calibrated");
