@@ -7,7 +7,7 @@
 #include "cli/config_args.h"
 #include "common/errors.h"
 #include "common/options.h"
-#include "compressors/inspect.h"
+#include "compressors/channels/inspect.h"
 
 namespace po = boost::program_options;
 

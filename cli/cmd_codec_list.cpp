@@ -5,7 +5,7 @@
 
 #include "cli/commands.h"
 #include "common/errors.h"
-#include "compressors/channel_spec.h"
+#include "compressors/codecs/channel_spec.h"
 
 namespace slowpipe::cli {
 

@@ -1,12 +1,12 @@
 // `slowpipe launch --nproc N [train options]`: a distributed run on this host
-// (dist/launch.h, docs/distributed.md). The train options are read here only
+// (distributed/launch.h, docs/distributed.md). The train options are read here only
 // for dist.timeout, which sets how long launch waits for ranks that do not end
 // after a failure; the workers check every option themselves.
 #include <iostream>
 
 #include "cli/commands.h"
 #include "common/options.h"
-#include "dist/launch.h"
+#include "distributed/launch.h"
 #include "config/train_config.h"
 
 namespace slowpipe::cli {

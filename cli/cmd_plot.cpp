@@ -9,9 +9,9 @@
 #include "cli/commands.h"
 #include "cli/config_args.h"
 #include "common/errors.h"
-#include "study/plot_figures.h"
-#include "study/summary_inputs.h"
-#include "study/summary_target.h"
+#include "study/summary/plot_figures.h"
+#include "study/summary/summary_inputs.h"
+#include "study/summary/summary_target.h"
 
 namespace po = boost::program_options;
 

@@ -12,7 +12,7 @@
 #include "cli/config_args.h"
 #include "common/errors.h"
 #include "sim/retime.h"
-#include "study/summary_inputs.h"
+#include "study/summary/summary_inputs.h"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;

@@ -1,9 +1,9 @@
 // `slowpipe summary RUN.h5... | DIR`: one table row per run, or per group of
 // runs that differ only in run.seed, as aligned text, TSV or Markdown
 // (definitions: docs/summary.md; the work: study/summary_*.h); `--rank BY`
-// orders the rows and marks the Pareto fronts (study/summary_rank.h);
+// orders the rows and marks the Pareto fronts (study/summary/summary_rank.h);
 // `--target L [--target-on train|eval]` adds the time, steps, samples and
-// tokens to a loss (study/summary_target.h).
+// tokens to a loss (study/summary/summary_target.h).
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <iostream>
@@ -11,9 +11,9 @@
 #include "cli/commands.h"
 #include "cli/config_args.h"
 #include "common/errors.h"
-#include "study/summary_inputs.h"
-#include "study/summary_table.h"
-#include "study/summary_target.h"
+#include "study/summary/summary_inputs.h"
+#include "study/summary/summary_table.h"
+#include "study/summary/summary_target.h"
 
 namespace po = boost::program_options;
 

@@ -14,9 +14,9 @@
 #include "cli/config_args.h"
 #include "cli/handoff.h"
 #include "common/errors.h"
-#include "study/sweep_process.h"
-#include "study/sweep_runner.h"
-#include "study/verdict_claim.h"
+#include "study/sweeps/sweep_process.h"
+#include "study/sweeps/sweep_runner.h"
+#include "study/sweeps/verdict_claim.h"
 
 namespace po = boost::program_options;
 

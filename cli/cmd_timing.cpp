@@ -8,8 +8,8 @@
 #include "cli/commands.h"
 #include "cli/config_args.h"
 #include "common/errors.h"
-#include "compressors/channel_spec.h"
-#include "compressors/config.h"
+#include "compressors/codecs/channel_spec.h"
+#include "compressors/codecs/config.h"
 #include "netmodel/net_config.h"
 #include "whatif/what_if.h"
 

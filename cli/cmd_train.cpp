@@ -12,7 +12,7 @@
 #include "cli/config_args.h"
 #include "common/errors.h"
 #include "config/logged_config.h"
-#include "dist/dist_engine.h"
+#include "distributed/dist_engine.h"
 #include "runlog/runlog.h"
 #include "sim/kernel_policy.h"
 #include "sim/trainer.h"

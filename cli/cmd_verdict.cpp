@@ -1,9 +1,9 @@
 // `slowpipe verdict SWEEP.ini [--dir DIR]`: evaluates the [claim] of a
 // reproduction's sweep file on its run logs and prints the report (the sweep
 // writes it as DIR/summary.md). `--save [TO]` writes the results to commit
-// (summary.md, runs.tsv, checks.tsv: study/verdict_results.h); `--compare
+// (summary.md, runs.tsv, checks.tsv: study/sweeps/verdict_results.h); `--compare
 // [FROM]` prints this folder beside the committed results
-// (study/verdict_compare.h). The rules: docs/reproduce.md; the work:
+// (study/sweeps/verdict_compare.h). The rules: docs/reproduce.md; the work:
 // study/verdict_*.h.
 
 #include <boost/program_options.hpp>
@@ -16,11 +16,11 @@
 #include "cli/commands.h"
 #include "cli/config_args.h"
 #include "common/errors.h"
-#include "study/summary_inputs.h"
-#include "study/sweep_process.h"
-#include "study/verdict_compare.h"
-#include "study/verdict_report.h"
-#include "study/verdict_results.h"
+#include "study/summary/summary_inputs.h"
+#include "study/sweeps/sweep_process.h"
+#include "study/sweeps/verdict_compare.h"
+#include "study/sweeps/verdict_report.h"
+#include "study/sweeps/verdict_results.h"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "common/errors.h"
-#include "compressors/config.h"
+#include "compressors/codecs/config.h"
 #include "netmodel/replay.h"
 #include "netmodel/schedule_trace.h"
 #include "runlog/runlog.h"

@@ -5,7 +5,7 @@
 #include "common/errors.h"
 #include "common/units.h"
 #include "config/optim_registry.h"
-#include "netmodel/schedule.h"
+#include "pipeline/schedule.h"
 
 namespace slowpipe::config {
 namespace {

@@ -38,7 +38,7 @@ struct RunConfig {
 };
 void describe_options(RunConfig& c, OptionSet& o);
 
-// A distributed run (dist/, docs/distributed.md): one process per (replica,
+// A distributed run (distributed/, docs/distributed.md): one process per (replica,
 // stage), rank = replica * stages + stage. world_size = 0: one process (the
 // default). The torchrun variables RANK, WORLD_SIZE, MASTER_ADDR and
 // MASTER_PORT set these keys when they are not given (cli/cmd_train.cpp).

@@ -8,10 +8,10 @@
 #include <string>
 
 #include "common/options.h"
-#include "compressors/config.h"
+#include "compressors/codecs/config.h"
 #include "config/section_configs.h"
-#include "models/data_config.h"
-#include "models/model_config.h"
+#include "models/facts/data_config.h"
+#include "models/facts/model_config.h"
 #include "netmodel/net_config.h"
 
 namespace slowpipe::config {

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "compressors/codec.h"
+#include "compressors/codecs/codec.h"
 
 namespace {
 

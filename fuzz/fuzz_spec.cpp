@@ -16,8 +16,8 @@
 #include <string>
 
 #include "common/errors.h"
-#include "compressors/codec.h"
-#include "compressors/factory.h"
+#include "compressors/codecs/codec.h"
+#include "compressors/channels/factory.h"
 
 namespace {
 

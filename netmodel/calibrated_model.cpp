@@ -1,6 +1,6 @@
 // The calibrated compute model: per-class samples over a window of steps, a
 // robust statistic, then frozen seconds (see calibrated_model.h).
-#include "netmodel/calibrated_model.h"
+#include "netmodel/internal/calibrated_model.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -20,7 +20,7 @@
 
 #include "common/errors.h"
 #include "common/options.h"
-#include "netmodel/calibrated_model.h"
+#include "netmodel/internal/calibrated_model.h"
 
 namespace slowpipe::netmodel {
 

@@ -1,6 +1,6 @@
 // Out-of-line parts of the event engine (the hot paths are inline in the header:
 // a 4-ary min-heap, moving a hole rather than swapping).
-#include "netmodel/event_engine.h"
+#include "netmodel/internal/event_engine.h"
 
 #include <stdexcept>
 

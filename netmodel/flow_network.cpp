@@ -18,7 +18,7 @@
 // whose rates the filling finds independently). Classes are found by a hash
 // of their sorted resources; all scratch vectors keep their capacity, so a
 // warm network allocates nothing per event (a new path class excepted).
-#include "netmodel/flow_network.h"
+#include "netmodel/internal/flow_network.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -13,8 +13,8 @@
 #include <utility>
 
 #include "common/errors.h"
-#include "netmodel/event_engine.h"
-#include "netmodel/flow_network.h"
+#include "netmodel/internal/event_engine.h"
+#include "netmodel/internal/flow_network.h"
 
 namespace slowpipe::netmodel {
 namespace {

@@ -2,7 +2,7 @@
 #include "netmodel/schedule_trace.h"
 
 #include "common/errors.h"
-#include "netmodel/schedule.h"
+#include "pipeline/schedule.h"
 
 namespace slowpipe::netmodel {
 

@@ -12,7 +12,7 @@
 #include <functional>
 #include <string>
 
-#include "netmodel/schedule.h"
+#include "pipeline/schedule.h"
 #include "netmodel/trace.h"
 
 namespace slowpipe::netmodel {

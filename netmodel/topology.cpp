@@ -1,5 +1,5 @@
 // Links and routes of the simulated cluster, whole or folded by replica.
-#include "netmodel/topology.h"
+#include "netmodel/internal/topology.h"
 
 #include <string>
 

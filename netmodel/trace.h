@@ -4,7 +4,7 @@
 // Plain data, no libtorch. The engine appends ops in the global order in which
 // its single process executed them; the ops of one (replica, device) appear in
 // that device's schedule order. A device runs one or more model chunks
-// (netmodel/schedule.h); c below is a chunk, and a device's ops name their
+// (pipeline/schedule.h); c below is a chunk, and a device's ops name their
 // chunk. Dependencies are implied by the kinds:
 //   kForward(c, m)         after kForward(c-1, m), through kSendActivation(c-1, m)
 //                          when chunks c-1 and c are on different devices;

@@ -20,7 +20,8 @@ dpi=192
 # names of architecture.dot.
 cmake_links() {
   local dir
-  for dir in common netmodel compressors models whatif runlog config sim study dist cli; do
+  for dir in common pipeline netmodel compressors/codecs compressors/channels models/facts \
+    models/torch whatif runlog config sim study/summary study/sweeps distributed cli; do
     sed 's/#.*//' "$dir/CMakeLists.txt"
   done | tr '\n' ' ' | grep -o 'target_link_libraries([^)]*)' |
     sed 's/target_link_libraries(//; s/)//' |

@@ -12,7 +12,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libtorch-dev            # libtorch 1.13, CPU build
-  libgloo-dev             # Gloo headers: c10d's ProcessGroupGloo (distributed runs, dist/)
+  libgloo-dev             # Gloo headers: c10d's ProcessGroupGloo (distributed runs, distributed/)
   libopenblas0-pthread    # without it libtorch falls back to reference BLAS (~27x slower)
   libhdf5-dev hdf5-tools
   libboost-program-options-dev

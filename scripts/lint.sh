@@ -13,7 +13,7 @@ set -euo pipefail
 build="${1:-build-lint}"
 jobs="${JOBS:-$(nproc)}"
 root="$(pwd)"
-files="${LINT_FILES:-^$root/(common|netmodel|whatif|compressors|models|runlog|config|sim|study|dist|cli|tests|bench)/}"
+files="${LINT_FILES:-^$root/(common|pipeline|netmodel|whatif|compressors|models|runlog|config|sim|study|distributed|cli|tests|bench)/}"
 
 if ! command -v run-clang-tidy >/dev/null 2>&1; then
   echo "lint: run-clang-tidy not found: scripts/install-deps.sh --lint installs clang-tidy" >&2

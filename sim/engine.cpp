@@ -12,11 +12,11 @@
 #include <utility>
 
 #include "common/errors.h"
-#include "compressors/factory.h"
+#include "compressors/channels/factory.h"
 #include "config/optim_registry.h"
-#include "models/cuts.h"
-#include "models/model_registry.h"
-#include "netmodel/schedule.h"
+#include "models/torch/cuts.h"
+#include "models/torch/model_registry.h"
+#include "pipeline/schedule.h"
 #include "sim/engine_parts.h"
 #include "sim/internal/engine_replica.h"
 

@@ -1,6 +1,6 @@
 // The pipeline engine: D data-parallel replicas of a model cut into S stages, run
 // for real in one process, micro-batch by micro-batch, in the order a schedule
-// (netmodel/schedule.h: GPipe, 1F1B, interleaved, ZB-H1) dictates; with virtual
+// (pipeline/schedule.h: GPipe, 1F1B, interleaved, ZB-H1) dictates; with virtual
 // stages the model is cut into stages x v chunks, several per device. At every stage boundary the
 // activation leaving a stage is detached, sent through the boundary's forward channel and handed to
 // the next stage as a new leaf; its gradient comes back explicitly through the backward channel.
@@ -18,13 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "compressors/channel.h"
-#include "compressors/config.h"
+#include "compressors/channels/channel.h"
+#include "compressors/codecs/config.h"
 #include "config/section_configs.h"
-#include "models/dataset.h"
-#include "models/model.h"
-#include "models/model_config.h"
-#include "netmodel/schedule.h"
+#include "models/torch/dataset.h"
+#include "models/torch/model.h"
+#include "models/facts/model_config.h"
+#include "pipeline/schedule.h"
 #include "netmodel/trace.h"
 #include "sim/optimizer.h"
 
@@ -92,7 +92,7 @@ struct StepResult {
   std::vector<ChannelSummary> fw, bw;  // per boundary
   std::vector<ChannelSummary> grad;    // per stage (D > 1)
   netmodel::StepTrace trace;
-  // Distributed runs (dist/) only; empty or 0 otherwise.
+  // Distributed runs (distributed/) only; empty or 0 otherwise.
   double dist_step_s = 0;  // wall time from the step's start to every rank's report
   std::vector<uint64_t> fw_wire, bw_wire, grad_wire;  // bytes handed to c10d, framing included
 };
@@ -104,7 +104,7 @@ struct EvalResult {
 };
 
 // What the trainer drives: the single-process PipelineEngine below, or one rank of
-// a distributed run (dist/dist_engine.h), which computes only its own stage of
+// a distributed run (distributed/dist_engine.h), which computes only its own stage of
 // its own replica and whose rank 0 returns the results of the whole step.
 class StepEngine {
  public:

@@ -9,8 +9,8 @@
 #include <ATen/ATen.h>
 
 #include "common/errors.h"
-#include "compressors/channel_spec.h"
-#include "compressors/factory.h"
+#include "compressors/codecs/channel_spec.h"
+#include "compressors/channels/factory.h"
 #include "config/optim_registry.h"
 #include "sim/engine.h"
 #include "sim/engine_parts.h"

@@ -1,5 +1,5 @@
 // Pieces of a pipeline step shared by the single-process engine (engine.cpp)
-// and the distributed one (dist/dist_engine.cpp): op timing, trace ops, channel
+// and the distributed one (distributed/dist_engine.cpp): op timing, trace ops, channel
 // contexts and per-channel accounting. Internal to the engines.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "compressors/factory.h"
+#include "compressors/channels/factory.h"
 #include "netmodel/trace.h"
 #include "sim/engine.h"
 
@@ -19,7 +19,7 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0);
 
 // CPU seconds of the calling thread: the clock of the calibrated compute model
-// (netmodel/calibrated_model.h). Unlike the wall clock it stops while the
+// (netmodel/internal/calibrated_model.h). Unlike the wall clock it stops while the
 // thread waits for a core, so it does not count the machine's other load.
 double thread_cpu_now();
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "common/errors.h"
-#include "models/model_limits.h"
+#include "models/torch/model_limits.h"
 
 namespace slowpipe::sim {
 namespace {

@@ -20,7 +20,7 @@
 
 #include "common/errors.h"
 #include "common/file_tree.h"
-#include "models/checked_file.h"
+#include "models/torch/checked_file.h"
 
 namespace slowpipe::sim {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "common/errors.h"
-#include "models/data_registry.h"
+#include "models/torch/data_registry.h"
 #include "sim/engine.h"
 
 namespace slowpipe::sim {

@@ -34,8 +34,8 @@ struct TrainSummary {
 
 using ResolvedConfig = std::vector<std::pair<std::string, std::string>>;
 
-// Builds the engine of one rank of a distributed run (dist/dist_engine.h); the
-// CLI passes it, so that sim/ does not depend on dist/.
+// Builds the engine of one rank of a distributed run (distributed/dist_engine.h); the
+// CLI passes it, so that sim/ does not depend on distributed/.
 using DistEngineFactory = std::function<std::unique_ptr<StepEngine>(
     const EngineSetup&, const config::TrainConfig&, const ResolvedConfig&)>;
 

@@ -1,12 +1,12 @@
 // Synthetic what-if steps (synthetic_trace.h): a schedule's op skeleton
 // (netmodel/schedule_trace.h) filled from a model shape's FLOPs, kernels and
-// parameters (models/model_shape.h) and its messages' wire bytes.
+// parameters (models/facts/model_shape.h) and its messages' wire bytes.
 #include "whatif/synthetic_trace.h"
 
 #include <memory>
 
 #include "common/errors.h"
-#include "netmodel/schedule.h"
+#include "pipeline/schedule.h"
 
 namespace slowpipe::whatif {
 

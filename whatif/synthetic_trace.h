@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "compressors/channel_spec.h"
-#include "models/model_shape.h"
+#include "compressors/codecs/channel_spec.h"
+#include "models/facts/model_shape.h"
 #include "netmodel/compute_model.h"
 #include "netmodel/schedule_trace.h"
 #include "netmodel/trace.h"

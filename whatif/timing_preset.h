@@ -10,7 +10,7 @@
 #include <string>
 
 #include "common/registry.h"
-#include "models/model_shape.h"
+#include "models/facts/model_shape.h"
 #include "whatif/swarm.h"
 
 namespace slowpipe::whatif {

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/options.h"
-#include "compressors/grad_sync.h"
+#include "compressors/codecs/grad_sync.h"
 #include "netmodel/net_config.h"
 #include "whatif/synthetic_trace.h"
 #include "whatif/timing_preset.h"

@@ -10,7 +10,7 @@
 #include "common/errors.h"
 #include "common/units.h"
 #include "netmodel/compute_model.h"
-#include "netmodel/schedule.h"
+#include "pipeline/schedule.h"
 #include "whatif/internal/what_if_parts.h"
 
 namespace slowpipe::whatif {

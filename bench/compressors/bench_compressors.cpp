@@ -29,10 +29,10 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
-#include "compressors/factory.h"
-#include "compressors/index_coding.h"
-#include "compressors/quantizer.h"
-#include "compressors/topk_select.h"
+#include "compressors/channels/factory.h"
+#include "compressors/codecs/index_coding.h"
+#include "compressors/codecs/quantizer.h"
+#include "compressors/codecs/topk_select.h"
 
 namespace sc = slowpipe::compressors;
 

@@ -7,8 +7,8 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
-#include "models/data_registry.h"
-#include "models/model_registry.h"
+#include "models/torch/data_registry.h"
+#include "models/torch/model_registry.h"
 
 namespace sm = slowpipe::models;
 

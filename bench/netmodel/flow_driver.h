@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bench/netmodel/scenario_gen.h"
-#include "netmodel/event_engine.h"
+#include "netmodel/internal/event_engine.h"
 
 namespace slowpipe::bench {
 

@@ -26,7 +26,7 @@
 #include <numeric>
 #include <random>
 
-#include "models/data_registry.h"
+#include "models/torch/data_registry.h"
 #include "sim/engine.h"
 
 namespace {

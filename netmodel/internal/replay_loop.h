@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "netmodel/event_engine.h"
+#include "netmodel/internal/event_engine.h"
 #include "netmodel/internal/replay_collective.h"
 #include "netmodel/internal/replay_inbound.h"
 #include "netmodel/internal/replay_ops.h"

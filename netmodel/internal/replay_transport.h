@@ -13,11 +13,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "netmodel/event_engine.h"
-#include "netmodel/flow_network.h"
+#include "netmodel/internal/event_engine.h"
+#include "netmodel/internal/flow_network.h"
 #include "netmodel/net_config.h"
 #include "netmodel/replay.h"
-#include "netmodel/topology.h"
+#include "netmodel/internal/topology.h"
 
 namespace slowpipe::netmodel {
 

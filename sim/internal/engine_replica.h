@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "compressors/channel.h"
-#include "models/model.h"
+#include "compressors/channels/channel.h"
+#include "models/torch/model.h"
 #include "sim/engine.h"
 #include "sim/optimizer.h"
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "config/section_configs.h"
-#include "models/dataset.h"
+#include "models/torch/dataset.h"
 #include "sim/engine.h"
 #include "sim/internal/log_tables.h"
 

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "models/sampler.h"
+#include "models/torch/sampler.h"
 
 namespace slowpipe::sim {
 

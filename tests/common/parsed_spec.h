@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "compressors/channel_spec.h"
+#include "compressors/codecs/channel_spec.h"
 
 namespace slowpipe::test {
 

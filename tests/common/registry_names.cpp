@@ -7,11 +7,11 @@
 // first use of each registry. Usage: registry_names
 #include <iostream>
 
-#include "compressors/channel_spec.h"
-#include "compressors/codec.h"
+#include "compressors/codecs/channel_spec.h"
+#include "compressors/codecs/codec.h"
 #include "config/optim_registry.h"
-#include "models/data_facts.h"
-#include "models/model_facts.h"
+#include "models/facts/data_facts.h"
+#include "models/facts/model_facts.h"
 
 namespace {
 

@@ -78,7 +78,7 @@ if [ "$found" != "$((limit + 1)) $tmpdir/control.cpp:3 long_one" ]; then
 fi
 
 cd "$src" || exit 1
-files=$(find common compressors models netmodel whatif runlog config sim study dist cli \
+files=$(find common pipeline compressors models netmodel whatif runlog config sim study distributed cli \
   -name '*.cpp' | sort)
 # shellcheck disable=SC2086
 found=$(long_functions $files)

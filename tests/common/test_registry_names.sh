@@ -41,7 +41,7 @@ pattern="${var}[[:space:]]*[!=]=[[:space:]]*\"${names}\"|\"${names}\"[[:space:]]
 # A scheme's opening as a literal: the prefix test of a spec's text.
 pattern="${pattern}|\"${schemes}\\(\""
 # The registries themselves, where each name is defined.
-registries='^(config/optim_registry\.cpp|models/data_facts\.cpp|compressors/codec\.cpp|compressors/channel_spec\.cpp|models/model_registry\.cpp|models/model_facts\.cpp|models/data_registry\.cpp):'
+registries='^(config/optim_registry\.cpp|models/facts/data_facts\.cpp|compressors/codecs/codec\.cpp|compressors/codecs/channel_spec\.cpp|models/torch/model_registry\.cpp|models/facts/model_facts\.cpp|models/torch/data_registry\.cpp):'
 
 # Controls: the pattern finds the switches it exists to catch, and passes a
 # comparison of an option value, a whole spec and a scheme read from a tree.
@@ -64,7 +64,7 @@ done
 
 cd "$src" || exit 1
 hits=$(grep -rnE "$pattern" --include='*.cpp' --include='*.h' \
-  common compressors models netmodel whatif runlog config sim study dist cli | grep -vE "$registries")
+  common pipeline compressors models netmodel whatif runlog config sim study distributed cli | grep -vE "$registries")
 if [ -n "$hits" ]; then
   echo "FAIL: family names switched on outside their registry (move the property into the entry):"
   echo "$hits"

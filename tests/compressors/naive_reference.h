@@ -10,7 +10,7 @@
 #include <numeric>
 #include <vector>
 
-#include "compressors/quantizer.h"
+#include "compressors/codecs/quantizer.h"
 
 namespace slowpipe::compressors::naive {
 

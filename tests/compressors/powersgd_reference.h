@@ -1,5 +1,5 @@
 // A naive double-precision reference of one PowerSGD step (docs/codec-spec.md,
-// "PowerSGD"), written apart from compressors/powersgd.cpp: plain loops,
+// "PowerSGD"), written apart from compressors/codecs/powersgd.cpp: plain loops,
 // classical Gram-Schmidt done twice on every column (the codec does modified
 // Gram-Schmidt, the second pass only after a large cancellation), the same
 // documented 1e-10 rule for dependent columns, and the re-seeding of all-zero
@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "compressors/powersgd.h"
+#include "compressors/codecs/internal/powersgd.h"
 
 namespace slowpipe::compressors::naive {
 

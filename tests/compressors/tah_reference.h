@@ -1,5 +1,5 @@
 // A naive TAH-Quant (docs/codec-spec.md, "TAH-Quant"), written from the page
-// and not from compressors/tah_quant.cpp: one tile at a time, one bit at a time,
+// and not from compressors/codecs/tah_quant.cpp: one tile at a time, one bit at a time,
 // every tile's statistics in plain loops, the whole class sorted to pick the
 // high-width tiles. Shares only the fp16 rounding helpers (quantizer.h, tested
 // on their own). The tests compare it with the codec byte for byte.
@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "compressors/quantizer.h"
+#include "compressors/codecs/quantizer.h"
 
 namespace slowpipe::compressors::naive {
 

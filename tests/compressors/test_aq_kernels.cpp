@@ -1,4 +1,4 @@
-// AQ-SGD's row kernels (compressors/internal/aq_kernels.h): each SIMD path this CPU
+// AQ-SGD's row kernels (compressors/codecs/aq_kernels.h): each SIMD path this CPU
 // runs (AVX-512, AVX2 + F16C) against the portable loops, bit for bit: fp16
 // buffers, deltas, outputs, the "fits" flag and the double norm. Over every
 // fp16 value as a buffer entry, a sweep of fp32 bit patterns around every fp16
@@ -13,8 +13,8 @@
 #include <random>
 #include <vector>
 
-#include "compressors/internal/aq_kernels.h"
-#include "compressors/quantizer.h"
+#include "compressors/codecs/aq_kernels.h"
+#include "compressors/codecs/quantizer.h"
 
 namespace sc = slowpipe::compressors;
 using Isa = sc::aq::Isa;

@@ -9,9 +9,9 @@
 #include <map>
 
 #include "common/errors.h"
-#include "compressors/aq_sgd.h"
-#include "compressors/codec.h"
-#include "compressors/factory.h"
+#include "compressors/channels/internal/aq_sgd.h"
+#include "compressors/codecs/codec.h"
+#include "compressors/channels/factory.h"
 #include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "compressors/factory.h"
+#include "compressors/channels/factory.h"
 #include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;

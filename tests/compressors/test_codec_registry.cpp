@@ -7,9 +7,9 @@
 #include <string>
 
 #include "common/errors.h"
-#include "compressors/channel_spec.h"
-#include "compressors/codec.h"
-#include "compressors/spec.h"
+#include "compressors/codecs/channel_spec.h"
+#include "compressors/codecs/codec.h"
+#include "compressors/codecs/spec.h"
 
 namespace sc = slowpipe::compressors;
 

@@ -6,9 +6,9 @@
 #include <catch2/catch.hpp>
 #include <set>
 
-#include "compressors/codec.h"
-#include "compressors/factory.h"
-#include "compressors/feedback.h"
+#include "compressors/codecs/codec.h"
+#include "compressors/channels/factory.h"
+#include "compressors/channels/internal/feedback.h"
 #include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;

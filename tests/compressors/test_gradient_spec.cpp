@@ -15,9 +15,9 @@
 
 #include "common/errors.h"
 #include "common/options.h"
-#include "compressors/config.h"
-#include "compressors/factory.h"
-#include "compressors/quantizer.h"
+#include "compressors/codecs/config.h"
+#include "compressors/channels/factory.h"
+#include "compressors/codecs/quantizer.h"
 #include "naive_reference.h"
 #include "tests/common/parsed_spec.h"
 

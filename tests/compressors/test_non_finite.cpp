@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "compressors/codec.h"
-#include "compressors/factory.h"
-#include "compressors/quant_kernels.h"
+#include "compressors/codecs/codec.h"
+#include "compressors/channels/factory.h"
+#include "compressors/codecs/quant_kernels.h"
 #include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;

@@ -10,9 +10,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "compressors/channel_spec.h"
-#include "compressors/codec.h"
-#include "compressors/factory.h"
+#include "compressors/codecs/channel_spec.h"
+#include "compressors/codecs/codec.h"
+#include "compressors/channels/factory.h"
 #include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;

@@ -1,4 +1,4 @@
-// PowerSGD (compressors/powersgd.h) against a naive double-precision reference
+// PowerSGD (compressors/codecs/internal/powersgd.h) against a naive double-precision reference
 // (powersgd_reference.h), the warm-start rules (second step from
 // the first step's Q; fresh codec, other shape or other seed from the seeded
 // init), error feedback through ef(...), exact rank-R inputs, exact wire sizes,
@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "compressors/factory.h"
-#include "compressors/feedback.h"
-#include "compressors/powersgd.h"
-#include "compressors/quantizer.h"
+#include "compressors/channels/factory.h"
+#include "compressors/channels/internal/feedback.h"
+#include "compressors/codecs/internal/powersgd.h"
+#include "compressors/codecs/quantizer.h"
 #include "powersgd_reference.h"
 #include "spec_checks.h"
 #include "tests/common/parsed_spec.h"

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "compressors/factory.h"
-#include "compressors/feedback.h"
-#include "compressors/powersgd.h"
+#include "compressors/channels/factory.h"
+#include "compressors/channels/internal/feedback.h"
+#include "compressors/codecs/internal/powersgd.h"
 #include "powersgd_reference.h"
 #include "tests/common/parsed_spec.h"
 

@@ -1,4 +1,4 @@
-// QSGD (compressors/qsgd.h): exact wire sizes, the stored L2 norms and the
+// QSGD (compressors/codecs/internal/qsgd.h): exact wire sizes, the stored L2 norms and the
 // levels against a naive reference, unbiasedness over many seeds, the spec and
 // its errors, the decoder's checks, that it is not q<b>:stochastic:group, and
 // the SIMD level loops against the portable one.
@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "compressors/channel_spec.h"
-#include "compressors/internal/qsgd_kernels.h"
-#include "compressors/qsgd.h"
-#include "compressors/quant_kernels.h"
+#include "compressors/codecs/channel_spec.h"
+#include "compressors/codecs/internal/qsgd_kernels.h"
+#include "compressors/codecs/internal/qsgd.h"
+#include "compressors/codecs/quant_kernels.h"
 #include "spec_checks.h"
 #include "tests/common/parsed_spec.h"
 

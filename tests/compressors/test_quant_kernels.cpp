@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "compressors/quant_kernels.h"
-#include "compressors/internal/quant_simd.h"
+#include "compressors/codecs/quant_kernels.h"
+#include "compressors/codecs/internal/quant_simd.h"
 
 namespace sc = slowpipe::compressors;
 

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <random>
 
-#include "compressors/codec.h"
-#include "compressors/quantizer.h"
+#include "compressors/codecs/codec.h"
+#include "compressors/codecs/quantizer.h"
 #include "naive_reference.h"
 
 namespace sc = slowpipe::compressors;

@@ -10,10 +10,10 @@
 #include <string>
 
 #include "common/errors.h"
-#include "compressors/codec.h"
-#include "compressors/index_coding.h"
-#include "compressors/sparsifier.h"
-#include "compressors/topk_select.h"
+#include "compressors/codecs/codec.h"
+#include "compressors/codecs/index_coding.h"
+#include "compressors/codecs/sparsifier.h"
+#include "compressors/codecs/topk_select.h"
 #include "naive_reference.h"
 
 namespace sc = slowpipe::compressors;

@@ -8,10 +8,10 @@
 
 #include "common/errors.h"
 #include "common/options.h"
-#include "compressors/config.h"
-#include "compressors/factory.h"
-#include "compressors/inspect.h"
-#include "compressors/spec.h"
+#include "compressors/codecs/config.h"
+#include "compressors/channels/factory.h"
+#include "compressors/channels/inspect.h"
+#include "compressors/codecs/spec.h"
 #include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "compressors/factory.h"
+#include "compressors/channels/factory.h"
 #include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;

@@ -1,4 +1,4 @@
-// TAH-Quant (compressors/tah_quant.h): messages and decoded values bit for bit
+// TAH-Quant (compressors/codecs/internal/tah_quant.h): messages and decoded values bit for bit
 // against the naive reference (tah_reference.h) over shapes, tiles and
 // budgets; exact sizes; the Walsh-Hadamard step (orthonormal, self-inverse,
 // Sylvester's matrix); the entropy estimate; non-finite input refused; error
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "compressors/channel_spec.h"
-#include "compressors/factory.h"
-#include "compressors/tah_quant.h"
+#include "compressors/codecs/channel_spec.h"
+#include "compressors/channels/factory.h"
+#include "compressors/codecs/internal/tah_quant.h"
 #include "spec_checks.h"
 #include "tah_reference.h"
 #include "tests/common/parsed_spec.h"

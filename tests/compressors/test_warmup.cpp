@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "compressors/factory.h"
-#include "compressors/warmup.h"
+#include "compressors/channels/factory.h"
+#include "compressors/channels/internal/warmup.h"
 #include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;

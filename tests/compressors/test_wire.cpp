@@ -7,10 +7,10 @@
 #include <random>
 
 #include "common/errors.h"
-#include "compressors/codec.h"
-#include "compressors/factory.h"
-#include "compressors/index_coding.h"
-#include "compressors/topk_select.h"
+#include "compressors/codecs/codec.h"
+#include "compressors/channels/factory.h"
+#include "compressors/codecs/index_coding.h"
+#include "compressors/codecs/topk_select.h"
 #include "tests/common/parsed_spec.h"
 
 namespace sc = slowpipe::compressors;

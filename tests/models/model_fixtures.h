@@ -4,9 +4,9 @@
 #include <torch/types.h>  // tensor factories (randint, randn, arange)
 #include <torch/utils.h>  // manual_seed
 
-#include "models/dataset.h"
-#include "models/model.h"
-#include "models/model_config.h"
+#include "models/torch/dataset.h"
+#include "models/torch/model.h"
+#include "models/facts/model_config.h"
 
 namespace slowpipe::models::testing {
 

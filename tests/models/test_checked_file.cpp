@@ -16,7 +16,7 @@
 
 #include "common/errors.h"
 #include "matchers.h"
-#include "models/checked_file.h"
+#include "models/torch/checked_file.h"
 #include "temp_files.h"
 
 namespace sm = slowpipe::models;

@@ -7,8 +7,8 @@
 #include "common/errors.h"
 #include "matchers.h"
 #include "model_fixtures.h"
-#include "models/checkpoint.h"
-#include "models/model_registry.h"
+#include "models/torch/checkpoint.h"
+#include "models/torch/model_registry.h"
 #include "temp_files.h"
 
 namespace sm = slowpipe::models;

@@ -15,10 +15,10 @@
 #include "common/errors.h"
 #include "matchers.h"
 #include "model_fixtures.h"
-#include "models/checked_file.h"
-#include "models/checkpoint.h"
-#include "models/model_limits.h"
-#include "models/model_registry.h"
+#include "models/torch/checked_file.h"
+#include "models/torch/checkpoint.h"
+#include "models/torch/model_limits.h"
+#include "models/torch/model_registry.h"
 #include "temp_files.h"
 
 namespace sm = slowpipe::models;

@@ -10,8 +10,8 @@
 #include "common/errors.h"
 #include "matchers.h"
 #include "model_fixtures.h"
-#include "models/cuts.h"
-#include "models/model_registry.h"
+#include "models/torch/cuts.h"
+#include "models/torch/model_registry.h"
 
 namespace sm = slowpipe::models;
 namespace st = slowpipe::models::testing;

@@ -11,11 +11,11 @@
 
 #include "common/errors.h"
 #include "matchers.h"
-#include "models/data_registry.h"
-#include "models/fashion_mnist.h"
-#include "models/file_bytes.h"
-#include "models/idx.h"
-#include "models/input_file.h"
+#include "models/torch/data_registry.h"
+#include "models/torch/internal/fashion_mnist.h"
+#include "models/torch/internal/file_bytes.h"
+#include "models/torch/internal/idx.h"
+#include "models/torch/internal/input_file.h"
 #include "temp_files.h"
 
 namespace sm = slowpipe::models;

@@ -7,8 +7,8 @@
 #include "common/errors.h"
 #include "matchers.h"
 #include "model_fixtures.h"
-#include "models/model_limits.h"
-#include "models/model_registry.h"
+#include "models/torch/model_limits.h"
+#include "models/torch/model_registry.h"
 
 namespace sm = slowpipe::models;
 namespace st = slowpipe::models::testing;

@@ -11,9 +11,9 @@
 #include "common/options.h"
 #include "matchers.h"
 #include "model_fixtures.h"
-#include "models/model_facts.h"
-#include "models/model_limits.h"
-#include "models/model_registry.h"
+#include "models/facts/model_facts.h"
+#include "models/torch/model_limits.h"
+#include "models/torch/model_registry.h"
 
 namespace sm = slowpipe::models;
 namespace st = slowpipe::models::testing;

@@ -1,4 +1,4 @@
-// model.name = protocol-gpt (models/gpt_protocol.cpp): the properties of the
+// model.name = protocol-gpt (models/torch/gpt_protocol.cpp): the properties of the
 // benchmark's block that can be checked exactly. Zero-initialised output
 // projections make every block the identity and the logits zero at
 // initialisation (loss ln 256); the rotary embedding is a rotation (norms
@@ -12,7 +12,7 @@
 
 #include "common/errors.h"
 #include "model_fixtures.h"
-#include "models/model_registry.h"
+#include "models/torch/model_registry.h"
 
 namespace sm = slowpipe::models;
 namespace smt = slowpipe::models::testing;

@@ -6,7 +6,7 @@
 
 #include "common/errors.h"
 #include "matchers.h"
-#include "models/sampler.h"
+#include "models/torch/sampler.h"
 
 namespace sm = slowpipe::models;
 

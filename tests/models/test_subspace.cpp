@@ -1,4 +1,4 @@
-// Subspace-constrained GPT (model.subspace = k; models/subspace.h): the fixed
+// Subspace-constrained GPT (model.subspace = k; models/torch/internal/subspace.h): the fixed
 // basis and fixed embedding part, k = d_model against the unconstrained model,
 // the residual at every cut inside the subspace, the boundary map's round
 // trip, parameter counts, checkpoints and refused configurations.
@@ -10,10 +10,10 @@
 #include "common/errors.h"
 #include "matchers.h"
 #include "model_fixtures.h"
-#include "models/checkpoint.h"
-#include "models/model_limits.h"
-#include "models/model_registry.h"
-#include "models/subspace.h"
+#include "models/torch/checkpoint.h"
+#include "models/torch/model_limits.h"
+#include "models/torch/model_registry.h"
+#include "models/torch/internal/subspace.h"
 #include "temp_files.h"
 
 namespace sm = slowpipe::models;

@@ -8,10 +8,10 @@
 #include "common/errors.h"
 #include "common/options.h"
 #include "matchers.h"
-#include "models/data_facts.h"
-#include "models/data_registry.h"
-#include "models/file_bytes.h"
-#include "models/text_dataset.h"
+#include "models/facts/data_facts.h"
+#include "models/torch/data_registry.h"
+#include "models/torch/internal/file_bytes.h"
+#include "models/torch/internal/text_dataset.h"
 #include "temp_files.h"
 
 namespace sm = slowpipe::models;

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/errors.h"
-#include "netmodel/calibrated_model.h"
+#include "netmodel/internal/calibrated_model.h"
 #include "netmodel/compute_model.h"
 #include "netmodel/replay.h"
 #include "netmodel/schedule_trace.h"

@@ -6,7 +6,7 @@
 #include <tuple>
 #include <vector>
 
-#include "netmodel/event_engine.h"
+#include "netmodel/internal/event_engine.h"
 
 namespace nm = slowpipe::netmodel;
 

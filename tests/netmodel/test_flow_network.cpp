@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "netmodel/flow_network.h"
+#include "netmodel/internal/flow_network.h"
 
 namespace nm = slowpipe::netmodel;
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "netmodel/event_engine.h"
-#include "netmodel/flow_network.h"
+#include "netmodel/internal/event_engine.h"
+#include "netmodel/internal/flow_network.h"
 #include "netmodel/netsim.h"
 
 namespace nm = slowpipe::netmodel;

@@ -9,7 +9,7 @@
 #include "netmodel/chrome_trace.h"
 #include "netmodel/replay.h"
 #include "netmodel/schedule_trace.h"
-#include "netmodel/topology.h"
+#include "netmodel/internal/topology.h"
 
 namespace nm = slowpipe::netmodel;
 

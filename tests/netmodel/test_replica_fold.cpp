@@ -19,7 +19,7 @@
 #include "common/errors.h"
 #include "netmodel/replay.h"
 #include "netmodel/replica_symmetry.h"
-#include "netmodel/schedule.h"
+#include "pipeline/schedule.h"
 #include "netmodel/schedule_trace.h"
 
 namespace nm = slowpipe::netmodel;

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "models/data_config.h"
-#include "models/data_registry.h"
-#include "models/sampler.h"
+#include "models/facts/data_config.h"
+#include "models/torch/data_registry.h"
+#include "models/torch/sampler.h"
 #include "sim/engine.h"
 
 namespace slowpipe::test {

@@ -6,11 +6,11 @@
 #include <map>
 #include <memory>
 
-#include "compressors/factory.h"
+#include "compressors/channels/factory.h"
 #include "engine_fixture.h"
-#include "models/model_shape.h"
+#include "models/facts/model_shape.h"
 #include "netmodel/replay.h"
-#include "netmodel/schedule.h"
+#include "pipeline/schedule.h"
 #include "sim/engine_parts.h"
 #include "tests/common/parsed_spec.h"
 
@@ -320,7 +320,7 @@ TEST_CASE("Engine: compute ops carry kernel counts from the model's structure") 
   const auto& model = engine.model(0);
   REQUIRE(model.blocks.size() == 4);
   // The engine's rule (two per leaf module with parameters) and the timing
-  // shapes' rule (models/model_shape.h) count the same GPT alike.
+  // shapes' rule (models/facts/model_shape.h) count the same GPT alike.
   slowpipe::models::ModelShape shape;
   shape.layers = 2;
   shape.stages = 1;

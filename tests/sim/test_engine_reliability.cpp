@@ -15,7 +15,7 @@
 
 #include "common/errors.h"
 #include "common/file_tree.h"
-#include "compressors/factory.h"
+#include "compressors/channels/factory.h"
 #include "engine_fixture.h"
 #include "runlog/runlog.h"
 #include "sim/internal/shard_sampler.h"

@@ -8,9 +8,9 @@
 #include <sstream>
 #include <vector>
 
-#include "compressors/channel.h"
+#include "compressors/channels/channel.h"
 #include "engine_fixture.h"
-#include "models/sampler.h"
+#include "models/torch/sampler.h"
 #include "sim/engine.h"
 
 using slowpipe::sim::ChannelRole;

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 #include <stdexcept>
 
-#include "netmodel/schedule.h"
+#include "pipeline/schedule.h"
 
 namespace {
 

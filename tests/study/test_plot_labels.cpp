@@ -1,4 +1,4 @@
-// Label placement of the Pareto figures (study/plot_labels.h): a dense
+// Label placement of the Pareto figures (study/summary/internal/plot_labels.h): a dense
 // cluster gets labels whose estimated boxes overlap neither each other nor the
 // points (and the same cluster with every label at the default spot would
 // overlap, so the check can fail), a lone point keeps the default spot
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "study/plot_labels.h"
+#include "study/summary/internal/plot_labels.h"
 
 namespace st = slowpipe::study;
 using Catch::Detail::Approx;

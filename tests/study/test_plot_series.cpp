@@ -14,9 +14,9 @@
 #include <sstream>
 
 #include "runlog/runlog.h"
-#include "study/plot_figures.h"
-#include "study/plot_series.h"
-#include "study/summary_inputs.h"
+#include "study/summary/plot_figures.h"
+#include "study/summary/internal/plot_series.h"
+#include "study/summary/summary_inputs.h"
 #include "tests/runlog/runlog_scratch.h"
 
 namespace st = slowpipe::study;

@@ -10,10 +10,10 @@
 
 #include "common/errors.h"
 #include "runlog/runlog.h"
-#include "study/plot_figures.h"
-#include "study/summary_inputs.h"
-#include "study/summary_rank.h"
-#include "study/summary_table.h"
+#include "study/summary/plot_figures.h"
+#include "study/summary/summary_inputs.h"
+#include "study/summary/summary_rank.h"
+#include "study/summary/summary_table.h"
 #include "tests/runlog/runlog_scratch.h"
 
 namespace sp = slowpipe;

@@ -8,9 +8,9 @@
 
 #include "common/errors.h"
 #include "runlog/runlog.h"
-#include "study/summary_fp32.h"
-#include "study/summary_inputs.h"
-#include "study/summary_table.h"
+#include "study/summary/internal/summary_fp32.h"
+#include "study/summary/summary_inputs.h"
+#include "study/summary/summary_table.h"
 #include "tests/runlog/runlog_scratch.h"
 
 namespace sp = slowpipe;

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "runlog/runlog.h"
-#include "study/summary_inputs.h"
-#include "study/summary_table.h"
+#include "study/summary/summary_inputs.h"
+#include "study/summary/summary_table.h"
 #include "tests/runlog/runlog_scratch.h"
 
 namespace sp = slowpipe;

@@ -1,4 +1,4 @@
-// Time to target (study/summary_target.h) against hand computations: steps,
+// Time to target (study/summary/summary_target.h) against hand computations: steps,
 // samples, tokens and simulated seconds under the train rule (trailing mean of
 // the train loss) and the eval rule (the earliest evaluation at or below the
 // target), on small run logs written here with runlog::RunLog: a language
@@ -13,12 +13,12 @@
 
 #include "common/errors.h"
 #include "runlog/runlog.h"
-#include "study/plot_series.h"
-#include "study/summary_inputs.h"
-#include "study/summary_table.h"
-#include "study/summary_target.h"
-#include "study/verdict_claim.h"
-#include "study/verdict_eval.h"
+#include "study/summary/internal/plot_series.h"
+#include "study/summary/summary_inputs.h"
+#include "study/summary/summary_table.h"
+#include "study/summary/summary_target.h"
+#include "study/sweeps/verdict_claim.h"
+#include "study/sweeps/verdict_eval.h"
 #include "tests/runlog/runlog_scratch.h"
 
 namespace sp = slowpipe;

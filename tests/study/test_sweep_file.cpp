@@ -4,7 +4,7 @@
 #include <string>
 
 #include "common/errors.h"
-#include "study/sweep_file.h"
+#include "study/sweeps/sweep_file.h"
 
 namespace {
 

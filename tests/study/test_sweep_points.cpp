@@ -9,7 +9,7 @@
 #include <string>
 
 #include "common/errors.h"
-#include "study/sweep_points.h"
+#include "study/sweeps/sweep_points.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "study/sweep_process.h"
+#include "study/sweeps/sweep_process.h"
 
 namespace {
 

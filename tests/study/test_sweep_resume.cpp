@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "runlog/runlog.h"
-#include "study/sweep_resume.h"
+#include "study/sweeps/sweep_resume.h"
 
 namespace {
 

@@ -12,11 +12,11 @@
 #include <sstream>
 
 #include "common/errors.h"
-#include "study/verdict_claim.h"
-#include "study/verdict_compare.h"
-#include "study/verdict_eval.h"
-#include "study/verdict_report.h"
-#include "study/verdict_results.h"
+#include "study/sweeps/verdict_claim.h"
+#include "study/sweeps/verdict_compare.h"
+#include "study/sweeps/verdict_eval.h"
+#include "study/sweeps/verdict_report.h"
+#include "study/sweeps/verdict_results.h"
 
 namespace st = slowpipe::study;
 using Catch::Detail::Approx;

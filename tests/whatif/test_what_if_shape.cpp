@@ -1,13 +1,13 @@
 // Model shapes from keys (timing.layers, timing.d_model, timing.vocab,
 // timing.seq, timing.mlp_width over the chosen shape): the resolved shape,
-// its FLOPs and parameters against the closed forms of models/model_shape.h, an
+// its FLOPs and parameters against the closed forms of models/facts/model_shape.h, an
 // explicit MLP width equal to ratio x d giving the ratio's numbers, and the
 // errors.
 #include <catch2/catch.hpp>
 
 #include "common/errors.h"
 #include "common/options.h"
-#include "models/model_shape.h"
+#include "models/facts/model_shape.h"
 #include "whatif/what_if.h"
 
 namespace nm = slowpipe::netmodel;

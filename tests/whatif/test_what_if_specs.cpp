@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "compressors/channel_spec.h"
+#include "compressors/codecs/channel_spec.h"
 #include "netmodel/net_config.h"
 #include "whatif/what_if.h"
 

@@ -1,0 +1,17 @@
+// Channel::transfer: the two halves of a transfer in one process.
+#include "compressors/channels/channel.h"
+
+#include "compressors/channels/internal/feedback.h"
+
+namespace slowpipe::compressors {
+
+at::Tensor Channel::transfer(const at::Tensor& x, const at::Tensor& sample_ids,
+                             TransferStats* stats) {
+  const at::Tensor xc = to_cpu_float(x);
+  send(xc, sample_ids, wire_, stats);
+  const at::Tensor out = receive(wire_, shape_of(xc), sample_ids, stats);
+  set_rel_error(stats, xc, out);
+  return like_input(out, x);
+}
+
+}  // namespace slowpipe::compressors

@@ -1,0 +1,98 @@
+// Codec inspection; see inspect.h.
+#include "compressors/channels/inspect.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "common/errors.h"
+#include "compressors/codecs/codec.h"
+#include "compressors/channels/factory.h"
+
+namespace slowpipe::compressors {
+
+void check_inspection_shape(const std::vector<int64_t>& shape) {
+  if (shape.empty()) throw UsageError("--shape: expected B,T,C or similar");
+  std::string text;
+  for (int64_t d : shape) text += (text.empty() ? "" : ",") + std::to_string(d);
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d <= 0) throw UsageError("--shape " + text + ": every dimension must be positive");
+    if (n > kMaxInspectionElements / d)
+      n = kMaxInspectionElements + 1;  // stop before int64 overflow
+    else
+      n *= d;
+  }
+  // The tensor, its decoded copy, the message and a temporary: about 16 bytes
+  // per element; half the physical memory at most.
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const double memory = pages > 0 && page > 0 ? static_cast<double>(pages) * page : 0.0;
+  const double need = 16.0 * static_cast<double>(n);
+  if (n > kMaxInspectionElements || (memory > 0 && need > memory / 2))
+    throw UsageError(fmt::format(
+        "--shape {}: too large to inspect ({} elements; the limit is {} elements and about "
+        "16 bytes each within half the physical memory, {:.1f} GB here)",
+        text,
+        n > kMaxInspectionElements ? "over " + std::to_string(kMaxInspectionElements)
+                                   : std::to_string(n),
+        kMaxInspectionElements, memory / 2 / 1e9));
+}
+
+void run_codec_inspection(const std::string& spec, const std::vector<int64_t>& shape,
+                          const std::string& dist, uint64_t seed, std::ostream& os) {
+  const ChannelSpec channel = ChannelSpec::parse(spec, /*backward=*/false);
+  const SpecTree& tree = channel.tree();
+  check_inspection_shape(shape);
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  at::Tensor x;
+  if (dist == "normal") {
+    x = at::randn(shape, gen, at::TensorOptions().dtype(at::kFloat));
+  } else if (dist == "laplace") {
+    // Inverse CDF of the Laplace(0, 1) distribution. rand() may return 0, so u
+    // may be -0.5 exactly, where log1p(-1) = -inf: the argument stops at
+    // -1 + 2^-24 (the next value rand() can give), about 16.6 in magnitude.
+    at::Tensor u = at::rand(shape, gen, at::TensorOptions().dtype(at::kFloat)) - 0.5;
+    x = -at::sign(u) * at::log1p(at::clamp_min(-2 * at::abs(u), -1.0 + std::ldexp(1.0, -24)));
+  } else {
+    throw UsageError("--dist: expected normal or laplace (from-run is not implemented), got '" +
+                     dist + "'");
+  }
+  std::unique_ptr<Codec> codec = make_codec(tree, seed);
+  const float* xp = x.data_ptr<float>();
+  Message msg;
+  at::Tensor y = at::empty_like(x);
+  using Clock = std::chrono::steady_clock;
+  double enc_s = 1e300, dec_s = 1e300;
+  for (int rep = 0; rep < 5; ++rep) {
+    auto t0 = Clock::now();
+    codec->encode_raw(xp, shape, msg);
+    auto t1 = Clock::now();
+    codec->decode_raw(msg.data(), msg.size(), shape, y.data_ptr<float>());
+    auto t2 = Clock::now();
+    enc_s = std::min(enc_s, std::chrono::duration<double>(t1 - t0).count());
+    dec_s = std::min(dec_s, std::chrono::duration<double>(t2 - t1).count());
+  }
+  const double fp32_bytes = 4.0 * static_cast<double>(x.numel());
+  const double rel = (x - y).norm().item<double>() / std::max(x.norm().item<double>(), 1e-300);
+  std::string shape_text;
+  for (int64_t d : shape) shape_text += (shape_text.empty() ? "" : ",") + std::to_string(d);
+  os << fmt::format(
+      "spec          {}{}\n", canonical_spec(channel),
+      is_plain_scheme(tree.scheme) ? "" : "   (inspecting its codec " + codec->spec() + ")");
+  os << fmt::format("tensor        [{}] {} ({} elements, fp32 {} bytes)\n", shape_text, dist,
+                    x.numel(), static_cast<uint64_t>(fp32_bytes));
+  os << fmt::format("message       {} bytes\n", msg.size());
+  os << fmt::format("ratio         {:.3f}x smaller than fp32\n",
+                    fp32_bytes / static_cast<double>(msg.size()));
+  os << fmt::format("rel. error    {:.6f}   (||x - x_hat|| / ||x||)\n", rel);
+  os << fmt::format("encode        {:.3f} GB/s of fp32 input  ({:.3f} ms)\n",
+                    fp32_bytes / enc_s / 1e9, enc_s * 1e3);
+  os << fmt::format("decode        {:.3f} GB/s of fp32 output ({:.3f} ms)\n",
+                    fp32_bytes / dec_s / 1e9, dec_s * 1e3);
+}
+
+}  // namespace slowpipe::compressors

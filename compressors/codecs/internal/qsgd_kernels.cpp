@@ -1,0 +1,182 @@
+// QSGD's loops; see qsgd_kernels.h. SIMD paths compiled with function-level
+// target attributes and picked at run time, as aq_kernels.cpp.
+#include "compressors/codecs/internal/qsgd_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "compressors/codecs/internal/rounding_hash.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+// GCC 12 warns about the deliberately undefined upper halves inside the
+// AVX-512 conversion intrinsics.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define SLOWPIPE_QSGD_SIMD 1
+#define SLOWPIPE_AVX512 __attribute__((target("avx512f")))
+#define SLOWPIPE_AVX2 __attribute__((target("avx2")))
+#endif
+
+namespace slowpipe::compressors::qsgd {
+
+namespace {
+
+// The reference loop, element i of the bucket at global index index0 + i.
+void codes_portable(const float* x, int64_t begin, int64_t n, float norm, int levels, uint32_t seed,
+                    uint64_t index0, uint8_t* codes) {
+  const double s = levels;
+  for (int64_t i = begin; i < n; ++i) {
+    const uint64_t index = index0 + static_cast<uint64_t>(i);
+    const float u =
+        rounding::hash_uniform(static_cast<uint32_t>(index), rounding::run_key(seed, index));
+    const double t = s * std::fabs(static_cast<double>(x[i])) / norm;  // in [0, S]
+    int level = static_cast<int>(t + u);                               // floor: t + u >= 0
+    level = std::min(level, levels);
+    codes[i] = static_cast<uint8_t>((level << 1) | (level > 0 && x[i] < 0 ? 1 : 0));
+  }
+}
+
+#ifdef SLOWPIPE_QSGD_SIMD
+
+// 16 lanes: two halves of 8 doubles.
+SLOWPIPE_AVX512 int64_t codes_avx512(const float* x, int64_t n, float norm, int levels,
+                                     uint32_t lo_index, uint32_t key, uint8_t* codes) {
+  const __m512d vs = _mm512_set1_pd(levels), vnorm = _mm512_set1_pd(norm);
+  const __m512i vkey = _mm512_set1_epi32(static_cast<int>(key));
+  const __m512i m1 = _mm512_set1_epi32(0x7feb352d), m2 = _mm512_set1_epi32(0x846ca68bU);
+  const __m512i vtop = _mm512_set1_epi32(levels), one = _mm512_set1_epi32(1);
+  const __m512 scale = _mm512_set1_ps(1.0F / 16777216.0F);
+  __m512i idx =
+      _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(lo_index)),
+                       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512i h = _mm512_add_epi32(idx, vkey);
+    h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 16));
+    h = _mm512_mullo_epi32(h, m1);
+    h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 15));
+    h = _mm512_mullo_epi32(h, m2);
+    h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 16));
+    const __m512 u = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(h, 8)), scale);
+    const __m512 xv = _mm512_loadu_ps(x + i);
+    const __m512 ax = _mm512_abs_ps(xv);
+    const __m512d t0 =
+        _mm512_div_pd(_mm512_mul_pd(vs, _mm512_cvtps_pd(_mm512_castps512_ps256(ax))), vnorm);
+    const __m512d t1 = _mm512_div_pd(
+        _mm512_mul_pd(
+            vs, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(ax), 1)))),
+        vnorm);
+    const __m256i l0 =
+        _mm512_cvttpd_epi32(_mm512_add_pd(t0, _mm512_cvtps_pd(_mm512_castps512_ps256(u))));
+    const __m256i l1 = _mm512_cvttpd_epi32(_mm512_add_pd(
+        t1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(u), 1)))));
+    __m512i level = _mm512_inserti64x4(_mm512_castsi256_si512(l0), l1, 1);
+    level = _mm512_min_epi32(level, vtop);
+    const __mmask16 neg = _mm512_cmp_ps_mask(xv, _mm512_setzero_ps(), _CMP_LT_OQ) &
+                          _mm512_cmpgt_epi32_mask(level, _mm512_setzero_si512());
+    const __m512i code =
+        _mm512_mask_or_epi32(_mm512_slli_epi32(level, 1), neg, _mm512_slli_epi32(level, 1), one);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + i), _mm512_cvtepi32_epi8(code));
+    idx = _mm512_add_epi32(idx, _mm512_set1_epi32(16));
+  }
+  return i;
+}
+
+// 8 lanes: two halves of 4 doubles.
+SLOWPIPE_AVX2 int64_t codes_avx2(const float* x, int64_t n, float norm, int levels,
+                                 uint32_t lo_index, uint32_t key, uint8_t* codes) {
+  const __m256d vs = _mm256_set1_pd(levels), vnorm = _mm256_set1_pd(norm);
+  const __m256i vkey = _mm256_set1_epi32(static_cast<int>(key));
+  const __m256i m1 = _mm256_set1_epi32(0x7feb352d);
+  const __m256i m2 = _mm256_set1_epi32(static_cast<int>(0x846ca68bU));
+  const __m256i vtop = _mm256_set1_epi32(levels), one = _mm256_set1_epi32(1);
+  const __m256 scale = _mm256_set1_ps(1.0F / 16777216.0F);
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  // byte 0 of each 32-bit lane to the front of its 128-bit half
+  const __m256i first_bytes =
+      _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1,
+                       -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(lo_index)),
+                                 _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256i h = _mm256_add_epi32(idx, vkey);
+    h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
+    h = _mm256_mullo_epi32(h, m1);
+    h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 15));
+    h = _mm256_mullo_epi32(h, m2);
+    h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
+    const __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(h, 8)), scale);
+    const __m256 xv = _mm256_loadu_ps(x + i);
+    const __m256 ax = _mm256_and_ps(xv, abs_mask);
+    const __m256d t0 =
+        _mm256_div_pd(_mm256_mul_pd(vs, _mm256_cvtps_pd(_mm256_castps256_ps128(ax))), vnorm);
+    const __m256d t1 =
+        _mm256_div_pd(_mm256_mul_pd(vs, _mm256_cvtps_pd(_mm256_extractf128_ps(ax, 1))), vnorm);
+    const __m128i l0 =
+        _mm256_cvttpd_epi32(_mm256_add_pd(t0, _mm256_cvtps_pd(_mm256_castps256_ps128(u))));
+    const __m128i l1 =
+        _mm256_cvttpd_epi32(_mm256_add_pd(t1, _mm256_cvtps_pd(_mm256_extractf128_ps(u, 1))));
+    __m256i level = _mm256_min_epi32(_mm256_set_m128i(l1, l0), vtop);
+    const __m256i neg =
+        _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(xv, _mm256_setzero_ps(), _CMP_LT_OQ)),
+                         _mm256_cmpgt_epi32(level, _mm256_setzero_si256()));
+    const __m256i code = _mm256_or_si256(_mm256_slli_epi32(level, 1), _mm256_and_si256(neg, one));
+    const __m256i bytes = _mm256_shuffle_epi8(code, first_bytes);
+    _mm_storel_epi64(
+        reinterpret_cast<__m128i*>(codes + i),
+        _mm_unpacklo_epi32(_mm256_castsi256_si128(bytes), _mm256_extracti128_si256(bytes, 1)));
+    idx = _mm256_add_epi32(idx, _mm256_set1_epi32(8));
+  }
+  return i;
+}
+
+#endif
+
+}  // namespace
+
+void bucket_sums(const float* x, int64_t d, int64_t count, double* sums) {
+  // Eight buckets side by side: eight independent chains of additions, each in
+  // its bucket's element order (the same double sums as one bucket at a time).
+  // Scalar: gathering the eight buckets into vector lanes (stride d) measured
+  // twice as slow (AMD EPYC with AVX-512, 2026-11-26).
+  constexpr int64_t kWays = 8;
+  int64_t b = 0;
+  for (; b + kWays <= count; b += kWays) {
+    double acc[kWays] = {};
+    const float* base = x + b * d;
+    for (int64_t j = 0; j < d; ++j)
+      for (int64_t w = 0; w < kWays; ++w) {
+        const double v = base[w * d + j];
+        acc[w] += v * v;
+      }
+    std::copy(acc, acc + kWays, sums + b);
+  }
+  for (; b < count; ++b) {
+    double sq = 0;
+    for (int64_t j = 0; j < d; ++j) sq += static_cast<double>(x[b * d + j]) * x[b * d + j];
+    sums[b] = sq;
+  }
+}
+
+void bucket_codes(const float* x, int64_t n, float norm, int levels, uint32_t seed, uint64_t index0,
+                  uint8_t* codes, simd::Level isa) {
+  int64_t done = 0;
+#ifdef SLOWPIPE_QSGD_SIMD
+  // The vector loops add lane offsets to the low 32 bits of the index: only
+  // for a bucket inside one 2^32-element run (one key).
+  const uint64_t last = index0 + static_cast<uint64_t>(n > 0 ? n - 1 : 0);
+  const bool one_run = (index0 >> 32) == (last >> 32);
+  const auto allowed = static_cast<int>(std::min(isa, simd::level()));
+  if (one_run && allowed >= static_cast<int>(simd::Level::kAvx2)) {
+    const uint32_t key = rounding::run_key(seed, index0);
+    const auto lo = static_cast<uint32_t>(index0);
+    done = allowed == static_cast<int>(simd::Level::kAvx512)
+               ? codes_avx512(x, n, norm, levels, lo, key, codes)
+               : codes_avx2(x, n, norm, levels, lo, key, codes);
+  }
+#endif
+  codes_portable(x, done, n, norm, levels, seed, index0, codes);
+}
+
+}  // namespace slowpipe::compressors::qsgd

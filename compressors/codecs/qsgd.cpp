@@ -1,0 +1,167 @@
+// QSGD: bucketed stochastic quantization scaled by the L2 norm; see qsgd.h and
+// docs/codec-spec.md ("QSGD"). The per-element loops (norms, levels) are
+// internal/qsgd_kernels.h: SIMD paths with the portable loop's bytes.
+#include "compressors/codecs/internal/qsgd.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "common/errors.h"
+#include "compressors/codecs/internal/qsgd_kernels.h"
+#include "compressors/codecs/quant_kernels.h"
+
+namespace slowpipe::compressors {
+
+namespace {
+
+constexpr int kMaxLevels = 127;  // 1 + 7 bits: codes fit a byte
+
+uint32_t encode_seed(uint64_t seed, uint64_t counter) {
+  uint64_t z = (seed ^ 0x5153474451534744ULL) + 0x9E3779B97F4A7C15ULL * (counter + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return static_cast<uint32_t>(z ^ (z >> 31));
+}
+
+int64_t buckets_of(int64_t n, int64_t d) {
+  return (n + d - 1) / d;
+}
+
+}  // namespace
+
+float norm_of_sum(double sum_of_squares) {
+  const double norm = std::sqrt(sum_of_squares);
+  if (norm >= FLT_MAX) return FLT_MAX;
+  float f = static_cast<float>(norm);
+  if (static_cast<double>(f) < norm) f = std::nextafter(f, FLT_MAX);
+  return f;
+}
+
+float qsgd_norm(const float* v, int64_t n) {
+  double sq = 0;
+  for (int64_t i = 0; i < n; ++i) sq += static_cast<double>(v[i]) * v[i];
+  return norm_of_sum(sq);
+}
+
+Qsgd::Qsgd(QsgdConfig config, uint64_t seed) : config_(config), seed_(seed) {}
+
+int Qsgd::code_bits() const {
+  int b = 0;
+  while ((1 << b) < config_.levels + 1) ++b;
+  return 1 + b;
+}
+
+uint64_t Qsgd::payload_bytes(const Shape& shape) const {
+  const int64_t n = shape_numel(shape);
+  return 4 * static_cast<uint64_t>(buckets_of(n, config_.bucket)) + packed_bytes(n, code_bits());
+}
+
+void Qsgd::encode_payload(const float* x, const Shape& shape, uint8_t* out) {
+  const int64_t n = shape_numel(shape);
+  if (const int64_t bad = first_non_finite(x, n); bad >= 0) refuse_non_finite(spec(), x, n, bad);
+  const int64_t d = config_.bucket, buckets = buckets_of(n, d);
+  const uint32_t seed = encode_seed(seed_, encodes_++);
+  codes_.resize(static_cast<size_t>(n));
+  sums_.resize(static_cast<size_t>(buckets));
+  // The squared norms of the whole buckets, then of the last (possibly short) one.
+  const int64_t whole = n / d;
+  const simd::Level isa = simd_ ? simd::Level::kAvx512 : simd::Level::kPortable;
+  qsgd::bucket_sums(x, d, whole, sums_.data());
+  if (whole < buckets) qsgd::bucket_sums(x + whole * d, n - whole * d, 1, sums_.data() + whole);
+  for (int64_t b = 0; b < buckets; ++b) {
+    const int64_t start = b * d, len = std::min(d, n - start);
+    const float norm = norm_of_sum(sums_[b]);
+    std::memcpy(out + 4 * b, &norm, 4);
+    if (!(norm > 0)) {
+      std::memset(codes_.data() + start, 0, static_cast<size_t>(len));
+      continue;
+    }
+    qsgd::bucket_codes(x + start, len, norm, config_.levels, seed, static_cast<uint64_t>(start),
+                       codes_.data() + start, isa);
+  }
+  pack_codes(codes_.data(), n, code_bits(), out + 4 * buckets);
+}
+
+void Qsgd::decode_payload(const uint8_t* p, const Shape& shape, float* out) const {
+  const int64_t n = shape_numel(shape);
+  const int64_t d = config_.bucket, buckets = buckets_of(n, d);
+  std::vector<uint8_t> codes(static_cast<size_t>(n));
+  unpack_codes(p + 4 * buckets, n, code_bits(), codes.data());
+  const int top_code = 2 * config_.levels + 1;
+  float value[kMaxLevels + 1];  // value[l] = norm * l / S, as the formula (docs/codec-spec.md)
+  for (int64_t b = 0; b < buckets; ++b) {
+    float norm;
+    std::memcpy(&norm, p + 4 * b, 4);
+    if (!(norm >= 0 && norm <= FLT_MAX))
+      throw DataError("message for '" + spec() + "': bucket " + std::to_string(b) +
+                      " has a negative or non-finite norm");
+    const int64_t start = b * d, len = std::min(d, n - start);
+    const uint8_t* c = codes.data() + start;
+    int max_code = 0;
+    for (int64_t i = 0; i < len; ++i) max_code = std::max<int>(max_code, c[i]);
+    if (max_code > top_code)
+      for (int64_t i = 0; i < len; ++i)
+        if ((c[i] >> 1) > config_.levels)
+          throw DataError("message for '" + spec() + "': level " + std::to_string(c[i] >> 1) +
+                          " above s at element " + std::to_string(start + i));
+    for (int l = 0; l <= config_.levels; ++l)
+      value[l] = static_cast<float>(static_cast<double>(norm) * l / config_.levels);
+    float* o = out + start;
+    for (int64_t i = 0; i < len; ++i) {
+      const float v = value[c[i] >> 1];
+      o[i] = (c[i] & 1) ? -v : v;
+    }
+  }
+}
+
+std::string Qsgd::spec() const {
+  std::string s = "qsgd:s=" + std::to_string(config_.levels);
+  if (config_.bucket != QsgdConfig{}.bucket) s += ":bucket=" + std::to_string(config_.bucket);
+  return s;
+}
+
+void Qsgd::save_state(const std::string& prefix, CodecState& out) const {
+  put_u64(out, prefix + "encodes", encodes_);
+}
+void Qsgd::load_state(const std::string& prefix, const CodecState& in) {
+  encodes_ = get_u64(in, prefix + "encodes");
+}
+
+std::unique_ptr<Codec> make_qsgd(const SpecStage& stage, const CodecBuildContext& ctx) {
+  QsgdConfig c;
+  bool levels_given = false;
+  StageOptions options(ctx);
+  auto positive = [&](const SpecArg& arg, int64_t max, const std::string& what) {
+    const std::string& v = arg.value;
+    const bool digits =
+        !v.empty() && v.size() <= 12 && v.find_first_not_of("0123456789") == std::string::npos;
+    const int64_t value = digits ? std::stoll(v) : 0;
+    if (value < 1 || value > max)
+      stage_error(ctx, arg.pos, "expected " + what + ", got '" + v + "'");
+    return value;
+  };
+  for (const SpecArg& arg : stage.args) {
+    if (arg.key == "s") {
+      options.claim("levels", arg);
+      c.levels = static_cast<int>(
+          positive(arg, kMaxLevels, "s=S, the levels per sign, an integer in 1..127"));
+      levels_given = true;
+    } else if (arg.key == "bucket") {
+      options.claim("bucket size", arg);
+      c.bucket = positive(arg, int64_t{1} << 31, "bucket=D, a positive integer (elements)");
+    } else {
+      stage_error(ctx, arg.pos,
+                  "expected a qsgd option (s=S, bucket=D), got '" +
+                      (arg.key.empty() ? arg.value : arg.key + "=" + arg.value) + "'");
+    }
+  }
+  if (!levels_given)
+    stage_error(ctx, stage.pos + stage.name.size(),
+                "expected ':s=S' after 'qsgd' (S = levels per sign, e.g. qsgd:s=4)");
+  return std::make_unique<Qsgd>(c, ctx.seed);
+}
+
+}  // namespace slowpipe::compressors

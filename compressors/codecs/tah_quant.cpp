@@ -1,0 +1,618 @@
+// TAH-Quant: tiles of G channels per token, pivot swap + Walsh-Hadamard
+// rotation of tiles with one dominant element, fp16 zero point and step per
+// tile, entropy-guided choice between two widths; see tah_quant.h and
+// docs/codec-spec.md ("TAH-Quant") for the exact rule and the byte layout.
+//
+// Work is per tile in a local buffer (G <= 1024 floats): one pass computes the
+// entropies (adaptive mode, fractional B only) and picks the high-width tiles,
+// a second rotates, quantizes and packs. Reductions run in 16 lanes, the
+// entropy's terms branch-free, so the loops vectorize. A tile that starts on a
+// byte boundary of the code stream with a multiple of 8 elements (every full
+// tile when G >= 8 and C is a multiple of G) is packed 8 codes in W bytes at a
+// time, and unpacked fused with its dequantization; others go bit by bit.
+#include "compressors/codecs/internal/tah_quant.h"
+
+#include <c10/util/Half.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "common/errors.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TAH_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define TAH_CLONES
+#endif
+
+namespace slowpipe::compressors {
+
+namespace {
+
+constexpr int64_t kMinTile = 2, kMaxTile = 1024;
+constexpr int kDefaultTile = 64;
+// Tiles whose largest |x| is beyond the fp16 range (they clip anyway) are not
+// rotated, so that the transform never overflows.
+constexpr float kRotateLimit = 65504.0F;
+// log2(1 + t) ~ t (c1 + t (c2 + t (c3 + t c4))) on [0, 1): a least-squares
+// fit, |error| < 1.1e-4 (docs/codec-spec.md).
+constexpr float kC1 = 1.4390145F, kC2 = -0.67994287F, kC3 = 0.32559363F, kC4 = -0.084767579F;
+constexpr int kLanes = 8;  // the entropy's interleaved partial sums
+
+int log2_of(int64_t g) {
+  int k = 0;
+  while ((int64_t{1} << k) < g) ++k;
+  return k;
+}
+
+// (float)(1 / sqrt(G)) for G = 2^k, k = 0..10, computed once.
+float hadamard_scale(int64_t g) {
+  static const std::vector<float> scales = [] {
+    std::vector<float> s;
+    for (int k = 0; k <= 10; ++k)
+      s.push_back(static_cast<float>(1.0 / std::sqrt(static_cast<double>(int64_t{1} << k))));
+    return s;
+  }();
+  return scales[static_cast<size_t>(log2_of(g))];
+}
+
+// Byte offsets of the three sections of a message.
+struct Sections {
+  uint64_t header = 0, codes = 0, total = 0;
+  uint64_t width_bits = 0;  // bits of the width map (T or 0)
+};
+
+Sections sections_of(const TahLayout& l, int64_t tile) {
+  const auto t = static_cast<uint64_t>(l.tiles());
+  const auto tf = static_cast<uint64_t>(l.full_tiles), tt = static_cast<uint64_t>(l.tail_tiles);
+  const auto g = static_cast<uint64_t>(tile), r = static_cast<uint64_t>(l.tail);
+  const auto lo = static_cast<uint64_t>(l.low_bits),
+             extra = static_cast<uint64_t>(l.high_bits - l.low_bits);
+  Sections s;
+  s.width_bits = l.width_map ? t : 0;
+  const uint64_t header_bits = s.width_bits + tf * (1 + static_cast<uint64_t>(log2_of(tile)));
+  const uint64_t code_bits = g * (tf * lo + static_cast<uint64_t>(l.high_full) * extra) +
+                             r * (tt * lo + static_cast<uint64_t>(l.high_tail) * extra);
+  s.header = 4 * t;
+  s.codes = s.header + (header_bits + 7) / 8;
+  s.total = s.codes + (code_bits + 7) / 8;
+  return s;
+}
+
+// Bit-stream helpers for fields that do not start on a byte boundary (values
+// of at most 10 bits, LSB-first). put_bits ORs into zeroed memory.
+void put_bits(uint8_t* out, uint64_t pos, uint32_t value, int bits) {
+  while (bits > 0) {
+    const int shift = static_cast<int>(pos % 8), take = std::min(bits, 8 - shift);
+    out[pos / 8] |= static_cast<uint8_t>((value & ((1U << take) - 1)) << shift);
+    value >>= take;
+    pos += static_cast<uint64_t>(take);
+    bits -= take;
+  }
+}
+uint32_t get_bits(const uint8_t* in, uint64_t pos, int bits) {
+  uint32_t value = 0;
+  for (int done = 0; done < bits;) {
+    const int shift = static_cast<int>(pos % 8), take = std::min(bits - done, 8 - shift);
+    value |= ((static_cast<uint32_t>(in[pos / 8]) >> shift) & ((1U << take) - 1)) << done;
+    pos += static_cast<uint64_t>(take);
+    done += take;
+  }
+  return value;
+}
+
+// Codes of a tile that starts on a byte boundary and has a multiple of 8
+// elements: groups of 8 codes in W bytes (the LSB-first stream, as pack_codes).
+template <int W>
+void pack_groups(const uint8_t* codes, int64_t len, uint8_t* out) {
+  for (int64_t g = 0; g < len / 8; ++g) {
+    uint64_t acc = 0;
+    for (int j = 0; j < 8; ++j) acc |= static_cast<uint64_t>(codes[8 * g + j]) << (W * j);
+    std::memcpy(out + W * g, &acc, W);
+  }
+}
+// The decoder's twin, fused with the grid: values, not codes.
+template <int W>
+void dequantize_groups(const uint8_t* in, int64_t len, float zero, float step, float* out) {
+  for (int64_t g = 0; g < len / 8; ++g) {
+    uint64_t acc = 0;  // W byte loads (a W-byte memcpy to memory stalls the reload)
+    for (int k = 0; k < W; ++k) acc |= static_cast<uint64_t>(in[W * g + k]) << (8 * k);
+    for (int j = 0; j < 8; ++j)
+      out[8 * g + j] =
+          zero + static_cast<float>(static_cast<uint32_t>(acc >> (W * j)) & ((1U << W) - 1)) * step;
+  }
+}
+
+void write_codes(const uint8_t* codes, int64_t len, int bits, uint8_t* stream, uint64_t pos) {
+  if (pos % 8 == 0 && len % 8 == 0) {
+    uint8_t* out = stream + pos / 8;
+    switch (bits) {
+      case 1:
+        return pack_groups<1>(codes, len, out);
+      case 2:
+        return pack_groups<2>(codes, len, out);
+      case 3:
+        return pack_groups<3>(codes, len, out);
+      case 4:
+        return pack_groups<4>(codes, len, out);
+      case 5:
+        return pack_groups<5>(codes, len, out);
+      case 6:
+        return pack_groups<6>(codes, len, out);
+      case 7:
+        return pack_groups<7>(codes, len, out);
+      default:
+        return pack_groups<8>(codes, len, out);
+    }
+  }
+  for (int64_t i = 0; i < len; ++i)
+    put_bits(stream, pos + static_cast<uint64_t>(i * bits), codes[i], bits);
+}
+
+TAH_CLONES void dequantize_tile(const uint8_t* stream, uint64_t pos, int64_t len, int bits,
+                                float zero, float step, float* out) {
+  if (pos % 8 == 0 && len % 8 == 0) {
+    const uint8_t* in = stream + pos / 8;
+    switch (bits) {
+      case 1:
+        return dequantize_groups<1>(in, len, zero, step, out);
+      case 2:
+        return dequantize_groups<2>(in, len, zero, step, out);
+      case 3:
+        return dequantize_groups<3>(in, len, zero, step, out);
+      case 4:
+        return dequantize_groups<4>(in, len, zero, step, out);
+      case 5:
+        return dequantize_groups<5>(in, len, zero, step, out);
+      case 6:
+        return dequantize_groups<6>(in, len, zero, step, out);
+      case 7:
+        return dequantize_groups<7>(in, len, zero, step, out);
+      default:
+        return dequantize_groups<8>(in, len, zero, step, out);
+    }
+  }
+  for (int64_t i = 0; i < len; ++i)
+    out[i] =
+        zero +
+        static_cast<float>(get_bits(stream, pos + static_cast<uint64_t>(i * bits), bits)) * step;
+}
+
+// Reductions in 16 interleaved lanes (vectorizable; min, max and the top two
+// are exact, so the order does not change the result).
+constexpr int kRedLanes = 16;
+
+// One pass over a tile: the two largest |x| (with multiplicity: two equal
+// peaks give top1 = top2), and min and max of x.
+struct TileStats {
+  float top1 = 0, top2 = 0, lo = 0, hi = 0;
+};
+TAH_CLONES TileStats tile_stats(const float* x, int64_t len) {
+  float m1[kRedLanes] = {}, m2[kRedLanes] = {}, mn[kRedLanes], mx[kRedLanes];
+  for (int j = 0; j < kRedLanes; ++j) mn[j] = mx[j] = x[0];
+  const auto step = [&](int j, float v) {
+    const float a = std::fabs(v);
+    const float low = a < m1[j] ? a : m1[j];
+    m2[j] = low > m2[j] ? low : m2[j];
+    m1[j] = a > m1[j] ? a : m1[j];
+    mn[j] = v < mn[j] ? v : mn[j];
+    mx[j] = v > mx[j] ? v : mx[j];
+  };
+  const int64_t whole = len / kRedLanes * kRedLanes;
+  for (int64_t i = 0; i < whole; i += kRedLanes)
+    for (int j = 0; j < kRedLanes; ++j) step(j, x[i + j]);
+  for (int64_t i = whole; i < len; ++i) step(0, x[i]);
+  for (int w = kRedLanes / 2; w >= 1; w /= 2)  // lanes j and j + w, as a tree
+    for (int j = 0; j < w; ++j) {
+      const float low = m1[j] < m1[j + w] ? m1[j] : m1[j + w];
+      const float high2 = m2[j] > m2[j + w] ? m2[j] : m2[j + w];
+      m2[j] = low > high2 ? low : high2;
+      m1[j] = m1[j] > m1[j + w] ? m1[j] : m1[j + w];
+      mn[j] = mn[j + w] < mn[j] ? mn[j + w] : mn[j];
+      mx[j] = mx[j + w] > mx[j] ? mx[j + w] : mx[j];
+    }
+  TileStats s;
+  s.top1 = m1[0];
+  s.top2 = m2[0];
+  s.lo = mn[0] + 0.0F;  // -0 reads as +0, whatever the lanes' order
+  s.hi = mx[0];
+  return s;
+}
+
+// The rotation decision of a full tile: the pivot is the first index of the
+// largest |x|; rotate when it is at least twice every other |x|.
+struct PivotChoice {
+  bool rotate = false;
+  int64_t index = 0;
+};
+PivotChoice choose_pivot(const float* x, const TileStats& s) {
+  PivotChoice c;
+  c.rotate = s.top1 > 0.0F && s.top1 <= kRotateLimit && s.top1 >= 2.0F * s.top2;
+  if (c.rotate)
+    while (std::fabs(x[c.index]) != s.top1) ++c.index;
+  return c;
+}
+
+// fp16 bits, inline (c10's header-only conversions; the same roundings as
+// half_round_down / half_round_up of quantizer.h, which the tests compare).
+inline uint16_t to_half(float v) {
+  return c10::Half(v).x;
+}
+inline float from_half(uint16_t h) {
+  return static_cast<float>(c10::Half(h, c10::Half::from_bits()));
+}
+inline uint16_t half_up(float v) {  // v finite
+  if (v > 65504.0F) return 0x7BFF;
+  if (v < -65504.0F) return 0xFBFF;
+  const uint16_t h = to_half(v);
+  if (from_half(h) >= v) return h;
+  if (h == 0x8000) return 0x0001;
+  return (h & 0x8000) ? h - 1 : h + 1;
+}
+inline uint16_t half_down(float v) {
+  return half_up(-v) ^ 0x8000;
+}
+
+TAH_CLONES void round_codes(const float* v, int64_t len, float zero, float inv, float max_code,
+                            uint8_t* codes) {
+  for (int64_t i = 0; i < len; ++i) {
+    float t = (v[i] - zero) * inv + 0.5F;
+    t = t > 0.0F ? t : 0.0F;
+    t = t < max_code ? t : max_code;
+    codes[i] = static_cast<uint8_t>(static_cast<int>(t));
+  }
+}
+
+// One tile's grid and codes: zero = min rounded down to fp16, step = (max -
+// zero) / (2^bits - 1) rounded up to fp16; code = floor((v - zero) / step + 1/2)
+// clamped to [0, 2^bits - 1], with 1/step as a float (0 when step is 0).
+void quantize_tile(const float* v, int64_t len, float lo, float hi, int bits, uint8_t* scales,
+                   uint8_t* codes) {
+  const uint16_t zero_half = half_down(lo);
+  const float zero = from_half(zero_half);
+  const auto max_code = static_cast<float>((1 << bits) - 1);
+  const uint16_t step_half = half_up(std::max(0.0F, (hi - zero) / max_code));
+  const float step = from_half(step_half);
+  std::memcpy(scales, &zero_half, 2);
+  std::memcpy(scales + 2, &step_half, 2);
+  round_codes(v, len, zero, step > 0.0F ? 1.0F / step : 0.0F, max_code, codes);
+}
+
+// `:fixed` with a fractional B: the i-th of `count` tiles of a class is high
+// when floor((i + 1) h / count) > floor(i h / count), h high tiles spread evenly.
+bool spread_high(int64_t i, int64_t count, int64_t h) {
+  return (i + 1) * h / count > i * h / count;
+}
+
+// The tiles of one class (`ids`) with the `count` largest entropies, ties to
+// the lower tile index, are marked in `high`.
+void mark_highest(std::vector<int64_t>& ids, int64_t count, const std::vector<float>& entropy,
+                  std::vector<uint8_t>& high) {
+  if (count <= 0) return;
+  if (count < static_cast<int64_t>(ids.size()))
+    std::nth_element(ids.begin(), ids.begin() + count, ids.end(), [&](int64_t a, int64_t b) {
+      return entropy[a] > entropy[b] || (entropy[a] == entropy[b] && a < b);
+    });
+  for (int64_t i = 0; i < count; ++i) high[ids[i]] = 1;
+}
+
+std::string bits_text(int centi) {
+  std::string s = std::to_string(centi / 100);
+  const int frac = centi % 100;
+  if (frac == 0) return s;
+  return frac % 10 == 0 ? s + "." + std::to_string(frac / 10)
+                        : s + "." + (frac < 10 ? "0" : "") + std::to_string(frac);
+}
+
+// "3", "3.5", "3.75" -> hundredths; -1 when malformed.
+int parse_centi(const std::string& v) {
+  const size_t dot = v.find('.');
+  const std::string whole = v.substr(0, dot);
+  const std::string frac = dot == std::string::npos ? "" : v.substr(dot + 1);
+  const auto digits = [](const std::string& s) {
+    return !s.empty() && s.size() <= 2 && s.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (!digits(whole) || (dot != std::string::npos && !digits(frac))) return -1;
+  int centi = std::stoi(whole) * 100;
+  if (!frac.empty()) centi += std::stoi(frac) * (frac.size() == 1 ? 10 : 1);
+  return centi;
+}
+
+}  // namespace
+
+float tah_log2(float u) {
+  uint32_t b;
+  std::memcpy(&b, &u, 4);
+  const int e = static_cast<int>(b >> 23) - 127;
+  const uint32_t mb = (b & 0x7FFFFFU) | 0x3F800000U;
+  float m;
+  std::memcpy(&m, &mb, 4);
+  const float t = m - 1.0F;
+  return static_cast<float>(e) + (((kC4 * t + kC3) * t + kC2) * t + kC1) * t;
+}
+
+TAH_CLONES float tah_entropy(const float* x, int64_t len) {
+  const float top = tile_stats(x, len).top1;
+  if (!(top >= FLT_MIN)) return 0.0F;
+  uint32_t tb;
+  std::memcpy(&tb, &top, 4);
+  // 2^-e with e the exponent of the largest |x|: u = |x| * k lies in [0, 2),
+  // exactly scaled wherever u >= FLT_MIN (the entropy is scale invariant).
+  const float k = std::ldexp(1.0F, 127 - static_cast<int>(tb >> 23));
+  // Element-wise first (vectorized), then the documented lane sums.
+  float us[kMaxTile], terms[kMaxTile];
+  for (int64_t i = 0; i < len; ++i) {
+    const float u = std::fabs(x[i]) * k;
+    uint32_t b;
+    std::memcpy(&b, &u, 4);
+    const uint32_t mb = (b & 0x7FFFFFU) | 0x3F800000U;
+    float m;
+    std::memcpy(&m, &mb, 4);
+    const float f = m - 1.0F;
+    const float lg = static_cast<float>(static_cast<int>(b >> 23) - 127) +
+                     (((kC4 * f + kC3) * f + kC2) * f + kC1) * f;  // tah_log2(u)
+    // u < FLT_MIN (zero or subnormal) counts as 0: an integer mask on the bits,
+    // so that the loop has no branch (u >= 0, so its bits order like its value).
+    const float term = u * lg;
+    const uint32_t keep = b >= 0x00800000U ? 0xFFFFFFFFU : 0U;
+    uint32_t tb_bits;
+    std::memcpy(&tb_bits, &term, 4);
+    const uint32_t ub = b & keep, qb = tb_bits & keep;
+    std::memcpy(&us[i], &ub, 4);
+    std::memcpy(&terms[i], &qb, 4);
+  }
+  float s[kLanes] = {}, t[kLanes] = {};
+  const int64_t whole = len / kLanes * kLanes;
+  for (int64_t i = 0; i < whole; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) {
+      s[j] += us[i + j];
+      t[j] += terms[i + j];
+    }
+  for (int64_t i = whole; i < len; ++i) {
+    s[i - whole] += us[i];
+    t[i - whole] += terms[i];
+  }
+  const float sum_s = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+  const float sum_t = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+  return tah_log2(sum_s) - sum_t / sum_s;
+}
+
+TAH_CLONES void tah_hadamard(float* v, int64_t g) {
+  int64_t h = 1;
+  if (g >= 8) {  // stages 1, 2, 4 inside each group of 8, in registers
+    for (int64_t i = 0; i < g; i += 8) {
+      float a[8];
+      for (int j = 0; j < 8; ++j) a[j] = v[i + j];
+      for (int w = 1; w < 8; w *= 2)
+        for (int j = 0; j < 8; ++j)
+          if ((j & w) == 0) {
+            const float x = a[j], y = a[j + w];
+            a[j] = x + y;
+            a[j + w] = x - y;
+          }
+      for (int j = 0; j < 8; ++j) v[i + j] = a[j];
+    }
+    h = 8;
+  }
+  for (; h < g; h *= 2)
+    for (int64_t i = 0; i < g; i += 2 * h)
+      for (int64_t j = i; j < i + h; ++j) {
+        const float a = v[j], b = v[j + h];
+        v[j] = a + b;
+        v[j + h] = a - b;
+      }
+  const float scale = hadamard_scale(g);
+  for (int64_t j = 0; j < g; ++j) v[j] *= scale;
+}
+
+TahQuant::TahQuant(TahConfig config) : config_(config) {}
+
+std::vector<uint8_t> TahQuant::fixed_widths(const TahLayout& l) const {
+  std::vector<uint8_t> high(static_cast<size_t>(l.tiles()), 0);
+  if (l.width_map || l.high_bits == l.low_bits) return high;
+  const int64_t per_token = l.full_per_token + (l.tail > 0 ? 1 : 0);
+  for (int64_t tok = 0, t = 0; tok < l.tokens; ++tok)
+    for (int64_t j = 0; j < per_token; ++j, ++t)
+      high[t] = j < l.full_per_token
+                    ? spread_high(tok * l.full_per_token + j, l.full_tiles, l.high_full)
+                    : spread_high(tok, l.tail_tiles, l.high_tail);
+  return high;
+}
+
+TahLayout TahQuant::layout(const Shape& shape) const {
+  TahLayout l;
+  const int64_t n = shape_numel(shape);
+  const int64_t g = config_.tile;
+  l.channels = shape.empty() ? 1 : shape.back();
+  l.tokens = l.channels > 0 ? n / l.channels : 0;
+  l.full_per_token = l.channels / g;
+  l.tail = l.channels % g;
+  l.full_tiles = l.tokens * l.full_per_token;
+  l.tail_tiles = l.tail > 0 ? l.tokens : 0;
+  const int c = config_.bits_centi;
+  l.low_bits = c / 100;
+  l.high_bits = (c + 99) / 100;
+  l.high_full = (c - 100 * l.low_bits) * l.full_tiles / 100;
+  l.high_tail = (c - 100 * l.low_bits) * l.tail_tiles / 100;
+  l.width_map = config_.adaptive && l.high_bits != l.low_bits;
+  return l;
+}
+
+uint64_t TahQuant::payload_bytes(const Shape& shape) const {
+  return sections_of(layout(shape), config_.tile).total;
+}
+
+void TahQuant::encode_payload(const float* x, const Shape& shape, uint8_t* out) {
+  const int64_t n = shape_numel(shape);
+  if (n == 0) return;
+  if (const int64_t bad = first_non_finite(x, n); bad >= 0) refuse_non_finite(spec(), x, n, bad);
+  const TahLayout l = layout(shape);
+  const Sections sec = sections_of(l, config_.tile);
+  std::memset(out + sec.header, 0, sec.total - sec.header);
+  const int64_t g = config_.tile, per_token = l.full_per_token + (l.tail > 0 ? 1 : 0);
+  const int pivot_bits = log2_of(g);
+
+  // Widths: the entropy pass and the choice of high-width tiles per class.
+  std::vector<uint8_t> high = fixed_widths(l);
+  if (l.width_map) {
+    std::vector<float> entropy(high.size());
+    std::vector<int64_t> full_ids, tail_ids;
+    full_ids.reserve(static_cast<size_t>(l.full_tiles));
+    tail_ids.reserve(static_cast<size_t>(l.tail_tiles));
+    for (int64_t tok = 0, t = 0; tok < l.tokens; ++tok)
+      for (int64_t j = 0; j < per_token; ++j, ++t) {
+        const bool full = j < l.full_per_token;
+        entropy[t] = tah_entropy(x + tok * l.channels + j * g, full ? g : l.tail);
+        (full ? full_ids : tail_ids).push_back(t);
+      }
+    mark_highest(full_ids, l.high_full, entropy, high);
+    mark_highest(tail_ids, l.high_tail, entropy, high);
+  }
+
+  uint8_t* header = out + sec.header;
+  uint8_t* stream = out + sec.codes;
+  float rotated[kMaxTile];
+  uint8_t codes[kMaxTile];
+  uint64_t pos = 0;
+  for (int64_t tok = 0, t = 0, full_index = 0; tok < l.tokens; ++tok)
+    for (int64_t j = 0; j < per_token; ++j, ++t) {
+      const bool full = j < l.full_per_token;
+      const int64_t len = full ? g : l.tail;
+      const float* v = x + tok * l.channels + j * g;
+      const int bits = high[t] ? l.high_bits : l.low_bits;
+      if (high[t] && l.width_map) put_bits(header, static_cast<uint64_t>(t), 1, 1);
+      TileStats stats = tile_stats(v, len);
+      if (full) {
+        const PivotChoice p = choose_pivot(v, stats);
+        if (p.rotate) {
+          std::memcpy(rotated, v, static_cast<size_t>(g) * 4);
+          std::swap(rotated[0], rotated[p.index]);
+          tah_hadamard(rotated, g);
+          v = rotated;
+          stats = tile_stats(v, len);
+          const uint64_t at = sec.width_bits + static_cast<uint64_t>(full_index) * (1 + pivot_bits);
+          put_bits(header, at, 1, 1);
+          put_bits(header, at + 1, static_cast<uint32_t>(p.index), pivot_bits);
+        }
+        ++full_index;
+      }
+      quantize_tile(v, len, stats.lo, stats.hi, bits, out + 4 * t, codes);
+      write_codes(codes, len, bits, stream, pos);
+      pos += static_cast<uint64_t>(len * bits);
+    }
+}
+
+void TahQuant::decode_payload(const uint8_t* p, const Shape& shape, float* out) const {
+  const int64_t n = shape_numel(shape);
+  if (n == 0) return;
+  const TahLayout l = layout(shape);
+  const Sections sec = sections_of(l, config_.tile);
+  const int64_t g = config_.tile, per_token = l.full_per_token + (l.tail > 0 ? 1 : 0);
+  const int pivot_bits = log2_of(g);
+  const uint8_t* header = p + sec.header;
+  const uint8_t* stream = p + sec.codes;
+  const auto bad = [&](const std::string& what) {
+    throw DataError("message for '" + spec() + "': " + what);
+  };
+  const std::vector<uint8_t> spread = fixed_widths(l);
+  if (l.width_map) {  // the width map must hold the layout's counts
+    int64_t high_full = 0, high_tail = 0;
+    for (int64_t t = 0; t < l.tiles(); ++t)
+      if (get_bits(header, static_cast<uint64_t>(t), 1))
+        ++(t % per_token < l.full_per_token ? high_full : high_tail);
+    if (high_full != l.high_full || high_tail != l.high_tail)
+      bad("the width map marks " + std::to_string(high_full) + " + " + std::to_string(high_tail) +
+          " high-width tiles, expected " + std::to_string(l.high_full) + " + " +
+          std::to_string(l.high_tail));
+  }
+  uint64_t pos = 0;
+  for (int64_t tok = 0, t = 0, full_index = 0; tok < l.tokens; ++tok)
+    for (int64_t j = 0; j < per_token; ++j, ++t) {
+      const bool full = j < l.full_per_token;
+      const int64_t len = full ? g : l.tail;
+      const bool high =
+          l.width_map ? get_bits(header, static_cast<uint64_t>(t), 1) != 0 : spread[t] != 0;
+      const int bits = high ? l.high_bits : l.low_bits;
+      uint16_t zero_half, step_half;
+      std::memcpy(&zero_half, p + 4 * t, 2);
+      std::memcpy(&step_half, p + 4 * t + 2, 2);
+      const float zero = from_half(zero_half), step = from_half(step_half);
+      if (!std::isfinite(zero) || !std::isfinite(step) || step < 0.0F)
+        bad("tile " + std::to_string(t) + " has a non-finite zero point or a bad step");
+      float* v = out + tok * l.channels + j * g;
+      dequantize_tile(stream, pos, len, bits, zero, step, v);
+      pos += static_cast<uint64_t>(len * bits);
+      if (!full) continue;
+      const uint64_t at = sec.width_bits + static_cast<uint64_t>(full_index++) * (1 + pivot_bits);
+      const uint32_t pivot = get_bits(header, at + 1, pivot_bits);
+      if (get_bits(header, at, 1) == 0) {
+        if (pivot != 0) bad("tile " + std::to_string(t) + " is not rotated but names a pivot");
+        continue;
+      }
+      tah_hadamard(v, g);
+      std::swap(v[0], v[pivot]);
+    }
+}
+
+std::string TahQuant::spec() const {
+  std::string s = "tah:bits=" + bits_text(config_.bits_centi);
+  if (config_.tile != kDefaultTile) s += ":tile=" + std::to_string(config_.tile);
+  if (!config_.adaptive) s += ":fixed";
+  return s;
+}
+
+CodecPlotFacts tah_plot_facts(const SpecStage& stage) {
+  CodecPlotFacts f;
+  for (const SpecArg& arg : stage.args)
+    if (arg.key == "bits") {
+      const int centi = parse_centi(arg.value);
+      if (centi > 0) f.bits = centi / 100.0;
+    }
+  return f;
+}
+
+std::unique_ptr<Codec> make_tah_quant(const SpecStage& stage, const CodecBuildContext& ctx) {
+  TahConfig c;
+  StageOptions options(ctx);
+  const SpecArg* bits = nullptr;
+  for (const SpecArg& arg : stage.args) {
+    const std::string& v = arg.value;
+    if (arg.key == "bits") {
+      options.claim("bit budget", arg);
+      c.bits_centi = parse_centi(v);
+      if (c.bits_centi < 100 || c.bits_centi > 800)
+        stage_error(ctx, arg.pos,
+                    "expected bits=B, the average bits per element, a number in 1..8 with at "
+                    "most two decimals (3, 3.5, 3.75), got '" +
+                        v + "'");
+      bits = &arg;
+    } else if (arg.key == "tile") {
+      options.claim("tile size", arg);
+      const bool digits =
+          !v.empty() && v.size() <= 5 && v.find_first_not_of("0123456789") == std::string::npos;
+      const int64_t g = digits ? std::stoll(v) : 0;
+      if (g < kMinTile || g > kMaxTile || (g & (g - 1)) != 0)
+        stage_error(ctx, arg.pos,
+                    "expected tile=G, a power of two in 2..1024 (the Hadamard transform's "
+                    "length), got '" +
+                        v + "'");
+      c.tile = g;
+    } else if (arg.key.empty() && (v == "fixed" || v == "adaptive")) {
+      options.claim("bit allocation", arg);
+      c.adaptive = v == "adaptive";
+    } else {
+      stage_error(ctx, arg.pos,
+                  "expected a tah option (bits=B, tile=G, fixed, adaptive), got '" +
+                      (arg.key.empty() ? v : arg.key + "=" + v) + "'");
+    }
+  }
+  if (!bits)
+    stage_error(ctx, stage.pos + stage.name.size(),
+                "expected ':bits=B' after 'tah' (B = average bits per element, e.g. tah:bits=3)");
+  return std::make_unique<TahQuant>(c);
+}
+
+}  // namespace slowpipe::compressors

@@ -1,0 +1,128 @@
+// One rank of a distributed run: the StepEngine the trainer drives, computing
+// only stage s of replica r (rank = r * S + s, layout.h) in its own process, with
+// real messages to its neighbours over c10d (comm.h).
+//
+// Rank 0 drives: each engine call the trainer makes on rank 0 (a step, an
+// evaluation, a new epoch) is first broadcast as a command with the batch's
+// sample ids, so every rank loads the same batch from its own copy of the data
+// and takes part; the other ranks run serve(), which executes commands until
+// rank 0 ends the run. After a step every rank sends rank 0 a report
+// (report.h), which rank 0 merges into the StepResult the single-process engine
+// would return: the same losses, bytes and trace, plus the measured wall time
+// of the distributed step and the bytes handed to c10d.
+//
+// Same math as the single-process engine: each rank builds the whole model from
+// the same seed and keeps its stage, builds the channels of its two boundaries
+// exactly as the single-process engine names and seeds them, and calls only
+// its half of each (Channel::send on the sending rank, Channel::receive on the
+// receiving one), so feedback state lives where it belongs. Data-parallel
+// gradients: `none` goes through a c10d all-reduce; any codec is exchanged as
+// messages (all-gather) and every rank decodes every replica's message, in
+// replica order, with a receiver copy per sender. docs/distributed.md.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compressors/channels/channel.h"
+#include "distributed/comm.h"
+#include "distributed/report.h"
+#include "models/torch/dataset.h"
+#include "sim/engine.h"
+#include "sim/optimizer.h"
+#include "sim/trainer.h"
+
+namespace slowpipe::dist {
+
+class Watchdog;
+
+class DistEngine : public sim::StepEngine {
+ public:
+  // Joins the rendezvous (cfg.timeout_s), checks that every rank runs the same
+  // configuration (`config_hash`, from the resolved keys except dist.rank) and
+  // the same slowpipe build, agrees on the cuts (rank 0's), starts the watchdog.
+  DistEngine(sim::EngineSetup setup, const config::DistConfig& cfg, const std::string& config_text);
+  ~DistEngine() override;
+
+  bool leader() const { return comm_->rank() == 0; }
+  bool follower() const override { return !leader(); }
+  // Ranks other than 0: runs rank 0's commands until it ends the run.
+  void serve(const models::Dataset& data) override;
+  // Rank 0: ends the run on every rank (a clean stop; the destructor stops
+  // the others with an abort reason when finish() was not called).
+  void finish() override;
+  std::string rank_map() const override;
+  std::string dist_backend() const override { return comm_->backend(); }
+
+  sim::StepResult train_step(const models::Batch& batch, int64_t step, int64_t total) override;
+  sim::EvalResult evaluate(const models::Batch& batch, bool compressed) override;
+  void set_epoch(int epoch) override;
+  void warm_up(const models::Batch& batch, int passes) override;
+  int stages() const override { return layout_.stages; }
+  int replicas() const override { return layout_.replicas; }
+  const std::vector<size_t>& cuts() const override { return cuts_; }
+  models::Task task() const override { return model_.task; }
+  const models::Model& model() const override { return model_; }
+  uint64_t channel_state_bytes() const override { return state_bytes_; }
+  std::vector<std::string> fw_specs() const override;
+  std::vector<std::string> bw_specs() const override;
+  void save_state(torch::serialize::OutputArchive& archive) const override;
+  void load_state(torch::serialize::InputArchive& archive) override;
+
+ private:
+  enum Command : int64_t { kStep = 1, kEval = 2, kEpoch = 3, kStop = 4 };
+  void check_configs(const std::string& config_text);
+  void agree_on_cuts();
+  void build_channels();
+  void command(Command c, int64_t a, int64_t b, const at::Tensor& ids);
+  // This rank's part of a step and of an evaluation.
+  RankReport local_step(const models::Batch& batch, int64_t step, int64_t total);
+  void pipeline_ops(const models::Batch& batch, int64_t step, RankReport& rep);
+  // One step's micro-batch slices and kept tensors, and the two kinds of op
+  // pipeline_ops runs with them (dist_step.cpp).
+  struct StepSlices;
+  void prefetch_messages();
+  void forward_op(StepSlices& c, int m, RankReport& rep);
+  void backward_op(StepSlices& c, int m, RankReport& rep);
+  void sync_gradients(RankReport& rep);
+  void clip_and_update(int64_t step, int64_t total, RankReport& rep);
+  sim::EvalResult local_eval(const models::Batch& batch, bool compressed);
+  // `inputs`: the model inputs of the same samples (the boundary map's token ids).
+  at::Tensor stage_forward(const at::Tensor& x, const at::Tensor& inputs);
+
+  sim::EngineSetup setup_;
+  Layout layout_;
+  int replica_ = 0, stage_ = 0;
+  std::unique_ptr<Comm> comm_;
+  std::unique_ptr<Watchdog> watchdog_;
+  models::Model model_;
+  std::vector<size_t> cuts_;
+  std::vector<netmodel::ScheduledOp> order_;   // global order of one replica (merging reports)
+  std::vector<netmodel::ScheduledOp> my_ops_;  // this stage's own order
+  std::vector<at::Tensor> params_;             // this stage's parameters
+  std::vector<size_t> params_per_stage_;       // tensors with a gradient slot, per stage
+  std::unique_ptr<sim::StageOptimizer> optimizer_;
+  double flops_per_sample_ = 0;
+  int forward_kernels_ = 0;  // of this stage's forward (sim::forward_kernels)
+  // Boundary s (this rank sends forward, receives backward) and s - 1 (receives
+  // forward, sends backward); gradient channels of every replica of this stage.
+  std::unique_ptr<compressors::Channel> fw_out_, bw_in_, fw_in_, bw_out_;
+  std::vector<std::unique_ptr<compressors::Channel>> grad_;
+  bool grad_plain_ = true;  // compress.grad = none: a c10d all-reduce
+  uint64_t state_bytes_ = 0;
+  bool finished_ = false;
+};
+
+// What `slowpipe train` hands sim::train(): builds this rank's DistEngine, with
+// the configuration text every rank must share (version, commit, resolved
+// keys except dist.rank and those only rank 0 uses: run.out, run.overwrite,
+// run.progress).
+sim::DistEngineFactory engine_factory();
+
+// The keys whose values differ between two configuration texts (`key=value`
+// lines), as "key=THEIRS (rank 0: RANK0)" joined by "; "; "(unset)" for a key
+// one side lacks. Empty when they are equal.
+std::string config_differences(const std::string& theirs, const std::string& rank0);
+
+}  // namespace slowpipe::dist

@@ -1,0 +1,49 @@
+// What each rank tells rank 0 after a step, and how rank 0 merges the reports
+// into one StepResult equal in content and order to the single-process
+// engine's (losses summed in the same order, trace ops in the same order).
+// Reports cross as bytes (comm.h); all ranks run the same slowpipe build (the
+// start-up check compares versions), so plain structs are copied as they are.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "distributed/comm.h"
+#include "distributed/layout.h"
+#include "pipeline/schedule.h"
+#include "sim/engine.h"
+
+namespace slowpipe::dist {
+
+// The receiver's codec seconds of one message, for the sender's trace op.
+struct DecodeTime {
+  netmodel::OpKind kind = netmodel::OpKind::kSendActivation;
+  int32_t stage = 0;  // the sending stage, as in the trace op
+  int32_t microbatch = 0;
+  double seconds = 0;
+};
+
+struct RankReport {
+  std::vector<double> losses;  // last stage: per micro-batch, in its op order
+  std::vector<netmodel::TraceOp>
+      ops;  // pipeline ops in this rank's order, then all-reduce, optimizer
+  std::vector<DecodeTime> decodes;
+  // Per boundary (S - 1): the sender's part (bytes, encode_s, delta_norm, transfers)
+  // and the receiver's (decode_s); the bytes handed to c10d.
+  std::vector<sim::ChannelSummary> fw, bw;
+  std::vector<uint64_t> fw_wire, bw_wire;
+  sim::ChannelSummary grad;  // this rank's gradient channel (D > 1)
+  uint64_t grad_wire = 0;
+  uint64_t channel_state_bytes = 0;
+  double grad_norm = 0;  // of this rank's replica
+};
+
+Bytes pack(const RankReport& r);
+// Throws DataError for bytes that are not a report.
+RankReport unpack(const Bytes& bytes);
+
+// reports[rank]; `order` is the single-process global op order of one replica.
+sim::StepResult merge(const std::vector<RankReport>& reports, const Layout& layout,
+                      const std::vector<netmodel::ScheduledOp>& order);
+
+}  // namespace slowpipe::dist

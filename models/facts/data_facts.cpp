@@ -1,0 +1,35 @@
+// The data sets' facts (see data_facts.h); the built-ins are registered on
+// first use.
+#include "models/facts/data_facts.h"
+
+namespace slowpipe::models {
+namespace {
+
+void register_builtins() {
+  register_dataset_facts({"gcide",
+                          "GCIDE dictionary (Webster 1913 + WordNet) as raw bytes, ~40 MB of text",
+                          kGcidePath, kGcidePackage});
+  register_dataset_facts({"fashion-mnist",
+                          "Fashion-MNIST 28x28 clothing images, 10 classes (60k train, 10k val)",
+                          kFashionMnistDir, kFashionMnistPackage,
+                          /*path_is_directory=*/true});
+  register_dataset_facts(
+      {"text", "any text file (plain or gzip) as raw bytes; needs data.path", "", ""});
+}
+
+Registry<DatasetFacts>& filled() {
+  static LazyRegistry<DatasetFacts> facts("data set", &register_builtins);
+  return facts.get();
+}
+
+}  // namespace
+
+const Registry<DatasetFacts>& dataset_facts_registry() {
+  return filled();
+}
+
+void register_dataset_facts(DatasetFacts facts) {
+  filled().add(std::move(facts));
+}
+
+}  // namespace slowpipe::models

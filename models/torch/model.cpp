@@ -1,0 +1,60 @@
+// Model-wide helpers: parameter lists, a stage's forward with the model's
+// boundary map around it, and the two training losses.
+#include "models/torch/model.h"
+
+#include <torch/torch.h>
+
+namespace slowpipe::models {
+
+std::vector<at::Tensor> Model::parameters() const {
+  std::vector<at::Tensor> out;
+  for (const auto& b : blocks) {
+    for (const auto& p : b->parameters()) out.push_back(p);
+  }
+  return out;
+}
+
+int64_t Model::parameter_count(size_t begin, size_t end) const {
+  int64_t n = 0;
+  for (size_t i = begin; i < end && i < blocks.size(); ++i) {
+    for (const auto& p : blocks[i]->parameters()) n += p.numel();
+  }
+  return n;
+}
+
+double Model::forward_flops_per_sample(size_t begin, size_t end) const {
+  double flops = 0;
+  for (size_t i = begin; i < end && i < blocks.size(); ++i) {
+    flops += blocks[i]->forward_flops_per_sample();
+  }
+  return flops;
+}
+
+at::Tensor forward_stage(const Model& model, size_t begin, size_t end, const at::Tensor& x,
+                         const at::Tensor& inputs) {
+  at::Tensor h = model.boundary && begin > 0 ? model.boundary->expand(x, inputs) : x;
+  for (size_t b = begin; b < end; ++b) h = model.blocks[b]->forward(h);
+  if (model.boundary && end < model.blocks.size()) h = model.boundary->reduce(h, inputs);
+  return h;
+}
+
+void Model::train(bool on) const {
+  for (const auto& b : blocks) b->train(on);
+}
+
+at::Tensor loss(Task task, const at::Tensor& output, const at::Tensor& targets) {
+  if (task == Task::kLanguageModel) {
+    // output [B, T, V], targets [B, T]
+    const int64_t v = output.size(-1);
+    return torch::nn::functional::cross_entropy(output.reshape({-1, v}), targets.reshape({-1}));
+  }
+  // output [B, C], targets [B]
+  return torch::nn::functional::cross_entropy(output, targets);
+}
+
+int64_t correct(Task task, const at::Tensor& output, const at::Tensor& targets) {
+  (void)task;  // argmax over the last dimension works for both shapes
+  return output.argmax(-1).eq(targets).sum().item<int64_t>();
+}
+
+}  // namespace slowpipe::models

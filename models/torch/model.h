@@ -1,0 +1,83 @@
+// A model is an ordered list of blocks that can be cut into pipeline stages.
+// Stage s runs blocks [cuts[s], cuts[s+1]) on whatever the previous stage sent
+// (models/torch/cuts.h: cuts = [0, c1, ..., n_blocks]).
+// The last block produces the model output (logits); `loss` turns output and
+// targets into the training loss. Building the whole model once from a seed and
+// then cutting it makes every split start from identical parameters.
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace slowpipe::models {
+
+enum class Task { kLanguageModel, kClassification };
+
+class Block : public torch::nn::Module {
+ public:
+  Block() = default;
+  // `kind` names the block type ("TransformerBlock"); Module::name() returns it.
+  explicit Block(const std::string& kind) : torch::nn::Module(kind) {}
+  // Shape legends are the implementer's: see each model's file.
+  virtual at::Tensor forward(const at::Tensor& x) = 0;
+  // Forward FLOPs for one sample (backward is taken as 2x by the timing model).
+  virtual double forward_flops_per_sample() const = 0;
+};
+using BlockPtr = std::shared_ptr<Block>;
+
+// What crosses a stage boundary, when a model decides it (default: the block
+// output itself). A model whose activations at every cut lie in a known
+// affine subspace (models/torch/internal/subspace.h) sends only their coordinates: `reduce`
+// maps the output leaving a stage to what crosses, `expand` rebuilds the next
+// stage's input from what arrived and the model's inputs (the token ids, which
+// every stage has). Both are differentiable, so the gradient that crosses back
+// is the gradient of what crossed. expand(reduce(h, in), in) == h to float
+// rounding for every h the model can produce at a cut.
+class BoundaryMap {
+ public:
+  virtual ~BoundaryMap() = default;
+  virtual at::Tensor reduce(const at::Tensor& output, const at::Tensor& inputs) const = 0;
+  virtual at::Tensor expand(const at::Tensor& sent, const at::Tensor& inputs) const = 0;
+};
+
+struct Model {
+  std::string name;  // registry name: "gpt", "cnn", "mlp"
+  Task task = Task::kClassification;
+  std::vector<BlockPtr> blocks;
+  // The config keys that fix the parameters' shapes and meaning, with their
+  // values ({"model.d_model", "128"}, ...): set by build_model, written into
+  // checkpoints and compared when one is loaded. Empty for a hand-built model.
+  std::vector<std::pair<std::string, std::string>> shape_config;
+  // Null: block outputs cross the cuts as they are (every model but a
+  // subspace-constrained GPT).
+  std::shared_ptr<const BoundaryMap> boundary;
+  // Every parameter of every block, in block order.
+  std::vector<at::Tensor> parameters() const;
+  // Number of scalar parameters of blocks [begin, end).
+  int64_t parameter_count(size_t begin, size_t end) const;
+  // Sum of forward_flops_per_sample() over blocks [begin, end).
+  double forward_flops_per_sample(size_t begin, size_t end) const;
+  // Training (dropout on) or evaluation mode for every block.
+  void train(bool on = true) const;
+};
+
+// Blocks [begin, end) as a pipeline stage runs them: with a boundary map, a
+// stage that does not start the model expands what arrived (`x`) first, and
+// one that does not end it reduces its output before it leaves. `inputs` are
+// the model inputs of the same samples ([B, T] token ids); without a boundary
+// map they are not read and this is the blocks' forward chained.
+at::Tensor forward_stage(const Model& model, size_t begin, size_t end, const at::Tensor& x,
+                         const at::Tensor& inputs);
+
+// Mean cross-entropy. LM: output [B, T, V], targets [B, T]. Classification:
+// output [B, C], targets [B].
+at::Tensor loss(Task task, const at::Tensor& output, const at::Tensor& targets);
+// Correct predictions (classification) or correctly predicted tokens (LM).
+int64_t correct(Task task, const at::Tensor& output, const at::Tensor& targets);
+
+}  // namespace slowpipe::models

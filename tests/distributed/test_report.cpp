@@ -1,0 +1,147 @@
+// distributed/report.h: a rank's report survives packing; truncated bytes are refused;
+// merging the ranks' reports gives the single-process engine's loss sum order
+// and trace order (each compute op followed by its send, replicas in turn,
+// then all-reduces stage by stage, then optimizer steps), decode seconds
+// attached to the sender's op, and bytes summed per boundary.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+
+#include "common/errors.h"
+#include "distributed/report.h"
+#include "pipeline/schedule.h"
+
+namespace sd = slowpipe::dist;
+using slowpipe::netmodel::OpKind;
+using slowpipe::netmodel::TraceOp;
+
+namespace {
+
+TraceOp op(OpKind kind, int stage, int mb, int replica) {
+  TraceOp t;
+  t.kind = kind;
+  t.device = stage;
+  t.chunk = stage;
+  t.microbatch = mb;
+  t.replica = replica;
+  t.compute_s = 0.001;
+  return t;
+}
+
+// What rank (r, s) of a 2-stage GPipe run with M micro-batches reports: its
+// ops in its own schedule order.
+sd::RankReport report(int r, int s, int M, int D) {
+  sd::RankReport rep;
+  rep.fw.resize(1);
+  rep.bw.resize(1);
+  rep.fw_wire.assign(1, 0);
+  rep.bw_wire.assign(1, 0);
+  const auto schedule = slowpipe::netmodel::make_schedule("gpipe", 2, M);
+  for (const auto& p : schedule.per_device[static_cast<size_t>(s)]) {
+    const int m = p.microbatch;
+    if (p.pass == slowpipe::netmodel::Pass::kForward) {
+      rep.ops.push_back(op(OpKind::kForward, s, m, r));
+      if (s == 0) {
+        TraceOp send = op(OpKind::kSendActivation, 0, m, r);
+        send.bytes = 100;
+        rep.ops.push_back(send);
+        rep.fw[0].bytes += 100;
+        rep.fw[0].transfers += 1;
+        rep.fw_wire[0] += 164;
+      } else {
+        rep.decodes.push_back({OpKind::kSendActivation, 0, m, 0.5 + m});
+        rep.fw[0].decode_s += 0.5 + m;
+      }
+    } else {
+      rep.ops.push_back(op(OpKind::kBackward, s, m, r));
+      if (s == 1) {
+        rep.ops.push_back(op(OpKind::kSendGradient, 1, m, r));
+        rep.bw[0].bytes += 10;
+        rep.bw[0].transfers += 1;
+        rep.losses.push_back(0.1 * (r + 1) + 0.01 * m);
+      }
+    }
+  }
+  if (D > 1) rep.ops.push_back(op(OpKind::kAllReduce, s, -1, r));
+  rep.ops.push_back(op(OpKind::kOptimizer, s, -1, r));
+  rep.grad_norm = 1.5 + r;
+  return rep;
+}
+
+// "kind stage micro-batch replica", readable in a failure message.
+std::string key(OpKind kind, int stage, int mb, int replica) {
+  return std::to_string(static_cast<int>(kind)) + " " + std::to_string(stage) + " " +
+         std::to_string(mb) + " " + std::to_string(replica);
+}
+
+}  // namespace
+
+TEST_CASE("dist: reports survive packing; damaged bytes are refused") {
+  const sd::RankReport a = report(1, 1, 3, 2);
+  const sd::Bytes bytes = sd::pack(a);
+  const sd::RankReport b = sd::unpack(bytes);
+  REQUIRE(b.losses == a.losses);
+  REQUIRE(b.ops.size() == a.ops.size());
+  REQUIRE(b.decodes.size() == a.decodes.size());
+  REQUIRE(b.fw_wire == a.fw_wire);
+  REQUIRE(b.grad_norm == a.grad_norm);
+  sd::Bytes cut(bytes.begin(), bytes.end() - 3);
+  REQUIRE_THROWS_AS(sd::unpack(cut), slowpipe::DataError);
+  sd::Bytes longer = bytes;
+  longer.push_back(0);
+  REQUIRE_THROWS_AS(sd::unpack(longer), slowpipe::DataError);
+}
+
+TEST_CASE("dist: merged reports are in the single-process order") {
+  const int S = 2, D = 2, M = 2;
+  const sd::Layout layout{S, D};
+  REQUIRE(layout.rank(1, 0) == 2);
+  REQUIRE(layout.replica_of(3) == 1);
+  REQUIRE(layout.stage_of(3) == 1);
+  REQUIRE(layout.name(3) == "rank 3 (replica 1, stage 1)");
+  std::vector<sd::RankReport> reports;
+  reports.reserve(static_cast<size_t>(layout.world()));
+  for (int rank = 0; rank < layout.world(); ++rank)
+    reports.push_back(report(layout.replica_of(rank), layout.stage_of(rank), M, D));
+  const auto order =
+      slowpipe::netmodel::single_process_order(slowpipe::netmodel::make_schedule("gpipe", S, M));
+  const slowpipe::sim::StepResult res = sd::merge(reports, layout, order);
+
+  // Losses: replica 0's in its last stage's order, then replica 1's.
+  double sum = 0;
+  for (int r = 0; r < D; ++r)
+    for (double l : reports[static_cast<size_t>(layout.rank(r, S - 1))].losses) sum += l;
+  REQUIRE(res.loss == sum / D);
+  REQUIRE(res.loss != 0);
+  REQUIRE(res.grad_norm == 1.5);  // replica 0's
+
+  std::vector<std::string> got;
+  for (const auto& o : res.trace.ops) got.push_back(key(o.kind, o.device, o.microbatch, o.replica));
+  std::vector<std::string> expect;
+  for (int r = 0; r < D; ++r) {
+    for (const auto& p : order) {
+      const bool backward = p.pass != slowpipe::netmodel::Pass::kForward;
+      expect.push_back(
+          key(backward ? OpKind::kBackward : OpKind::kForward, p.chunk, p.microbatch, r));
+      if (!backward && p.chunk == 0)
+        expect.push_back(key(OpKind::kSendActivation, 0, p.microbatch, r));
+      if (backward && p.chunk == 1)
+        expect.push_back(key(OpKind::kSendGradient, 1, p.microbatch, r));
+    }
+  }
+  for (int s = 0; s < S; ++s)
+    for (int r = 0; r < D; ++r) expect.push_back(key(OpKind::kAllReduce, s, -1, r));
+  for (int r = 0; r < D; ++r)
+    for (int s = 0; s < S; ++s) expect.push_back(key(OpKind::kOptimizer, s, -1, r));
+  REQUIRE(got == expect);
+
+  // Decode seconds reach the sender's op; bytes and transfers add up.
+  for (const auto& o : res.trace.ops)
+    if (o.kind == OpKind::kSendActivation) REQUIRE(o.decode_s == 0.5 + o.microbatch);
+  REQUIRE(res.fw[0].bytes == 100 * M * D);
+  REQUIRE(res.fw[0].decode_s == D * (0.5 + 1.5));
+  REQUIRE(res.fw_wire[0] == 164u * M * D);
+  REQUIRE(res.bw[0].bytes == 10 * M * D);
+  REQUIRE(std::isnan(res.fw[0].rel_error));
+  REQUIRE(res.compute_s == Approx(0.001 * res.trace.ops.size()));
+}
