@@ -31,6 +31,7 @@
 #include "compressors/factory.h"
 #include "models/checkpoint.h"
 #include "models/data_registry.h"
+#include "models/model_limits.h"
 #include "models/registry.h"
 #include "netmodel/chrome_trace.h"
 #include "netmodel/compute_model.h"
@@ -233,7 +234,7 @@ void add_warning(Run& run, const std::string& text) {
 
 void build_run(Run& run, const TrainConfig& cfg, const ResolvedConfig& resolved,
                const DistEngineFactory& distributed) {
-  run.data = models::make_dataset(cfg.data, cfg.model.seq_len);
+  run.data = models::make_dataset(cfg.data, cfg.model.seq_len, models::model_vocab(cfg.model));
   const int64_t train_n = run.data->size(models::Split::kTrain);
   run.sampler = std::make_unique<ShardSampler>(train_n, cfg.pipeline.batch_size,
                                                cfg.pipeline.replicas, cfg.run.seed);
