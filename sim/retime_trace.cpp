@@ -10,12 +10,14 @@
 
 #include "common/errors.h"
 #include "models/torch/data_registry.h"
+#include "models/torch/model_limits.h"
 #include "sim/engine.h"
 
 namespace slowpipe::sim {
 
 netmodel::StepTrace step_trace_skeleton(const config::TrainConfig& cfg, int64_t* samples) {
-  const std::unique_ptr<models::Dataset> data = models::make_dataset(cfg.data, cfg.model.seq_len);
+  const std::unique_ptr<models::Dataset> data =
+      models::make_dataset(cfg.data, cfg.model.seq_len, models::model_vocab(cfg.model));
   EngineSetup setup;
   setup.model = cfg.model;
   setup.model.init_from.clear();  // the parameters' values do not change the trace

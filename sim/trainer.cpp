@@ -31,6 +31,7 @@
 #include "compressors/channels/factory.h"
 #include "models/torch/checkpoint.h"
 #include "models/torch/data_registry.h"
+#include "models/torch/model_limits.h"
 #include "models/torch/model_registry.h"
 #include "netmodel/chrome_trace.h"
 #include "netmodel/compute_model.h"
@@ -232,7 +233,7 @@ void add_warning(Run& run, const std::string& text) {
 
 void build_run(Run& run, const config::TrainConfig& cfg, const ResolvedConfig& resolved,
                const DistEngineFactory& distributed) {
-  run.data = models::make_dataset(cfg.data, cfg.model.seq_len);
+  run.data = models::make_dataset(cfg.data, cfg.model.seq_len, models::model_vocab(cfg.model));
   const int64_t train_n = run.data->size(models::Split::kTrain);
   run.sampler = std::make_unique<ShardSampler>(train_n, cfg.pipeline.batch_size,
                                                cfg.pipeline.replicas, cfg.run.seed);

@@ -15,6 +15,10 @@ void register_builtins() {
                           /*path_is_directory=*/true});
   register_dataset_facts(
       {"text", "any text file (plain or gzip) as raw bytes; needs data.path", "", ""});
+  register_dataset_facts({"tokens",
+                          "train_gpt.py's .bin token shards (uint16 ids, the model's vocabulary); "
+                          "data.path is a glob",
+                          "", "", /*path_is_directory=*/false, /*path_is_glob=*/true});
 }
 
 Registry<DatasetFacts>& filled() {

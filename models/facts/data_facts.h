@@ -27,9 +27,10 @@ struct DatasetFacts {
   std::string default_path;        // empty: data.path is required
   std::string debian_package;      // provides default_path; empty when none
   bool path_is_directory = false;  // data.path names a directory (fashion-mnist)
+  bool path_is_glob = false;       // data.path is a glob of files (tokens)
 };
 
-// The built-ins (gcide, fashion-mnist, text) first, registered on first use,
+// The built-ins (gcide, fashion-mnist, text, tokens) first, registered on first use,
 // then those added by register_dataset / register_dataset_facts.
 const Registry<DatasetFacts>& dataset_facts_registry();
 // An empty or duplicate name throws std::logic_error.

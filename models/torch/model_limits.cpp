@@ -79,6 +79,11 @@ MemoryEstimate estimate_training_memory(const ModelConfig& cfg, const MemoryBudg
   return e;
 }
 
+int64_t model_vocab(const ModelConfig& cfg) {
+  const DatasetInfo data = default_data(find_model(cfg.name), cfg);
+  return data.task == Task::kLanguageModel ? data.num_classes : 0;
+}
+
 std::vector<std::pair<std::string, std::string>> shape_config(const ModelConfig& cfg,
                                                               const DatasetInfo& data) {
   std::vector<std::pair<std::string, std::string>> out;

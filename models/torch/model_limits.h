@@ -38,6 +38,11 @@ struct MemoryEstimate {
 // The estimate for a config; all zero for a model registered without a footprint.
 MemoryEstimate estimate_training_memory(const ModelConfig& cfg, const MemoryBudget& budget = {});
 
+// The vocabulary size of a language model (its default data set's classes,
+// ModelEntry::default_data: 256 for the byte-level GPTs), 0 for a model of
+// images. Token data sets read ids against it (data.name = tokens).
+int64_t model_vocab(const ModelConfig& cfg);
+
 // The model's shape keys (ModelEntry::shape_keys) with their values in `cfg`
 // and `data`: {"model.d_model", "128"}, {"data.classes", "10"},
 // {"data.sample_shape", "1x28x28"}; model.subspace only when it is not 0.

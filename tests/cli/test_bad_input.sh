@@ -62,6 +62,7 @@ INI
   cp fm/train-images-idx3-ubyte.gz fm/t10k-images-idx3-ubyte.gz
   printf '\x00\x00\x08\x01\x00\x00\x00\x0a' | gzip -c >fm/train-labels-idx1-ubyte.gz
   cp fm/train-labels-idx1-ubyte.gz fm/t10k-labels-idx1-ubyte.gz
+  token_shards
 
   # A real log and checkpoint from two steps of the tiny model, and a checkpoint
   # of a wider model.
@@ -126,6 +127,20 @@ INI
 
 # damage_logs: copies of good.h5 with one defect each, written by a small C
 # program against the HDF5 C API (h5cc ships with libhdf5-dev).
+# Token shards (data.name = tokens, docs/models.md, "Token shards") in tok/:
+# a good one and one defect each, ids 0..255 (the byte-level GPT's vocabulary).
+token_shards() {
+  mkdir -p tok
+  seq 0 299 | awk '{print $1 % 256}' >tok/ids.txt
+  shard() { bash "$src/tests/cli/write_shard.sh" "$@" <tok/ids.txt; }
+  shard tok/good.bin
+  shard tok/magic.bin 20240521
+  shard tok/version.bin 20240520 2
+  shard tok/trunc.bin 20240520 1 301
+  head -c 1000 tok/good.bin >tok/header.bin
+  { cat tok/ids.txt; echo 256; } | bash "$src/tests/cli/write_shard.sh" tok/vocab.bin
+}
+
 damage_logs() {
   cat >damage.c <<'C'
 #include <hdf5.h>

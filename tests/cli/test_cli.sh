@@ -98,6 +98,29 @@ grep -qF "($commit$suffix, $(attr prov.h5 slowpipe.build_type), $(attr prov.h5 s
 [ -n "$(attr prov.h5 slowpipe.build_type)" ] && [ -n "$(attr prov.h5 slowpipe.compiler)" ] &&
   [ -n "$(attr prov.h5 host.cpu)" ] && ok || bad "build type, compiler or CPU missing from the log"
 
+# data.name = tokens (docs/models.md, "Token shards"): the first 2,000 bytes
+# of the corpus as uint16 token ids in two shards written here train a tiny
+# GPT; cut into the same windows as the text data set, they give its losses
+# bit for bit.
+head -c 2000 corpus.txt >corpus2k.txt
+od -An -v -tu1 corpus2k.txt | tr -s ' ' '\n' | grep . >ids.txt
+mkdir -p tok
+head -n 1100 ids.txt | bash "$src/tests/cli/write_shard.sh" tok/part_000.bin
+tail -n +1101 ids.txt | bash "$src/tests/cli/write_shard.sh" tok/part_001.bin
+tiny=(--set model.layers=2 --set model.d_model=32 --set model.heads=2 --set model.seq_len=16
+      --set pipeline.batch_size=8 --set eval.batches=2 --set eval.every=2 --set run.progress=none)
+expect 0 "final loss" -- "$bin" train "${tiny[@]}" --set data.name=tokens --set 'data.path=tok/*.bin' \
+  --steps 4 --out tokens.h5
+expect 0 "final loss" -- "$bin" train "${tiny[@]}" --set data.name=text --set data.path=corpus2k.txt \
+  --steps 4 --out bytes.h5
+[ "$(attr tokens.h5 config.data.name)" = tokens ] && ok || bad "tokens.h5 does not log data.name = tokens"
+for t in train eval; do
+  "$bin" export tokens.h5 --table $t >tokens_$t.tsv
+  "$bin" export bytes.h5 --table $t >bytes_$t.tsv
+  [ "$(column tokens_$t.tsv loss)" = "$(column bytes_$t.tsv loss)" ] && [ -n "$(column tokens_$t.tsv loss)" ] &&
+    ok || bad "token shards of the corpus's bytes: $t losses differ from the text data set's"
+done
+
 # Mistakes found before anything is loaded leave no log behind, and the
 # corrected rerun with the same --out runs.
 expect 2 "cannot carry data-parallel gradients" -- "$bin" train "${small[@]}" --set pipeline.replicas=2 \

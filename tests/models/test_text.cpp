@@ -174,7 +174,7 @@ TEST_CASE("Data-set registry: the built-ins and a user's data set go through reg
   sm::DatasetEntry e;
   e.name = "test-registry-bytes";
   e.description = "a data set registered by a test";
-  e.make = [](const sm::DataConfig&, const std::string&, int64_t) {
+  e.make = [](const sm::DataConfig&, const std::string&, int64_t, int64_t) {
     return std::unique_ptr<sm::Dataset>();
   };
   sm::register_dataset(e);
@@ -191,6 +191,7 @@ TEST_CASE("Data-set registry: the built-ins and a user's data set go through reg
     CHECK(facts->default_path == entry.default_path);
     CHECK(facts->debian_package == entry.debian_package);
     CHECK(facts->path_is_directory == entry.path_is_directory);
+    CHECK(facts->path_is_glob == entry.path_is_glob);
   }
   sm::DataConfig cfg;
   slowpipe::OptionSet opts;
