@@ -20,7 +20,7 @@ namespace ss = slowpipe::sim;
 
 TEST_CASE("Optimizer registry: the option choices are the registry's names") {
   CHECK(slowpipe::config::optimizer_registry().names() ==
-        std::vector<std::string>{"sgd", "adamw"});
+        std::vector<std::string>{"sgd", "adamw", "muon"});
   CHECK(slowpipe::config::lr_schedule_registry().names() ==
         std::vector<std::string>{"constant", "cosine", "linear", "stable-linear"});
   slowpipe::config::OptimConfig c;
