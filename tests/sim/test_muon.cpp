@@ -131,10 +131,18 @@ at::Tensor random_gradient(int kind, std::mt19937& rng) {
   std::uniform_int_distribution<int> small(1, 8), large(9, 24);
   int64_t r = 0, c = 0;
   switch (kind) {
-    case 0: r = large(rng), c = small(rng); break;
-    case 1: r = small(rng), c = large(rng); break;
-    case 2: r = c = small(rng) + 4; break;
-    default: r = small(rng) + 6, c = small(rng) + 6; break;
+    case 0:
+      r = large(rng), c = small(rng);
+      break;
+    case 1:
+      r = small(rng), c = large(rng);
+      break;
+    case 2:
+      r = c = small(rng) + 4;
+      break;
+    default:
+      r = small(rng) + 6, c = small(rng) + 6;
+      break;
   }
   if (kind == 4) return torch::zeros({r, c});
   if (kind != 3) return torch::randn({r, c}) * 0.1;
@@ -213,8 +221,7 @@ TEST_CASE("Muon: two steps of a hidden matrix equal a double reference on 100 ra
 TEST_CASE("Muon: the AdamW groups step at their own rates, scaled by the schedule") {
   const slowpipe::config::OptimConfig c = muon_config("benchmark");
   torch::manual_seed(3);
-  const std::vector<ParamRole> roles = {ParamRole::kEmbedding, ParamRole::kHead,
-                                        ParamRole::kOther};
+  const std::vector<ParamRole> roles = {ParamRole::kEmbedding, ParamRole::kHead, ParamRole::kOther};
   const std::vector<double> peaks = {c.muon_embed_lr, c.muon_head_lr, c.muon_scalar_lr};
   std::vector<at::Tensor> params = {torch::randn({16, 4}).requires_grad_(),
                                     torch::randn({6, 4}).requires_grad_(),
@@ -347,10 +354,10 @@ TEST_CASE("Muon parameter groups: the GPT models declare their hidden matrices")
         INFO(block->name() << " " << key);
         const bool weight2d = named[i].value().dim() == 2;
         const std::string kind = block->name();
-        const ParamRole expected = !weight2d                 ? ParamRole::kOther
-                                   : kind == "Embedding"     ? ParamRole::kEmbedding
-                                   : kind == "LMHead"        ? ParamRole::kHead
-                                                             : ParamRole::kHiddenMatrix;
+        const ParamRole expected = !weight2d             ? ParamRole::kOther
+                                   : kind == "Embedding" ? ParamRole::kEmbedding
+                                   : kind == "LMHead"    ? ParamRole::kHead
+                                                         : ParamRole::kHiddenMatrix;
         CHECK(roles[i] == expected);
       }
     }
