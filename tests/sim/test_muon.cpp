@@ -184,6 +184,13 @@ TEST_CASE("Muon: the orthogonalisation equals a double reference on 100 random m
       const double scale = std::sqrt(std::max(1.0, static_cast<double>(gm.rows) / gm.cols));
       const Mat expected = axpby(-scale, newton_schulz(gm, iteration_of(variant)), 0, gm);
       CHECK(relative_error(from_tensor(p.detach()), expected) <= 1e-6);
+      // The control: the other variant's iteration is far from this result,
+      // so a mix-up of coefficients or counts would fail.
+      if (i % 5 != 4) {
+        const std::string other = variant == "benchmark" ? "canonical" : "benchmark";
+        const Mat wrong = axpby(-scale, newton_schulz(gm, iteration_of(other)), 0, gm);
+        CHECK(relative_error(from_tensor(p.detach()), wrong) > 1e-3);
+      }
     }
   }
 }
