@@ -17,14 +17,22 @@ const Registry<OptimizerInfo>& optimizer_registry() {
 }
 
 namespace {
-double constant_factor(double /*p*/, double /*min_ratio*/) {
+double constant_factor(double /*p*/, const OptimConfig& /*c*/) {
   return 1.0;
 }
-double cosine_factor(double p, double lo) {
+double cosine_factor(double p, const OptimConfig& c) {
+  const double lo = c.min_lr_ratio;
   return lo + (1.0 - lo) * 0.5 * (1.0 + std::cos(M_PI * p));
 }
-double linear_factor(double p, double lo) {
-  return 1.0 - (1.0 - lo) * p;
+double linear_factor(double p, const OptimConfig& c) {
+  return 1.0 - (1.0 - c.min_lr_ratio) * p;
+}
+// Protocol NanoGPT's train_gpt.py (set_hparams, docs/optimizers.md): 1 while
+// p < 1 - f, then (1 - p) / f, here ending at min_lr_ratio instead of 0.
+double stable_linear_factor(double p, const OptimConfig& c) {
+  const double f = c.cooldown_fraction, lo = c.min_lr_ratio;
+  if (p < 1.0 - f || f <= 0) return 1.0;
+  return lo + (1.0 - lo) * (1.0 - p) / f;
 }
 }  // namespace
 
@@ -35,6 +43,10 @@ const Registry<LrScheduleInfo>& lr_schedule_registry() {
           {"constant", "optim.lr after warm-up", &constant_factor},
           {"cosine", "cosine decay from optim.lr to optim.min_lr_ratio x optim.lr", &cosine_factor},
           {"linear", "linear decay from optim.lr to optim.min_lr_ratio x optim.lr", &linear_factor},
+          {"stable-linear",
+           "optim.lr, then over the last optim.cooldown_fraction linear decay to "
+           "optim.min_lr_ratio x optim.lr (Protocol NanoGPT's)",
+           &stable_linear_factor},
       });
   return registry;
 }
@@ -47,7 +59,7 @@ double learning_rate(const OptimConfig& c, int64_t step, int64_t total_steps) {
   const int64_t decay_steps = std::max<int64_t>(1, total_steps - c.warmup_steps);
   const double p =
       std::min(1.0, static_cast<double>(step - c.warmup_steps) / static_cast<double>(decay_steps));
-  return c.lr * schedule.factor(p, c.min_lr_ratio);
+  return c.lr * schedule.factor(p, c);
 }
 
 }  // namespace slowpipe::config

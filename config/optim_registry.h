@@ -30,8 +30,9 @@ const Registry<OptimizerInfo>& optimizer_registry();
 struct LrScheduleInfo {
   std::string name;
   std::string description;  // one line
-  // The factor of optim.lr at decay progress p in [0, 1], ending at `min_ratio`.
-  double (*factor)(double p, double min_ratio) = nullptr;
+  // The factor of optim.lr at decay progress p in [0, 1], ending at
+  // c.min_lr_ratio.
+  double (*factor)(double p, const OptimConfig& c) = nullptr;
 };
 const Registry<LrScheduleInfo>& lr_schedule_registry();
 

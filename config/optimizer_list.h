@@ -8,3 +8,4 @@
 // it up) + one line here (sim/README.md, "Adding an optimizer").
 SLOWPIPE_OPTIMIZER(sgd, "SGD with optim.momentum (0: plain SGD) and weight decay")
 SLOWPIPE_OPTIMIZER(adamw, "AdamW (optim.beta1, optim.beta2, decoupled weight decay)")
+SLOWPIPE_OPTIMIZER(muon, "Muon for hidden matrices, AdamW for the rest (optim.muon_*)")

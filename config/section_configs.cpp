@@ -154,6 +154,21 @@ void describe_options(OptimConfig& c, OptionSet& o) {
   o.add_choice("optim.schedule", c.schedule, lr_schedule_registry().names(),
                "learning-rate decay after warm-up");
   o.add("optim.min_lr_ratio", c.min_lr_ratio, "final lr as a fraction of optim.lr", 0.0, 1.0);
+  o.add("optim.cooldown_fraction", c.cooldown_fraction,
+        "stable-linear: the last fraction of the decay steps, where the rate falls", 0.0, 1.0);
+  o.add_choice("optim.muon_variant", c.muon_variant, {"benchmark", "canonical"},
+               "muon: Newton-Schulz iteration of Protocol NanoGPT (12 steps) or KellerJordan/Muon "
+               "(5 steps)");
+  o.add("optim.muon_momentum", c.muon_momentum, "muon: Nesterov momentum of the hidden matrices",
+        0.0, 0.999999);
+  o.add("optim.muon_weight_decay", c.muon_weight_decay,
+        "muon: decoupled weight decay of the hidden matrices", 0.0, 10.0);
+  o.add("optim.muon_embed_lr", c.muon_embed_lr, "muon: peak rate of the embeddings (AdamW)", 0.0,
+        100.0);
+  o.add("optim.muon_head_lr", c.muon_head_lr, "muon: peak rate of the output head (AdamW)", 0.0,
+        100.0);
+  o.add("optim.muon_scalar_lr", c.muon_scalar_lr,
+        "muon: peak rate of gains, biases and other parameters (AdamW)", 0.0, 100.0);
 }
 
 void describe_options(EvalConfig& c, OptionSet& o) {

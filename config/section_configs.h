@@ -70,15 +70,22 @@ void describe_options(PipelineConfig& c, OptionSet& o);
 void validate(const PipelineConfig& c);
 
 struct OptimConfig {
-  std::string name = "adamw";  // sgd|adamw
-  double lr = 1e-3;
+  std::string name = "adamw";         // config/optimizer_list.h
+  double lr = 1e-3;                   // muon: the hidden matrices' (Muon's) rate
   double momentum = 0.9;              // SGD
-  double beta1 = 0.9, beta2 = 0.999;  // AdamW
-  double weight_decay = 0.0;
-  double clip = 1.0;  // max global gradient norm; 0 = off
+  double beta1 = 0.9, beta2 = 0.999;  // AdamW (muon: its AdamW groups)
+  double weight_decay = 0.0;          // muon: its AdamW groups'
+  double clip = 1.0;                  // max global gradient norm; 0 = off
   int64_t warmup_steps = 0;
-  std::string schedule = "cosine";  // constant|cosine|linear (after warm-up)
+  std::string schedule = "cosine";  // config/optim_registry.cpp (after warm-up)
   double min_lr_ratio = 0.1;        // final lr = lr * min_lr_ratio
+  double cooldown_fraction = 0.7;   // stable-linear: the decaying last fraction
+  // muon (sim/optimizers/muon.cpp, docs/optimizers.md); defaults: Protocol
+  // NanoGPT's train_gpt.py.
+  std::string muon_variant = "benchmark";  // benchmark|canonical: the Newton-Schulz iteration
+  double muon_momentum = 0.95;             // Nesterov momentum of the hidden matrices
+  double muon_weight_decay = 0.05;         // decoupled, of the hidden matrices
+  double muon_embed_lr = 0.7, muon_head_lr = 0.004, muon_scalar_lr = 0.015;  // AdamW groups
 };
 void describe_options(OptimConfig& c, OptionSet& o);
 

@@ -142,12 +142,14 @@ DistEngine::DistEngine(sim::EngineSetup setup, const config::DistConfig& cfg,
     for (size_t b = cuts_[s]; b < cuts_[s + 1]; ++b) n += model_.blocks[b]->parameters().size();
     params_per_stage_.push_back(n);
   }
+  std::vector<models::ParamRole> roles;
   for (size_t b = cuts_[stage_]; b < cuts_[stage_ + 1]; ++b) {
     for (const auto& p : model_.blocks[b]->parameters()) params_.push_back(p);
+    for (const auto r : model_.blocks[b]->parameter_roles()) roles.push_back(r);
     flops_per_sample_ += model_.blocks[b]->forward_flops_per_sample();
   }
   forward_kernels_ = sim::forward_kernels(model_, cuts_[stage_], cuts_[stage_ + 1]);
-  optimizer_ = std::make_unique<sim::StageOptimizer>(setup_.optim, params_);
+  optimizer_ = std::make_unique<sim::StageOptimizer>(setup_.optim, params_, roles);
   build_channels();
 }
 

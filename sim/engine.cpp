@@ -73,13 +73,15 @@ PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
 void PipelineEngine::build_stages(Replica& rep) {
   for (int s = 0; s < schedule_.chunks; ++s) {
     std::vector<at::Tensor> params;
+    std::vector<models::ParamRole> roles;
     double flops = 0;
     for (size_t b = cuts_[s]; b < cuts_[s + 1]; ++b) {
       for (const auto& p : rep.model.blocks[b]->parameters()) params.push_back(p);
+      for (const auto r : rep.model.blocks[b]->parameter_roles()) roles.push_back(r);
       flops += rep.model.blocks[b]->forward_flops_per_sample();
     }
     rep.stage_params.push_back(params);
-    rep.optimizers.emplace_back(setup_.optim, params);
+    rep.optimizers.emplace_back(setup_.optim, params, roles);
     rep.flops_per_sample.push_back(flops);
     rep.forward_kernels.push_back(forward_kernels(rep.model, cuts_[s], cuts_[s + 1]));
   }

@@ -61,13 +61,18 @@ double clip_global_norm(const std::vector<at::Tensor>& params, double max_norm) 
   return total;
 }
 
-StageOptimizer::StageOptimizer(const config::OptimConfig& c, std::vector<at::Tensor> params)
+StageOptimizer::StageOptimizer(const config::OptimConfig& c, std::vector<at::Tensor> params,
+                               const std::vector<models::ParamRole>& roles)
     : params_(std::move(params)) {
+  if (!roles.empty() && roles.size() != params_.size()) {
+    throw std::logic_error("StageOptimizer: one role per parameter");
+  }
   const OptimizerEntry& entry = find_optimizer(c.name);
   const OptimizerStepCost cost = entry.cost(c);
   tensors_per_element_ = cost.tensors_per_element;
   flops_per_element_ = cost.flops_per_element;
-  impl_ = entry.make(c, params_);
+  impl_ = entry.make(c, params_,
+                     roles.empty() ? std::vector<models::ParamRole>(params_.size()) : roles);
 }
 
 StageOptimizer::~StageOptimizer() = default;

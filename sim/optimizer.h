@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/section_configs.h"
+#include "models/torch/param_role.h"
 
 namespace torch::serialize {
 class OutputArchive;
@@ -30,7 +31,11 @@ double clip_global_norm(const std::vector<at::Tensor>& params, double max_norm);
 
 class StageOptimizer {
  public:
-  StageOptimizer(const config::OptimConfig& c, std::vector<at::Tensor> params);
+  // `roles`: one per parameter as the model declared them
+  // (Block::parameter_roles); empty: every parameter kOther. Only optimizers
+  // that treat roles differently (muon) read them.
+  StageOptimizer(const config::OptimConfig& c, std::vector<at::Tensor> params,
+                 const std::vector<models::ParamRole>& roles = {});
   ~StageOptimizer();
   StageOptimizer(StageOptimizer&&) noexcept;
   StageOptimizer& operator=(StageOptimizer&&) noexcept;

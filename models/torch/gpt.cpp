@@ -63,6 +63,8 @@ class Embedding : public Block {
     const int64_t w = write_width(sub_, d_model);
     tok_ = register_module("tok", torch::nn::Embedding(kVocab, w));   // [V, C] (or [V, k])
     pos_ = register_module("pos", torch::nn::Embedding(seq_len, w));  // [T_max, C] (or [T_max, k])
+    set_role(tok_->weight, ParamRole::kEmbedding);
+    set_role(pos_->weight, ParamRole::kEmbedding);
     torch::NoGradGuard g;
     tok_->weight.normal_(0.0, kInitStd);
     pos_->weight.normal_(0.0, kInitStd);
@@ -111,6 +113,7 @@ class TransformerBlock : public Block {
     init_linear(proj_, resid_std);
     init_linear(fc1_, kInitStd);
     init_linear(fc2_, resid_std);
+    for (auto* l : {&qkv_, &proj_, &fc1_, &fc2_}) set_role((*l)->weight, ParamRole::kHiddenMatrix);
   }
 
   at::Tensor forward(const at::Tensor& x) override {
@@ -153,6 +156,7 @@ class LMHead : public Block {
     out_ = register_module(
         "out", torch::nn::Linear(torch::nn::LinearOptions(d_model, kVocab).bias(false)));
     init_linear(out_, kInitStd);
+    set_role(out_->weight, ParamRole::kHead);
   }
   at::Tensor forward(const at::Tensor& x) override { return out_(ln_(x)); }
   double forward_flops_per_sample() const override {

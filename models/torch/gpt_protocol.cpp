@@ -91,6 +91,7 @@ class ProtocolEmbedding : public Block {
       : Block("Embedding"), seq_len_(seq_len), d_model_(d_model) {
     tok_ = register_module("tok", torch::nn::Embedding(kVocab, d_model));  // [V, C]
     norm_ = register_module("norm", RMSNorm(d_model));
+    set_role(tok_->weight, ParamRole::kEmbedding);
     torch::NoGradGuard g;
     tok_->weight.normal_(0.0, 1.0);
   }
@@ -122,6 +123,9 @@ class ProtocolBlock : public Block {
     norm2_ = register_module("norm2", RMSNorm(d_model));
     fc_ = register_module("fc", linear(d_model, 4 * d_model, false));             // [4C, C]
     mlp_proj_ = register_module("mlp_proj", linear(4 * d_model, d_model, true));  // [C, 4C], zero
+    for (auto* l : {&q_, &k_, &v_, &proj_, &fc_, &mlp_proj_}) {
+      set_role((*l)->weight, ParamRole::kHiddenMatrix);
+    }
   }
 
   at::Tensor forward(const at::Tensor& x) override {
@@ -159,6 +163,7 @@ class ProtocolHead : public Block {
       : Block("LMHead"), seq_len_(seq_len), d_model_(d_model) {
     norm_ = register_module("norm", RMSNorm(d_model));
     proj_ = register_module("proj", linear(d_model, kVocab, true));  // [V, C], zero
+    set_role(proj_->weight, ParamRole::kHead);
   }
   at::Tensor forward(const at::Tensor& x) override {
     auto logits = proj_(norm_(x));  // [B, T, V]

@@ -1,10 +1,34 @@
-// Model-wide helpers: parameter lists, a stage's forward with the model's
-// boundary map around it, and the two training losses.
+// Model-wide helpers: blocks' parameter roles, parameter lists, a stage's
+// forward with the model's boundary map around it, and the two training losses.
 #include "models/torch/model.h"
 
 #include <torch/torch.h>
 
+#include <stdexcept>
+
 namespace slowpipe::models {
+
+void Block::set_role(const at::Tensor& p, ParamRole role) {
+  for (const auto& item : named_parameters()) {
+    if (item.value().unsafeGetTensorImpl() == p.unsafeGetTensorImpl()) {
+      roles_.emplace_back(item.key(), role);
+      return;
+    }
+  }
+  throw std::invalid_argument("Block::set_role: not a parameter of block " + name());
+}
+
+std::vector<ParamRole> Block::parameter_roles() const {
+  std::vector<ParamRole> out;
+  for (const auto& item : named_parameters()) {
+    ParamRole role = ParamRole::kOther;
+    for (const auto& [name, r] : roles_) {
+      if (name == item.key()) role = r;
+    }
+    out.push_back(role);
+  }
+  return out;
+}
 
 std::vector<at::Tensor> Model::parameters() const {
   std::vector<at::Tensor> out;

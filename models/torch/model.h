@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "models/torch/param_role.h"
+
 namespace slowpipe::models {
 
 enum class Task { kLanguageModel, kClassification };
@@ -27,6 +29,18 @@ class Block : public torch::nn::Module {
   virtual at::Tensor forward(const at::Tensor& x) = 0;
   // Forward FLOPs for one sample (backward is taken as 2x by the timing model).
   virtual double forward_flops_per_sample() const = 0;
+  // The role of each of parameters(), in that order: what set_role declared,
+  // kOther for the rest (models/param_role.h).
+  std::vector<ParamRole> parameter_roles() const;
+
+ protected:
+  // Declares the role of `p`, a parameter of this block or of a registered
+  // submodule (std::invalid_argument otherwise). Roles are kept by parameter
+  // name, so they survive moves between devices.
+  void set_role(const at::Tensor& p, ParamRole role);
+
+ private:
+  std::vector<std::pair<std::string, ParamRole>> roles_;  // (parameter name, role)
 };
 using BlockPtr = std::shared_ptr<Block>;
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/section_configs.h"
+#include "models/torch/param_role.h"
 
 namespace torch::optim {
 class Optimizer;
@@ -48,8 +49,11 @@ struct OptimizerStepCost {
 
 struct OptimizerEntry {
   std::string name;  // its name in config/optimizer_list.h
+  // `roles`: one per parameter, as the model declared them (models/param_role.h);
+  // only optimizers that treat roles differently (muon) read them.
   std::unique_ptr<OptimizerImpl> (*make)(const config::OptimConfig& c,
-                                         const std::vector<at::Tensor>& params) = nullptr;
+                                         const std::vector<at::Tensor>& params,
+                                         const std::vector<models::ParamRole>& roles) = nullptr;
   OptimizerStepCost (*cost)(const config::OptimConfig& c) = nullptr;
   // Why `c` keeps no first moment to exchange ("optim.name = sgd with
   // optim.momentum = 0"); "" when it keeps one.

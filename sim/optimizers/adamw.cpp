@@ -66,7 +66,8 @@ class AdamW : public OptimizerImpl {
 
 OptimizerEntry adamw_optimizer() {
   return {"adamw",
-          [](const config::OptimConfig& c, const std::vector<at::Tensor>& params) {
+          [](const config::OptimConfig& c, const std::vector<at::Tensor>& params,
+             const std::vector<models::ParamRole>& /*roles*/) {
             return std::unique_ptr<OptimizerImpl>(std::make_unique<AdamW>(c, params));
           },
           [](const config::OptimConfig&) {

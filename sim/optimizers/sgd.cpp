@@ -53,7 +53,8 @@ class Sgd : public OptimizerImpl {
 
 OptimizerEntry sgd_optimizer() {
   return {"sgd",
-          [](const config::OptimConfig& c, const std::vector<at::Tensor>& params) {
+          [](const config::OptimConfig& c, const std::vector<at::Tensor>& params,
+             const std::vector<models::ParamRole>& /*roles*/) {
             return std::unique_ptr<OptimizerImpl>(std::make_unique<Sgd>(c, params));
           },
           [](const config::OptimConfig& c) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end checks of the `slowpipe` command line: exit codes and messages for
 # bad input, the run log of real short runs (bytes on the wire, determinism, a
-# run killed with SIGKILL), export, codec inspection, timing and netsim.
+# run killed with SIGKILL), export, codec inspection, timing and netsim; both
+# Muon variants train.
 #   tests/cli/test_cli.sh PATH/TO/slowpipe SOURCE_DIR
 set -uo pipefail
 bin="$1"
@@ -44,6 +45,17 @@ expect 2 "" -- "$bin" export missing.h5
 expect 0 "config.run.steps" -- "$bin" export run1.h5 --attrs
 for c in step loss sim_time_s fw0_bytes bw0_bytes lr grad_norm; do
   head -1 run1.tsv | tr '\t' '\n' | grep -qx "$c" && ok || bad "train table lacks column $c"
+done
+
+# Muon, both variants (docs/optimizers.md), trains the GPT: the evaluation
+# loss after 30 steps is below the one at step 0.
+for variant in benchmark canonical; do
+  "$bin" train "${small[@]}" --steps 30 --set eval.every=0 --set optim.name=muon \
+    --set optim.lr=0.02 --set optim.muon_variant=$variant --out muon-$variant.h5 >/dev/null 2>&1 ||
+    bad "muon ($variant) run failed"
+  "$bin" export muon-$variant.h5 --table eval >muon-$variant.tsv
+  column muon-$variant.tsv loss | awk 'NR == 1 { first = $1 } END { exit !(NR >= 2 && $1 < first - 0.5) }' &&
+    ok || bad "muon ($variant): the eval loss did not fall: $(column muon-$variant.tsv loss | tr '\n' ' ')"
 done
 
 # Same seed, same losses, bit for bit (exported with full precision).

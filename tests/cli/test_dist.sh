@@ -5,7 +5,8 @@
 #     byte counts bit for bit, for fp32, q2, aq(q2) and ef(topk:0.1) with a
 #     compressed gradient exchange; eval losses too; 4 stages with a
 #     topk:shared backward and AQ-SGD alike; a subspace-constrained GPT
-#     (model.subspace, k coefficients across each cut) alike;
+#     (model.subspace, k coefficients across each cut) alike; Muon (both
+#     variants, 2 and 4 processes) alike;
 #   - a rank killed with SIGKILL: every other rank exits within the promised
 #     time, naming the dead rank and the step; the log is readable, status failed;
 #   - a rank stopped with SIGSTOP (a vanished host): rank 0 logs status failed
@@ -77,6 +78,11 @@ same_as_single ef-topk 4 "${dp[@]}" --fw 'ef(topk:0.1)' --bw 'ef(topk:0.1)' --gr
 same_as_single shared 4 --set model.layers=4 --set pipeline.stages=4 --set pipeline.microbatches=4 \
   --fw 'aq(topk:0.3)' --bw 'topk:shared+q8'
 same_as_single subspace 4 "${dp[@]}" --set model.subspace=4 --fw q8 --bw none --grad none
+# Muon (docs/optimizers.md): 2 processes (2 stages), and 2 x 2 with the other variant.
+muon=(--set optim.name=muon --set optim.lr=0.02 --set optim.schedule=stable-linear)
+same_as_single muon 2 --set pipeline.stages=2 --set pipeline.microbatches=2 \
+  --set pipeline.schedule=1f1b "${muon[@]}"
+same_as_single muon-dp 4 "${dp[@]}" "${muon[@]}" --set optim.muon_variant=canonical --fw q8
 # The control: another seed gives other losses (the comparison can fail).
 "$bin" train "${small[@]}" "${dp[@]}" --seed 2 --out other.h5 >/dev/null 2>&1
 cols other.h5 train '^(step|loss)$' >other.train

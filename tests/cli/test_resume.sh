@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bitwise resume after SIGKILL (scripts/kill-resume.sh) for the four channel
 # set-ups the reliability guarantee names: fp32, aq(q2) with a disk store,
-# ef(topk:0.1) with 2 replicas, and q2:stochastic. Each: KILLS kills (default
+# ef(topk:0.1) with 2 replicas, and q2:stochastic; and the Muon optimizer
+# (docs/optimizers.md), whose state the checkpoint holds. Each: KILLS kills (default
 # 10) at random points and at chosen ones (mid-checkpoint, mid-evaluation, after
 # a step). ctest runs it twice: test_resume with 4 kills per set-up (the default
 # suite) and test_resume_long with 10 (label `long`, make test-long).
@@ -41,5 +42,7 @@ run_case aq-disk --fw 'aq(q2)' --bw q4 --set compress.aq_store=disk --set "compr
   --set compress.aq_warmup_epochs=1
 run_case ef-topk-2rep --fw 'ef(topk:0.1)' --bw q8 --set pipeline.replicas=2 --set compress.grad=q8
 run_case q2-stochastic --fw q2:stochastic --bw q4:stochastic
+run_case muon --fw q8 --bw q8 --set optim.name=muon --set optim.lr=0.02 \
+  --set optim.schedule=stable-linear
 echo "resume: $total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

@@ -19,9 +19,10 @@
 namespace ss = slowpipe::sim;
 
 TEST_CASE("Optimizer registry: the option choices are the registry's names") {
-  CHECK(slowpipe::config::optimizer_registry().names() == std::vector<std::string>{"sgd", "adamw"});
+  CHECK(slowpipe::config::optimizer_registry().names() ==
+        std::vector<std::string>{"sgd", "adamw", "muon"});
   CHECK(slowpipe::config::lr_schedule_registry().names() ==
-        std::vector<std::string>{"constant", "cosine", "linear"});
+        std::vector<std::string>{"constant", "cosine", "linear", "stable-linear"});
   slowpipe::config::OptimConfig c;
   slowpipe::OptionSet opts;
   slowpipe::config::describe_options(c, opts);
@@ -60,6 +61,32 @@ TEST_CASE("learning_rate: warm-up, then each schedule's decay") {
   c.schedule = "step";
   CHECK_THROWS_WITH(slowpipe::config::learning_rate(c, 10, total),
                     Catch::Contains("optim.schedule"));
+}
+
+TEST_CASE("learning_rate: stable-linear is Protocol NanoGPT's stable-then-decay schedule") {
+  slowpipe::config::OptimConfig c;
+  c.schedule = "stable-linear";
+  c.lr = 0.025;
+  c.min_lr_ratio = 0;
+  c.warmup_steps = 0;
+  const int64_t total = 3000;  // train_gpt.py: train_steps 3000, cooldown_frac 0.7
+  for (int64_t step = 0; step < total; step += 7) {
+    const double progress = static_cast<double>(step) / total;
+    const double eta = progress < 1 - 0.7 ? 1.0 : (1 - progress) / 0.7;
+    CHECK(slowpipe::config::learning_rate(c, step, total) == Approx(c.lr * eta).epsilon(1e-12));
+  }
+  // With a floor, a cooldown fraction of its own and a warm-up.
+  c.min_lr_ratio = 0.1;
+  c.cooldown_fraction = 0.5;
+  c.warmup_steps = 4;
+  const int64_t total2 = 24;  // 20 decay steps: flat for p < 0.5, then linear to 0.1
+  for (int64_t step = 4; step < total2; ++step) {
+    const double p = (step - 4) / 20.0;
+    const double expected = p < 0.5 ? c.lr : c.lr * (0.1 + 0.9 * (1 - p) / 0.5);
+    CHECK(slowpipe::config::learning_rate(c, step, total2) == Approx(expected).epsilon(1e-12));
+  }
+  CHECK(slowpipe::config::learning_rate(c, total2, total2) == Approx(c.lr * 0.1));
+  CHECK(slowpipe::config::learning_rate(c, 1, total2) == Approx(c.lr * 2 / 4));
 }
 
 namespace {
