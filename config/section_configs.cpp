@@ -161,6 +161,12 @@ void describe_options(OptimConfig& c, OptionSet& o) {
                "(5 steps)");
   o.add("optim.muon_momentum", c.muon_momentum, "muon: Nesterov momentum of the hidden matrices",
         0.0, 0.999999);
+  o.add("optim.muon_momentum_start", c.muon_momentum_start,
+        "muon: the momentum at step 0 when optim.muon_momentum_warmup > 0", 0.0, 0.999999);
+  o.add("optim.muon_momentum_warmup", c.muon_momentum_warmup,
+        "muon: steps over which the momentum rises linearly from optim.muon_momentum_start to "
+        "optim.muon_momentum (the ReparamSSN record: 500 of 9500); 0 = constant",
+        0);
   o.add("optim.muon_weight_decay", c.muon_weight_decay,
         "muon: decoupled weight decay of the hidden matrices", 0.0, 10.0);
   o.add("optim.muon_embed_lr", c.muon_embed_lr, "muon: peak rate of the embeddings (AdamW)", 0.0,

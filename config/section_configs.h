@@ -84,6 +84,8 @@ struct OptimConfig {
   // NanoGPT's train_gpt.py.
   std::string muon_variant = "benchmark";  // benchmark|canonical: the Newton-Schulz iteration
   double muon_momentum = 0.95;             // Nesterov momentum of the hidden matrices
+  double muon_momentum_start = 0.85;       // where the momentum warm-up starts
+  int64_t muon_momentum_warmup = 0;        // steps of the linear momentum ramp; 0 = none
   double muon_weight_decay = 0.05;         // decoupled, of the hidden matrices
   double muon_embed_lr = 0.7, muon_head_lr = 0.004, muon_scalar_lr = 0.015;  // AdamW groups
 };

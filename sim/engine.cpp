@@ -331,6 +331,7 @@ void PipelineEngine::run_forward(StepWork& w, const netmodel::ScheduledOp& op, S
   }
   compressors::TransferStats st;
   const at::Tensor received = rep.fw[c]->transfer(y.detach(), microbatch_ids(w, m), &st);
+  st.bytes += models::side_bytes(rep.model, tokens);  // token ids a boundary map sends
   w.inputs[c + 1][m] = received.detach().requires_grad_(true);
   result.trace.ops.push_back(
       message_op(netmodel::OpKind::kSendActivation, site(w, c, m, to), y, st, result.fw[c]));
@@ -385,6 +386,8 @@ void PipelineEngine::run_backward(StepWork& w, const netmodel::ScheduledOp& op,
     } else {
       compressors::TransferStats st;
       w.grads_in[c - 1][m] = rep.bw[c - 1]->transfer(input_grad, microbatch_ids(w, m), &st);
+      const int64_t begin = r * w.shard + m * w.mb;
+      st.bytes += models::side_bytes(rep.model, w.batch->inputs.narrow(0, begin, w.mb));
       result.trace.ops.push_back(message_op(netmodel::OpKind::kSendGradient, site(w, c, m, to),
                                             input_grad, st, result.bw[c - 1]));
     }

@@ -141,15 +141,21 @@ std::vector<std::string> channel_lines(const config::TrainConfig& cfg, const Ste
     torch::NoGradGuard no_grad;
     const models::Model& model = engine.model();
     model.train(false);
-    at::Tensor h = data.get(models::Split::kTrain, idx).inputs.to(torch::Device(cfg.run.device));
+    const at::Tensor inputs =
+        data.get(models::Split::kTrain, idx).inputs.to(torch::Device(cfg.run.device));
+    at::Tensor h = inputs;
     const auto fw = engine.fw_specs(), bw = engine.bw_specs();
     for (int s = 0; s + 1 < S; ++s) {
       for (size_t b = cuts[s]; b < cuts[s + 1]; ++b) h = model.blocks[b]->forward(h);
-      const cx::Shape shape(h.sizes().begin(), h.sizes().end());
+      // What crosses: the block output, or its reduction by the model's boundary map.
+      const at::Tensor sent = model.boundary ? model.boundary->reduce(h, inputs) : h;
+      const cx::Shape shape(sent.sizes().begin(), sent.sizes().end());
+      const uint64_t side = models::side_bytes(model, inputs);
       const cx::ChannelSpec &fw_spec = cfg.compress.fw_for(s), &bw_spec = cfg.compress.bw_for(s);
-      out.push_back("  boundary " + std::to_string(s) + " " + dims(shape) + ": fw " + fw[s] + " " +
-                    ratio(shape, cx::wire_bytes(fw_spec, shape)) + ", bw " + bw[s] + " " +
-                    ratio(shape, cx::wire_bytes(fw_spec, bw_spec, shape)));
+      out.push_back("  boundary " + std::to_string(s) + " " + dims(shape) +
+                    (side ? " + token ids " + std::to_string(side) + " B" : std::string()) +
+                    ": fw " + fw[s] + " " + ratio(shape, cx::wire_bytes(fw_spec, shape)) + ", bw " +
+                    bw[s] + " " + ratio(shape, cx::wire_bytes(fw_spec, bw_spec, shape)));
     }
     model.train(true);
     const bool aq = cx::uses_aq(cfg.compress, S - 1);

@@ -24,9 +24,14 @@ void describe_options(ModelConfig& cfg, slowpipe::OptionSet& opts) {
                 "checkpoint to initialise from (fine-tuning); empty = fresh init from run.seed");
   opts.add("model.dropout", cfg.dropout, "dropout probability", 0.0, 0.95);
   opts.add("model.subspace", cfg.subspace,
-           "gpt: k > 0 confines the residual stream to a fixed k-dim subspace and sends k "
-           "coefficients per token across each cut (Protocol Models; docs/models.md); 0 = off",
+           "gpt, protocol-gpt: k > 0 confines the residual stream to a fixed k-dim subspace and "
+           "sends k coefficients per token across each cut (Protocol Models; protocol-gpt: the "
+           "ReparamSSN record's form, docs/models.md); 0 = off",
            0, 65536);
+  opts.add("model.ffn", cfg.ffn,
+           "protocol-gpt: MLP hidden width (the record gives a subspace model's freed parameters "
+           "to it, docs/benchmark.md); 0 = 4 x model.d_model",
+           0, 1 << 20);
 }
 
 }  // namespace slowpipe::models

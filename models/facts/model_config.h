@@ -25,11 +25,13 @@ struct ModelConfig {
   int hidden = 256;          // mlp: hidden width
   std::string init_from;     // checkpoint to start from (fine-tuning); empty = fresh init
   double dropout = 0.0;      // dropout probability (gpt: embeddings, attention, residuals)
-  int subspace = 0;          // gpt: residual stream confined to a fixed k-dim subspace; 0 = off
+  int subspace = 0;          // gpt, protocol-gpt: residual stream in a fixed k-dim subspace; 0 = off
+  int ffn = 0;               // protocol-gpt: MLP hidden width; 0 = 4 d_model
 };
 
 // Binds model.name, model.layers, model.d_model, model.heads, model.seq_len,
-// model.channels, model.hidden, model.init_from, model.dropout, model.subspace.
+// model.channels, model.hidden, model.init_from, model.dropout, model.subspace,
+// model.ffn.
 void describe_options(ModelConfig& cfg, slowpipe::OptionSet& opts);
 
 }  // namespace slowpipe::models

@@ -108,6 +108,13 @@ std::vector<size_t> resolve_cuts(const Model& model, int stages,
                          std::to_string(n - 1) + "] (model '" + model.name + "' has " +
                          std::to_string(n) + " blocks)");
       }
+      if (model.max_cut != 0 && c > static_cast<int64_t>(model.max_cut)) {
+        throw UsageError("pipeline.cuts: cut " + std::to_string(c) + " would send the output of block " +
+                         std::to_string(c - 1) + ", which model '" + model.name +
+                         "' leaves outside its subspace (the last transformer block is full-rank, "
+                         "as in the record); cuts must be at most " +
+                         std::to_string(model.max_cut));
+      }
       if (c <= prev) {
         throw UsageError("pipeline.cuts must be strictly increasing (got " + std::to_string(c) +
                          " after " + std::to_string(prev) + ")");
@@ -118,12 +125,31 @@ std::vector<size_t> resolve_cuts(const Model& model, int stages,
     cuts.push_back(static_cast<size_t>(n));
     return cuts;
   }
-  if (balance == "params") return balance_cuts(block_parameter_costs(model), stages);
-  if (balance == "time") {
+  std::vector<double> costs;
+  if (balance == "params") {
+    costs = block_parameter_costs(model);
+  } else if (balance == "time") {
     if (probe == nullptr) throw UsageError("pipeline.balance=time needs a probe batch");
-    return balance_cuts(measure_block_times_s(model, *probe), stages);
+    costs = measure_block_times_s(model, *probe);
+  } else {
+    throw UsageError("bad value for 'pipeline.balance': '" + balance +
+                     "' (expected params|time)");
   }
-  throw UsageError("bad value for 'pipeline.balance': '" + balance + "' (expected params|time)");
+  if (model.max_cut == 0 || model.max_cut + 1 >= costs.size()) return balance_cuts(costs, stages);
+  // Blocks from max_cut on stay together: balance them as one.
+  if (stages > static_cast<int>(model.max_cut) + 1) {
+    throw UsageError("pipeline.stages=" + std::to_string(stages) + " exceeds the " +
+                     std::to_string(model.max_cut + 1) + " stages model '" + model.name +
+                     "' can be cut into (its blocks from " + std::to_string(model.max_cut) +
+                     " on stay in the last stage)");
+  }
+  std::vector<double> merged(costs.begin(), costs.begin() + static_cast<int64_t>(model.max_cut));
+  double tail = 0;
+  for (size_t i = model.max_cut; i < costs.size(); ++i) tail += costs[i];
+  merged.push_back(tail);
+  std::vector<size_t> cuts = balance_cuts(merged, stages);
+  cuts.back() = costs.size();
+  return cuts;
 }
 
 }  // namespace slowpipe::models

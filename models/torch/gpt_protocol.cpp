@@ -13,9 +13,15 @@
 // (attention, MLP and the LM head) initialised to zero, so at initialisation
 // each block is the identity and the logits are zero (loss ln 256); the other
 // matrices N(0, 0.33 / fan_in), biases zero, embedding N(0, 1); logits soft-
-// capped as 15 x / sqrt(x^2 + 15^2). Left out: bf16 compute, the Muon
-// optimizer the benchmark trains the blocks with (slowpipe's optimizers
-// apply), dropout.
+// capped as 15 x / sqrt(x^2 + 15^2). Left out: bf16 compute, dropout.
+//
+// model.ffn sets the MLP width (default 4 C). model.subspace = k builds the
+// ReparamSSN record's form (train_gpt_ssn.py): the embedding is k trainable
+// coordinates per token lifted by a fixed basis U plus a fixed N(0, 1) token
+// part, with no RMSNorm; every block but the last writes through k outputs
+// lifted by U; the last block is full-rank and ends the model (no cut after
+// it); a cut sends the k coordinates of (h - fixed) and the token ids
+// (internal/subspace.h, SubspaceForm::record).
 //
 // Forward FLOPs per sample as gpt.cpp counts them (matrix products only).
 #include <torch/torch.h>
@@ -24,6 +30,8 @@
 #include <string>
 
 #include "common/errors.h"
+#include "models/facts/protocol_gpt_size.h"
+#include "models/torch/internal/subspace.h"
 #include "models/torch/model_registry.h"
 
 namespace slowpipe::models {
@@ -84,13 +92,17 @@ at::Tensor protocol_rotary(const at::Tensor& x) {
 
 namespace {
 
-// int64 [B, T] bytes -> float [B, T, C]: token embedding, then RMSNorm.
+using SubspacePtr = std::shared_ptr<const Subspace>;
+
+// int64 [B, T] bytes -> float [B, T, C]: token embedding, then RMSNorm; in
+// the subspace form U tok[x] + fixed(x), tok [V, k], no RMSNorm.
 class ProtocolEmbedding : public Block {
  public:
-  ProtocolEmbedding(int64_t seq_len, int64_t d_model)
-      : Block("Embedding"), seq_len_(seq_len), d_model_(d_model) {
-    tok_ = register_module("tok", torch::nn::Embedding(kVocab, d_model));  // [V, C]
-    norm_ = register_module("norm", RMSNorm(d_model));
+  ProtocolEmbedding(int64_t seq_len, int64_t d_model, SubspacePtr sub)
+      : Block("Embedding"), seq_len_(seq_len), d_model_(d_model), sub_(std::move(sub)) {
+    const int64_t width = sub_ ? sub_->rank() : d_model;
+    tok_ = register_module("tok", torch::nn::Embedding(kVocab, width));  // [V, C] or [V, k]
+    if (!sub_) norm_ = register_module("norm", RMSNorm(d_model));
     set_role(tok_->weight, ParamRole::kEmbedding);
     torch::NoGradGuard g;
     tok_->weight.normal_(0.0, 1.0);
@@ -98,31 +110,41 @@ class ProtocolEmbedding : public Block {
   at::Tensor forward(const at::Tensor& x) override {
     TORCH_CHECK(x.size(1) <= seq_len_, "sequence of ", x.size(1), " bytes exceeds model.seq_len ",
                 seq_len_);
-    return norm_(tok_(x));  // [B, T, C]
+    if (sub_) return sub_->lift(tok_(x)) + sub_->fixed(x);  // [B, T, C]
+    return norm_(tok_(x));                                  // [B, T, C]
   }
   double forward_flops_per_sample() const override {
-    return static_cast<double>(seq_len_) * static_cast<double>(d_model_);
+    const double t = static_cast<double>(seq_len_), c = static_cast<double>(d_model_);
+    return sub_ ? t * c * (2.0 * static_cast<double>(sub_->rank()) + 1.0) : t * c;
   }
 
  private:
   int64_t seq_len_, d_model_;
+  SubspacePtr sub_;
   torch::nn::Embedding tok_{nullptr};
   RMSNorm norm_{nullptr};
 };
 
-// float [B, T, C] -> float [B, T, C]
+// float [B, T, C] -> float [B, T, C]; MLP width F; with a subspace `sub` the
+// two writers have k outputs, lifted by U.
 class ProtocolBlock : public Block {
  public:
-  ProtocolBlock(int64_t seq_len, int64_t d_model, int64_t heads)
-      : Block("TransformerBlock"), seq_len_(seq_len), d_model_(d_model), heads_(heads) {
+  ProtocolBlock(int64_t seq_len, int64_t d_model, int64_t heads, int64_t ffn, SubspacePtr sub)
+      : Block("TransformerBlock"),
+        seq_len_(seq_len),
+        d_model_(d_model),
+        heads_(heads),
+        ffn_(ffn),
+        sub_(std::move(sub)) {
+    const int64_t out = sub_ ? sub_->rank() : d_model;
     norm1_ = register_module("norm1", RMSNorm(d_model));
-    q_ = register_module("q", linear(d_model, d_model, false));       // [C, C]
-    k_ = register_module("k", linear(d_model, d_model, false));       // [C, C]
-    v_ = register_module("v", linear(d_model, d_model, false));       // [C, C]
-    proj_ = register_module("proj", linear(d_model, d_model, true));  // [C, C], zero
+    q_ = register_module("q", linear(d_model, d_model, false));  // [C, C]
+    k_ = register_module("k", linear(d_model, d_model, false));  // [C, C]
+    v_ = register_module("v", linear(d_model, d_model, false));  // [C, C]
+    proj_ = register_module("proj", linear(d_model, out, true));  // [C or k, C], zero
     norm2_ = register_module("norm2", RMSNorm(d_model));
-    fc_ = register_module("fc", linear(d_model, 4 * d_model, false));             // [4C, C]
-    mlp_proj_ = register_module("mlp_proj", linear(4 * d_model, d_model, true));  // [C, 4C], zero
+    fc_ = register_module("fc", linear(d_model, ffn, false));              // [F, C]
+    mlp_proj_ = register_module("mlp_proj", linear(ffn, out, true));  // [C or k, F], zero
     for (auto* l : {&q_, &k_, &v_, &proj_, &fc_, &mlp_proj_}) {
       set_role((*l)->weight, ParamRole::kHiddenMatrix);
     }
@@ -139,18 +161,26 @@ class ProtocolBlock : public Block {
     auto future = torch::ones({t, t}, x.options().dtype(torch::kBool)).triu(1);
     att = torch::softmax(att.masked_fill(future, -INFINITY), -1);
     auto y = torch::matmul(att, v).transpose(1, 2).reshape({b, t, c});  // [B, T, C]
-    auto r = x + proj_(y);
-    auto m = torch::relu(fc_(norm2_(r)));  // [B, T, 4C]
-    return r + mlp_proj_(m * m);
+    auto r = x + write(proj_(y));
+    auto m = torch::relu(fc_(norm2_(r)));  // [B, T, F]
+    return r + write(mlp_proj_(m * m));
   }
 
   double forward_flops_per_sample() const override {
-    const double t = static_cast<double>(seq_len_), c = static_cast<double>(d_model_);
-    return 2.0 * (12.0 * t * c * c + 2.0 * t * t * c);  // as gpt.cpp
+    // Matrix products as gpt.cpp counts them; the subspace form adds U's lifts.
+    const double t = static_cast<double>(seq_len_), c = static_cast<double>(d_model_),
+                 f = static_cast<double>(ffn_);
+    const double out = sub_ ? static_cast<double>(sub_->rank()) : c;
+    const double lifts = sub_ ? 2.0 * out * c : 0.0;
+    return 2.0 * (t * (3.0 * c * c + c * out + c * f + f * out + lifts) + 2.0 * t * t * c);
   }
 
  private:
-  int64_t seq_len_, d_model_, heads_;
+  // [B, T, k] -> [B, T, C] through U in the subspace form; as it is otherwise.
+  at::Tensor write(const at::Tensor& y) const { return sub_ ? sub_->lift(y) : y; }
+
+  int64_t seq_len_, d_model_, heads_, ffn_;
+  SubspacePtr sub_;
   RMSNorm norm1_{nullptr}, norm2_{nullptr};
   torch::nn::Linear q_{nullptr}, k_{nullptr}, v_{nullptr}, proj_{nullptr}, fc_{nullptr},
       mlp_proj_{nullptr};
@@ -183,11 +213,12 @@ class ProtocolHead : public Block {
 
 ModelFootprint footprint_protocol_gpt(const ModelConfig& cfg, const DatasetInfo& /*data*/) {
   const double l = cfg.layers, c = cfg.d_model, h = cfg.heads, t = cfg.seq_len, v = kVocab;
+  const double width = cfg.ffn > 0 ? cfg.ffn : 4.0 * c;
   ModelFootprint f;
-  // Embedding V C + its gains C; per block 12 C^2 + 11 C (q, k, v, proj, fc,
-  // mlp_proj with biases, two gains); head gains C and V C + V.
-  f.parameters = v * c + c + l * (12.0 * c * c + 11.0 * c) + c + v * c + v;
-  f.activation_floats_per_sample = t * c + l * (h * t * t + 14.0 * t * c) + 2.0 * t * v;
+  f.parameters = static_cast<double>(
+      protocol_gpt_parameters({cfg.d_model, cfg.layers, kVocab, cfg.ffn, cfg.subspace}));
+  f.activation_floats_per_sample =
+      t * c + l * (h * t * t + 10.0 * t * c + width * t) + 2.0 * t * v;
   return f;
 }
 
@@ -215,9 +246,18 @@ Model build_protocol_gpt(const ModelConfig& cfg, const DatasetInfo& data) {
   Model m;
   m.name = "protocol-gpt";
   m.task = Task::kLanguageModel;
-  m.blocks.push_back(std::make_shared<ProtocolEmbedding>(cfg.seq_len, cfg.d_model));
+  SubspacePtr sub;
+  if (cfg.subspace != 0) {
+    sub = std::make_shared<const Subspace>(cfg.d_model, cfg.subspace, kVocab, cfg.seq_len,
+                                           SubspaceForm::record());
+    m.boundary = sub;
+    m.max_cut = static_cast<size_t>(cfg.layers);  // the last block starts the last stage at most
+  }
+  const int64_t ffn = cfg.ffn > 0 ? cfg.ffn : 4 * static_cast<int64_t>(cfg.d_model);
+  m.blocks.push_back(std::make_shared<ProtocolEmbedding>(cfg.seq_len, cfg.d_model, sub));
   for (int i = 0; i < cfg.layers; ++i) {
-    m.blocks.push_back(std::make_shared<ProtocolBlock>(cfg.seq_len, cfg.d_model, cfg.heads));
+    m.blocks.push_back(std::make_shared<ProtocolBlock>(cfg.seq_len, cfg.d_model, cfg.heads, ffn,
+                                                       i + 1 < cfg.layers ? sub : nullptr));
   }
   m.blocks.push_back(std::make_shared<ProtocolHead>(cfg.seq_len, cfg.d_model));
   return m;

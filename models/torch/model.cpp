@@ -54,6 +54,10 @@ double Model::forward_flops_per_sample(size_t begin, size_t end) const {
   return flops;
 }
 
+uint64_t side_bytes(const Model& model, const at::Tensor& inputs) {
+  return model.boundary ? model.boundary->side_bytes(inputs) : 0;
+}
+
 at::Tensor forward_stage(const Model& model, size_t begin, size_t end, const at::Tensor& x,
                          const at::Tensor& inputs) {
   at::Tensor h = model.boundary && begin > 0 ? model.boundary->expand(x, inputs) : x;

@@ -57,6 +57,10 @@ class BoundaryMap {
   virtual ~BoundaryMap() = default;
   virtual at::Tensor reduce(const at::Tensor& output, const at::Tensor& inputs) const = 0;
   virtual at::Tensor expand(const at::Tensor& sent, const at::Tensor& inputs) const = 0;
+  // Bytes each message (forward and backward) carries besides the tensor
+  // `reduce` returns, for the samples whose model inputs are `inputs`: the
+  // token ids of a map that sends them (counted; every stage already has them).
+  virtual uint64_t side_bytes(const at::Tensor& /*inputs*/) const { return 0; }
 };
 
 struct Model {
@@ -70,6 +74,10 @@ struct Model {
   // Null: block outputs cross the cuts as they are (every model but a
   // subspace-constrained GPT).
   std::shared_ptr<const BoundaryMap> boundary;
+  // 0: a stage may begin at any block. Otherwise no stage may begin after block
+  // `max_cut` (the blocks from it on write outside what `boundary` can reduce:
+  // the full-rank last block of protocol-gpt's subspace form ends the model).
+  size_t max_cut = 0;
   // Every parameter of every block, in block order.
   std::vector<at::Tensor> parameters() const;
   // Number of scalar parameters of blocks [begin, end).
@@ -87,6 +95,10 @@ struct Model {
 // map they are not read and this is the blocks' forward chained.
 at::Tensor forward_stage(const Model& model, size_t begin, size_t end, const at::Tensor& x,
                          const at::Tensor& inputs);
+
+// The side bytes (BoundaryMap::side_bytes) of a message for the samples whose
+// model inputs are `inputs`; 0 without a boundary map.
+uint64_t side_bytes(const Model& model, const at::Tensor& inputs);
 
 // Mean cross-entropy. LM: output [B, T, V], targets [B, T]. Classification:
 // output [B, C], targets [B].

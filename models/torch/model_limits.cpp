@@ -37,13 +37,14 @@ int* int_field(ModelConfig& cfg, const std::string& key) {
   if (key == "model.channels") return &cfg.channels;
   if (key == "model.hidden") return &cfg.hidden;
   if (key == "model.subspace") return &cfg.subspace;
+  if (key == "model.ffn") return &cfg.ffn;
   return nullptr;
 }
 
-// model.subspace is a shape key only when set: 0 (the default) is not recorded,
-// so checkpoints written before the key existed still load.
+// model.subspace and model.ffn are shape keys only when set: 0 (the default) is
+// not recorded, so checkpoints written before the keys existed still load.
 bool unset_optional(const std::string& key, int value) {
-  return key == "model.subspace" && value == 0;
+  return (key == "model.subspace" || key == "model.ffn") && value == 0;
 }
 
 // The entry's default data set; without one, 1x28x28 images of 10 classes.
@@ -141,8 +142,14 @@ void check_model_keys(const ModelConfig& cfg) {
   const auto& keys = keys_of(find_model(cfg.name));
   if (cfg.subspace != 0 && std::find(keys.begin(), keys.end(), "model.subspace") == keys.end()) {
     throw UsageError("model.subspace=" + std::to_string(cfg.subspace) +
-                     " applies to a model with a residual stream (gpt), not model.name=" +
+                     " applies to a model with a residual stream (gpt, protocol-gpt), not "
+                     "model.name=" +
                      cfg.name + " (leave it 0)");
+  }
+  if (cfg.ffn != 0 && std::find(keys.begin(), keys.end(), "model.ffn") == keys.end()) {
+    throw UsageError("model.ffn=" + std::to_string(cfg.ffn) +
+                     " applies to protocol-gpt (its MLP width), not model.name=" + cfg.name +
+                     " (leave it 0)");
   }
   if (cfg.subspace > cfg.d_model) {
     throw UsageError("model.subspace=" + std::to_string(cfg.subspace) +

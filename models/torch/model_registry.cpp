@@ -43,7 +43,8 @@ void register_builtins() {
                   "Protocol NanoGPT's GPT at byte scale: RMSNorm, QK-norm, rotary, ReLU^2 MLP, "
                   "zero-initialised output projections, soft-capped logits",
                   &build_protocol_gpt,
-                  {"model.layers", "model.d_model", "model.heads", "model.seq_len"},
+                  {"model.layers", "model.d_model", "model.heads", "model.seq_len",
+                   "model.subspace", "model.ffn"},
                   &footprint_protocol_gpt,
                   [](const ModelConfig& cfg) {
                     return DatasetInfo{"text", Task::kLanguageModel, {cfg.seq_len}, 256, ""};

@@ -16,7 +16,6 @@ namespace {
 // Fixed seeds: the subspace is part of the architecture, not of a run's seed.
 constexpr uint64_t kBasisSeed = 0x5375627370616365ULL;  // "Subspace"
 constexpr uint64_t kFixedSeed = 0x4669786564506172ULL;  // "FixedPar"
-constexpr double kFixedStd = 0.02;                      // the GPT's N(0, 0.02) embedding init
 
 class Normal {
  public:
@@ -58,12 +57,13 @@ void project_out(double* v, const std::vector<double>& u, int64_t c, int64_t k, 
   }
 }
 
-// Rows of `n` x C N(0, kFixedStd^2) draws with their span(U) component removed
-// (all zero when U spans everything).
+// Rows of `n` x C N(0, form.fixed_std^2) draws, with their span(U) component
+// removed when form.fixed_outside (then all zero when U spans everything).
 std::vector<double> fixed_rows(Normal& rng, int64_t n, const std::vector<double>& u, int64_t c,
-                               int64_t k) {
+                               int64_t k, const SubspaceForm& form) {
   std::vector<double> out(static_cast<size_t>(n * c));
-  for (auto& x : out) x = kFixedStd * rng.next();
+  for (auto& x : out) x = form.fixed_std * rng.next();
+  if (!form.fixed_outside) return out;
   if (k == c) {
     std::fill(out.begin(), out.end(), 0.0);
     return out;
@@ -80,7 +80,8 @@ at::Tensor to_float(const std::vector<double>& v, int64_t rows, int64_t cols) {
 
 }  // namespace
 
-SubspaceDraws draw_subspace(int64_t d_model, int64_t rank, int64_t vocab, int64_t seq_len) {
+SubspaceDraws draw_subspace(int64_t d_model, int64_t rank, int64_t vocab, int64_t seq_len,
+                            const SubspaceForm& form) {
   const int64_t c = d_model, k = rank;
   SubspaceDraws d;
   d.basis.assign(static_cast<size_t>(c * k), 0.0);
@@ -102,18 +103,20 @@ SubspaceDraws draw_subspace(int64_t d_model, int64_t rank, int64_t vocab, int64_
     for (int64_t i = 0; i < c; ++i) d.basis[i * k + j] = col[i] / norm;
   }
   Normal fixed_rng(kFixedSeed);
-  d.fixed_tok = fixed_rows(fixed_rng, vocab, d.basis, c, k);
-  d.fixed_pos = fixed_rows(fixed_rng, seq_len, d.basis, c, k);
+  d.fixed_tok = fixed_rows(fixed_rng, vocab, d.basis, c, k, form);
+  d.fixed_pos = form.positions ? fixed_rows(fixed_rng, seq_len, d.basis, c, k, form)
+                               : std::vector<double>(static_cast<size_t>(seq_len * c), 0.0);
   return d;
 }
 
-Subspace::Subspace(int64_t d_model, int64_t rank, int64_t vocab, int64_t seq_len)
-    : d_model_(d_model), rank_(rank), seq_len_(seq_len) {
+Subspace::Subspace(int64_t d_model, int64_t rank, int64_t vocab, int64_t seq_len,
+                   SubspaceForm form)
+    : d_model_(d_model), rank_(rank), seq_len_(seq_len), form_(form) {
   if (rank < 1 || rank > d_model) {
     throw UsageError("model.subspace=" + std::to_string(rank) + " must lie in [1, model.d_model=" +
                      std::to_string(d_model) + "] (0 = no subspace constraint)");
   }
-  const SubspaceDraws d = draw_subspace(d_model, rank, vocab, seq_len);
+  const SubspaceDraws d = draw_subspace(d_model, rank, vocab, seq_len, form_);
   cpu_.basis = to_float(d.basis, d_model, rank);
   cpu_.fixed_tok = to_float(d.fixed_tok, vocab, d_model);
   cpu_.fixed_pos = to_float(d.fixed_pos, seq_len, d_model);
@@ -146,9 +149,15 @@ at::Tensor Subspace::fixed(const at::Tensor& tokens) const {
          d.fixed_pos.narrow(0, 0, t).unsqueeze(0);  // [B, T, C]
 }
 
-at::Tensor Subspace::reduce(const at::Tensor& output, const at::Tensor& /*inputs*/) const {
-  // fixed(tokens) is orthogonal to U, so U^T h is the coefficient vector itself.
-  return torch::matmul(output, on(output.device()).basis);  // [B, T, k]
+at::Tensor Subspace::reduce(const at::Tensor& output, const at::Tensor& inputs) const {
+  const at::Tensor& u = on(output.device()).basis;
+  // Default form: fixed(tokens) is orthogonal to U, so U^T h is the coefficient vector itself.
+  if (form_.fixed_outside) return torch::matmul(output, u);               // [B, T, k]
+  return torch::matmul(output - fixed(inputs.to(output.device())), u);  // [B, T, k]
+}
+
+uint64_t Subspace::side_bytes(const at::Tensor& inputs) const {
+  return static_cast<uint64_t>(inputs.numel() * form_.id_bytes);
 }
 
 at::Tensor Subspace::expand(const at::Tensor& sent, const at::Tensor& inputs) const {

@@ -49,22 +49,22 @@ std::vector<std::string> match_shards(const std::string& pattern, const std::str
 
 int64_t shard_token_count(const std::string& header, const std::string& path) {
   if (header.size() < kShardHeaderBytes) {
-    throw DataError(shard_label(path) + " holds " + std::to_string(header.size()) +
+    throw UsageError(shard_label(path) + " holds " + std::to_string(header.size()) +
                     " bytes, fewer than its " + std::to_string(kShardHeaderBytes) + "-byte header");
   }
   const int32_t magic = header_word(header, 0);
   if (magic != kShardMagic) {
-    throw DataError(shard_label(path) + ": magic number " + std::to_string(magic) + ", not " +
+    throw UsageError(shard_label(path) + ": magic number " + std::to_string(magic) + ", not " +
                     std::to_string(kShardMagic) + " (not a train_gpt.py .bin token shard)");
   }
   const int32_t version = header_word(header, 1);
   if (version != kShardVersion) {
-    throw DataError(shard_label(path) + ": version " + std::to_string(version) +
+    throw UsageError(shard_label(path) + ": version " + std::to_string(version) +
                     "; slowpipe reads version " + std::to_string(kShardVersion) + " only");
   }
   const int32_t count = header_word(header, 2);
   if (count < 0) {
-    throw DataError(shard_label(path) + ": its header announces " + std::to_string(count) +
+    throw UsageError(shard_label(path) + ": its header announces " + std::to_string(count) +
                     " tokens");
   }
   return count;
@@ -77,13 +77,13 @@ std::vector<uint16_t> read_token_shard(const std::string& path, int64_t vocab,
       shard_token_count(read_input_prefix(path, key, kShardHeaderBytes, &file_bytes), path);
   const uint64_t need_bytes = kShardHeaderBytes + kShardTokenBytes * static_cast<uint64_t>(n);
   if (file_bytes < need_bytes) {
-    throw DataError(shard_label(path) + " is truncated: its header announces " + std::to_string(n) +
+    throw UsageError(shard_label(path) + " is truncated: its header announces " + std::to_string(n) +
                     " tokens, the file holds " +
                     std::to_string((file_bytes - kShardHeaderBytes) / kShardTokenBytes));
   }
   const std::string bytes = read_input_file(path, key, default_input_limit_bytes());
   if (bytes.size() < need_bytes) {  // shrank between the two reads
-    throw DataError(shard_label(path) + " is truncated: it shrank while being read");
+    throw UsageError(shard_label(path) + " is truncated: it shrank while being read");
   }
   std::vector<uint16_t> tokens(static_cast<size_t>(n));
   const auto* src = reinterpret_cast<const uint8_t*>(bytes.data()) + kShardHeaderBytes;

@@ -132,13 +132,23 @@ class MuonSteps : public torch::optim::Optimizer {
   }
   Slot& slot(const at::Tensor& p) { return slots_.at(index_.at(p.unsafeGetTensorImpl())); }
   double beta_of(const Slot& s) const {
-    return s.role == ParamRole::kHiddenMatrix ? config_.muon_momentum : config_.beta1;
+    return s.role == ParamRole::kHiddenMatrix ? mu_of(s) : config_.beta1;
+  }
+  // optim.muon_momentum, or, with optim.muon_momentum_warmup = W > 0, the
+  // ReparamSSN record's ramp from optim.muon_momentum_start to it over the
+  // first W steps of this parameter (docs/optimizers.md).
+  double mu_of(const Slot& s) const {
+    const double end = config_.muon_momentum;
+    if (config_.muon_momentum_warmup <= 0) return end;
+    const double f = std::min(1.0, static_cast<double>(s.step) /
+                                       static_cast<double>(config_.muon_momentum_warmup));
+    return config_.muon_momentum_start + (end - config_.muon_momentum_start) * f;
   }
   void step_with_moment(const at::Tensor& p, const at::Tensor& mean, double lr) {
     Slot& s = slot(p);
     const at::Tensor m = mean.to(at::kDouble);
     if (s.role == ParamRole::kHiddenMatrix) {
-      const double mu = config_.muon_momentum;
+      const double mu = mu_of(s);
       hidden_step(p, s, m, m * (1.0 + mu) - s.moment.to(at::kDouble) * mu, lr);
     } else {
       adamw_step(p, s, m, s.second.to(at::kDouble), lr);

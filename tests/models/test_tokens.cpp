@@ -92,24 +92,24 @@ TEST_CASE("Token shards: every refusal names the file and what is wrong") {
   const std::vector<uint16_t> tokens = ramp(100, 0, 256);
   const std::string magic = dir.write("magic.bin", shard_bytes(tokens, -1, 20240521));
   CHECK_THROWS_MATCHES(
-      sm::read_token_shard(magic, 256), slowpipe::DataError,
+      sm::read_token_shard(magic, 256), slowpipe::UsageError,
       WhatContains("magic.bin") && WhatContains("magic number 20240521, not 20240520"));
   const std::string version = dir.write("version.bin", shard_bytes(tokens, -1, 20240520, 2));
-  CHECK_THROWS_MATCHES(sm::read_token_shard(version, 256), slowpipe::DataError,
+  CHECK_THROWS_MATCHES(sm::read_token_shard(version, 256), slowpipe::UsageError,
                        WhatContains("version.bin") && WhatContains("version 2"));
   const std::string header = dir.write("header.bin", shard_bytes(tokens).substr(0, 1000));
-  CHECK_THROWS_MATCHES(sm::read_token_shard(header, 256), slowpipe::DataError,
+  CHECK_THROWS_MATCHES(sm::read_token_shard(header, 256), slowpipe::UsageError,
                        WhatContains("header.bin") &&
                            WhatContains("holds 1000 bytes, fewer than its 1024-byte header"));
   const std::string trunc = dir.write("trunc.bin", shard_bytes(tokens, 101));
   CHECK_THROWS_MATCHES(
-      sm::read_token_shard(trunc, 256), slowpipe::DataError,
+      sm::read_token_shard(trunc, 256), slowpipe::UsageError,
       WhatContains("trunc.bin' is truncated: its header announces 101 tokens, the file holds 100"));
   const std::string odd = dir.write("odd.bin", shard_bytes(tokens, 101) + "x");  // half a token
-  CHECK_THROWS_MATCHES(sm::read_token_shard(odd, 256), slowpipe::DataError,
+  CHECK_THROWS_MATCHES(sm::read_token_shard(odd, 256), slowpipe::UsageError,
                        WhatContains("truncated"));
   const std::string negative = dir.write("negative.bin", shard_bytes(tokens, 0xffffffffLL));
-  CHECK_THROWS_MATCHES(sm::read_token_shard(negative, 256), slowpipe::DataError,
+  CHECK_THROWS_MATCHES(sm::read_token_shard(negative, 256), slowpipe::UsageError,
                        WhatContains("announces -1 tokens"));
   std::vector<uint16_t> big = tokens;
   big[42] = 256;

@@ -157,3 +157,40 @@ TEST_CASE("Subspace pipeline: save_state and load_state resume bit for bit") {
   second.load_state(in);
   for (int i = 3; i < 6; ++i) CHECK(second.train_step(bs[i], i, 6).loss == expect[i]);
 }
+
+TEST_CASE("ReparamSSN pipeline (protocol-gpt): k coordinates and the token ids cross, counted") {
+  auto data = slowpipe::test::text_data(16);
+  auto setup = slowpipe::test::gpt_setup(*data, 4);
+  setup.model.name = "protocol-gpt";
+  setup.model.layers = 3;  // embedding, 3 blocks, head: the last block stays with the head
+  setup.model.heads = 4;
+  setup.model.subspace = 5;
+  setup.model.ffn = 241;
+  setup.pipeline.microbatches = 2;
+  setup.pipeline.schedule = "1f1b";
+  auto log = std::make_shared<std::vector<Sent>>();
+  auto recorded = setup;
+  recorded.channel_factory = [log](ChannelRole role, int index, int /*replica*/) {
+    return std::make_unique<ShapeChannel>(log, role, index);
+  };
+  const auto bs = batches(*data, 4, 8);
+  const auto r = PipelineEngine(recorded).train_step(bs[0], 0, 1);
+  REQUIRE(log->size() == 12);
+  const int64_t mb = 4, t = 16;
+  for (const auto& s : *log) CHECK(s.shape == std::vector<int64_t>{mb, t, 5});
+  // Per message: 5 fp32 coordinates and a 2-byte id per token.
+  const auto per_message = static_cast<uint64_t>(4 * mb * t * 5 + 2 * mb * t);
+  for (int b = 0; b < 3; ++b) {
+    CHECK(r.fw[b].bytes == 2 * per_message);
+    CHECK(r.bw[b].bytes == 2 * per_message);
+  }
+  // The pipeline computes the unsplit model's losses.
+  auto whole_setup = setup;
+  whole_setup.pipeline.stages = 1;
+  PipelineEngine whole(whole_setup), split(setup);
+  for (int i = 0; i < 4; ++i) {
+    const double a = whole.train_step(bs[i], i, 4).loss, b = split.train_step(bs[i], i, 4).loss;
+    INFO("step " << i);
+    CHECK(std::abs(a - b) < 1e-5 * std::abs(a));
+  }
+}

@@ -225,6 +225,37 @@ TEST_CASE("Muon: two steps of a hidden matrix equal a double reference on 100 ra
   }
 }
 
+TEST_CASE("Muon: the momentum warm-up ramps mu linearly, then holds it") {
+  // optim.muon_momentum_warmup = 2 from 0.85 to 0.97: mu = 0.85, 0.91, 0.97, 0.97.
+  slowpipe::config::OptimConfig c = muon_config("benchmark");
+  c.muon_momentum = 0.97;
+  c.muon_momentum_start = 0.85;
+  c.muon_momentum_warmup = 2;
+  torch::manual_seed(5);
+  const at::Tensor p = torch::randn({6, 4}).requires_grad_();
+  ss::StageOptimizer opt(c, {p}, {ParamRole::kHiddenMatrix});
+  const double mus[] = {0.85, 0.91, 0.97, 0.97};
+  for (int step = 0; step < 4; ++step) {
+    INFO("step " << step);
+    Mat m = step == 0 ? zeros(6, 4) : from_tensor(opt.state_tensors()[0]);
+    const Mat before = from_tensor(p.detach());
+    const at::Tensor g = torch::randn({6, 4});
+    p.mutable_grad() = g.clone();
+    opt.step();
+    slowpipe::config::OptimConfig fixed = c;
+    fixed.muon_momentum = mus[step];
+    fixed.muon_momentum_warmup = 0;
+    const Mat expected = muon_reference(before, from_tensor(g), m, fixed, c.lr);
+    CHECK(relative_error(from_tensor(p.detach()), expected) <= 1e-6);
+    CHECK(relative_error(from_tensor(opt.state_tensors()[0]), m) <= 1e-6);
+    // Control: a constant 0.97 would leave the first moment at 0.03 g, not 0.15 g.
+    if (step == 0) {
+      const Mat constant = axpby(0.0, zeros(6, 4), 1 - 0.97, from_tensor(g));
+      CHECK(relative_error(from_tensor(opt.state_tensors()[0]), constant) > 0.5);
+    }
+  }
+}
+
 TEST_CASE("Muon: the AdamW groups step at their own rates, scaled by the schedule") {
   const slowpipe::config::OptimConfig c = muon_config("benchmark");
   torch::manual_seed(3);
