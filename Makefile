@@ -10,14 +10,14 @@
 #   make lint       clang-tidy over every source under .clang-tidy (build-lint/, nothing
 #                   built; any finding fails)
 #   make reproduce  the source papers' findings, one sweep each (experiments/reproduce/);
-#                   make reproduce-a1 (a1, a2, r1, r23, r4, p1, t1, b1) runs one; SCALE=K for longer runs;
+#                   make reproduce-a1 (a1, a2, r1, r23, r4, p1, p1m, t1, b1) runs one; SCALE=K for longer runs;
 #                   make reproduce-a1-long / reproduce-a1-long-lr: A1 at 10 epochs (~1 CPU-hour each)
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 60
 SCALE ?= 1
-REPRODUCTIONS := a1 a2 r1 r23 r4 p1 t1 b1
+REPRODUCTIONS := a1 a2 r1 r23 r4 p1 p1m t1 b1
 LONG_REPRODUCTIONS := a1-long a1-long-lr
 
 .PHONY: deps configure build demo test test-long bench format lint clean fuzz sanitize reproduce \

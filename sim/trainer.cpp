@@ -27,8 +27,8 @@
 #include "common/host_info.h"
 #include "common/units.h"
 #include "common/version.h"
-#include "compressors/codecs/config.h"
 #include "compressors/channels/factory.h"
+#include "compressors/codecs/config.h"
 #include "models/torch/checkpoint.h"
 #include "models/torch/data_registry.h"
 #include "models/torch/model_limits.h"
@@ -111,6 +111,22 @@ std::string fingerprint(const ResolvedConfig& resolved) {
   return buf;
 }
 
+// "3.97x": what fp32 would send for `shape` over `bytes`.
+std::string fp32_ratio_text(const compressors::Shape& shape, uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fx",
+                4.0 * static_cast<double>(compressors::shape_numel(shape)) /
+                    std::max<double>(1.0, static_cast<double>(bytes)));
+  return std::string(buf);
+}
+
+// "[4,64,128]"
+std::string dims_text(const compressors::Shape& shape) {
+  std::string t;
+  for (int64_t d : shape) t += (t.empty() ? "" : ",") + std::to_string(d);
+  return "[" + t + "]";
+}
+
 // The banner's channel lines: every channel's message size against fp32 after
 // warm-up (exact wire_bytes), with the shapes of one micro-batch. Boundary
 // shapes come from one forward of replica 0 in eval mode without gradients
@@ -119,18 +135,6 @@ std::vector<std::string> channel_lines(const config::TrainConfig& cfg, const Ste
                                        const models::Dataset& data) {
   namespace cx = compressors;
   std::vector<std::string> out;
-  const auto ratio = [](const cx::Shape& shape, uint64_t bytes) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2fx",
-                  4.0 * static_cast<double>(cx::shape_numel(shape)) /
-                      std::max<double>(1.0, static_cast<double>(bytes)));
-    return std::string(buf);
-  };
-  const auto dims = [](const cx::Shape& shape) {
-    std::string t;
-    for (int64_t d : shape) t += (t.empty() ? "" : ",") + std::to_string(d);
-    return "[" + t + "]";
-  };
   const auto& cuts = engine.cuts();
   const int S = engine.stages();
   if (S > 1) {
@@ -152,10 +156,11 @@ std::vector<std::string> channel_lines(const config::TrainConfig& cfg, const Ste
       const cx::Shape shape(sent.sizes().begin(), sent.sizes().end());
       const uint64_t side = models::side_bytes(model, inputs);
       const cx::ChannelSpec &fw_spec = cfg.compress.fw_for(s), &bw_spec = cfg.compress.bw_for(s);
-      out.push_back("  boundary " + std::to_string(s) + " " + dims(shape) +
+      out.push_back("  boundary " + std::to_string(s) + " " + dims_text(shape) +
                     (side ? " + token ids " + std::to_string(side) + " B" : std::string()) +
-                    ": fw " + fw[s] + " " + ratio(shape, cx::wire_bytes(fw_spec, shape)) + ", bw " +
-                    bw[s] + " " + ratio(shape, cx::wire_bytes(fw_spec, bw_spec, shape)));
+                    ": fw " + fw[s] + " " + fp32_ratio_text(shape, cx::wire_bytes(fw_spec, shape)) +
+                    ", bw " + bw[s] + " " +
+                    fp32_ratio_text(shape, cx::wire_bytes(fw_spec, bw_spec, shape)));
     }
     model.train(true);
     const bool aq = cx::uses_aq(cfg.compress, S - 1);
@@ -173,8 +178,8 @@ std::vector<std::string> channel_lines(const config::TrainConfig& cfg, const Ste
     std::string line = "  gradients " + spec.text() + ":";
     for (int s = 0; s < S; ++s) {
       const cx::Shape shape = {1, engine.model().parameter_count(cuts[s], cuts[s + 1])};
-      line += std::string(s ? "," : "") + " stage " + std::to_string(s) + " " + dims(shape) + " " +
-              ratio(shape, cx::wire_bytes(spec, shape));
+      line += std::string(s ? "," : "") + " stage " + std::to_string(s) + " " + dims_text(shape) +
+              " " + fp32_ratio_text(shape, cx::wire_bytes(spec, shape));
     }
     out.push_back(line);
   }

@@ -29,9 +29,13 @@ void describe_options(ModelConfig& cfg, slowpipe::OptionSet& opts) {
            "ReparamSSN record's form, docs/models.md); 0 = off",
            0, 65536);
   opts.add("model.ffn", cfg.ffn,
-           "protocol-gpt: MLP hidden width (the record gives a subspace model's freed parameters "
-           "to it, docs/benchmark.md); 0 = 4 x model.d_model",
+           "gpt, protocol-gpt: MLP hidden width (the ReparamSSN record gives a subspace model's "
+           "freed parameters to it, docs/benchmark.md); 0 = 4 x model.d_model",
            0, 1 << 20);
+  opts.add("model.vocab", cfg.vocab,
+           "gpt, protocol-gpt: vocabulary size, the embedding's rows and the head's logits (256: "
+           "bytes; GPT-2 token shards need 50257, the benchmark uses 50304)",
+           1, 1 << 20);
 }
 
 }  // namespace slowpipe::models

@@ -113,10 +113,13 @@ void compare_config(const nlohmann::json& meta, const std::string& name,
       run_parts += (run_parts.empty() ? "" : " and ") + key + "=" + value;
     }
   }
-  // A key recorded only when set (model.subspace, model.ffn): saved, but not in this run.
+  // A key recorded only off its default (model.subspace, model.ffn, model.vocab): saved,
+  // but not in this run.
   for (const auto& item : meta["shape"].items()) {
     const std::string& key = item.key();
-    if ((key != "model.subspace" && key != "model.ffn") || !item.value().is_string()) continue;
+    if ((key != "model.subspace" && key != "model.ffn" && key != "model.vocab") ||
+        !item.value().is_string())
+      continue;
     bool in_run = false;
     for (const auto& kv : shape) in_run = in_run || kv.first == key;
     if (!in_run) {

@@ -81,62 +81,51 @@ std::vector<size_t> balance_cuts(const std::vector<double>& costs, int stages) {
   return cuts;
 }
 
-std::vector<size_t> resolve_cuts(const Model& model, int stages,
-                                 const std::vector<int64_t>& user_cuts, const std::string& balance,
-                                 const Batch* probe) {
+namespace {
+
+// pipeline.cuts as given: S-1 strictly increasing blocks in [1, n-1], none
+// past model.max_cut; returns {0, cuts..., n}.
+std::vector<size_t> user_cuts_checked(const Model& model, int stages,
+                                      const std::vector<int64_t>& user_cuts) {
   const auto n = static_cast<int64_t>(model.blocks.size());
-  if (stages < 1) {
-    throw UsageError("pipeline.stages=" + std::to_string(stages) + " must be at least 1");
+  if (static_cast<int64_t>(user_cuts.size()) != stages - 1) {
+    throw UsageError("pipeline.cuts has " + std::to_string(user_cuts.size()) +
+                     " entries; pipeline.stages=" + std::to_string(stages) + " needs " +
+                     std::to_string(stages - 1) + " (the blocks where stages 1.." +
+                     std::to_string(stages - 1) + " begin)");
   }
-  if (stages > n) {
-    throw UsageError("pipeline.stages=" + std::to_string(stages) + " exceeds the " +
-                     std::to_string(n) + " blocks of model '" + model.name +
-                     "' (every stage needs at least one block)");
-  }
-  if (!user_cuts.empty()) {
-    if (static_cast<int64_t>(user_cuts.size()) != stages - 1) {
-      throw UsageError("pipeline.cuts has " + std::to_string(user_cuts.size()) +
-                       " entries; pipeline.stages=" + std::to_string(stages) + " needs " +
-                       std::to_string(stages - 1) + " (the blocks where stages 1.." +
-                       std::to_string(stages - 1) + " begin)");
+  std::vector<size_t> cuts = {0};
+  int64_t prev = 0;
+  for (int64_t c : user_cuts) {
+    if (c < 1 || c > n - 1) {
+      throw UsageError("pipeline.cuts: cut " + std::to_string(c) + " is outside [1, " +
+                       std::to_string(n - 1) + "] (model '" + model.name + "' has " +
+                       std::to_string(n) + " blocks)");
     }
-    std::vector<size_t> cuts = {0};
-    int64_t prev = 0;
-    for (int64_t c : user_cuts) {
-      if (c < 1 || c > n - 1) {
-        throw UsageError("pipeline.cuts: cut " + std::to_string(c) + " is outside [1, " +
-                         std::to_string(n - 1) + "] (model '" + model.name + "' has " +
-                         std::to_string(n) + " blocks)");
-      }
-      if (model.max_cut != 0 && c > static_cast<int64_t>(model.max_cut)) {
-        throw UsageError("pipeline.cuts: cut " + std::to_string(c) + " would send the output of block " +
-                         std::to_string(c - 1) + ", which model '" + model.name +
-                         "' leaves outside its subspace (the last transformer block is full-rank, "
-                         "as in the record); cuts must be at most " +
-                         std::to_string(model.max_cut));
-      }
-      if (c <= prev) {
-        throw UsageError("pipeline.cuts must be strictly increasing (got " + std::to_string(c) +
-                         " after " + std::to_string(prev) + ")");
-      }
-      cuts.push_back(static_cast<size_t>(c));
-      prev = c;
+    if (model.max_cut != 0 && c > static_cast<int64_t>(model.max_cut)) {
+      throw UsageError("pipeline.cuts: cut " + std::to_string(c) +
+                       " would send the output of block " + std::to_string(c - 1) +
+                       ", which model '" + model.name +
+                       "' leaves outside its subspace (the last transformer block is full-rank, "
+                       "as in the record); cuts must be at most " +
+                       std::to_string(model.max_cut));
     }
-    cuts.push_back(static_cast<size_t>(n));
-    return cuts;
+    if (c <= prev) {
+      throw UsageError("pipeline.cuts must be strictly increasing (got " + std::to_string(c) +
+                       " after " + std::to_string(prev) + ")");
+    }
+    cuts.push_back(static_cast<size_t>(c));
+    prev = c;
   }
-  std::vector<double> costs;
-  if (balance == "params") {
-    costs = block_parameter_costs(model);
-  } else if (balance == "time") {
-    if (probe == nullptr) throw UsageError("pipeline.balance=time needs a probe batch");
-    costs = measure_block_times_s(model, *probe);
-  } else {
-    throw UsageError("bad value for 'pipeline.balance': '" + balance +
-                     "' (expected params|time)");
-  }
+  cuts.push_back(static_cast<size_t>(n));
+  return cuts;
+}
+
+// balance_cuts over `costs`, keeping the blocks from model.max_cut on in the
+// last stage (they are balanced as one block).
+std::vector<size_t> balance_within(const Model& model, const std::vector<double>& costs,
+                                   int stages) {
   if (model.max_cut == 0 || model.max_cut + 1 >= costs.size()) return balance_cuts(costs, stages);
-  // Blocks from max_cut on stay together: balance them as one.
   if (stages > static_cast<int>(model.max_cut) + 1) {
     throw UsageError("pipeline.stages=" + std::to_string(stages) + " exceeds the " +
                      std::to_string(model.max_cut + 1) + " stages model '" + model.name +
@@ -150,6 +139,33 @@ std::vector<size_t> resolve_cuts(const Model& model, int stages,
   std::vector<size_t> cuts = balance_cuts(merged, stages);
   cuts.back() = costs.size();
   return cuts;
+}
+
+}  // namespace
+
+std::vector<size_t> resolve_cuts(const Model& model, int stages,
+                                 const std::vector<int64_t>& user_cuts, const std::string& balance,
+                                 const Batch* probe) {
+  const auto n = static_cast<int64_t>(model.blocks.size());
+  if (stages < 1) {
+    throw UsageError("pipeline.stages=" + std::to_string(stages) + " must be at least 1");
+  }
+  if (stages > n) {
+    throw UsageError("pipeline.stages=" + std::to_string(stages) + " exceeds the " +
+                     std::to_string(n) + " blocks of model '" + model.name +
+                     "' (every stage needs at least one block)");
+  }
+  if (!user_cuts.empty()) return user_cuts_checked(model, stages, user_cuts);
+  std::vector<double> costs;
+  if (balance == "params") {
+    costs = block_parameter_costs(model);
+  } else if (balance == "time") {
+    if (probe == nullptr) throw UsageError("pipeline.balance=time needs a probe batch");
+    costs = measure_block_times_s(model, *probe);
+  } else {
+    throw UsageError("bad value for 'pipeline.balance': '" + balance + "' (expected params|time)");
+  }
+  return balance_within(model, costs, stages);
 }
 
 }  // namespace slowpipe::models

@@ -1,4 +1,4 @@
-// A GPT-style decoder-only language model over bytes (vocabulary 256), cut into
+// A GPT-style decoder-only language model (vocabulary model.vocab, 256 bytes by default), cut into
 // blocks: Embedding, L x TransformerBlock, LMHead.
 //
 // Follows GPT-2 (Radford et al. 2019) in miniature: learned position embeddings,
@@ -24,13 +24,14 @@
 #include <string>
 
 #include "common/errors.h"
-#include "models/torch/model_registry.h"
+#include "models/facts/gpt_size.h"
 #include "models/torch/internal/subspace.h"
+#include "models/torch/model_limits.h"
+#include "models/torch/model_registry.h"
 
 namespace slowpipe::models {
 namespace {
 
-constexpr int64_t kVocab = 256;
 constexpr double kInitStd = 0.02;
 
 void init_linear(torch::nn::Linear& l, double std) {
@@ -54,14 +55,14 @@ at::Tensor into_residual(const SubspacePtr& sub, const at::Tensor& out) {
 // int64 [B, T] bytes -> float [B, T, C]
 class Embedding : public Block {
  public:
-  Embedding(int64_t seq_len, int64_t d_model, double dropout, SubspacePtr sub)
+  Embedding(int64_t vocab, int64_t seq_len, int64_t d_model, double dropout, SubspacePtr sub)
       : Block("Embedding"),
         seq_len_(seq_len),
         d_model_(d_model),
         dropout_(dropout),
         sub_(std::move(sub)) {
     const int64_t w = write_width(sub_, d_model);
-    tok_ = register_module("tok", torch::nn::Embedding(kVocab, w));   // [V, C] (or [V, k])
+    tok_ = register_module("tok", torch::nn::Embedding(vocab, w));    // [V, C] (or [V, k])
     pos_ = register_module("pos", torch::nn::Embedding(seq_len, w));  // [T_max, C] (or [T_max, k])
     set_role(tok_->weight, ParamRole::kEmbedding);
     set_role(pos_->weight, ParamRole::kEmbedding);
@@ -93,12 +94,13 @@ class Embedding : public Block {
 // float [B, T, C] -> float [B, T, C]
 class TransformerBlock : public Block {
  public:
-  TransformerBlock(int64_t seq_len, int64_t d_model, int64_t heads, int64_t layers, double dropout,
-                   SubspacePtr sub)
+  TransformerBlock(int64_t seq_len, int64_t d_model, int64_t heads, int64_t ffn, int64_t layers,
+                   double dropout, SubspacePtr sub)
       : Block("TransformerBlock"),
         seq_len_(seq_len),
         d_model_(d_model),
         heads_(heads),
+        ffn_(ffn),
         dropout_(dropout),
         sub_(std::move(sub)) {
     const int64_t w = write_width(sub_, d_model);
@@ -106,8 +108,8 @@ class TransformerBlock : public Block {
     qkv_ = register_module("qkv", torch::nn::Linear(d_model, 3 * d_model));  // [3C, C]
     proj_ = register_module("proj", torch::nn::Linear(d_model, w));          // [C, C] (or [k, C])
     ln2_ = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
-    fc1_ = register_module("fc1", torch::nn::Linear(d_model, 4 * d_model));  // [4C, C]
-    fc2_ = register_module("fc2", torch::nn::Linear(4 * d_model, w));        // [C, 4C] (or [k, 4C])
+    fc1_ = register_module("fc1", torch::nn::Linear(d_model, ffn));  // [F, C], F = 4C by default
+    fc2_ = register_module("fc2", torch::nn::Linear(ffn, w));        // [C, F] (or [k, F])
     const double resid_std = kInitStd / std::sqrt(2.0 * static_cast<double>(layers));
     init_linear(qkv_, kInitStd);
     init_linear(proj_, resid_std);
@@ -135,36 +137,40 @@ class TransformerBlock : public Block {
   }
 
   double forward_flops_per_sample() const override {
-    const double t = static_cast<double>(seq_len_), c = static_cast<double>(d_model_);
-    // qkv 3C^2 + proj C^2 + MLP 8C^2 MACs per token; QK^T and AV: 2 T C per token.
-    return 2.0 * (12.0 * t * c * c + 2.0 * t * t * c);
+    const double t = static_cast<double>(seq_len_), c = static_cast<double>(d_model_),
+                 f = static_cast<double>(ffn_);
+    // qkv 3C^2 + proj C^2 + MLP 2 C F MACs per token (12 C^2 at F = 4C; a
+    // subspace's narrower writers are not discounted); QK^T and AV: 2 T C per token.
+    return 2.0 * (t * (4.0 * c * c + 2.0 * c * f) + 2.0 * t * t * c);
   }
 
  private:
-  int64_t seq_len_, d_model_, heads_;
+  int64_t seq_len_, d_model_, heads_, ffn_;
   double dropout_;
   SubspacePtr sub_;
   torch::nn::LayerNorm ln1_{nullptr}, ln2_{nullptr};
   torch::nn::Linear qkv_{nullptr}, proj_{nullptr}, fc1_{nullptr}, fc2_{nullptr};
 };
 
-// float [B, T, C] -> float [B, T, 256] logits
+// float [B, T, C] -> float [B, T, V] logits
 class LMHead : public Block {
  public:
-  LMHead(int64_t seq_len, int64_t d_model) : Block("LMHead"), seq_len_(seq_len), d_model_(d_model) {
+  LMHead(int64_t vocab, int64_t seq_len, int64_t d_model)
+      : Block("LMHead"), vocab_(vocab), seq_len_(seq_len), d_model_(d_model) {
     ln_ = register_module("ln", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
-    out_ = register_module(
-        "out", torch::nn::Linear(torch::nn::LinearOptions(d_model, kVocab).bias(false)));
+    out_ = register_module("out",
+                           torch::nn::Linear(torch::nn::LinearOptions(d_model, vocab).bias(false)));
     init_linear(out_, kInitStd);
     set_role(out_->weight, ParamRole::kHead);
   }
   at::Tensor forward(const at::Tensor& x) override { return out_(ln_(x)); }
   double forward_flops_per_sample() const override {
-    return 2.0 * static_cast<double>(seq_len_) * static_cast<double>(d_model_) * kVocab;
+    return 2.0 * static_cast<double>(seq_len_) * static_cast<double>(d_model_) *
+           static_cast<double>(vocab_);
   }
 
  private:
-  int64_t seq_len_, d_model_;
+  int64_t vocab_, seq_len_, d_model_;
   torch::nn::LayerNorm ln_{nullptr};
   torch::nn::Linear out_{nullptr};
 };
@@ -173,16 +179,14 @@ class LMHead : public Block {
 
 ModelFootprint footprint_gpt(const ModelConfig& cfg, const DatasetInfo& /*data*/) {
   const double l = cfg.layers, c = cfg.d_model, h = cfg.heads, t = cfg.seq_len;
-  const double v = kVocab;
-  const double k = cfg.subspace > 0 ? cfg.subspace : c;  // width the residual writers produce
+  const double v = cfg.vocab, width = cfg.ffn > 0 ? cfg.ffn : 4.0 * c;
   ModelFootprint f;
-  // Embedding (V + T) k; per block 7 C^2 + 11 C (qkv, fc1, two LayerNorms) + 5 C k + 2 k
-  // (proj, fc2), 12 C^2 + 13 C when k = C; head LayerNorm 2 C and V C.
-  f.parameters =
-      (v + t) * k + l * (7.0 * c * c + 11.0 * c + 5.0 * c * k + 2.0 * k) + 2.0 * c + v * c;
-  // Kept for backward, at least: attention probabilities H T^2 and about 12 T C of
-  // block activations per layer, the embedding output, logits and log-softmax.
-  f.activation_floats_per_sample = t * c + l * (h * t * t + 12.0 * t * c) + 2.0 * t * v;
+  f.parameters = static_cast<double>(gpt_parameters(
+      {GptLayout::kGpt, cfg.d_model, cfg.layers, cfg.vocab, cfg.seq_len, cfg.ffn, cfg.subspace}));
+  // Kept for backward, at least: attention probabilities H T^2 and about
+  // 8 T C + T F of block activations per layer (12 T C at F = 4C), the
+  // embedding output, logits and log-softmax.
+  f.activation_floats_per_sample = t * c + l * (h * t * t + 8.0 * t * c + width * t) + 2.0 * t * v;
   return f;
 }
 
@@ -200,20 +204,23 @@ Model build_gpt(const ModelConfig& cfg, const DatasetInfo& data) {
                      std::to_string(data.sample_shape[0]) +
                      " bytes, more than model.seq_len=" + std::to_string(cfg.seq_len));
   }
+  check_vocab(cfg, data);
   Model m;
   m.name = "gpt";
   m.task = Task::kLanguageModel;
   SubspacePtr sub;
   if (cfg.subspace != 0) {
-    sub = std::make_shared<const Subspace>(cfg.d_model, cfg.subspace, kVocab, cfg.seq_len);
+    sub = std::make_shared<const Subspace>(cfg.d_model, cfg.subspace, cfg.vocab, cfg.seq_len);
     m.boundary = sub;
   }
-  m.blocks.push_back(std::make_shared<Embedding>(cfg.seq_len, cfg.d_model, cfg.dropout, sub));
+  m.blocks.push_back(
+      std::make_shared<Embedding>(cfg.vocab, cfg.seq_len, cfg.d_model, cfg.dropout, sub));
   for (int i = 0; i < cfg.layers; ++i) {
-    m.blocks.push_back(std::make_shared<TransformerBlock>(cfg.seq_len, cfg.d_model, cfg.heads,
-                                                          cfg.layers, cfg.dropout, sub));
+    m.blocks.push_back(std::make_shared<TransformerBlock>(
+        cfg.seq_len, cfg.d_model, cfg.heads, cfg.ffn > 0 ? cfg.ffn : 4 * int64_t{cfg.d_model},
+        cfg.layers, cfg.dropout, sub));
   }
-  m.blocks.push_back(std::make_shared<LMHead>(cfg.seq_len, cfg.d_model));
+  m.blocks.push_back(std::make_shared<LMHead>(cfg.vocab, cfg.seq_len, cfg.d_model));
   return m;
 }
 

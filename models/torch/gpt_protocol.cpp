@@ -30,14 +30,14 @@
 #include <string>
 
 #include "common/errors.h"
-#include "models/facts/protocol_gpt_size.h"
+#include "models/facts/gpt_size.h"
 #include "models/torch/internal/subspace.h"
+#include "models/torch/model_limits.h"
 #include "models/torch/model_registry.h"
 
 namespace slowpipe::models {
 namespace {
 
-constexpr int64_t kVocab = 256;
 constexpr double kLogitCap = 15.0;
 constexpr double kAttentionScale = 0.12;
 
@@ -98,10 +98,10 @@ using SubspacePtr = std::shared_ptr<const Subspace>;
 // the subspace form U tok[x] + fixed(x), tok [V, k], no RMSNorm.
 class ProtocolEmbedding : public Block {
  public:
-  ProtocolEmbedding(int64_t seq_len, int64_t d_model, SubspacePtr sub)
+  ProtocolEmbedding(int64_t vocab, int64_t seq_len, int64_t d_model, SubspacePtr sub)
       : Block("Embedding"), seq_len_(seq_len), d_model_(d_model), sub_(std::move(sub)) {
     const int64_t width = sub_ ? sub_->rank() : d_model;
-    tok_ = register_module("tok", torch::nn::Embedding(kVocab, width));  // [V, C] or [V, k]
+    tok_ = register_module("tok", torch::nn::Embedding(vocab, width));  // [V, C] or [V, k]
     if (!sub_) norm_ = register_module("norm", RMSNorm(d_model));
     set_role(tok_->weight, ParamRole::kEmbedding);
     torch::NoGradGuard g;
@@ -138,12 +138,12 @@ class ProtocolBlock : public Block {
         sub_(std::move(sub)) {
     const int64_t out = sub_ ? sub_->rank() : d_model;
     norm1_ = register_module("norm1", RMSNorm(d_model));
-    q_ = register_module("q", linear(d_model, d_model, false));  // [C, C]
-    k_ = register_module("k", linear(d_model, d_model, false));  // [C, C]
-    v_ = register_module("v", linear(d_model, d_model, false));  // [C, C]
+    q_ = register_module("q", linear(d_model, d_model, false));   // [C, C]
+    k_ = register_module("k", linear(d_model, d_model, false));   // [C, C]
+    v_ = register_module("v", linear(d_model, d_model, false));   // [C, C]
     proj_ = register_module("proj", linear(d_model, out, true));  // [C or k, C], zero
     norm2_ = register_module("norm2", RMSNorm(d_model));
-    fc_ = register_module("fc", linear(d_model, ffn, false));              // [F, C]
+    fc_ = register_module("fc", linear(d_model, ffn, false));         // [F, C]
     mlp_proj_ = register_module("mlp_proj", linear(ffn, out, true));  // [C or k, F], zero
     for (auto* l : {&q_, &k_, &v_, &proj_, &fc_, &mlp_proj_}) {
       set_role((*l)->weight, ParamRole::kHiddenMatrix);
@@ -186,13 +186,13 @@ class ProtocolBlock : public Block {
       mlp_proj_{nullptr};
 };
 
-// float [B, T, C] -> float [B, T, 256] soft-capped logits
+// float [B, T, C] -> float [B, T, V] soft-capped logits
 class ProtocolHead : public Block {
  public:
-  ProtocolHead(int64_t seq_len, int64_t d_model)
-      : Block("LMHead"), seq_len_(seq_len), d_model_(d_model) {
+  ProtocolHead(int64_t vocab, int64_t seq_len, int64_t d_model)
+      : Block("LMHead"), vocab_(vocab), seq_len_(seq_len), d_model_(d_model) {
     norm_ = register_module("norm", RMSNorm(d_model));
-    proj_ = register_module("proj", linear(d_model, kVocab, true));  // [V, C], zero
+    proj_ = register_module("proj", linear(d_model, vocab, true));  // [V, C], zero
     set_role(proj_->weight, ParamRole::kHead);
   }
   at::Tensor forward(const at::Tensor& x) override {
@@ -200,11 +200,12 @@ class ProtocolHead : public Block {
     return kLogitCap * logits * torch::rsqrt(logits * logits + kLogitCap * kLogitCap);
   }
   double forward_flops_per_sample() const override {
-    return 2.0 * static_cast<double>(seq_len_) * static_cast<double>(d_model_) * kVocab;
+    return 2.0 * static_cast<double>(seq_len_) * static_cast<double>(d_model_) *
+           static_cast<double>(vocab_);
   }
 
  private:
-  int64_t seq_len_, d_model_;
+  int64_t vocab_, seq_len_, d_model_;
   RMSNorm norm_{nullptr};
   torch::nn::Linear proj_{nullptr};
 };
@@ -212,13 +213,13 @@ class ProtocolHead : public Block {
 }  // namespace
 
 ModelFootprint footprint_protocol_gpt(const ModelConfig& cfg, const DatasetInfo& /*data*/) {
-  const double l = cfg.layers, c = cfg.d_model, h = cfg.heads, t = cfg.seq_len, v = kVocab;
+  const double l = cfg.layers, c = cfg.d_model, h = cfg.heads, t = cfg.seq_len, v = cfg.vocab;
   const double width = cfg.ffn > 0 ? cfg.ffn : 4.0 * c;
   ModelFootprint f;
-  f.parameters = static_cast<double>(
-      protocol_gpt_parameters({cfg.d_model, cfg.layers, kVocab, cfg.ffn, cfg.subspace}));
-  f.activation_floats_per_sample =
-      t * c + l * (h * t * t + 10.0 * t * c + width * t) + 2.0 * t * v;
+  f.parameters =
+      static_cast<double>(gpt_parameters({GptLayout::kProtocol, cfg.d_model, cfg.layers, cfg.vocab,
+                                          cfg.seq_len, cfg.ffn, cfg.subspace}));
+  f.activation_floats_per_sample = t * c + l * (h * t * t + 10.0 * t * c + width * t) + 2.0 * t * v;
   return f;
 }
 
@@ -243,23 +244,24 @@ Model build_protocol_gpt(const ModelConfig& cfg, const DatasetInfo& data) {
                      std::to_string(data.sample_shape[0]) +
                      " bytes, more than model.seq_len=" + std::to_string(cfg.seq_len));
   }
+  check_vocab(cfg, data);
   Model m;
   m.name = "protocol-gpt";
   m.task = Task::kLanguageModel;
   SubspacePtr sub;
   if (cfg.subspace != 0) {
-    sub = std::make_shared<const Subspace>(cfg.d_model, cfg.subspace, kVocab, cfg.seq_len,
+    sub = std::make_shared<const Subspace>(cfg.d_model, cfg.subspace, cfg.vocab, cfg.seq_len,
                                            SubspaceForm::record());
     m.boundary = sub;
     m.max_cut = static_cast<size_t>(cfg.layers);  // the last block starts the last stage at most
   }
   const int64_t ffn = cfg.ffn > 0 ? cfg.ffn : 4 * static_cast<int64_t>(cfg.d_model);
-  m.blocks.push_back(std::make_shared<ProtocolEmbedding>(cfg.seq_len, cfg.d_model, sub));
+  m.blocks.push_back(std::make_shared<ProtocolEmbedding>(cfg.vocab, cfg.seq_len, cfg.d_model, sub));
   for (int i = 0; i < cfg.layers; ++i) {
     m.blocks.push_back(std::make_shared<ProtocolBlock>(cfg.seq_len, cfg.d_model, cfg.heads, ffn,
                                                        i + 1 < cfg.layers ? sub : nullptr));
   }
-  m.blocks.push_back(std::make_shared<ProtocolHead>(cfg.seq_len, cfg.d_model));
+  m.blocks.push_back(std::make_shared<ProtocolHead>(cfg.vocab, cfg.seq_len, cfg.d_model));
   return m;
 }
 

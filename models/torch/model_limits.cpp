@@ -38,13 +38,16 @@ int* int_field(ModelConfig& cfg, const std::string& key) {
   if (key == "model.hidden") return &cfg.hidden;
   if (key == "model.subspace") return &cfg.subspace;
   if (key == "model.ffn") return &cfg.ffn;
+  if (key == "model.vocab") return &cfg.vocab;
   return nullptr;
 }
 
-// model.subspace and model.ffn are shape keys only when set: 0 (the default) is
-// not recorded, so checkpoints written before the keys existed still load.
+// model.subspace, model.ffn and model.vocab are shape keys only when set off
+// their defaults (0, 0, 256), which are not recorded, so checkpoints written
+// before the keys existed still load.
 bool unset_optional(const std::string& key, int value) {
-  return (key == "model.subspace" || key == "model.ffn") && value == 0;
+  return ((key == "model.subspace" || key == "model.ffn") && value == 0) ||
+         (key == "model.vocab" && value == 256);
 }
 
 // The entry's default data set; without one, 1x28x28 images of 10 classes.
@@ -78,6 +81,15 @@ MemoryEstimate estimate_training_memory(const ModelConfig& cfg, const MemoryBudg
   e.activation_bytes = kFloatBytes * f.activation_floats_per_sample *
                        static_cast<double>(std::max<int64_t>(1, budget.batch_samples));
   return e;
+}
+
+void check_vocab(const ModelConfig& cfg, const DatasetInfo& data) {
+  if (data.num_classes > cfg.vocab) {
+    throw UsageError("data set '" + data.name + "' has token ids up to " +
+                     std::to_string(data.num_classes - 1) + ", more than model.vocab=" +
+                     std::to_string(cfg.vocab) + " holds (ids 0.." + std::to_string(cfg.vocab - 1) +
+                     "); set model.vocab to at least " + std::to_string(data.num_classes));
+  }
 }
 
 int64_t model_vocab(const ModelConfig& cfg) {
@@ -148,8 +160,13 @@ void check_model_keys(const ModelConfig& cfg) {
   }
   if (cfg.ffn != 0 && std::find(keys.begin(), keys.end(), "model.ffn") == keys.end()) {
     throw UsageError("model.ffn=" + std::to_string(cfg.ffn) +
-                     " applies to protocol-gpt (its MLP width), not model.name=" + cfg.name +
-                     " (leave it 0)");
+                     " applies to a GPT (gpt, protocol-gpt: its MLP width), not model.name=" +
+                     cfg.name + " (leave it 0)");
+  }
+  if (cfg.vocab != 256 && std::find(keys.begin(), keys.end(), "model.vocab") == keys.end()) {
+    throw UsageError("model.vocab=" + std::to_string(cfg.vocab) +
+                     " applies to a language model (gpt, protocol-gpt), not model.name=" +
+                     cfg.name + " (leave it 256)");
   }
   if (cfg.subspace > cfg.d_model) {
     throw UsageError("model.subspace=" + std::to_string(cfg.subspace) +

@@ -43,6 +43,10 @@ MemoryEstimate estimate_training_memory(const ModelConfig& cfg, const MemoryBudg
 // images. Token data sets read ids against it (data.name = tokens).
 int64_t model_vocab(const ModelConfig& cfg);
 
+// A language model against its data: a data set with more classes (token ids)
+// than model.vocab is refused (UsageError), naming the key to raise.
+void check_vocab(const ModelConfig& cfg, const DatasetInfo& data);
+
 // The model's shape keys (ModelEntry::shape_keys) with their values in `cfg`
 // and `data`: {"model.d_model", "128"}, {"data.classes", "10"},
 // {"data.sample_shape", "1x28x28"}; model.subspace only when it is not 0.

@@ -21,10 +21,11 @@ void register_builtins() {
       {"gpt",
        "GPT-style byte-level decoder LM: embedding, pre-LN transformer blocks, LM head",
        &build_gpt,
-       {"model.layers", "model.d_model", "model.heads", "model.seq_len", "model.subspace"},
+       {"model.layers", "model.d_model", "model.heads", "model.seq_len", "model.subspace",
+        "model.vocab", "model.ffn"},
        &footprint_gpt,
        [](const ModelConfig& cfg) {
-         return DatasetInfo{"text", Task::kLanguageModel, {cfg.seq_len}, 256, ""};
+         return DatasetInfo{"text", Task::kLanguageModel, {cfg.seq_len}, cfg.vocab, ""};
        }});
   register_model(
       {"cnn",
@@ -44,10 +45,10 @@ void register_builtins() {
                   "zero-initialised output projections, soft-capped logits",
                   &build_protocol_gpt,
                   {"model.layers", "model.d_model", "model.heads", "model.seq_len",
-                   "model.subspace", "model.ffn"},
+                   "model.subspace", "model.ffn", "model.vocab"},
                   &footprint_protocol_gpt,
                   [](const ModelConfig& cfg) {
-                    return DatasetInfo{"text", Task::kLanguageModel, {cfg.seq_len}, 256, ""};
+                    return DatasetInfo{"text", Task::kLanguageModel, {cfg.seq_len}, cfg.vocab, ""};
                   }});
 }
 

@@ -109,8 +109,7 @@ SubspaceDraws draw_subspace(int64_t d_model, int64_t rank, int64_t vocab, int64_
   return d;
 }
 
-Subspace::Subspace(int64_t d_model, int64_t rank, int64_t vocab, int64_t seq_len,
-                   SubspaceForm form)
+Subspace::Subspace(int64_t d_model, int64_t rank, int64_t vocab, int64_t seq_len, SubspaceForm form)
     : d_model_(d_model), rank_(rank), seq_len_(seq_len), form_(form) {
   if (rank < 1 || rank > d_model) {
     throw UsageError("model.subspace=" + std::to_string(rank) + " must lie in [1, model.d_model=" +
@@ -152,7 +151,7 @@ at::Tensor Subspace::fixed(const at::Tensor& tokens) const {
 at::Tensor Subspace::reduce(const at::Tensor& output, const at::Tensor& inputs) const {
   const at::Tensor& u = on(output.device()).basis;
   // Default form: fixed(tokens) is orthogonal to U, so U^T h is the coefficient vector itself.
-  if (form_.fixed_outside) return torch::matmul(output, u);               // [B, T, k]
+  if (form_.fixed_outside) return torch::matmul(output, u);             // [B, T, k]
   return torch::matmul(output - fixed(inputs.to(output.device())), u);  // [B, T, k]
 }
 

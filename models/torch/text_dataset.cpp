@@ -3,11 +3,11 @@
 
 #include <torch/torch.h>
 
-#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
 #include "common/errors.h"
+#include "models/torch/internal/window_split.h"
 
 namespace slowpipe::models {
 
@@ -15,28 +15,18 @@ TextDataset::TextDataset(const std::string& name, const std::string& source,
                          const std::string& bytes, const DataConfig& cfg, int64_t seq_len)
     : seq_len_(seq_len) {
   if (seq_len < 1) throw UsageError("text windows need seq_len >= 1 (model.seq_len)");
-  if (!(cfg.begin >= 0.0 && cfg.begin < cfg.end && cfg.end <= 1.0)) {
-    throw UsageError("data.begin=" + std::to_string(cfg.begin) + " and data.end=" +
-                     std::to_string(cfg.end) + " must satisfy 0 <= begin < end <= 1");
-  }
-  const auto n_bytes = static_cast<int64_t>(bytes.size());
-  const auto lo = static_cast<int64_t>(std::floor(cfg.begin * static_cast<double>(n_bytes)));
-  const auto hi = static_cast<int64_t>(std::floor(cfg.end * static_cast<double>(n_bytes)));
-  const int64_t w = seq_len + 1;
-  const int64_t n = (hi - lo) / w;
-  int64_t n_val = static_cast<int64_t>(std::floor(static_cast<double>(n) * cfg.val_fraction));
-  if (cfg.val_fraction > 0 && n_val == 0 && n >= 2) n_val = 1;
-  const int64_t n_train_all = n - n_val;
-  if (n_train_all < 1) {
-    throw UsageError("text file '" + source + "': the range [" + std::to_string(cfg.begin) + ", " +
-                     std::to_string(cfg.end) + ") holds " + std::to_string(hi - lo) +
-                     " bytes, too few for a training window of model.seq_len+1 = " +
-                     std::to_string(w) + " bytes");
-  }
-  n_train_ = cfg.limit > 0 ? std::min(cfg.limit, n_train_all) : n_train_all;
-  n_val_ = cfg.val_limit > 0 ? std::min(cfg.val_limit, n_val) : n_val;
-  first_byte_ = lo;
-  val_first_window_ = n_train_all;
+  const WindowSplit split = split_windows(
+      static_cast<int64_t>(bytes.size()), cfg, seq_len, [&](int64_t units, int64_t w) {
+        return "text file '" + source + "': the range [" + std::to_string(cfg.begin) + ", " +
+               std::to_string(cfg.end) + ") holds " + std::to_string(units) +
+               " bytes, too few for a training window of model.seq_len+1 = " + std::to_string(w) +
+               " bytes";
+      });
+  n_train_ = split.n_train;
+  n_val_ = split.n_val;
+  first_byte_ = split.first;
+  val_first_window_ = split.val_first_window;
+  const int64_t w = seq_len + 1, lo = split.first;
 
   windows_ = torch::empty({n_train_ + n_val_, w}, torch::kUInt8);  // [N, T+1]
   auto* dst = windows_.data_ptr<uint8_t>();

@@ -5,11 +5,11 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
 
 #include "common/errors.h"
 #include "models/torch/internal/token_shards.h"
+#include "models/torch/internal/window_split.h"
 
 namespace slowpipe::models {
 namespace {
@@ -35,30 +35,21 @@ TokenDataset::TokenDataset(const std::string& pattern, const DataConfig& cfg, in
         "data.name=tokens needs a language model (model.name): this model has no "
         "vocabulary to read token ids against");
   }
-  if (!(cfg.begin >= 0.0 && cfg.begin < cfg.end && cfg.end <= 1.0)) {
-    throw UsageError("data.begin=" + std::to_string(cfg.begin) + " and data.end=" +
-                     std::to_string(cfg.end) + " must satisfy 0 <= begin < end <= 1");
-  }
   const std::vector<std::string> files = match_shards(pattern, "data.path");
   const std::vector<uint16_t> stream = read_stream(files, vocab);
-  const auto n_tokens = static_cast<int64_t>(stream.size());
-  const auto lo = static_cast<int64_t>(std::floor(cfg.begin * static_cast<double>(n_tokens)));
-  const auto hi = static_cast<int64_t>(std::floor(cfg.end * static_cast<double>(n_tokens)));
-  const int64_t w = seq_len + 1;
-  const int64_t n = (hi - lo) / w;
-  int64_t n_val = static_cast<int64_t>(std::floor(static_cast<double>(n) * cfg.val_fraction));
-  if (cfg.val_fraction > 0 && n_val == 0 && n >= 2) n_val = 1;
-  const int64_t n_train_all = n - n_val;
-  if (n_train_all < 1) {
-    throw UsageError(
-        "data.path: the token shards matching '" + pattern + "' hold " + std::to_string(hi - lo) +
-        " tokens in the range [" + std::to_string(cfg.begin) + ", " + std::to_string(cfg.end) +
-        "), too few for a training window of model.seq_len+1 = " + std::to_string(w) + " tokens");
-  }
-  n_train_ = cfg.limit > 0 ? std::min(cfg.limit, n_train_all) : n_train_all;
-  n_val_ = cfg.val_limit > 0 ? std::min(cfg.val_limit, n_val) : n_val;
-  first_token_ = lo;
-  val_first_window_ = n_train_all;
+  const WindowSplit split = split_windows(
+      static_cast<int64_t>(stream.size()), cfg, seq_len, [&](int64_t units, int64_t w) {
+        return "data.path: the token shards matching '" + pattern + "' hold " +
+               std::to_string(units) + " tokens in the range [" + std::to_string(cfg.begin) + ", " +
+               std::to_string(cfg.end) +
+               "), too few for a training window of model.seq_len+1 = " + std::to_string(w) +
+               " tokens";
+      });
+  n_train_ = split.n_train;
+  n_val_ = split.n_val;
+  first_token_ = split.first;
+  val_first_window_ = split.val_first_window;
+  const int64_t w = seq_len + 1, lo = split.first;
 
   const auto* src = stream.data() + lo;
   windows_.assign(src, src + n_train_ * w);

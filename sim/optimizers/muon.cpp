@@ -140,8 +140,8 @@ class MuonSteps : public torch::optim::Optimizer {
   double mu_of(const Slot& s) const {
     const double end = config_.muon_momentum;
     if (config_.muon_momentum_warmup <= 0) return end;
-    const double f = std::min(1.0, static_cast<double>(s.step) /
-                                       static_cast<double>(config_.muon_momentum_warmup));
+    const double f = std::min(
+        1.0, static_cast<double>(s.step) / static_cast<double>(config_.muon_momentum_warmup));
     return config_.muon_momentum_start + (end - config_.muon_momentum_start) * f;
   }
   void step_with_moment(const at::Tensor& p, const at::Tensor& mean, double lr) {

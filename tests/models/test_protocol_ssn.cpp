@@ -9,13 +9,13 @@
 
 #include "common/errors.h"
 #include "model_fixtures.h"
-#include "models/facts/protocol_gpt_size.h"
+#include "models/facts/gpt_size.h"
 #include "models/torch/cuts.h"
 #include "models/torch/model_limits.h"
 #include "models/torch/model_registry.h"
 
 namespace sm = slowpipe::models;
-namespace smt = slowpipe::models::test;
+namespace smt = slowpipe::models::testing;
 
 namespace {
 
@@ -24,7 +24,8 @@ sm::ModelConfig tiny_ssn(int k = 5) {
   c.name = "protocol-gpt";
   c.layers = 3;
   c.subspace = k;
-  c.ffn = static_cast<int>(sm::matched_ffn({c.d_model, c.layers, 256, 0, k}));
+  c.ffn = static_cast<int>(
+      sm::matched_ffn({sm::GptLayout::kProtocol, c.d_model, c.layers, 256, c.seq_len, 0, k}));
   return c;
 }
 
@@ -43,24 +44,26 @@ void perturb(const sm::Model& m) {
 
 TEST_CASE("protocol-gpt subspace form: the record's parameter totals and its MLP width") {
   // train_gpt.py's BASELINE_PARAMS and the ReparamSSN record's README.
-  const sm::ProtocolGptSize dense{1024, 8, 50304, 0, 0};
-  CHECK(sm::protocol_gpt_parameters(dense) == 203'828'352);
-  sm::ProtocolGptSize ssn{1024, 8, 50304, 11292, 160};
-  CHECK(sm::protocol_gpt_parameters(ssn) == 203'822'240);
+  const sm::GptSize dense{sm::GptLayout::kProtocol, 1024, 8, 50304, 1024, 0, 0};
+  CHECK(sm::gpt_parameters(dense) == 203'828'352);
+  sm::GptSize ssn{sm::GptLayout::kProtocol, 1024, 8, 50304, 1024, 11292, 160};
+  CHECK(sm::gpt_parameters(ssn) == 203'822'240);
   CHECK(sm::matched_ffn(ssn) == 11292);
   ssn.ffn = 11293;  // one wider is over the cap
-  CHECK(sm::protocol_gpt_parameters(ssn) > 203'828'352);
+  CHECK(sm::gpt_parameters(ssn) > 203'828'352);
   // The laptop widths of experiments/reproduce/b1.ini.
-  CHECK(sm::matched_ffn({32, 8, 256, 0, 5}) == 241);
-  CHECK(sm::matched_ffn({64, 8, 256, 0, 10}) == 463);
-  CHECK(sm::matched_ffn({96, 8, 256, 0, 15}) == 685);
+  CHECK(sm::matched_ffn({sm::GptLayout::kProtocol, 32, 8, 256, 64, 0, 5}) == 241);
+  CHECK(sm::matched_ffn({sm::GptLayout::kProtocol, 64, 8, 256, 64, 0, 10}) == 463);
+  CHECK(sm::matched_ffn({sm::GptLayout::kProtocol, 96, 8, 256, 64, 0, 15}) == 685);
 }
 
-TEST_CASE("protocol-gpt subspace form: the built model has the counted parameters, no more than dense") {
+TEST_CASE(
+    "protocol-gpt subspace form: the built model has the counted parameters, no more than dense") {
   const sm::ModelConfig cfg = tiny_ssn();
   const sm::Model m = sm::build_model(cfg, smt::text_info(cfg.seq_len), 3);
   const int64_t n = m.parameter_count(0, m.blocks.size());
-  CHECK(n == sm::protocol_gpt_parameters({cfg.d_model, cfg.layers, 256, cfg.ffn, cfg.subspace}));
+  CHECK(n == sm::gpt_parameters({sm::GptLayout::kProtocol, cfg.d_model, cfg.layers, 256,
+                                 cfg.seq_len, cfg.ffn, cfg.subspace}));
   CHECK(sm::footprint_protocol_gpt(cfg, smt::text_info(cfg.seq_len)).parameters ==
         static_cast<double>(n));
   sm::ModelConfig dense = cfg;
@@ -68,7 +71,7 @@ TEST_CASE("protocol-gpt subspace form: the built model has the counted parameter
   dense.ffn = 0;
   const sm::Model d = sm::build_model(dense, smt::text_info(dense.seq_len), 3);
   const int64_t nd = d.parameter_count(0, d.blocks.size());
-  CHECK(nd == sm::protocol_gpt_parameters({32, 3, 256, 0, 0}));
+  CHECK(nd == sm::gpt_parameters({sm::GptLayout::kProtocol, 32, 3, 256, 16, 0, 0}));
   CHECK(n <= nd);
   CHECK(cfg.ffn > 4 * cfg.d_model);  // the freed parameters went to the MLP
   // model.ffn alone widens the dense model: 2 C + 1 parameters per block per unit.
@@ -118,7 +121,8 @@ TEST_CASE("protocol-gpt subspace form: a cut's k coordinates rebuild the residua
   const at::Tensor fixed = m.boundary->expand(zeros, tokens);
   CHECK(fixed.norm().item<double>() > 1.0);
   CHECK(m.boundary->reduce(fixed, tokens).abs().max().item<double>() < 1e-4);
-  CHECK(m.boundary->reduce(2 * fixed, tokens).norm().item<double>() > 0.1 * fixed.norm().item<double>() * std::sqrt(5.0 / 32.0));
+  CHECK(m.boundary->reduce(2 * fixed, tokens).norm().item<double>() >
+        0.1 * fixed.norm().item<double>() * std::sqrt(5.0 / 32.0));
   // Each message carries the 2-byte token ids besides the coordinates.
   CHECK(m.boundary->side_bytes(tokens) == static_cast<uint64_t>(2 * 2 * cfg.seq_len));
 }
@@ -127,8 +131,7 @@ TEST_CASE("protocol-gpt subspace form: no cut after the full-rank last block") {
   const sm::ModelConfig cfg = tiny_ssn();  // blocks: embedding, 3 blocks, head = 5
   const sm::Model m = sm::build_model(cfg, smt::text_info(cfg.seq_len), 5);
   CHECK(m.max_cut == 3);
-  CHECK(sm::resolve_cuts(m, 4, {1, 2, 3}, "params", nullptr) ==
-        std::vector<size_t>{0, 1, 2, 3, 5});
+  CHECK(sm::resolve_cuts(m, 4, {1, 2, 3}, "params", nullptr) == std::vector<size_t>{0, 1, 2, 3, 5});
   CHECK_THROWS_WITH(sm::resolve_cuts(m, 4, {2, 3, 4}, "params", nullptr),
                     Catch::Contains("cuts must be at most 3"));
   // Balanced: the last block stays with the head; at most 4 stages.
@@ -147,11 +150,42 @@ TEST_CASE("protocol-gpt subspace form: no cut after the full-rank last block") {
 }
 
 TEST_CASE("model.ffn and model.subspace apply where they mean something") {
-  sm::ModelConfig cfg = smt::tiny_gpt();  // gpt
+  sm::ModelConfig cfg = smt::tiny_cnn();
   cfg.ffn = 100;
-  CHECK_THROWS_WITH(sm::validate_model_config(cfg, {}), Catch::Contains("model.ffn=100 applies to protocol-gpt"));
+  CHECK_THROWS_WITH(sm::validate_model_config(cfg, {}),
+                    Catch::Contains("model.ffn=100 applies to a GPT"));
+  sm::ModelConfig gpt = smt::tiny_gpt();
+  gpt.ffn = 100;
+  CHECK_NOTHROW(sm::validate_model_config(gpt, {}));
   sm::ModelConfig ssn = tiny_ssn();
   CHECK_NOTHROW(sm::validate_model_config(ssn, {}));
   ssn.subspace = 33;
   CHECK_THROWS_AS(sm::validate_model_config(ssn, {}), slowpipe::UsageError);
+}
+
+TEST_CASE(
+    "gpt: model.ffn widens the MLP; the matched width gives a subspace model the dense count") {
+  sm::ModelConfig cfg = smt::tiny_gpt();  // gpt: 2 layers, d 32, seq 16
+  const auto count = [](const sm::ModelConfig& c) {
+    const sm::Model m = sm::build_model(c, smt::text_info(c.seq_len), 1);
+    return m.parameter_count(0, m.blocks.size());
+  };
+  const int64_t dense = count(cfg);
+  CHECK(dense == sm::gpt_parameters({sm::GptLayout::kGpt, 32, 2, 256, 16, 0, 0}));
+  cfg.ffn = 200;
+  CHECK(count(cfg) == dense + 2 * (200 - 128) * (32 + 1 + 32));  // fc1 row + bias, fc2 column
+  CHECK(sm::footprint_gpt(cfg, smt::text_info(16)).parameters == static_cast<double>(count(cfg)));
+  // The demo GPT (d 128, 4 layers, seq 64) and P1's subspaces: the documented counts,
+  // and the matched widths of experiments/reproduce/p1m.ini.
+  CHECK(sm::gpt_parameters({sm::GptLayout::kGpt, 128, 4, 256, 64, 0, 0}) == 867'072);
+  CHECK(sm::gpt_parameters({sm::GptLayout::kGpt, 128, 4, 256, 64, 0, 16}) == 543'616);
+  CHECK(sm::matched_ffn({sm::GptLayout::kGpt, 128, 4, 256, 64, 0, 16}) == 1069);
+  CHECK(sm::matched_ffn({sm::GptLayout::kGpt, 128, 4, 256, 64, 0, 8}) == 1144);
+  sm::ModelConfig sub = smt::tiny_gpt();
+  sub.subspace = 4;
+  sub.ffn = static_cast<int>(sm::matched_ffn({sm::GptLayout::kGpt, 32, 2, 256, 16, 0, 4}));
+  CHECK(count(sub) == sm::gpt_parameters({sm::GptLayout::kGpt, 32, 2, 256, 16, sub.ffn, 4}));
+  CHECK(count(sub) <= dense);
+  sub.ffn += 1;
+  CHECK(count(sub) > dense);
 }

@@ -16,9 +16,10 @@
 #include "matchers.h"
 #include "models/facts/data_facts.h"
 #include "models/torch/data_registry.h"
-#include "models/torch/model_limits.h"
 #include "models/torch/internal/token_dataset.h"
 #include "models/torch/internal/token_shards.h"
+#include "models/torch/model_limits.h"
+#include "models/torch/model_registry.h"
 #include "temp_files.h"
 
 namespace sm = slowpipe::models;
@@ -229,4 +230,42 @@ TEST_CASE("make_dataset: data.name=tokens takes its vocabulary from the model") 
                        WhatContains("data.name=tokens needs data.path"));
   CHECK(sm::find_dataset("tokens").path_is_glob);
   CHECK(sm::dataset_facts_registry().at("data.name", "tokens").path_is_glob);
+}
+
+TEST_CASE("model.vocab: a GPT with a larger vocabulary reads ids above 255; byte text needs 256") {
+  ShardDir dir;
+  dir.write("t.bin", shard_bytes(ramp(400, 250, 300)));  // ids 250..299
+  const sm::DataConfig cfg = tokens_at(dir.path + "/*.bin");
+  for (const char* name : {"gpt", "protocol-gpt"}) {
+    INFO(name);
+    sm::ModelConfig m;
+    m.name = name;
+    m.layers = 1;
+    m.d_model = 32;
+    m.heads = 4;
+    m.seq_len = 15;
+    // The byte vocabulary refuses id 256 and above.
+    CHECK_THROWS_MATCHES(sm::make_dataset(cfg, 15, sm::model_vocab(m)), slowpipe::UsageError,
+                         WhatContains("outside the model's vocabulary of 256"));
+    m.vocab = 300;
+    REQUIRE(sm::model_vocab(m) == 300);
+    const auto ds = sm::make_dataset(cfg, 15, sm::model_vocab(m));
+    CHECK(ds->info().num_classes == 300);
+    const sm::Model model = sm::build_model(m, ds->info(), 1);
+    const sm::Batch b = ds->get(sm::Split::kTrain, {0, 1});
+    at::Tensor h = b.inputs;
+    for (const auto& block : model.blocks) h = block->forward(h);
+    CHECK(h.sizes().vec() == std::vector<int64_t>{2, 15, 300});  // logits over 300 ids
+    CHECK(sm::loss(model.task, h, b.targets).item<double>() > 0);
+    // Byte text with fewer than 256 ids in the model is refused, naming the key.
+    m.vocab = 200;
+    sm::DatasetInfo text{"text", sm::Task::kLanguageModel, {15}, 256, ""};
+    CHECK_THROWS_MATCHES(sm::build_model(m, text, 1), slowpipe::UsageError,
+                         WhatContains("set model.vocab to at least 256"));
+  }
+  sm::ModelConfig cnn;
+  cnn.name = "cnn";
+  cnn.vocab = 300;
+  CHECK_THROWS_MATCHES(sm::validate_model_config(cnn), slowpipe::UsageError,
+                       WhatContains("model.vocab=300 applies to a language model"));
 }

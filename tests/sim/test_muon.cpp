@@ -14,8 +14,8 @@
 
 #include "common/errors.h"
 #include "models/facts/data_config.h"
-#include "models/torch/data_registry.h"
 #include "models/facts/model_config.h"
+#include "models/torch/data_registry.h"
 #include "models/torch/model_registry.h"
 #include "sim/optimizer.h"
 

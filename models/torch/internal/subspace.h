@@ -33,10 +33,10 @@ namespace slowpipe::models {
 // model has rotary positions), and the token ids sent with the coordinates,
 // 2 bytes (uint16) per token each way.
 struct SubspaceForm {
-  double fixed_std = 0.02;     // standard deviation of the fixed part's draws
-  bool fixed_outside = true;   // fixed part projected out of span(U)
-  bool positions = true;       // a fixed part per position as well as per token
-  int64_t id_bytes = 0;        // bytes per token of the ids each message carries
+  double fixed_std = 0.02;    // standard deviation of the fixed part's draws
+  bool fixed_outside = true;  // fixed part projected out of span(U)
+  bool positions = true;      // a fixed part per position as well as per token
+  int64_t id_bytes = 0;       // bytes per token of the ids each message carries
   static SubspaceForm record() { return {1.0, false, false, 2}; }
 };
 
