@@ -86,6 +86,9 @@ const char* const kSpecs[] = {
     "tah:bits=2.5:tile=8",
     "tah:bits=7.5:tile=2:fixed",
     "topk:0.3+tah:bits=3.5:tile=4",
+    "colk:0.25",
+    "colk:1",
+    "colk:0.1+q8",
 };
 constexpr size_t kNumSpecs = sizeof(kSpecs) / sizeof(kSpecs[0]);
 

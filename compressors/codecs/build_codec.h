@@ -18,7 +18,8 @@ namespace slowpipe::compressors {
 std::unique_ptr<Codec> build_codec(const SpecTree& tree, uint64_t seed, bool backward);
 // Whether a parsed spec is `topk:shared[+VALUES]`.
 bool is_shared(const SpecTree& tree);
-// Whether its first stage sparsifies (topk:K or randk:K, not topk:shared).
+// Whether its first stage sparsifies element by element (topk:K or randk:K,
+// not topk:shared, not colk:F): a mask a topk:shared backward can reuse.
 bool sparsifies(const SpecTree& tree);
 // The canonical spec of a parsed spec whose codec is `codec`.
 std::string canonical(const SpecTree& tree, const Codec& codec);

@@ -59,7 +59,10 @@ bool is_shared(const SpecTree& tree) {
 }
 bool sparsifies(const SpecTree& tree) {
   const CodecInfo* c = codec_registry().find(tree.stages.front().name);
-  return c && c->with_values && !is_shared(tree);
+  if (!c || !c->with_values || is_shared(tree)) return false;
+  // A per-element mask that topk:shared can reuse (a Sparsifier); colk keeps
+  // whole columns and publishes none.
+  return dynamic_cast<const Sparsifier*>(make_codec(tree, 0).get()) != nullptr;
 }
 
 std::string canonical(const SpecTree& tree, const Codec& codec) {

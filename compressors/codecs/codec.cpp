@@ -12,6 +12,7 @@
 
 #include "common/errors.h"
 #include "compressors/codecs/internal/cast_codecs.h"
+#include "compressors/codecs/internal/colk.h"
 #include "compressors/codecs/internal/powersgd.h"
 #include "compressors/codecs/internal/qsgd.h"
 #include "compressors/codecs/quant_kernels.h"
@@ -130,6 +131,23 @@ std::vector<SpecExample> examples(std::initializer_list<const char*> specs, int 
   return out;
 }
 
+// colk (internal/colk.h): whole channels kept, their values through +VALUES;
+// refused for data-parallel gradients. Its examples fill the listing's line 4.
+CodecInfo colk_entry() {
+  CodecInfo colk{"colk",
+                 "colk:F ; then optional +VALUES",
+                 "keep the F-fraction of channels of largest l2 norm over the tokens, indices "
+                 "once; slowpipe's reading of Beyond Top-K (Pluralis, ICLR 2025 MCDC workshop; "
+                 "its method section is not public)",
+                 make_colk,
+                 /*value_codec=*/false,
+                 make_colk_with_values};
+  colk.gradient_form = &colk_gradient_form;
+  colk.plot_facts = &colk_plot_facts;
+  colk.examples = examples({"colk:0.25", "colk:0.1+q8"}, 4);
+  return colk;
+}
+
 void register_builtins() {
   const auto add = [](CodecInfo info, PlotFactsFn facts, std::vector<SpecExample> examples) {
     info.plot_facts = std::move(facts);
@@ -183,6 +201,7 @@ void register_builtins() {
        make_tah_quant, /*value_codec=*/true},
       &tah_plot_facts,
       examples({"tah:bits=3", "tah:bits=3.5:tile=32", "tah:bits=3.5:fixed", "aq(tah:bits=2)"}, 3));
+  register_codec(colk_entry());
 }
 
 Registry<CodecInfo>& filled() {

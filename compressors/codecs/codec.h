@@ -125,7 +125,7 @@ struct SpecExample {
   std::string only_as = "";  // the one role it is valid in: "backward"
   // The listing line it is printed on (0: the first, "Examples: ..."); within
   // a line the schemes' examples come first, then the codecs', each in
-  // registry order. The built-ins fill lines 0..3.
+  // registry order. The built-ins fill lines 0..4.
   int line = 0;
 };
 struct CodecInfo {

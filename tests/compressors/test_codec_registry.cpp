@@ -20,9 +20,10 @@ TEST_CASE("Codec registry: every entry's facts are consistent") {
     // The plot facts of the entry's own example (its syntax's first word,
     // "q<1..8>" read as q4) are numbers or NaN, never negative.
     if (!c.plot_facts) continue;
-    const std::string example = c.name == "q"                           ? "q4"
-                                : c.name == "topk" || c.name == "randk" ? c.name + ":0.25"
-                                                                        : c.name;
+    const std::string example = c.name == "q" ? "q4"
+                                : c.name == "topk" || c.name == "randk" || c.name == "colk"
+                                    ? c.name + ":0.25"
+                                    : c.name;
     const sc::CodecPlotFacts f = sc::plot_facts(sc::parse_spec(example).stages.front());
     CHECK((std::isnan(f.bits) || f.bits > 0));
     CHECK((std::isnan(f.keep_fraction) || f.keep_fraction > 0));
@@ -62,14 +63,15 @@ TEST_CASE("Codec registry: entries' examples are valid in their role and listed 
   for (const sc::CodecInfo& c : sc::codec_registry()) check(c.examples);
   for (const sc::SchemeInfo& s : sc::scheme_registry()) check(s.examples);
   // The listing's example lines, byte for byte the text written by hand
-  // before the entries carried their examples.
+  // before the entries carried their examples (colk's line added after).
   std::ostringstream listing;
   sc::print_registry(listing);
   const std::string examples =
       "Examples: none  fp16  q4  q2:stochastic  q4:group=64  topk:0.1  topk:0.1+q8  randk:0.2\n"
       "          ef(topk:0.1)  ef21(q4)  aq(q2)  aq(topk:0.3)   backward only: topk:shared\n"
       "          ef(powersgd:4) (PowerSGD as published)  qsgd:s=4  qsgd:s=15:bucket=512\n"
-      "          tah:bits=3  tah:bits=3.5:tile=32  tah:bits=3.5:fixed  aq(tah:bits=2)\n";
+      "          tah:bits=3  tah:bits=3.5:tile=32  tah:bits=3.5:fixed  aq(tah:bits=2)\n"
+      "          colk:0.25  colk:0.1+q8\n";
   const std::string text = listing.str();
   REQUIRE(text.size() > examples.size());
   CHECK(text.substr(text.size() - examples.size()) == examples);
@@ -79,12 +81,13 @@ TEST_CASE("Codec registry: entries' examples are valid in their role and listed 
 }
 
 TEST_CASE("Codec registry: gradient forms say how a codec carries a flat gradient") {
-  // Entries with a gradient form: q (group=128 appended) and powersgd (square
-  // appended, last and rows refused); every other built-in runs as given.
+  // Entries with a gradient form: q (group=128 appended), powersgd (square
+  // appended, last and rows refused) and colk (refused: a flat gradient has no
+  // channels; test_colk.cpp); every other built-in runs as given.
   std::vector<std::string> with_form;
   for (const sc::CodecInfo& c : sc::codec_registry())
     if (c.gradient_form) with_form.push_back(c.name);
-  CHECK(with_form == std::vector<std::string>{"q", "powersgd"});
+  CHECK(with_form == std::vector<std::string>{"q", "powersgd", "colk"});
   const auto form = [](const std::string& spec) {
     const sc::SpecStage stage = sc::parse_spec(spec).stages.front();
     return sc::codec_registry().find(stage.name)->gradient_form(stage);

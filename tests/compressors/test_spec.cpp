@@ -336,21 +336,23 @@ TEST_CASE("Codec registry: patterns, roles and the names in messages come from t
   REQUIRE(codecs.find("q7")->name == "q");
   REQUIRE(codecs.find("q") == codecs.find("q1"));
   REQUIRE(codecs.find("qq") == nullptr);
-  REQUIRE(codecs.known() == "none, fp16, bf16, q1..q8, sign, topk, randk, powersgd, qsgd, tah");
+  REQUIRE(codecs.known() ==
+          "none, fp16, bf16, q1..q8, sign, topk, randk, powersgd, qsgd, tah, colk");
   std::vector<std::string> sparsifiers, values;
   for (const sc::CodecInfo& c : codecs) {
     if (c.with_values) sparsifiers.push_back(c.name);
     if (c.value_codec) values.push_back(c.name);
   }
-  REQUIRE(sparsifiers == std::vector<std::string>{"topk", "randk"});
+  REQUIRE(sparsifiers == std::vector<std::string>{"topk", "randk", "colk"});
   REQUIRE(values == std::vector<std::string>{"none", "fp16", "bf16", "q", "qsgd", "tah"});
   // The messages list what the entries say, as they did when the names were
   // written out by hand.
   const auto msg = [](const std::string& spec) { return error_of([&] { sc::make_codec(spec); }); };
   REQUIRE(msg("zip") ==
           "bad spec 'zip' at position 1: expected a codec name (none, fp16, bf16, q1..q8, sign, "
-          "topk, randk, powersgd, qsgd, tah), got 'zip'");
-  REQUIRE(msg("q4+q8").find("'+' may only follow topk or randk (it encodes their kept values)") !=
+          "topk, randk, powersgd, qsgd, tah, colk), got 'zip'");
+  REQUIRE(msg("q4+q8").find(
+              "'+' may only follow topk or randk or colk (it encodes their kept values)") !=
           std::string::npos);
   REQUIRE(msg("topk:0.1+sign")
               .find("expected a value codec after '+' (none, fp16, bf16, "

@@ -64,6 +64,13 @@ uint64_t formula(const std::string& spec, const sc::Shape& s) {
     uint64_t m = n / B, k = static_cast<uint64_t>(sc::kept_count(0.1, static_cast<int64_t>(m)));
     return ceil_div(B * index_row_bits(m, k), 8) + 2 * B + ceil_div(8 * B * k, 8);
   }
+  // colk: the kept columns' indices once (one row of length C), then [n / C, k] values.
+  if (spec == "colk:0.25" || spec == "colk:0.1+q8") {
+    const bool q8 = spec == "colk:0.1+q8";
+    const uint64_t rows = n / C, k = static_cast<uint64_t>(
+                                     sc::kept_count(q8 ? 0.1 : 0.25, static_cast<int64_t>(C)));
+    return ceil_div(index_row_bits(C, k), 8) + (q8 ? 2 * rows + rows * k : 4 * rows * k);
+  }
   if (spec == "topk:0.05+q4") {
     uint64_t m = n / B, k = static_cast<uint64_t>(sc::kept_count(0.05, static_cast<int64_t>(m)));
     return ceil_div(B * index_row_bits(m, k), 8) + 2 * B + ceil_div(4 * B * k, 8);
@@ -104,6 +111,8 @@ const std::vector<std::string> kSpecs = {"none",
                                          "topk:0.1+fp16",
                                          "topk:0.1+q8",
                                          "topk:0.05+q4",
+                                         "colk:0.25",
+                                         "colk:0.1+q8",
                                          "tah:bits=3",
                                          "tah:bits=2:tile=8:fixed",
                                          "tah:bits=3.5:tile=16"};
@@ -264,8 +273,9 @@ TEST_CASE("Decoding: truncated or corrupted messages give DataError, never a cra
 TEST_CASE("Empty tensors: every codec encodes and decodes zero elements (fuzz regression)") {
   // fuzz_codec_decode found `none` passing null buffers to memcpy (undefined
   // behaviour under UBSan) for a zero-element tensor.
-  for (const std::string spec : {"none", "fp16", "bf16", "q4", "q2:minmax:row", "q8:group=3:fp32",
-                                 "sign", "topk:0.1", "randk:0.5+q4", "topk:0.3+fp16", "tah:bits=3"})
+  for (const std::string spec :
+       {"none", "fp16", "bf16", "q4", "q2:minmax:row", "q8:group=3:fp32", "sign", "topk:0.1",
+        "randk:0.5+q4", "topk:0.3+fp16", "tah:bits=3", "colk:0.25", "colk:0.1+q8"})
     for (const sc::Shape& shape : {sc::Shape{0}, sc::Shape{0, 4}, sc::Shape{3, 0}}) {
       INFO(spec);
       auto codec = sc::make_codec(spec);
