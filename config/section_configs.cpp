@@ -2,6 +2,11 @@
 // configuration structs.
 #include "config/section_configs.h"
 
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+
 #include "common/errors.h"
 #include "common/units.h"
 #include "config/optim_registry.h"
@@ -37,6 +42,50 @@ void describe_checkpoint_options(RunConfig& c, OptionSet& o) {
       });
   o.add("run.checkpoint_keep", c.checkpoint_keep, "resume checkpoints kept (newest first)", 1,
         1000);
+}
+
+// The text OptionSet shows for a float: the shortest that reads back the same.
+std::string float_text(double v) {
+  for (int precision = 1; precision < 17; ++precision) {
+    std::ostringstream os;
+    os.precision(precision);
+    os << v;
+    if (std::strtod(os.str().c_str(), nullptr) == v) return os.str();
+  }
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
+
+// optim.stiefel_*: the Stiefel step of ParamRole::kStiefel parameters, whatever
+// optim.name is (sim/internal/stiefel.h, docs/optimizers.md "The Stiefel step").
+// Both bounds are strict on one side, so the checks are written here.
+void describe_stiefel_options(OptimConfig& c, OptionSet& o) {
+  o.add_custom(
+      "optim.stiefel_lr_scale", "float",
+      "Stiefel step (of the parameters a model keeps orthonormal, whatever optim.name): its rate "
+      "is the scheduled lr x this; > 0",
+      [&c](const std::string& v) {
+        const double x = parse_float("optim.stiefel_lr_scale", v);
+        if (!(x > 0) || !std::isfinite(x)) {
+          throw UsageError("bad value for 'optim.stiefel_lr_scale': " + v +
+                           " (expected a finite number > 0)");
+        }
+        c.stiefel_lr_scale = x;
+      },
+      [&c] { return float_text(c.stiefel_lr_scale); });
+  o.add_custom(
+      "optim.stiefel_momentum", "float", "Stiefel step: momentum of its tangent steps, in [0, 1)",
+      [&c](const std::string& v) {
+        const double x = parse_float("optim.stiefel_momentum", v);
+        if (!(x >= 0 && x < 1)) {
+          throw UsageError("bad value for 'optim.stiefel_momentum': " + v +
+                           " (expected 0 <= momentum < 1)");
+        }
+        c.stiefel_momentum = x;
+      },
+      [&c] { return float_text(c.stiefel_momentum); });
 }
 
 }  // namespace
@@ -175,6 +224,7 @@ void describe_options(OptimConfig& c, OptionSet& o) {
         100.0);
   o.add("optim.muon_scalar_lr", c.muon_scalar_lr,
         "muon: peak rate of gains, biases and other parameters (AdamW)", 0.0, 100.0);
+  describe_stiefel_options(c, o);
 }
 
 void describe_options(EvalConfig& c, OptionSet& o) {

@@ -88,6 +88,10 @@ struct OptimConfig {
   int64_t muon_momentum_warmup = 0;        // steps of the linear momentum ramp; 0 = none
   double muon_weight_decay = 0.05;         // decoupled, of the hidden matrices
   double muon_embed_lr = 0.7, muon_head_lr = 0.004, muon_scalar_lr = 0.015;  // AdamW groups
+  // The Stiefel step of ParamRole::kStiefel parameters, whatever optim.name is
+  // (sim/internal/stiefel.h, docs/optimizers.md "The Stiefel step").
+  double stiefel_lr_scale = 1.0;  // its rate = the scheduled lr x this; > 0
+  double stiefel_momentum = 0.9;  // momentum of its tangent steps; [0, 1)
 };
 void describe_options(OptimConfig& c, OptionSet& o);
 
