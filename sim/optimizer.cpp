@@ -1,5 +1,6 @@
 // StageOptimizer over its optimizer's implementation (sim/optimizers/, one
-// file each, listed in config/optimizer_list.h), the implementations by name,
+// file each, listed in config/optimizer_list.h) and the Stiefel step of the
+// kStiefel parameters (sim/internal/stiefel.h), the implementations by name,
 // and global-norm clipping.
 #include "sim/optimizer.h"
 
@@ -14,6 +15,7 @@
 #include "common/errors.h"
 #include "common/registry.h"
 #include "sim/internal/optimizer_impl.h"
+#include "sim/internal/stiefel.h"
 
 namespace slowpipe::sim {
 
@@ -71,8 +73,22 @@ StageOptimizer::StageOptimizer(const config::OptimConfig& c, std::vector<at::Ten
   const OptimizerStepCost cost = entry.cost(c);
   tensors_per_element_ = cost.tensors_per_element;
   flops_per_element_ = cost.flops_per_element;
-  impl_ = entry.make(c, params_,
-                     roles.empty() ? std::vector<models::ParamRole>(params_.size()) : roles);
+  // The kStiefel parameters go to the Stiefel step, the others (with their
+  // roles, in order) to optim.name's implementation.
+  std::vector<at::Tensor> others, stiefel;
+  std::vector<models::ParamRole> other_roles;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const models::ParamRole role = roles.empty() ? models::ParamRole::kOther : roles[i];
+    stiefel_.push_back(role == models::ParamRole::kStiefel);
+    if (stiefel_.back()) {
+      stiefel.push_back(params_[i]);
+    } else {
+      others.push_back(params_[i]);
+      other_roles.push_back(role);
+    }
+  }
+  impl_ = entry.make(c, others, other_roles);
+  if (!stiefel.empty()) stiefel_step_ = std::make_unique<StiefelStep>(c, std::move(stiefel));
 }
 
 StageOptimizer::~StageOptimizer() = default;
@@ -81,22 +97,37 @@ StageOptimizer& StageOptimizer::operator=(StageOptimizer&&) noexcept = default;
 
 void StageOptimizer::set_lr(double lr) {
   for (auto& group : impl_->torch_optimizer().param_groups()) group.options().set_lr(lr);
+  if (stiefel_step_) stiefel_step_->set_lr(lr);
 }
 
 void StageOptimizer::step() {
   impl_->torch_optimizer().step();
+  if (stiefel_step_) stiefel_step_->step();
 }
 
 double StageOptimizer::flops_per_step() const {
-  double n = 0;
-  for (const auto& p : params_) n += static_cast<double>(p.numel());
-  return flops_per_element_ * n;
+  double n = 0, stiefel = 0;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (stiefel_[i]) {
+      stiefel += StiefelStep::flops(params_[i]);
+    } else {
+      n += static_cast<double>(params_[i].numel());
+    }
+  }
+  return flops_per_element_ * n + stiefel;
 }
 
 double StageOptimizer::memory_bytes_per_step() const {
-  double bytes = 0;
-  for (const auto& p : params_) bytes += static_cast<double>(p.numel() * p.element_size());
-  return tensors_per_element_ * bytes;
+  double bytes = 0, stiefel = 0;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const at::Tensor& p = params_[i];
+    if (stiefel_[i]) {
+      stiefel += StiefelStep::memory_bytes(p);
+    } else {
+      bytes += static_cast<double>(p.numel() * p.element_size());
+    }
+  }
+  return tensors_per_element_ * bytes + stiefel;
 }
 
 void StageOptimizer::zero_grad() {
@@ -130,13 +161,21 @@ torch::optim::OptimizerParamState* param_state(torch::optim::Optimizer& opt, con
 
 std::vector<at::Tensor> StageOptimizer::state_tensors() const {
   std::vector<at::Tensor> out;
-  for (const auto& p : params_) impl_->append_state(p, out);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (stiefel_[i]) {
+      stiefel_step_->append_state(params_[i], out);
+    } else {
+      impl_->append_state(params_[i], out);
+    }
+  }
   return out;
 }
 
 bool StageOptimizer::has_moments() const {
-  for (const auto& p : params_) {
-    if (!impl_->has_moment(p)) return false;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const bool has =
+        stiefel_[i] ? stiefel_step_->has_moment(params_[i]) : impl_->has_moment(params_[i]);
+    if (!has) return false;
   }
   return true;
 }
@@ -145,9 +184,10 @@ at::Tensor StageOptimizer::next_momentum() const {
   torch::NoGradGuard no_grad;
   std::vector<at::Tensor> parts;
   parts.reserve(params_.size());
-  for (const auto& p : params_) {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const at::Tensor& p = params_[i];
     const at::Tensor g = p.grad().defined() ? p.grad() : at::zeros_like(p);
-    parts.push_back(impl_->next_moment(p, g));
+    parts.push_back(stiefel_[i] ? stiefel_step_->next_moment(p, g) : impl_->next_moment(p, g));
   }
   return torch::cat(parts).to(at::kFloat).unsqueeze(0);
 }
@@ -157,11 +197,16 @@ void StageOptimizer::step_with_momentum(const at::Tensor& mean) {
   const at::Tensor flat = mean.reshape({-1});
   const double lr = impl_->torch_optimizer().param_groups().front().options().get_lr();
   int64_t offset = 0;
-  for (auto& p : params_) {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const at::Tensor& p = params_[i];
     const int64_t n = p.numel();
     const at::Tensor m = flat.narrow(0, offset, n).view(p.sizes()).to(p.device(), p.dtype());
     offset += n;
-    impl_->step_with_moment(p, m, lr);
+    if (stiefel_[i]) {
+      stiefel_step_->step_with_moment(p, m);
+    } else {
+      impl_->step_with_moment(p, m, lr);
+    }
   }
   if (offset != flat.numel()) {
     throw std::logic_error("step_with_momentum: the momentum does not fit the parameters");
@@ -170,6 +215,7 @@ void StageOptimizer::step_with_momentum(const at::Tensor& mean) {
 
 void StageOptimizer::save(torch::serialize::OutputArchive& archive) const {
   impl_->torch_optimizer().save(archive);
+  if (stiefel_step_) stiefel_step_->save(archive);
 }
 
 void StageOptimizer::load(torch::serialize::InputArchive& archive) {
@@ -178,6 +224,11 @@ void StageOptimizer::load(torch::serialize::InputArchive& archive) {
   } catch (const c10::Error& e) {
     throw DataError(std::string("optimizer state does not match this run: ") +
                     e.what_without_backtrace());
+  }
+  if (stiefel_step_) {
+    stiefel_step_->load(archive);
+  } else {
+    StiefelStep::refuse_state(archive);
   }
 }
 
