@@ -239,6 +239,21 @@ TEST_CASE("Stiefel: the Newton-Schulz polar factor equals the Jacobi reference")
   }
 }
 
+TEST_CASE("Stiefel: a retraction of a typical step takes at most 5 iterations") {
+  // U in float, M tangent at U with eta ||M||_F = 0.1: X^T X = I + eta^2 M^T M.
+  for (const auto& [d, k] : std::vector<std::pair<int64_t, int64_t>>{{64, 16}, {128, 32}}) {
+    INFO(d << " x " << k);
+    const Mat u = rounded(random_orthonormal(d, k, static_cast<uint64_t>(d)));
+    Mat m = tangent(u, from_tensor(torch::randn({d, k}, torch::kDouble)));
+    m = axpby(0.1 / frobenius(m), m, 0, m);
+    int iterations = -1;
+    const at::Tensor q =
+        ss::polar_newton_schulz(to_tensor(axpby(1, u, -1, m), at::kDouble), &iterations);
+    CHECK(iterations <= 5);
+    CHECK(orthonormality_error(q) < 1e-12);
+  }
+}
+
 TEST_CASE("Stiefel: U stays orthonormal over 300 steps of random gradients") {
   for (const auto& [d, k] : std::vector<std::pair<int64_t, int64_t>>{{16, 4}, {8, 8}, {64, 16}}) {
     INFO(d << " x " << k);
