@@ -359,6 +359,8 @@ TEST_CASE("Stiefel: the other parameters step exactly as an optimizer given only
       a.step();
       b.step();
     }
+    REQUIRE(a.params().size() == all.size());  // clipping and zero_grad see every one
+    for (size_t i = 0; i < all.size(); ++i) CHECK(a.params()[i].is_same(all[i]));
     CHECK(all[0].equal(only[0]));
     CHECK(all[2].equal(only[1]));
     CHECK(all[3].equal(only[2]));
@@ -462,6 +464,16 @@ TEST_CASE("Stiefel: a stage of Stiefel parameters only steps, saves and loads") 
   o.step();
   p.step();
   CHECK(u.equal(copy));
+}
+
+TEST_CASE("Stiefel: a parameter without a gradient is left as it is") {
+  const at::Tensor u = to_tensor(random_orthonormal(6, 3, 61), at::kFloat).requires_grad_();
+  const at::Tensor before = u.detach().clone();
+  ss::StageOptimizer o(config_of("adamw"), {u}, {ParamRole::kStiefel});
+  o.step();
+  CHECK(u.equal(before));
+  CHECK_FALSE(o.has_moments());
+  CHECK(o.state_tensors().empty());
 }
 
 TEST_CASE("Stiefel: optim.stiefel_lr_scale and optim.stiefel_momentum refuse bad values") {
