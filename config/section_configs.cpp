@@ -86,6 +86,10 @@ void describe_stiefel_options(OptimConfig& c, OptionSet& o) {
         c.stiefel_momentum = x;
       },
       [&c] { return float_text(c.stiefel_momentum); });
+  o.add_choice("optim.stiefel_direction", c.stiefel_direction, {"momentum", "msign"},
+               "Stiefel step: step along the tangent momentum (momentum) or along its "
+               "orthogonal polar factor, a step of spectral size lr whatever the gradient's "
+               "scale (msign; docs/optimizers.md)");
 }
 
 }  // namespace

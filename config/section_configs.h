@@ -92,6 +92,10 @@ struct OptimConfig {
   // (sim/internal/stiefel.h, docs/optimizers.md "The Stiefel step").
   double stiefel_lr_scale = 1.0;  // its rate = the scheduled lr x this; > 0
   double stiefel_momentum = 0.9;  // momentum of its tangent steps; [0, 1)
+  // The direction it steps along: "momentum" (the tangent momentum itself) or
+  // "msign" (its orthogonal polar factor, re-projected: steps of spectral
+  // size lr whatever the gradient's scale).
+  std::string stiefel_direction = "momentum";
 };
 void describe_options(OptimConfig& c, OptionSet& o);
 

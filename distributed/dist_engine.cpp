@@ -18,6 +18,7 @@
 #include "compressors/channels/factory.h"
 #include "config/optim_registry.h"
 #include "distributed/internal/watchdog.h"
+#include "models/facts/bottleneck_spec.h"
 #include "models/torch/cuts.h"
 #include "models/torch/model_registry.h"
 #include "pipeline/schedule.h"
@@ -125,6 +126,15 @@ DistEngine::DistEngine(sim::EngineSetup setup, const config::DistConfig& cfg,
                  "masks, so the losses will not equal a single-process run's "
                  "(docs/distributed.md)\n",
                  setup_.model.dropout);
+  // A learned projection's U and anchors are read on both sides of a cut; no
+  // message here synchronises them between ranks yet (docs/distributed.md).
+  if (models::parse_bottleneck(setup_.model.bottleneck, setup_.model.layers, setup_.model.d_model)
+          .kind == models::BottleneckKind::kLearned) {
+    throw UsageError("model.bottleneck=" + setup_.model.bottleneck +
+                     " shares its projection between the stages on both sides of a cut, which "
+                     "distributed runs do not synchronise yet; run it in one process "
+                     "(slowpipe train) or use model.bottleneck=resbm:...");
+  }
   comm_ = std::make_unique<Comm>(cfg, layout_);
   watchdog_ = std::make_unique<Watchdog>(*comm_);
   check_configs(config_text);

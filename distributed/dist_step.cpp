@@ -150,7 +150,8 @@ void DistEngine::forward_op(StepSlices& c, int m, RankReport& rep) {
   compressors::TransferStats st;
   Bytes msg;
   fw_out_->send(y.detach(), ids, msg, &st);
-  st.bytes += models::side_bytes(model_, tokens);  // token ids a boundary map sends (counted)
+  st.bytes +=
+      models::side_bytes(model_, cuts_[s + 1], tokens);  // token ids a boundary map sends (counted)
   rep.fw_wire[static_cast<size_t>(s)] +=
       comm_->send(msg, dims_of(y), layout_.rank(r, s + 1), act_tag(m));
   rep.ops.push_back(sim::message_op(OpKind::kSendActivation, {s, s, m, r, s + 1}, y, st,
@@ -197,7 +198,7 @@ void DistEngine::backward_op(StepSlices& c, int m, RankReport& rep) {
     compressors::TransferStats st;
     Bytes msg;
     bw_out_->send(grad, ids, msg, &st);
-    st.bytes += models::side_bytes(model_, c.batch.inputs.narrow(0, c.begin(m), c.mb));
+    st.bytes += models::side_bytes(model_, cuts_[s], c.batch.inputs.narrow(0, c.begin(m), c.mb));
     rep.bw_wire[static_cast<size_t>(s - 1)] +=
         comm_->send(msg, dims_of(grad), layout_.rank(r, s - 1), grad_tag(m));
     rep.ops.push_back(sim::message_op(OpKind::kSendGradient, {s, s, m, r, s - 1}, grad, st,

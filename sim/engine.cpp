@@ -331,7 +331,8 @@ void PipelineEngine::run_forward(StepWork& w, const netmodel::ScheduledOp& op, S
   }
   compressors::TransferStats st;
   const at::Tensor received = rep.fw[c]->transfer(y.detach(), microbatch_ids(w, m), &st);
-  st.bytes += models::side_bytes(rep.model, tokens);  // token ids a boundary map sends
+  st.bytes +=
+      models::side_bytes(rep.model, cuts_[c + 1], tokens);  // token ids a boundary map sends
   w.inputs[c + 1][m] = received.detach().requires_grad_(true);
   result.trace.ops.push_back(
       message_op(netmodel::OpKind::kSendActivation, site(w, c, m, to), y, st, result.fw[c]));
@@ -387,7 +388,7 @@ void PipelineEngine::run_backward(StepWork& w, const netmodel::ScheduledOp& op,
       compressors::TransferStats st;
       w.grads_in[c - 1][m] = rep.bw[c - 1]->transfer(input_grad, microbatch_ids(w, m), &st);
       const int64_t begin = r * w.shard + m * w.mb;
-      st.bytes += models::side_bytes(rep.model, w.batch->inputs.narrow(0, begin, w.mb));
+      st.bytes += models::side_bytes(rep.model, cuts_[c], w.batch->inputs.narrow(0, begin, w.mb));
       result.trace.ops.push_back(message_op(netmodel::OpKind::kSendGradient, site(w, c, m, to),
                                             input_grad, st, result.bw[c - 1]));
     }
@@ -409,6 +410,13 @@ void PipelineEngine::run_weight_backward(StepWork& w, const netmodel::ScheduledO
   std::vector<at::Tensor> params;
   for (const auto& p : rep.stage_params[c]) {
     if (p.requires_grad()) params.push_back(p);
+  }
+  // A learned bottleneck's parameters this chunk reads at its entry (owned by
+  // the chunk before): their gradient from this side arrives here too.
+  if (const models::BoundaryMap* map = c > 0 ? models::boundary_at(rep.model, cuts_[c]) : nullptr) {
+    for (const auto& p : map->parameters()) {
+      if (p.requires_grad()) params.push_back(p);
+    }
   }
   torch::autograd::backward({w.outputs[c][m]}, {c == C - 1 ? at::Tensor() : grad_out},
                             /*retain_graph=*/false,

@@ -66,6 +66,7 @@ at::Tensor polar_newton_schulz(const at::Tensor& x_in, int* iterations) {
 StiefelStep::StiefelStep(const config::OptimConfig& c, std::vector<at::Tensor> params)
     : lr_scale_(c.stiefel_lr_scale),
       beta_(c.stiefel_momentum),
+      msign_(c.stiefel_direction == "msign"),
       lr_(c.lr),
       params_(std::move(params)) {
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -86,7 +87,13 @@ void StiefelStep::update(const at::Tensor& p, Slot& s, const at::Tensor& u, cons
   s.step += 1;
   if (!s.momentum.defined()) s.momentum = at::empty_like(p, at::MemoryFormat::Contiguous);
   s.momentum.copy_(m);
-  p.copy_(polar_newton_schulz(u - m * (lr_ * lr_scale_)));
+  at::Tensor direction = m;  // [d, k]
+  if (msign_) {
+    const double norm = m.norm().item<double>();
+    if (norm == 0) return;  // no direction: U stays
+    direction = stiefel_tangent(u, polar_newton_schulz(m / norm));
+  }
+  p.copy_(polar_newton_schulz(u - direction * (lr_ * lr_scale_)));
 }
 
 void StiefelStep::step() {

@@ -152,9 +152,10 @@ std::vector<std::string> channel_lines(const config::TrainConfig& cfg, const Ste
     for (int s = 0; s + 1 < S; ++s) {
       for (size_t b = cuts[s]; b < cuts[s + 1]; ++b) h = model.blocks[b]->forward(h);
       // What crosses: the block output, or its reduction by the model's boundary map.
-      const at::Tensor sent = model.boundary ? model.boundary->reduce(h, inputs) : h;
+      const models::BoundaryMap* map = models::boundary_at(model, cuts[s + 1]);
+      const at::Tensor sent = map ? map->reduce(h, inputs) : h;
       const cx::Shape shape(sent.sizes().begin(), sent.sizes().end());
-      const uint64_t side = models::side_bytes(model, inputs);
+      const uint64_t side = models::side_bytes(model, cuts[s + 1], inputs);
       const cx::ChannelSpec &fw_spec = cfg.compress.fw_for(s), &bw_spec = cfg.compress.bw_for(s);
       out.push_back("  boundary " + std::to_string(s) + " " + dims_text(shape) +
                     (side ? " + token ids " + std::to_string(side) + " B" : std::string()) +

@@ -59,6 +59,7 @@ struct WhatIfConfig {
   int microbatch_size = 0;     // 0: the shape's
   int64_t subspace = 0;        // values per token at a cut; 0: hidden
   int64_t token_id_bytes = 0;  // bytes per token beside the subspace values
+  std::string bottleneck;      // timing.bottleneck: sets subspace (and token_id_bytes) from a spec
   // Shape overrides (0: the shape's): layers, width, vocabulary, sequence, MLP width.
   int layers = 0;
   int64_t d_model = 0, vocab = 0, seq = 0, mlp_width = 0;
@@ -84,9 +85,11 @@ struct WhatIfConfig {
 // `timing.mlp_width` (what_if_options.cpp). The spec keys set spec_texts.
 void describe_options(WhatIfConfig& config, slowpipe::OptionSet& options);
 
-// The preset's defaults for keys the user did not give (TimingPreset: fw, bw,
-// the bandwidth, replicas, net.latency, net.link_model, subspace, token-id bytes): what
-// `slowpipe timing` applies after reading its keys, before parsing the specs.
+// timing.bottleneck's values per token and token-id bytes (UsageError with
+// timing.subspace or timing.token_id_bytes), then the preset's defaults for
+// keys the user did not give (TimingPreset: fw, bw, the bandwidth, replicas,
+// net.latency, net.link_model, subspace, token-id bytes): what `slowpipe
+// timing` applies after reading its keys, before parsing the specs.
 void apply_preset_defaults(WhatIfConfig& config, NetConfig& net);
 // The spec texts parsed once (compressors::ChannelSpec::parse: the forward and
 // the gradient as forwards, the backward as a backward); UsageError naming the

@@ -103,6 +103,10 @@ void describe_size_options(WhatIfConfig& c, slowpipe::OptionSet& o) {
         "bytes per token a subspace message carries beside its k values (token ids a stage "
         "rebuilds its input from); needs timing.subspace > 0",
         0, 1 << 20);
+  o.add("timing.bottleneck", c.bottleneck,
+        "a learned bottleneck at every cut (model.bottleneck's spec: resbm:r=R or "
+        "learned:k=K[:anchor=A], docs/models.md): each cut carries R or K values per token each "
+        "way, plus 2 B/token of token ids with anchors; the baselines stay unconstrained");
   describe_shape_options(c, o);
 }
 

@@ -54,6 +54,18 @@ void print_device(const NetConfig& net, const ResolvedWhatIf& r, std::ostream& o
      << "\n";
 }
 
+// "[mb,seq,width]" of a boundary message, what the width holds when narrowed,
+// and the token ids beside it.
+std::string message_shape_text(const WhatIfConfig& c, const models::ModelShape& m) {
+  std::string what;
+  if (m.subspace > 0)
+    what = c.bottleneck.empty() ? " (subspace coefficients)" : " (bottleneck values)";
+  if (m.subspace > 0 && c.token_id_bytes > 0)
+    what += " + " + std::to_string(c.token_id_bytes) + " B/token of token ids";
+  return "[" + std::to_string(m.microbatch_size) + "," + std::to_string(m.seq) + "," +
+         std::to_string(boundary_width(m)) + "]" + what;
+}
+
 void print_assumptions(const WhatIfConfig& c, const NetConfig& net, const WhatIfResult& res,
                        std::ostream& os) {
   const ResolvedWhatIf& r = res.setup;
@@ -79,12 +91,7 @@ void print_assumptions(const WhatIfConfig& c, const NetConfig& net, const WhatIf
   os << " x " << c.replicas << " replica(s), schedule " << r.schedule << ", batch " << m.batch
      << " per replica = " << micro << " micro-batches of " << m.microbatch_size << "\n";
   print_device(net, r, os);
-  const std::string shape =
-      "[" + std::to_string(m.microbatch_size) + "," + std::to_string(m.seq) + "," +
-      std::to_string(boundary_width(m)) + "]" + (m.subspace > 0 ? " (subspace coefficients)" : "") +
-      (m.subspace > 0 && c.token_id_bytes > 0
-           ? " + " + std::to_string(c.token_id_bytes) + " B/token of token ids"
-           : "");
+  const std::string shape = message_shape_text(c, m);
   const std::string plain = " (fp32 " + format_bytes(static_cast<double>(msg.fp32_activation)) +
                             ", fp16 " + format_bytes(static_cast<double>(msg.fp16_activation)) +
                             ")";

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/errors.h"
+#include "models/facts/bottleneck_spec.h"
 #include "netmodel/compute_model.h"
 #include "pipeline/schedule.h"
 #include "whatif/internal/what_if_parts.h"
@@ -46,7 +47,27 @@ int warmup_of(const WhatIfConfig& c) {
   return preset_of(c) ? preset_of(c)->warmup_epochs : 0;
 }
 
+// timing.bottleneck: the values per token at every cut and the token ids a
+// learned projection's anchors need (docs/models.md, "Learned bottlenecks").
+void apply_bottleneck(WhatIfConfig& c) {
+  if (c.bottleneck.empty()) return;
+  if (c.subspace > 0 || c.token_id_bytes > 0) {
+    throw UsageError("timing.bottleneck = " + c.bottleneck +
+                     " sets the values per token at a cut itself; leave timing.subspace and "
+                     "timing.token_id_bytes unset");
+  }
+  models::BottleneckSpec bn;
+  try {
+    bn = models::parse_bottleneck(c.bottleneck, 1 << 20, 1 << 20);  // widths checked by the shape
+  } catch (const UsageError& e) {
+    throw UsageError(std::string("timing.bottleneck: ") + e.what());
+  }
+  c.subspace = bn.width;
+  c.token_id_bytes = bn.anchor > 0 ? 2 : 0;
+}
+
 void apply_preset_defaults(WhatIfConfig& c, NetConfig& net) {
+  apply_bottleneck(c);
   if (c.preset.empty()) return;
   const TimingPreset& p = find_timing_preset("timing.preset", c.preset);
   if (!p.fw.empty() && !c.fw_given) c.spec_texts.forward = p.fw;
@@ -108,7 +129,8 @@ models::ModelShape resolve_shape(const WhatIfConfig& c) {
   if (c.batch > 0) shape.batch = c.batch;
   if (c.microbatch_size > 0) shape.microbatch_size = c.microbatch_size;
   if (c.subspace > shape.hidden) {
-    throw UsageError("timing.subspace = " + std::to_string(c.subspace) +
+    throw UsageError((c.bottleneck.empty() ? "timing.subspace = " + std::to_string(c.subspace)
+                                           : "timing.bottleneck = " + c.bottleneck) +
                      " exceeds the model's width d = " + std::to_string(shape.hidden));
   }
   shape.subspace = c.subspace;

@@ -31,13 +31,14 @@ int64_t gpt(const GptSize& s) {
 }  // namespace
 
 int64_t gpt_parameters(const GptSize& size) {
-  return size.layout == GptLayout::kProtocol ? protocol_gpt(size) : gpt(size);
+  return (size.layout == GptLayout::kProtocol ? protocol_gpt(size) : gpt(size)) + size.extra;
 }
 
 int64_t matched_ffn(GptSize size) {
   GptSize dense = size;
   dense.subspace = 0;
   dense.ffn = 0;
+  dense.extra = 0;
   const int64_t cap = gpt_parameters(dense);
   // The count grows with F by a fixed step: solve, then settle on the boundary.
   size.ffn = 1;

@@ -22,6 +22,7 @@ struct GptSize {
   int64_t seq_len = 64;                // T (gpt: its position table)
   int64_t ffn = 0;                     // MLP hidden width F; 0 = 4 C
   int64_t subspace = 0;                // k; 0 = dense
+  int64_t extra = 0;  // parameters learned bottlenecks add (gpt; bottleneck_spec.h)
 };
 
 // gpt: embedding (V + T) w, per block 3 C^2 + 7 C + (C + 1) w + w + C F + F +

@@ -36,6 +36,11 @@ void describe_options(ModelConfig& cfg, slowpipe::OptionSet& opts) {
            "gpt, protocol-gpt: vocabulary size, the embedding's rows and the head's logits (256: "
            "bytes; GPT-2 token shards need 50257, the benchmark uses 50304)",
            1, 1 << 20);
+  opts.add("model.bottleneck", cfg.bottleneck,
+           "gpt: a learned bottleneck after transformer blocks, so a cut there sends few values "
+           "per token: resbm:r=R (ResBM) or learned:k=K[:anchor=A] (a learned orthonormal "
+           "projection, MAPL), each with an optional :at=I+J (the blocks it follows; default "
+           "every block but the last); docs/models.md; empty = none");
 }
 
 }  // namespace slowpipe::models

@@ -25,14 +25,16 @@ struct ModelConfig {
   int hidden = 256;          // mlp: hidden width
   std::string init_from;     // checkpoint to start from (fine-tuning); empty = fresh init
   double dropout = 0.0;      // dropout probability (gpt: embeddings, attention, residuals)
-  int subspace = 0;          // gpt, protocol-gpt: residual stream in a fixed k-dim subspace; 0 = off
-  int ffn = 0;               // gpt, protocol-gpt: MLP hidden width; 0 = 4 d_model
-  int vocab = 256;           // gpt, protocol-gpt: vocabulary V (256: bytes)
+  int subspace = 0;        // gpt, protocol-gpt: residual stream in a fixed k-dim subspace; 0 = off
+  int ffn = 0;             // gpt, protocol-gpt: MLP hidden width; 0 = 4 d_model
+  int vocab = 256;         // gpt, protocol-gpt: vocabulary V (256: bytes)
+  std::string bottleneck;  // gpt: learned bottlenecks at block boundaries ("" = none;
+                           // models/facts/bottleneck_spec.h)
 };
 
 // Binds model.name, model.layers, model.d_model, model.heads, model.seq_len,
 // model.channels, model.hidden, model.init_from, model.dropout, model.subspace,
-// model.ffn, model.vocab.
+// model.ffn, model.vocab, model.bottleneck.
 void describe_options(ModelConfig& cfg, slowpipe::OptionSet& opts);
 
 }  // namespace slowpipe::models

@@ -113,11 +113,12 @@ void compare_config(const nlohmann::json& meta, const std::string& name,
       run_parts += (run_parts.empty() ? "" : " and ") + key + "=" + value;
     }
   }
-  // A key recorded only off its default (model.subspace, model.ffn, model.vocab): saved,
-  // but not in this run.
+  // A key recorded only off its default (model.subspace, model.ffn, model.vocab,
+  // model.bottleneck): saved, but not in this run.
   for (const auto& item : meta["shape"].items()) {
     const std::string& key = item.key();
-    if ((key != "model.subspace" && key != "model.ffn" && key != "model.vocab") ||
+    if ((key != "model.subspace" && key != "model.ffn" && key != "model.vocab" &&
+         key != "model.bottleneck") ||
         !item.value().is_string())
       continue;
     bool in_run = false;

@@ -7,6 +7,12 @@
 // Left out: weight tying between embedding and head (they sit in different
 // pipeline stages), KV caching, fused/flash attention.
 //
+// model.bottleneck (models/facts/bottleneck_spec.h) adds learned bottlenecks
+// after chosen transformer blocks (models/torch/internal/bottleneck.h): ResBM's
+// encoder ends the block before and its decoder starts the block after, so
+// the stream between them is r wide; a learned projection's module is owned
+// by the block before and applied through the model's bottleneck maps.
+//
 // model.subspace = k > 0 constrains the residual stream to a fixed subspace
 // (models/torch/internal/subspace.h, after Protocol Models, arXiv 2506.01260): the attention
 // output and MLP down projections produce k coefficients that the fixed basis
@@ -24,7 +30,9 @@
 #include <string>
 
 #include "common/errors.h"
+#include "models/facts/bottleneck_spec.h"
 #include "models/facts/gpt_size.h"
+#include "models/torch/internal/bottleneck.h"
 #include "models/torch/internal/subspace.h"
 #include "models/torch/model_limits.h"
 #include "models/torch/model_registry.h"
@@ -33,6 +41,7 @@ namespace slowpipe::models {
 namespace {
 
 constexpr double kInitStd = 0.02;
+constexpr uint64_t kBottleneckSeed = 0x5b0771e;  // any fixed value: bottleneck draws' own stream
 
 void init_linear(torch::nn::Linear& l, double std) {
   torch::NoGradGuard g;
@@ -95,13 +104,15 @@ class Embedding : public Block {
 class TransformerBlock : public Block {
  public:
   TransformerBlock(int64_t seq_len, int64_t d_model, int64_t heads, int64_t ffn, int64_t layers,
-                   double dropout, SubspacePtr sub)
+                   double dropout, SubspacePtr sub, int64_t resbm_in = 0, int64_t resbm_out = 0,
+                   uint64_t seed = 0)
       : Block("TransformerBlock"),
         seq_len_(seq_len),
         d_model_(d_model),
         heads_(heads),
         ffn_(ffn),
         dropout_(dropout),
+        resbm_io_(resbm_in + resbm_out),
         sub_(std::move(sub)) {
     const int64_t w = write_width(sub_, d_model);
     ln1_ = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
@@ -116,40 +127,73 @@ class TransformerBlock : public Block {
     init_linear(fc1_, kInitStd);
     init_linear(fc2_, resid_std);
     for (auto* l : {&qkv_, &proj_, &fc1_, &fc2_}) set_role((*l)->weight, ParamRole::kHiddenMatrix);
+    // ResBM: float [B, T, r_in] in, float [B, T, r_out] out.
+    if (resbm_in > 0) {
+      dec_ = register_module("resbm_dec",
+                             std::make_shared<ResbmDecoderImpl>(d_model, resbm_in, seed + 1));
+      set_role(dec_->weight(), ParamRole::kHiddenMatrix);
+    }
+    if (resbm_out > 0) {
+      enc_ = register_module("resbm_enc",
+                             std::make_shared<ResbmEncoderImpl>(d_model, resbm_out, seed));
+      set_role(enc_->weight(), ParamRole::kHiddenMatrix);
+    }
+  }
+
+  // A learned projection after this block (model.bottleneck = learned:...):
+  // owned here, applied by forward_stage through the returned map.
+  std::shared_ptr<const BoundaryMap> own_projection(int64_t k, int64_t vocab, int64_t anchor,
+                                                    uint64_t seed) {
+    auto p = register_module(
+        "bottleneck", std::make_shared<LearnedProjectionImpl>(d_model_, k, vocab, anchor, seed));
+    set_role(p->basis(), ParamRole::kStiefel);
+    if (p->anchored()) {
+      set_role(p->anchor_tokens(), ParamRole::kEmbedding);
+      set_role(p->anchor_lift(), ParamRole::kHiddenMatrix);
+    }
+    return std::make_shared<const LearnedBoundary>(p);
   }
 
   at::Tensor forward(const at::Tensor& x) override {
     namespace F = torch::nn::functional;
     const auto drop = F::DropoutFuncOptions().p(dropout_).training(is_training());
-    const int64_t b = x.size(0), t = x.size(1), c = x.size(2), d = c / heads_;
+    const at::Tensor full = dec_ ? dec_->decode(x) : x;  // [B, T, C] (ResBM: x is [B, T, r])
+    const int64_t b = full.size(0), t = full.size(1), c = full.size(2), d = c / heads_;
     // Causal self-attention.
     auto qkv =
-        qkv_(ln1_(x)).view({b, t, 3, heads_, d}).permute({2, 0, 3, 1, 4});  // [3, B, H, T, D]
-    auto q = qkv[0], k = qkv[1], v = qkv[2];                                // [B, H, T, D]
+        qkv_(ln1_(full)).view({b, t, 3, heads_, d}).permute({2, 0, 3, 1, 4});  // [3, B, H, T, D]
+    auto q = qkv[0], k = qkv[1], v = qkv[2];                                   // [B, H, T, D]
     auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(d)));
     auto future = torch::ones({t, t}, x.options().dtype(torch::kBool)).triu(1);      // [T, T]
     att = F::dropout(torch::softmax(att.masked_fill(future, -INFINITY), -1), drop);  // [B, H, T, T]
     auto y = torch::matmul(att, v).transpose(1, 2).reshape({b, t, c});               // [B, T, C]
-    auto h = x + into_residual(sub_, F::dropout(proj_(y), drop));
+    const auto a = into_residual(sub_, F::dropout(proj_(y), drop));                  // [B, T, C]
+    auto h = dec_ ? dec_->residual(x, a) : x + a;
     // MLP.
-    auto m = fc2_(F::gelu(fc1_(ln2_(h))));  // [B, T, C] (or [B, T, k])
-    return h + into_residual(sub_, F::dropout(m, drop));
+    auto m = F::dropout(fc2_(F::gelu(fc1_(ln2_(h)))), drop);  // [B, T, C] (or [B, T, k])
+    if (enc_) return enc_->encode(h, m);                      // [B, T, r]
+    return h + into_residual(sub_, m);
   }
 
   double forward_flops_per_sample() const override {
     const double t = static_cast<double>(seq_len_), c = static_cast<double>(d_model_),
                  f = static_cast<double>(ffn_);
     // qkv 3C^2 + proj C^2 + MLP 2 C F MACs per token (12 C^2 at F = 4C; a
-    // subspace's narrower writers are not discounted); QK^T and AV: 2 T C per token.
-    return 2.0 * (t * (4.0 * c * c + 2.0 * c * f) + 2.0 * t * t * c);
+    // subspace's narrower writers are not discounted); QK^T and AV: 2 T C per
+    // token; a ResBM decoder or encoder: r C per token each.
+    return 2.0 *
+           (t * (4.0 * c * c + 2.0 * c * f + c * static_cast<double>(resbm_io_)) + 2.0 * t * t * c);
   }
 
  private:
   int64_t seq_len_, d_model_, heads_, ffn_;
   double dropout_;
+  int64_t resbm_io_;  // r_in + r_out of its ResBM decoder and encoder (0: none)
   SubspacePtr sub_;
   torch::nn::LayerNorm ln1_{nullptr}, ln2_{nullptr};
   torch::nn::Linear qkv_{nullptr}, proj_{nullptr}, fc1_{nullptr}, fc2_{nullptr};
+  std::shared_ptr<ResbmDecoderImpl> dec_;
+  std::shared_ptr<ResbmEncoderImpl> enc_;
 };
 
 // float [B, T, C] -> float [B, T, V] logits
@@ -175,14 +219,39 @@ class LMHead : public Block {
   torch::nn::Linear out_{nullptr};
 };
 
+// The L transformer blocks, with model.bottleneck's bottlenecks: block i
+// (1-based) is m.blocks[i], and a bottleneck after it sits in front of block
+// i + 1. ResBM at r = d_model has nothing to narrow and builds no bottleneck
+// (the unconstrained model; docs/models.md).
+void add_transformer_blocks(Model& m, const ModelConfig& cfg, const SubspacePtr& sub) {
+  const BottleneckSpec bn = parse_bottleneck(cfg.bottleneck, cfg.layers, cfg.d_model);
+  const bool resbm = bn.kind == BottleneckKind::kResbm && bn.width < cfg.d_model;
+  const int64_t ffn = cfg.ffn > 0 ? cfg.ffn : 4 * int64_t{cfg.d_model};
+  for (int i = 1; i <= cfg.layers; ++i) {
+    const int64_t r_in = resbm && bottleneck_after(bn, i - 1) ? bn.width : 0;
+    const int64_t r_out = resbm && bottleneck_after(bn, i) ? bn.width : 0;
+    // Bottleneck draws: a generator per block (models/torch/internal/bottleneck.h).
+    const uint64_t seed = kBottleneckSeed + 2 * static_cast<uint64_t>(i);
+    auto block = std::make_shared<TransformerBlock>(
+        cfg.seq_len, cfg.d_model, cfg.heads, ffn, cfg.layers, cfg.dropout, sub, r_in, r_out, seed);
+    if (bn.kind == BottleneckKind::kLearned && bottleneck_after(bn, i)) {
+      m.bottlenecks[static_cast<size_t>(i) + 1] =
+          block->own_projection(bn.width, cfg.vocab, bn.anchor, seed);
+    }
+    m.blocks.push_back(block);
+  }
+}
+
 }  // namespace
 
 ModelFootprint footprint_gpt(const ModelConfig& cfg, const DatasetInfo& /*data*/) {
   const double l = cfg.layers, c = cfg.d_model, h = cfg.heads, t = cfg.seq_len;
   const double v = cfg.vocab, width = cfg.ffn > 0 ? cfg.ffn : 4.0 * c;
   ModelFootprint f;
-  f.parameters = static_cast<double>(gpt_parameters(
-      {GptLayout::kGpt, cfg.d_model, cfg.layers, cfg.vocab, cfg.seq_len, cfg.ffn, cfg.subspace}));
+  const BottleneckSpec bn = parse_bottleneck(cfg.bottleneck, cfg.layers, cfg.d_model);
+  f.parameters = static_cast<double>(
+      gpt_parameters({GptLayout::kGpt, cfg.d_model, cfg.layers, cfg.vocab, cfg.seq_len, cfg.ffn,
+                      cfg.subspace, bottleneck_parameters(bn, cfg.d_model, cfg.vocab)}));
   // Kept for backward, at least: attention probabilities H T^2 and about
   // 8 T C + T F of block activations per layer (12 T C at F = 4C), the
   // embedding output, logits and log-softmax.
@@ -205,6 +274,11 @@ Model build_gpt(const ModelConfig& cfg, const DatasetInfo& data) {
                      " bytes, more than model.seq_len=" + std::to_string(cfg.seq_len));
   }
   check_vocab(cfg, data);
+  if (cfg.subspace != 0 && !cfg.bottleneck.empty()) {
+    throw UsageError("model.bottleneck=" + cfg.bottleneck +
+                     " and model.subspace=" + std::to_string(cfg.subspace) +
+                     " are two ways of narrowing the cut; set one of them");
+  }
   Model m;
   m.name = "gpt";
   m.task = Task::kLanguageModel;
@@ -215,11 +289,7 @@ Model build_gpt(const ModelConfig& cfg, const DatasetInfo& data) {
   }
   m.blocks.push_back(
       std::make_shared<Embedding>(cfg.vocab, cfg.seq_len, cfg.d_model, cfg.dropout, sub));
-  for (int i = 0; i < cfg.layers; ++i) {
-    m.blocks.push_back(std::make_shared<TransformerBlock>(
-        cfg.seq_len, cfg.d_model, cfg.heads, cfg.ffn > 0 ? cfg.ffn : 4 * int64_t{cfg.d_model},
-        cfg.layers, cfg.dropout, sub));
-  }
+  add_transformer_blocks(m, cfg, sub);
   m.blocks.push_back(std::make_shared<LMHead>(cfg.vocab, cfg.seq_len, cfg.d_model));
   return m;
 }

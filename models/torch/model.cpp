@@ -54,16 +54,31 @@ double Model::forward_flops_per_sample(size_t begin, size_t end) const {
   return flops;
 }
 
-uint64_t side_bytes(const Model& model, const at::Tensor& inputs) {
-  return model.boundary ? model.boundary->side_bytes(inputs) : 0;
+const BoundaryMap* boundary_at(const Model& model, size_t block) {
+  if (model.boundary) return model.boundary.get();
+  const auto it = model.bottlenecks.find(block);
+  return it == model.bottlenecks.end() ? nullptr : it->second.get();
+}
+
+uint64_t side_bytes(const Model& model, size_t cut, const at::Tensor& inputs) {
+  const BoundaryMap* map = boundary_at(model, cut);
+  return map ? map->side_bytes(inputs) : 0;
 }
 
 at::Tensor forward_stage(const Model& model, size_t begin, size_t end, const at::Tensor& x,
                          const at::Tensor& inputs) {
-  at::Tensor h = model.boundary && begin > 0 ? model.boundary->expand(x, inputs) : x;
-  for (size_t b = begin; b < end; ++b) h = model.blocks[b]->forward(h);
-  if (model.boundary && end < model.blocks.size()) h = model.boundary->reduce(h, inputs);
-  return h;
+  const BoundaryMap* in = begin > 0 ? boundary_at(model, begin) : nullptr;
+  at::Tensor h = in ? in->expand(x, inputs) : x;
+  for (size_t b = begin; b < end; ++b) {
+    if (b > begin) {
+      const auto it = model.bottlenecks.find(b);
+      if (it != model.bottlenecks.end())
+        h = it->second->expand(it->second->reduce(h, inputs), inputs);
+    }
+    h = model.blocks[b]->forward(h);
+  }
+  const BoundaryMap* out = end < model.blocks.size() ? boundary_at(model, end) : nullptr;
+  return out ? out->reduce(h, inputs) : h;
 }
 
 void Model::train(bool on) const {

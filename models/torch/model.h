@@ -9,6 +9,7 @@
 #include <torch/nn/module.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -61,6 +62,14 @@ class BoundaryMap {
   // `reduce` returns, for the samples whose model inputs are `inputs`: the
   // token ids of a map that sends them (counted; every stage already has them).
   virtual uint64_t side_bytes(const at::Tensor& /*inputs*/) const { return 0; }
+  // True when the map has trainable parameters that the stages on both sides
+  // of the cut read (a learned projection, models/torch/internal/bottleneck.h):
+  // one process sums their gradient from both sides; a distributed run would
+  // need to synchronise them and refuses such a model.
+  virtual bool shared_parameters() const { return false; }
+  // Those parameters (owned by the block in front of the cut); none by default.
+  // A split backward's weight pass on the receiving side must reach them too.
+  virtual std::vector<at::Tensor> parameters() const { return {}; }
 };
 
 struct Model {
@@ -78,6 +87,11 @@ struct Model {
   // `max_cut` (the blocks from it on write outside what `boundary` can reduce:
   // the full-rank last block of protocol-gpt's subspace form ends the model).
   size_t max_cut = 0;
+  // Learned bottlenecks applied through a map (model.bottleneck = learned:...):
+  // bottlenecks[b] sits in front of block b. A cut there sends what the map
+  // reduces; inside a stage the block output goes through reduce and expand.
+  // Empty for every other model (ResBM's bottlenecks are inside its blocks).
+  std::map<size_t, std::shared_ptr<const BoundaryMap>> bottlenecks;
   // Every parameter of every block, in block order.
   std::vector<at::Tensor> parameters() const;
   // Number of scalar parameters of blocks [begin, end).
@@ -88,17 +102,24 @@ struct Model {
   void train(bool on = true) const;
 };
 
-// Blocks [begin, end) as a pipeline stage runs them: with a boundary map, a
-// stage that does not start the model expands what arrived (`x`) first, and
-// one that does not end it reduces its output before it leaves. `inputs` are
-// the model inputs of the same samples ([B, T] token ids); without a boundary
-// map they are not read and this is the blocks' forward chained.
+// The map in front of block `block` (a cut there goes through it): the
+// model-wide `boundary`, else a bottleneck's; nullptr when none.
+const BoundaryMap* boundary_at(const Model& model, size_t block);
+
+// Blocks [begin, end) as a pipeline stage runs them: with a map at `begin`
+// (boundary_at), a stage that does not start the model expands what arrived
+// (`x`) first, and with one at `end` a stage that does not end the model
+// reduces its output before it leaves; a bottleneck inside the stage is a
+// reduce and expand in place. `inputs` are the model inputs of the same
+// samples ([B, T] token ids); without maps they are not read and this is the
+// blocks' forward chained.
 at::Tensor forward_stage(const Model& model, size_t begin, size_t end, const at::Tensor& x,
                          const at::Tensor& inputs);
 
-// The side bytes (BoundaryMap::side_bytes) of a message for the samples whose
-// model inputs are `inputs`; 0 without a boundary map.
-uint64_t side_bytes(const Model& model, const at::Tensor& inputs);
+// The side bytes (BoundaryMap::side_bytes) of a message across the cut in
+// front of block `cut` for the samples whose model inputs are `inputs`; 0
+// without a map there.
+uint64_t side_bytes(const Model& model, size_t cut, const at::Tensor& inputs);
 
 // Mean cross-entropy. LM: output [B, T, V], targets [B, T]. Classification:
 // output [B, C], targets [B].

@@ -8,6 +8,7 @@
 
 #include "common/errors.h"
 #include "common/units.h"
+#include "models/facts/bottleneck_spec.h"
 #include "models/torch/checkpoint.h"
 #include "models/torch/internal/input_file.h"
 #include "models/torch/model_registry.h"
@@ -104,6 +105,10 @@ std::vector<std::pair<std::string, std::string>> shape_config(const ModelConfig&
   for (const auto& key : keys_of(find_model(cfg.name))) {
     if (const int* v = int_field(copy, key)) {
       if (!unset_optional(key, *v)) out.emplace_back(key, std::to_string(*v));
+    } else if (key == "model.bottleneck") {
+      // Recorded only when set, in its canonical form (every bottleneck's place).
+      if (!cfg.bottleneck.empty())
+        out.emplace_back(key, parse_bottleneck(cfg.bottleneck, cfg.layers, cfg.d_model).text());
     } else if (key == "data.classes") {
       out.emplace_back(key, std::to_string(data.num_classes));
     } else if (key == "data.sample_shape") {
@@ -167,6 +172,13 @@ void check_model_keys(const ModelConfig& cfg) {
     throw UsageError("model.vocab=" + std::to_string(cfg.vocab) +
                      " applies to a language model (gpt, protocol-gpt), not model.name=" +
                      cfg.name + " (leave it 256)");
+  }
+  if (!cfg.bottleneck.empty()) {
+    if (std::find(keys.begin(), keys.end(), "model.bottleneck") == keys.end()) {
+      throw UsageError("model.bottleneck=" + cfg.bottleneck + " applies to model.name=gpt, not " +
+                       cfg.name + " (leave it empty)");
+    }
+    parse_bottleneck(cfg.bottleneck, cfg.layers, cfg.d_model);  // UsageError when malformed
   }
   if (cfg.subspace > cfg.d_model) {
     throw UsageError("model.subspace=" + std::to_string(cfg.subspace) +

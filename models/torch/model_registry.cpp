@@ -17,16 +17,15 @@ void register_builtins() {
   const auto images = [](const ModelConfig&) {
     return DatasetInfo{"fashion-mnist", Task::kClassification, {1, 28, 28}, 10, ""};
   };
-  register_model(
-      {"gpt",
-       "GPT-style byte-level decoder LM: embedding, pre-LN transformer blocks, LM head",
-       &build_gpt,
-       {"model.layers", "model.d_model", "model.heads", "model.seq_len", "model.subspace",
-        "model.vocab", "model.ffn"},
-       &footprint_gpt,
-       [](const ModelConfig& cfg) {
-         return DatasetInfo{"text", Task::kLanguageModel, {cfg.seq_len}, cfg.vocab, ""};
-       }});
+  register_model({"gpt",
+                  "GPT-style byte-level decoder LM: embedding, pre-LN transformer blocks, LM head",
+                  &build_gpt,
+                  {"model.layers", "model.d_model", "model.heads", "model.seq_len",
+                   "model.subspace", "model.vocab", "model.ffn", "model.bottleneck"},
+                  &footprint_gpt,
+                  [](const ModelConfig& cfg) {
+                    return DatasetInfo{"text", Task::kLanguageModel, {cfg.seq_len}, cfg.vocab, ""};
+                  }});
   register_model(
       {"cnn",
        "residual CNN for 28x28 images: stem conv, residual blocks (one stride-2), pool+linear",

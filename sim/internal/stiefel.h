@@ -7,7 +7,9 @@
 // Euclidean gradient G and momentum M [d, k], computed in double:
 //   xi = G - U sym(U^T G)                       tangent projection at U
 //   M <- beta M + xi;  M <- M - U sym(U^T M)    momentum, kept tangent at U
-//   U <- polar(U - lr_s M)                      retraction onto the manifold
+//   D = M, or with optim.stiefel_direction = msign D = P_U(msign(M)),
+//     msign(M) = polar(M / ||M||_F) (singular values -> 1; zero ones stay 0)
+//   U <- polar(U - lr_s D)                      retraction onto the manifold
 // sym(A) = (A + A^T) / 2, polar(X) = X (X^T X)^(-1/2) by Newton-Schulz
 // (polar_newton_schulz), beta = optim.stiefel_momentum, lr_s = the scheduled
 // lr x optim.stiefel_lr_scale. No weight decay. U and M are stored in U's
@@ -22,7 +24,8 @@
 //
 // Left out: a Riemannian Adam (per-coordinate second moments have no
 // meaning on the manifold), vector transport of M beyond the projection
-// above, and msign-style updates.
+// above, and the exact spectral-norm steepest descent on the manifold (msign
+// of the projected momentum, re-projected, is its first-order stand-in).
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -98,10 +101,12 @@ class StiefelStep {
     at::Tensor momentum;  // M, p's shape and dtype; undefined before the first step
   };
   const Slot& slot(const at::Tensor& p) const;
-  // Stores the tangent momentum `m` (double) and retracts p along it.
+  // Stores the tangent momentum `m` (double) and retracts p along it (or
+  // along its msign).
   void update(const at::Tensor& p, Slot& s, const at::Tensor& u, const at::Tensor& m);
 
   double lr_scale_ = 1.0, beta_ = 0.9;
+  bool msign_ = false;                             // optim.stiefel_direction = msign
   double lr_ = 0;                                  // the scheduled rate
   std::vector<at::Tensor> params_;                 // [d, k] each
   std::vector<Slot> slots_;                        // per parameter, in order

@@ -6,7 +6,8 @@
 #     compressed gradient exchange; eval losses too; 4 stages with a
 #     topk:shared backward and AQ-SGD alike; a subspace-constrained GPT
 #     (model.subspace, k coefficients across each cut) alike; Muon (both
-#     variants, 2 and 4 processes) alike;
+#     variants, 2 and 4 processes) alike; ResBM (model.bottleneck) alike; a
+#     learned projection (read on both sides of a cut) refused with its reason;
 #   - a rank killed with SIGKILL: every other rank exits within the promised
 #     time, naming the dead rank and the step; the log is readable, status failed;
 #   - a rank stopped with SIGSTOP (a vanished host): rank 0 logs status failed
@@ -78,6 +79,13 @@ same_as_single ef-topk 4 "${dp[@]}" --fw 'ef(topk:0.1)' --bw 'ef(topk:0.1)' --gr
 same_as_single shared 4 --set model.layers=4 --set pipeline.stages=4 --set pipeline.microbatches=4 \
   --fw 'aq(topk:0.3)' --bw 'topk:shared+q8'
 same_as_single subspace 4 "${dp[@]}" --set model.subspace=4 --fw q8 --bw none --grad none
+# ResBM (model.bottleneck, docs/models.md): the cut carries 4 values per token.
+same_as_single resbm 4 "${dp[@]}" --set model.bottleneck=resbm:r=4 --fw q8 --bw q8 --grad none
+# A learned projection is read on both sides of its cut: refused, with the reason.
+out=$("$bin" launch --nproc 2 -- "${small[@]}" --set pipeline.stages=2 \
+  --set model.bottleneck=learned:k=4 --out learned-n.h5 2>&1) &&
+  bad "launch accepted a learned projection" ||
+  { grep -q "do not synchronise" <<<"$out" && ok || bad "learned projection refusal: $(tail -2 <<<"$out")"; }
 # Muon (docs/optimizers.md): 2 processes (2 stages), and 2 x 2 with the other variant.
 muon=(--set optim.name=muon --set optim.lr=0.02 --set optim.schedule=stable-linear)
 same_as_single muon 2 --set pipeline.stages=2 --set pipeline.microbatches=2 \

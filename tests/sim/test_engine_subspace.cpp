@@ -8,13 +8,16 @@
 #include <sstream>
 #include <vector>
 
-#include "compressors/channels/channel.h"
 #include "engine_fixture.h"
 #include "models/torch/sampler.h"
+#include "shape_channel.h"
 #include "sim/engine.h"
 
 using slowpipe::sim::ChannelRole;
 using slowpipe::sim::PipelineEngine;
+using slowpipe::test::batches;
+using slowpipe::test::Sent;
+using slowpipe::test::ShapeChannel;
 
 namespace {
 
@@ -25,56 +28,6 @@ slowpipe::sim::EngineSetup subspace_setup(const slowpipe::models::Dataset& data,
   s.model.subspace = kSubspace;
   s.pipeline.microbatches = 2;
   return s;
-}
-
-struct Sent {
-  ChannelRole role;
-  int boundary;
-  std::vector<int64_t> shape;
-  uint64_t bytes;
-};
-
-// fp32 as it is, recording the shape of every tensor it carries.
-class ShapeChannel : public slowpipe::compressors::Channel {
- public:
-  ShapeChannel(std::shared_ptr<std::vector<Sent>> log, ChannelRole role, int boundary)
-      : log_(std::move(log)), role_(role), boundary_(boundary) {}
-  void send(const at::Tensor& x, const at::Tensor& /*ids*/, slowpipe::compressors::Message& msg,
-            slowpipe::compressors::TransferStats* stats) override {
-    const at::Tensor c = x.to(at::kCPU, at::kFloat).contiguous();
-    const auto* p = reinterpret_cast<const uint8_t*>(c.data_ptr<float>());
-    msg.assign(p, p + c.nbytes());
-    log_->push_back(
-        {role_, boundary_, std::vector<int64_t>(x.sizes().begin(), x.sizes().end()), msg.size()});
-    if (stats) stats->bytes += msg.size();
-  }
-  at::Tensor receive(const slowpipe::compressors::Message& msg,
-                     const slowpipe::compressors::Shape& shape, const at::Tensor& /*ids*/,
-                     slowpipe::compressors::TransferStats* /*stats*/) override {
-    at::Tensor t = at::empty(shape, at::kFloat);
-    std::memcpy(t.data_ptr<float>(), msg.data(), msg.size());
-    return t;
-  }
-  at::Tensor infer(const at::Tensor& x, slowpipe::compressors::TransferStats*) override {
-    return x;
-  }
-  std::string spec() const override { return "shape-recorder"; }
-
- private:
-  std::shared_ptr<std::vector<Sent>> log_;
-  ChannelRole role_;
-  int boundary_;
-};
-
-std::vector<slowpipe::models::Batch> batches(const slowpipe::models::Dataset& data, int n,
-                                             int64_t batch_size) {
-  slowpipe::models::EpochSampler sampler(data.size(slowpipe::models::Split::kTrain), batch_size, 7,
-                                         true, true);
-  std::vector<slowpipe::models::Batch> v;
-  v.reserve(n);
-  for (int i = 0; i < n; ++i)
-    v.push_back(data.get(slowpipe::models::Split::kTrain, sampler.next().indices));
-  return v;
 }
 
 }  // namespace

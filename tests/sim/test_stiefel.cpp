@@ -337,6 +337,40 @@ TEST_CASE("Stiefel: minimising -trace(U^T A U) finds A's top-k eigenspace") {
   CHECK(f == Approx(-(3.0 + 2.5 + 2.0)).epsilon(1e-5));
 }
 
+TEST_CASE("Stiefel: msign steps equal the double reference and ignore the gradient's scale") {
+  slowpipe::config::OptimConfig c = config_of("adamw");
+  c.stiefel_direction = "msign";
+  c.stiefel_momentum = 0.0;
+  const int64_t d = 12, k = 4;
+  const Mat u0 = rounded(random_orthonormal(d, k, 31));
+  const Mat g = rounded(from_tensor(torch::randn({d, k})));
+  // The reference: D = P_U(polar(xi / ||xi||_F)), U <- polar(U - lr D).
+  const Mat xi = tangent(u0, g);
+  const double n = frobenius(xi);
+  const Mat dir = tangent(u0, polar(axpby(1.0 / n, xi, 0, xi)));
+  const Mat expect = polar(axpby(1, u0, -0.05, dir));
+  std::vector<Mat> got;
+  for (double scale : {1.0, 1e-4}) {  // a tiny gradient takes the same step
+    const at::Tensor u = to_tensor(u0, at::kFloat).requires_grad_();
+    ss::StageOptimizer o(c, {u}, {ParamRole::kStiefel});
+    o.set_lr(0.05);
+    u.mutable_grad() = to_tensor(g, at::kFloat) * scale;
+    o.step();
+    got.push_back(from_tensor(u));
+    CHECK(orthonormality_error(u) < 1e-5);
+  }
+  CHECK(distance(got[0], expect) < 1e-6 * frobenius(expect));
+  CHECK(distance(got[1], expect) < 1e-5 * frobenius(expect));
+  // Control: the plain direction at the tiny scale barely moves U.
+  const at::Tensor u = to_tensor(u0, at::kFloat).requires_grad_();
+  c.stiefel_direction = "momentum";
+  ss::StageOptimizer plain(c, {u}, {ParamRole::kStiefel});
+  plain.set_lr(0.05);
+  u.mutable_grad() = to_tensor(g, at::kFloat) * 1e-4;
+  plain.step();
+  CHECK(distance(from_tensor(u), u0) < 1e-3 * distance(expect, u0));
+}
+
 TEST_CASE("Stiefel: the other parameters step exactly as an optimizer given only them") {
   const std::vector<ParamRole> roles = {ParamRole::kHiddenMatrix, ParamRole::kStiefel,
                                         ParamRole::kOther, ParamRole::kEmbedding};

@@ -67,3 +67,36 @@ TEST_CASE("What-if subspace: k wider than the model is a usage error") {
   w.subspace = 1601;
   CHECK_THROWS_WITH(wi::resolve_what_if(w), Catch::Contains("timing.subspace = 1601"));
 }
+
+TEST_CASE("What-if bottleneck: timing.bottleneck sizes the messages from the spec") {
+  // resbm:r=160 is 160 values per token at each cut, as timing.subspace = 160.
+  wi::WhatIfConfig w;
+  w.bottleneck = "resbm:r=160";
+  w.bandwidths_bps = {100e6};
+  nm::NetConfig net;
+  wi::apply_preset_defaults(w, net);
+  const auto r = wi::run_what_if(w, net, wire_bytes);
+  CHECK(r.messages.activation == 4ull * 1024 * 160);
+  CHECK(r.messages.fp32_activation == 4ull * 1024 * 1600);
+  // Anchors: 2 bytes of token id per token on top, each way.
+  wi::WhatIfConfig a;
+  a.bottleneck = "learned:k=160:anchor=16";
+  a.bandwidths_bps = {100e6};
+  wi::apply_preset_defaults(a, net);
+  const auto ra = wi::run_what_if(a, net, wire_bytes);
+  CHECK(ra.messages.activation == 4ull * 1024 * 160 + 2ull * 1024);
+  CHECK(ra.messages.activation_gradient == ra.messages.activation);
+  // Refusals name the key.
+  wi::WhatIfConfig both;
+  both.bottleneck = "resbm:r=8";
+  both.subspace = 8;
+  CHECK_THROWS_WITH(wi::apply_preset_defaults(both, net), Catch::Contains("timing.bottleneck"));
+  wi::WhatIfConfig bad;
+  bad.bottleneck = "resbm:q=8";
+  CHECK_THROWS_WITH(wi::apply_preset_defaults(bad, net),
+                    Catch::Contains("timing.bottleneck: model.bottleneck=resbm:q=8"));
+  wi::WhatIfConfig wide;
+  wide.bottleneck = "resbm:r=2000";
+  wi::apply_preset_defaults(wide, net);
+  CHECK_THROWS_WITH(wi::resolve_what_if(wide), Catch::Contains("timing.bottleneck = resbm:r=2000"));
+}
