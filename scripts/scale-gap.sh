@@ -13,8 +13,9 @@
 #
 # Numbers per results folder NAME: the committed COMMITTED/NAME/runs.tsv where
 # it exists (verdict --save), else the run logs in RUNS/NAME/ (`slowpipe
-# summary --tsv --no-group`), else the folder is skipped with a note, so the
-# figure draws whatever sizes exist. A folder without a model.d_model column
+# summary --tsv --no-group`: only then is the binary needed), else the folder
+# is skipped with a note, so the figure draws whatever sizes exist. A folder
+# without a model.d_model column
 # is the claim's own file, d_model 128. Complete runs only: a diverged run is
 # left out and named (the verdict counts it as the worst value instead).
 #
@@ -45,7 +46,6 @@ claims() {
 arg="${1:-build}"
 [ $# -gt 0 ] && shift
 if [ -d "$arg" ]; then bin="$arg/bin/slowpipe"; else bin="$arg"; fi
-[ -x "$bin" ] || { echo "scale-gap: $bin not found (build first, or pass the binary)" >&2; exit 2; }
 command -v gnuplot >/dev/null || { echo "scale-gap: gnuplot not found" >&2; exit 2; }
 committed="${COMMITTED:-experiments/reproduce/results}"
 runs="${RUNS:-results/reproduce}"
@@ -64,6 +64,7 @@ runs_of() {  # NAME METRIC PAIR_KEY
     echo "scale-gap: $name: $committed/$name/runs.tsv" >&2
     grep -v '^#' "$committed/$name/runs.tsv"
   elif compgen -G "$runs/$name/*.h5" >/dev/null; then
+    [ -x "$bin" ] || { echo "scale-gap: $bin not found: needed for the run logs in $runs/$name/ (build first, or pass the binary)" >&2; exit 2; }
     echo "scale-gap: $name: the run logs in $runs/$name/" >&2
     # The summary has no run.label column; each run's resolved NAME.ini has it.
     "$bin" summary "$runs/$name" --tsv --no-group | awk -F'\t' -v OFS='\t' '
