@@ -15,9 +15,9 @@
 # it exists (verdict --save), else the run logs in RUNS/NAME/ (`slowpipe
 # summary --tsv --no-group`: only then is the binary needed), else the folder
 # is skipped with a note, so the figure draws whatever sizes exist. A folder
-# without a model.d_model column
-# is the claim's own file, d_model 128. Complete runs only: a diverged run is
-# left out and named (the verdict counts it as the worst value instead).
+# without a model.d_model column is the claim's own file, d_model 128.
+# Complete runs only: a diverged run is left out and named (the verdict
+# counts it as the worst value instead).
 #
 # gap = 100 (mean_method - mean_fp32) / mean_fp32, the means over seeds at one
 # size; error bar = 100 s / mean_fp32, s the pooled sample standard deviation
