@@ -6,6 +6,10 @@
 #   scripts/reproduce.sh BUILD_DIR [NAME...]   NAME: a1 a2 r1 r23 r4 p1 p1m t1 b1 (default: all)
 #   or a1-long, a1-long-lr: A1 at 10 epochs and its lower-rate variant, about
 #   an hour of CPU each, never part of the default set
+#   or ladder (a1-scale a1-long-scale t1-scale p1m-scale), or one of those: the
+#   model-size ladder (docs/scale.md), about 4 CPU-hours, never in the default
+#   set; its per-size pretraining (experiments/sweeps/scale-pretrain.ini) runs
+#   first, resumably, and is timed in cpu.tsv as scale-pretrain
 # Environment: SCALE=K multiplies each experiment's epochs and data (default 1;
 # results go to results/reproduce/<name>-xK), JOBS=N runs N at a time
 # (default: the cores). Appends the CPU time of each sweep to
@@ -29,17 +33,24 @@ sweeps=()
 for n in "${names[@]}"; do
   case "$n" in
     a1 | a2 | r23 | r4 | p1 | p1m | t1 | b1 | a1-long | a1-long-lr) sweeps+=("$n") ;;
+    a1-scale | a1-long-scale | t1-scale | p1m-scale) sweeps+=("$n") ;;
     r1) sweeps+=(r1-cnn r1-gpt) ;;
-    *) echo "reproduce: unknown experiment '$n' (a1, a2, r1, r23, r4, p1, p1m, t1, b1, a1-long, a1-long-lr)" >&2; exit 2 ;;
+    ladder) sweeps+=(a1-scale a1-long-scale t1-scale p1m-scale) ;;
+    *) echo "reproduce: unknown experiment '$n' (a1, a2, r1, r23, r4, p1, p1m, t1, b1, a1-long, a1-long-lr, ladder, a1-scale, a1-long-scale, t1-scale, p1m-scale)" >&2; exit 2 ;;
   esac
 done
 case "$scale" in '' | *[!0-9]* | 0) echo "reproduce: SCALE must be a positive integer" >&2; exit 2 ;; esac
 suffix=""
 [ "$scale" -gt 1 ] && suffix="-x$scale"
 
-if grep -q 'demo-finetune' $(printf 'experiments/reproduce/%s.ini ' "${sweeps[@]}"); then
-  scripts/pretrain.sh "$bin"
-fi
+# The ladder's files load their own size's checkpoint (scale-pretrain), the
+# others make demo's.
+demo=0 ladder=0
+for s in "${sweeps[@]}"; do
+  if grep -q 'scale-pretrain' "experiments/reproduce/$s.ini"; then ladder=1
+  elif grep -q 'demo-finetune' "experiments/reproduce/$s.ini"; then demo=1; fi
+done
+[ "$demo" = 1 ] && scripts/pretrain.sh "$bin"
 # The committed results of sweep $1: compared with this run, or (SAVE=1)
 # rewritten from it. Neither stops the other experiments.
 compare_or_save() {
@@ -56,17 +67,29 @@ compare_or_save() {
 mkdir -p results/reproduce
 [ -f results/reproduce/cpu.tsv ] || printf 'experiment\tscale\tcpu_s\twall_s\tdate\n' > results/reproduce/cpu.tsv
 status=0
-for s in "${sweeps[@]}"; do
-  echo "== reproduce $s (scale $scale): slowpipe sweep experiments/reproduce/$s.ini"
+# slowpipe sweep FILE ARGS..., its CPU (all runs) and wall time appended to cpu.tsv as NAME.
+timed_sweep() {  # NAME SCALE FILE ARGS...
+  local name=$1 k=$2 start u0 s0 u1 s1 tck cpu wall
+  shift 2
   start=$(date +%s)
   read -r u0 s0 < <(awk '{print $14+$16, $15+$17}' /proc/$$/stat)
-  "$bin" sweep "experiments/reproduce/$s.ini" --scale "$scale" -j "$jobs" || status=$?
+  "$bin" sweep "$@" -j "$jobs" || status=$?
   read -r u1 s1 < <(awk '{print $14+$16, $15+$17}' /proc/$$/stat)
   tck=$(getconf CLK_TCK)
   cpu=$(( (u1 + s1 - u0 - s0) / tck ))
   wall=$(( $(date +%s) - start ))
-  printf '%s\t%s\t%s\t%s\t%s\n' "$s" "$scale" "$cpu" "$wall" "$(date -u +%FT%TZ)" >> results/reproduce/cpu.tsv
-  echo "== $s: CPU ${cpu} s (all runs), wall ${wall} s"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$k" "$cpu" "$wall" "$(date -u +%FT%TZ)" >> results/reproduce/cpu.tsv
+  echo "== $name: CPU ${cpu} s (all runs), wall ${wall} s"
+}
+if [ "$ladder" = 1 ]; then
+  echo "== the ladder's pretraining: slowpipe sweep experiments/sweeps/scale-pretrain.ini (complete sizes are skipped)"
+  timed_sweep scale-pretrain 1 experiments/sweeps/scale-pretrain.ini
+  [ "$status" -eq 130 ] && exit 130
+  [ "$status" -eq 0 ] || { echo "reproduce: the ladder's pretraining failed" >&2; exit "$status"; }
+fi
+for s in "${sweeps[@]}"; do
+  echo "== reproduce $s (scale $scale): slowpipe sweep experiments/reproduce/$s.ini"
+  timed_sweep "$s" "$scale" "experiments/reproduce/$s.ini" --scale "$scale"
   [ "$status" -eq 130 ] && exit 130
   compare_or_save "$s"
 done

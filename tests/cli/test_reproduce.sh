@@ -12,7 +12,8 @@
 #    without a claim and `--scale` without scale keys;
 #  - --scale K multiplies the listed keys and names the folder -xK;
 #  - every sweep file in experiments/reproduce/ passes its own checks
-#    (--dry-run resolves every point and the claim against them).
+#    (--dry-run resolves every point and the claim against them);
+#  - scripts/scale-gap.sh computes the size ladder's gaps from committed results.
 #   tests/cli/test_reproduce.sh PATH/TO/slowpipe SOURCE_DIR
 set -uo pipefail
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -146,17 +147,50 @@ expect 0 "fp32_run_speedup" -- "$bin" timing --preset aqsgd-gpt2xl --fw 'aq(q4)'
   bad "timing --tsv should print a header and 5 rows"
 
 # The shipped reproductions resolve (their pretrained checkpoint may be missing
-# here: then only the claim is parsed, through a copy without init_from).
+# here: then only the claim is parsed, through a copy without init_from; a
+# file that varies model.init_from, one checkpoint per model size, gets ""
+# for each of its values).
 for f in "$src"/experiments/reproduce/*.ini; do
   out=$("$bin" sweep "$f" --dry-run 2>&1)
   rc=$?
   if [ "$rc" -ne 0 ] && grep -qF "init_from" <<<"$out"; then
     cp "$f" "copy.ini"
     sed -i "s#^config = \.\./#config = $src/experiments/#" copy.ini
-    out=$("$bin" sweep copy.ini --dry-run --set model.init_from= 2>&1)
+    if grep -q '^model\.init_from *=' copy.ini; then
+      awk '/^model\.init_from *=/ { n = split($0, v, "|"); $0 = "model.init_from = \"\""
+                                     for (i = 2; i <= n; i++) $0 = $0 " | \"\"" } 1' copy.ini >copy2.ini
+      mv copy2.ini copy.ini
+      out=$("$bin" sweep copy.ini --dry-run 2>&1)
+    else
+      out=$("$bin" sweep copy.ini --dry-run --set model.init_from= 2>&1)
+    fi
     rc=$?
   fi
   [ "$rc" -eq 0 ] && ok || bad "$(basename "$f"): $(echo "$out" | tail -1)"
 done
+
+# scripts/scale-gap.sh on hand-made committed results: d_model 128 from a file
+# without a model.d_model column, 64 and 256 from a ladder's; the gap in
+# percent of fp32's mean, the pooled seed spread as its error bar, the trend.
+if command -v gnuplot >/dev/null; then
+  mkdir -p committed/a1 committed/a1-scale
+  printf '# experiment: a1\npoint\trun.label\trun.seed\tstatus\ttrain_loss\n' >committed/a1/runs.tsv
+  printf 'p1\tfp32\t1\tcomplete\t1.0\np2\tfp32\t2\tcomplete\t1.2\n' >>committed/a1/runs.tsv
+  printf 'p3\tAQ-SGD q2\t1\tcomplete\t1.21\np4\tAQ-SGD q2\t2\tcomplete\t1.21\n' >>committed/a1/runs.tsv
+  printf 'p5\tAQ-SGD q2\t3\tdiverged\t\n' >>committed/a1/runs.tsv
+  printf 'point\trun.label\trun.seed\tmodel.d_model\tstatus\ttrain_loss\n' >committed/a1-scale/runs.tsv
+  for d in 64 256; do
+    l=2.0; [ $d = 256 ] && l=1.5
+    printf 'a\tfp32\t1\t%s\tcomplete\t1\nb\tfp32\t2\t%s\tcomplete\t1\n' $d $d >>committed/a1-scale/runs.tsv
+    printf 'c\tAQ-SGD q2\t1\t%s\tcomplete\t%s\nd\tAQ-SGD q2\t2\t%s\tcomplete\t%s\n' $d $l $d $l >>committed/a1-scale/runs.tsv
+  done
+  out=$(COMMITTED=committed RUNS=none IMG=img OUT=gaps "$src/scripts/scale-gap.sh" "$bin" a1 2>&1)
+  [ -s img/scale_a1.png ] && ok || bad "scale-gap.sh drew no img/scale_a1.png: $(tail -2 <<<"$out")"
+  row=$(awk -F'\t' '$1 == "AQ-SGD q2" && $2 == 128 { print $3, $4, $9, $10 }' gaps/scale_a1.tsv)
+  [ "$row" = "867072 2 10.0000 9.0909" ] && ok || bad "scale-gap.sh d 128 row: '$row', expected '867072 2 10.0000 9.0909'"
+  grep -qF "left out, diverged: AQ-SGD q2 d_model 128 seed 3" <<<"$out" && ok || bad "scale-gap.sh should name the diverged run"
+  grep -qF "AQ-SGD q2: gap +100.00% (d 64) -> +50.00% (d 256): shrinks" <<<"$out" && ok ||
+    bad "scale-gap.sh trend: $(grep -F 'AQ-SGD q2: gap' <<<"$out")"
+fi
 
 finish test_reproduce
