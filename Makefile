@@ -10,17 +10,18 @@
 #   make lint       clang-tidy over every source under .clang-tidy (build-lint/, nothing
 #                   built; any finding fails)
 #   make reproduce  the source papers' findings, one sweep each (experiments/reproduce/);
-#                   make reproduce-a1 (a1, a2, r1, r23, r4, p1, p1m, t1, b1) runs one; SCALE=K for longer runs;
+#                   make reproduce-a1 (a1, a2, r1, r23, r4, p1, p1m, t1, b1, rb1, m1) runs one; SCALE=K for longer runs;
 #                   make reproduce-a1-long / reproduce-a1-long-lr: A1 at 10 epochs (~1 CPU-hour each)
 #                   make reproduce-ladder: the model-size ladder, d_model 64 and 256 (docs/scale.md,
-#                   ~4 CPU-hours; or reproduce-a1-scale, -a1-long-scale, -t1-scale, -p1m-scale)
+#                   ~6 CPU-hours; or reproduce-a1-scale, -a1-long-scale, -t1-scale, -p1m-scale,
+#                   -rb1-scale, -m1-scale)
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 60
 SCALE ?= 1
-REPRODUCTIONS := a1 a2 r1 r23 r4 p1 p1m t1 b1
-LONG_REPRODUCTIONS := a1-long a1-long-lr ladder a1-scale a1-long-scale t1-scale p1m-scale
+REPRODUCTIONS := a1 a2 r1 r23 r4 p1 p1m t1 b1 rb1 m1
+LONG_REPRODUCTIONS := a1-long a1-long-lr ladder a1-scale a1-long-scale t1-scale p1m-scale rb1-scale m1-scale
 
 .PHONY: deps configure build demo test test-long bench format lint clean fuzz sanitize reproduce \
 	$(addprefix reproduce-,$(REPRODUCTIONS) $(LONG_REPRODUCTIONS))

@@ -3,11 +3,11 @@
 # docs/reproduce.md): each is a sweep file whose [claim] states the finding and
 # the criterion; `slowpipe sweep` runs it (resumably: complete runs are
 # skipped) and writes results/reproduce/<name>/summary.md with the verdict.
-#   scripts/reproduce.sh BUILD_DIR [NAME...]   NAME: a1 a2 r1 r23 r4 p1 p1m t1 b1 (default: all)
+#   scripts/reproduce.sh BUILD_DIR [NAME...]   NAME: a1 a2 r1 r23 r4 p1 p1m t1 b1 rb1 m1 (default: all)
 #   or a1-long, a1-long-lr: A1 at 10 epochs and its lower-rate variant, about
 #   an hour of CPU each, never part of the default set
-#   or ladder (a1-scale a1-long-scale t1-scale p1m-scale), or one of those: the
-#   model-size ladder (docs/scale.md), about 4 CPU-hours, never in the default
+#   or ladder (a1-scale a1-long-scale t1-scale p1m-scale rb1-scale m1-scale), or
+#   one of those: the model-size ladder (docs/scale.md), about 6 CPU-hours, never in the default
 #   set; its per-size pretraining (experiments/sweeps/scale-pretrain.ini) runs
 #   first, resumably, and is timed in cpu.tsv as scale-pretrain
 # Environment: SCALE=K multiplies each experiment's epochs and data (default 1;
@@ -26,17 +26,17 @@ bin="$build/bin/slowpipe"
 scale="${SCALE:-1}"
 jobs="${JOBS:-$(nproc)}"
 names=("$@")
-[ ${#names[@]} -eq 0 ] && names=(a1 a2 r1 r23 r4 p1 p1m t1 b1)
+[ ${#names[@]} -eq 0 ] && names=(a1 a2 r1 r23 r4 p1 p1m t1 b1 rb1 m1)
 export OMP_NUM_THREADS=1
 
 sweeps=()
 for n in "${names[@]}"; do
   case "$n" in
-    a1 | a2 | r23 | r4 | p1 | p1m | t1 | b1 | a1-long | a1-long-lr) sweeps+=("$n") ;;
-    a1-scale | a1-long-scale | t1-scale | p1m-scale) sweeps+=("$n") ;;
+    a1 | a2 | r23 | r4 | p1 | p1m | t1 | b1 | rb1 | m1 | a1-long | a1-long-lr) sweeps+=("$n") ;;
+    a1-scale | a1-long-scale | t1-scale | p1m-scale | rb1-scale | m1-scale) sweeps+=("$n") ;;
     r1) sweeps+=(r1-cnn r1-gpt) ;;
-    ladder) sweeps+=(a1-scale a1-long-scale t1-scale p1m-scale) ;;
-    *) echo "reproduce: unknown experiment '$n' (a1, a2, r1, r23, r4, p1, p1m, t1, b1, a1-long, a1-long-lr, ladder, a1-scale, a1-long-scale, t1-scale, p1m-scale)" >&2; exit 2 ;;
+    ladder) sweeps+=(a1-scale a1-long-scale t1-scale p1m-scale rb1-scale m1-scale) ;;
+    *) echo "reproduce: unknown experiment '$n' (a1, a2, r1, r23, r4, p1, p1m, t1, b1, rb1, m1, a1-long, a1-long-lr, ladder, a1-scale, a1-long-scale, t1-scale, p1m-scale, rb1-scale, m1-scale)" >&2; exit 2 ;;
   esac
 done
 case "$scale" in '' | *[!0-9]* | 0) echo "reproduce: SCALE must be a positive integer" >&2; exit 2 ;; esac

@@ -41,6 +41,8 @@ claims() {
   claim a1-long "a1-long a1-long-scale" train_loss fp32 "" "" "AQ-SGD q2;AQ-SGD q3;AQ-SGD q4" 2
   claim p1m "p1m p1m-scale" train_loss fp32 "" 's#k=16#d/8#;s#k=8#d/16#' "subspace d/8, matched;subspace d/16, matched" 2
   claim t1 "t1 t1-scale" train_loss fp32 "" "" "TAH-Quant 3;TAH-Quant 4" 2
+  claim rb1 "rb1 rb1-scale" train_loss fp32 optim.name 's#r=8 #d/16 #;s#r=4 #d/32 #' "ResBM d/16 + q8 (64x);ResBM d/32 + q8 (128x)" 2
+  claim m1 "m1 m1-scale" eval_loss fp32 "" 's#k=32 #d/4 #;s#k=16 #d/8 #;s#k=16,#d/8,#' "learned d/4 + anchors (4x);learned d/8 + anchors (8x)" 2
 }
 
 arg="${1:-build}"
