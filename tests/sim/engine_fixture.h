@@ -3,12 +3,15 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -109,6 +112,19 @@ inline RunOutput run_steps(const sim::EngineSetup& setup, const models::Dataset&
     if (keep_results) out.results.push_back(std::move(r));
   }
   return out;
+}
+
+// `to` takes up where `from` stopped: from's save_state, through the bytes a
+// resume checkpoint would hold, into to's load_state.
+inline void resume_from(const sim::PipelineEngine& from, sim::PipelineEngine& to) {
+  torch::serialize::OutputArchive out;
+  from.save_state(out);
+  std::ostringstream bytes;
+  out.save_to(bytes);
+  torch::serialize::InputArchive in;
+  std::istringstream is(bytes.str());
+  in.load_from(is);
+  to.load_state(in);
 }
 
 }  // namespace slowpipe::test

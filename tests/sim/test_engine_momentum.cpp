@@ -111,15 +111,8 @@ TEST_CASE("Momentum exchange: the error-feedback state resumes bit for bit") {
   for (int i = 0; i < 8; ++i) expect.push_back(whole.train_step(batches[i], i, 8).loss);
   PipelineEngine first(setup);
   for (int i = 0; i < 4; ++i) first.train_step(batches[i], i, 8);
-  torch::serialize::OutputArchive out;
-  first.save_state(out);
-  std::ostringstream bytes;
-  out.save_to(bytes);
   PipelineEngine second(setup);
-  torch::serialize::InputArchive in;
-  std::istringstream is(bytes.str());
-  in.load_from(is);
-  second.load_state(in);
+  slowpipe::test::resume_from(first, second);
   for (int i = 4; i < 8; ++i) CHECK(second.train_step(batches[i], i, 8).loss == expect[i]);
 }
 

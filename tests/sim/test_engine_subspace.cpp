@@ -99,15 +99,8 @@ TEST_CASE("Subspace pipeline: save_state and load_state resume bit for bit") {
   }
   PipelineEngine first(setup);
   for (int i = 0; i < 3; ++i) first.train_step(bs[i], i, 6);
-  torch::serialize::OutputArchive out;
-  first.save_state(out);
-  std::ostringstream bytes;
-  out.save_to(bytes);
   PipelineEngine second(setup);
-  torch::serialize::InputArchive in;
-  std::istringstream is(bytes.str());
-  in.load_from(is);
-  second.load_state(in);
+  slowpipe::test::resume_from(first, second);
   for (int i = 3; i < 6; ++i) CHECK(second.train_step(bs[i], i, 6).loss == expect[i]);
 }
 

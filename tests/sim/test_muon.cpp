@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "double_matrix.h"
 #include "models/facts/data_config.h"
 #include "models/facts/model_config.h"
 #include "models/torch/data_registry.h"
@@ -24,17 +25,12 @@ using slowpipe::models::ParamRole;
 
 namespace {
 
-// A dense row-major matrix of doubles: the reference's own arithmetic.
-struct Mat {
-  int64_t rows = 0, cols = 0;
-  std::vector<double> v;  // [rows * cols]
-  double& at(int64_t i, int64_t j) { return v[static_cast<size_t>(i * cols + j)]; }
-  double at(int64_t i, int64_t j) const { return v[static_cast<size_t>(i * cols + j)]; }
-};
-
-Mat zeros(int64_t r, int64_t c) {
-  return Mat{r, c, std::vector<double>(static_cast<size_t>(r * c), 0.0)};
-}
+using slowpipe::test::axpby;
+using slowpipe::test::frobenius;
+using slowpipe::test::Mat;
+using slowpipe::test::matmul;
+using slowpipe::test::transpose;
+using slowpipe::test::zeros;
 
 Mat from_tensor(const at::Tensor& t) {
   const at::Tensor f = t.to(at::kFloat).contiguous();
@@ -42,34 +38,6 @@ Mat from_tensor(const at::Tensor& t) {
   const float* d = f.data_ptr<float>();
   for (size_t i = 0; i < m.v.size(); ++i) m.v[i] = d[i];
   return m;
-}
-
-Mat transpose(const Mat& a) {
-  Mat t = zeros(a.cols, a.rows);
-  for (int64_t i = 0; i < a.rows; ++i)
-    for (int64_t j = 0; j < a.cols; ++j) t.at(j, i) = a.at(i, j);
-  return t;
-}
-
-Mat matmul(const Mat& a, const Mat& b) {
-  Mat c = zeros(a.rows, b.cols);
-  for (int64_t i = 0; i < a.rows; ++i)
-    for (int64_t k = 0; k < a.cols; ++k)
-      for (int64_t j = 0; j < b.cols; ++j) c.at(i, j) += a.at(i, k) * b.at(k, j);
-  return c;
-}
-
-// x a + y b, elementwise
-Mat axpby(double x, const Mat& a, double y, const Mat& b) {
-  Mat c = a;
-  for (size_t i = 0; i < c.v.size(); ++i) c.v[i] = x * a.v[i] + y * b.v[i];
-  return c;
-}
-
-double frobenius(const Mat& a) {
-  double s = 0;
-  for (double x : a.v) s += x * x;
-  return std::sqrt(s);
 }
 
 // ||a - b||_F / ||b||_F; a must be exactly zero where b is.

@@ -15,6 +15,7 @@
 #include "common/errors.h"
 #include "common/options.h"
 #include "config/optim_registry.h"
+#include "double_matrix.h"
 #include "sim/internal/stiefel.h"
 #include "sim/optimizer.h"
 
@@ -23,17 +24,12 @@ using slowpipe::models::ParamRole;
 
 namespace {
 
-// A dense row-major matrix of doubles: the reference's own arithmetic.
-struct Mat {
-  int64_t rows = 0, cols = 0;
-  std::vector<double> v;  // [rows * cols]
-  double& at(int64_t i, int64_t j) { return v[static_cast<size_t>(i * cols + j)]; }
-  double at(int64_t i, int64_t j) const { return v[static_cast<size_t>(i * cols + j)]; }
-};
-
-Mat zeros(int64_t r, int64_t c) {
-  return Mat{r, c, std::vector<double>(static_cast<size_t>(r * c), 0.0)};
-}
+using slowpipe::test::axpby;
+using slowpipe::test::frobenius;
+using slowpipe::test::Mat;
+using slowpipe::test::matmul;
+using slowpipe::test::transpose;
+using slowpipe::test::zeros;
 
 Mat identity(int64_t n) {
   Mat m = zeros(n, n);
@@ -51,34 +47,6 @@ Mat from_tensor(const at::Tensor& t) {
 
 at::Tensor to_tensor(const Mat& m, at::ScalarType dtype) {
   return torch::tensor(m.v, torch::kDouble).view({m.rows, m.cols}).to(dtype);
-}
-
-Mat transpose(const Mat& a) {
-  Mat t = zeros(a.cols, a.rows);
-  for (int64_t i = 0; i < a.rows; ++i)
-    for (int64_t j = 0; j < a.cols; ++j) t.at(j, i) = a.at(i, j);
-  return t;
-}
-
-Mat matmul(const Mat& a, const Mat& b) {
-  Mat c = zeros(a.rows, b.cols);
-  for (int64_t i = 0; i < a.rows; ++i)
-    for (int64_t k = 0; k < a.cols; ++k)
-      for (int64_t j = 0; j < b.cols; ++j) c.at(i, j) += a.at(i, k) * b.at(k, j);
-  return c;
-}
-
-// x a + y b, elementwise
-Mat axpby(double x, const Mat& a, double y, const Mat& b) {
-  Mat c = a;
-  for (size_t i = 0; i < c.v.size(); ++i) c.v[i] = x * a.v[i] + y * b.v[i];
-  return c;
-}
-
-double frobenius(const Mat& a) {
-  double s = 0;
-  for (double x : a.v) s += x * x;
-  return std::sqrt(s);
 }
 
 double distance(const Mat& a, const Mat& b) {
