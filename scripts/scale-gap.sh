@@ -4,7 +4,7 @@
 # parameter count, log x, one line per method, with seed-spread error bars,
 # from the d_model 128 claim's results and its ladder's (d_model 64, 256).
 #   scripts/scale-gap.sh [BUILD_DIR | SLOWPIPE_BINARY] [CLAIM...]
-#     CLAIM: a1 a1-long p1m t1 (default: all; see the table below)
+#     CLAIM: a1 a1-long p1m t1 rb1 m1 (default: all; see the table below)
 # Environment: COMMITTED (default experiments/reproduce/results), RUNS (default
 # results/reproduce), IMG (default docs/img), OUT (default results/scale).
 # Writes IMG/scale_CLAIM.png and the numbers behind it, OUT/scale_CLAIM.tsv
