@@ -3,7 +3,7 @@
 // training batches drawn as the trainer draws them.
 #pragma once
 
-#include <torch/torch.h>
+#include <ATen/ATen.h>
 
 #include <cstring>
 #include <memory>
