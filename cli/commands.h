@@ -23,6 +23,7 @@ int cmd_export(const Args& args);
 int cmd_codecs(const Args& args);
 int cmd_codec(const Args& args);
 int cmd_timing(const Args& args);
+int cmd_clock(const Args& args);
 int cmd_netsim(const Args& args);
 int cmd_sweep(const Args& args);
 int cmd_summary(const Args& args);

@@ -58,6 +58,8 @@ const Command kCommands[] = {
     {"codec", "inspect one channel spec: bytes, ratio, error, speed",
      SLOWPIPE_NEEDS_TORCH(cli::cmd_codec)},
     {"timing", "what-if step time of a model shape over a sweep of networks", cli::cmd_timing},
+    {"clock", "the compute clock against published training throughput (tokens/s per GPU)",
+     cli::cmd_clock},
     {"netsim", "run a generic network scenario (JSON) and print flow times", cli::cmd_netsim},
     {"retime", "replay finished runs at other network settings, without training",
      SLOWPIPE_NEEDS_TORCH(cli::cmd_retime)},

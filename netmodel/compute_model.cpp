@@ -21,29 +21,73 @@
 #include "common/errors.h"
 #include "common/options.h"
 #include "netmodel/internal/calibrated_model.h"
+#include "netmodel/shaped_model.h"
 
 namespace slowpipe::netmodel {
 
 namespace {
 constexpr double kLaunchS = 5e-6;  // one kernel launch, every device
+
+// One device: the analytic model's figures (bf16 peak at an assumed MFU),
+// then the dense per-dtype peaks of the shape-aware model, in TFLOP/s.
+DevicePreset device(std::string name, double bf16_tflops, double mfu, double bandwidth_GBps,
+                    std::string description, double fp32, double tf32, double fp16, double fp8,
+                    std::string source) {
+  DevicePreset d;
+  d.name = std::move(name);
+  d.peak_flops = bf16_tflops * 1e12;
+  d.efficiency = mfu;
+  d.memory_bandwidth_Bps = bandwidth_GBps * 1e9;
+  d.memory_efficiency = 0.80;
+  d.kernel_launch_s = kLaunchS;
+  d.description = std::move(description);
+  d.fp32_flops = fp32 * 1e12;
+  d.tf32_flops = tf32 * 1e12;
+  d.fp16_flops = fp16 * 1e12;
+  d.fp8_flops = fp8 * 1e12;
+  d.bf16_flops = d.name == "V100" ? 0 : bf16_tflops * 1e12;
+  d.source = std::move(source);
+  return d;
+}
+
 }  // namespace
 
 const Registry<DevicePreset>& device_presets() {
   static const Registry<DevicePreset> devices(
       "device",
       {
-          {"RTX4090", 165.2e12, 0.40, 1008e9, 0.80, kLaunchS,
-           "NVIDIA GeForce RTX 4090 (the default): 165.2 TFLOP/s fp16/bf16 tensor with fp32 "
-           "accumulate, 40% MFU assumed; 1008 GB/s GDDR6X, 80% assumed; 5 us per kernel"},
-          {"V100", 125e12, 0.35, 900e9, 0.80, kLaunchS,
-           "NVIDIA V100 SXM2: 125 TFLOP/s fp16 tensor, 35% MFU assumed; 900 GB/s HBM2, 80% "
-           "assumed; 5 us per kernel"},
-          {"A100", 312e12, 0.40, 1555e9, 0.80, kLaunchS,
-           "NVIDIA A100 40GB: 312 TFLOP/s bf16 dense, 40% MFU assumed; 1555 GB/s HBM2, 80% "
-           "assumed; 5 us per kernel"},
-          {"H100", 989e12, 0.40, 3350e9, 0.80, kLaunchS,
-           "NVIDIA H100 SXM: 989 TFLOP/s bf16 dense, 40% MFU assumed; 3350 GB/s HBM3, 80% "
-           "assumed; 5 us per kernel"},
+          device("RTX4090", 165.2, 0.40, 1008,
+                 "NVIDIA GeForce RTX 4090 (the default): 165.2 TFLOP/s fp16/bf16 tensor with "
+                 "fp32 accumulate, 40% MFU assumed; 1008 GB/s GDDR6X, 80% assumed; 5 us per kernel",
+                 82.6, 82.6, 165.2, 330.3, "NVIDIA Ada GPU architecture whitepaper, Table 2"),
+          device("V100", 125, 0.35, 900,
+                 "NVIDIA V100 SXM2: 125 TFLOP/s fp16 tensor, 35% MFU assumed; 900 GB/s HBM2, "
+                 "80% assumed; 5 us per kernel",
+                 15.7, 0, 125, 0, "NVIDIA Tesla V100 datasheet (SXM2)"),
+          device("A100", 312, 0.40, 1555,
+                 "NVIDIA A100 40GB: 312 TFLOP/s bf16 dense, 40% MFU assumed; 1555 GB/s HBM2, 80% "
+                 "assumed; 5 us per kernel",
+                 19.5, 156, 312, 0, "NVIDIA A100 Tensor Core GPU datasheet (40GB SXM)"),
+          device("A100-80GB", 312, 0.40, 2039,
+                 "NVIDIA A100 80GB SXM: 312 TFLOP/s bf16 dense, 40% MFU assumed; 2039 GB/s "
+                 "HBM2e, 80% assumed; 5 us per kernel",
+                 19.5, 156, 312, 0, "NVIDIA A100 Tensor Core GPU datasheet (80GB SXM)"),
+          device("H100", 989, 0.40, 3350,
+                 "NVIDIA H100 SXM: 989 TFLOP/s bf16 dense, 40% MFU assumed; 3350 GB/s HBM3, 80% "
+                 "assumed; 5 us per kernel",
+                 67, 494.5, 989, 1979, "NVIDIA H100 Tensor Core GPU datasheet (SXM5)"),
+          device("H200", 989, 0.40, 4800,
+                 "NVIDIA H200 SXM: 989 TFLOP/s bf16 dense, 40% MFU assumed; 4800 GB/s HBM3e, 80% "
+                 "assumed; 5 us per kernel",
+                 67, 494.5, 989, 1979, "NVIDIA H200 Tensor Core GPU datasheet (SXM)"),
+          device("RTX3090", 71, 0.40, 936,
+                 "NVIDIA GeForce RTX 3090: 71 TFLOP/s fp16/bf16 tensor with fp32 accumulate, 40% "
+                 "MFU assumed; 936 GB/s GDDR6X, 80% assumed; 5 us per kernel",
+                 35.6, 35.6, 71, 0, "NVIDIA Ampere GA102 GPU architecture whitepaper"),
+          device("L40S", 362, 0.40, 864,
+                 "NVIDIA L40S: 362 TFLOP/s fp16/bf16 tensor dense, 40% MFU assumed; 864 GB/s "
+                 "GDDR6, 80% assumed; 5 us per kernel",
+                 91.6, 183, 362, 733, "NVIDIA L40S GPU datasheet"),
       });
   return devices;
 }
@@ -53,7 +97,7 @@ const DevicePreset& find_device(const std::string& key, const std::string& name)
 }
 
 std::string compute_device_label(const ComputeSpec& spec) {
-  if (spec.model == "analytic") return spec.device;
+  if (spec.model == "analytic" || spec.model == "shaped") return spec.device;
   if (spec.model == "fixed") return spec.text;
   return "host-timed (" + spec.text + ")";
 }
@@ -61,6 +105,10 @@ std::string compute_device_label(const ComputeSpec& spec) {
 std::string compute_device_label(const std::string& logged_spec) {
   const std::string analytic = "analytic:";
   if (logged_spec.rfind(analytic, 0) == 0) return logged_spec.substr(analytic.size());
+  const std::string shaped = "shaped:";
+  if (logged_spec.rfind(shaped, 0) == 0) {
+    return logged_spec.substr(shaped.size(), logged_spec.find(':', shaped.size()) - shaped.size());
+  }
   if (logged_spec.rfind("fixed", 0) == 0) return logged_spec;
   return "host-timed (" + logged_spec + ")";
 }
@@ -209,6 +257,11 @@ const Registry<ComputeModelInfo>& compute_models() {
            "achieved bandwidth, with a floor of one launch per kernel; deterministic; devices " +
                device_presets().known(),
            &parse_analytic, &make_analytic},
+          {"shaped", "shaped:DEVICE[:mode=M][:dtype=D][:attn=A]",
+           "shape-aware: each GEMM at an efficiency of its dimensions, attention fused or "
+           "materialised, element-wise passes at a bandwidth fraction, a launch floor per "
+           "execution mode (eager, compiled, fused); deterministic; dtype default fp32",
+           &parse_shaped_spec, [](const ComputeSpec& s) { return make_shaped_model(s); }},
           {"calibrated", "calibrated[:W[:min|median]]",
            "host-dependent: per op kind, stage and shape, the min (or median) of its first W "
            "steps' seconds on this machine (default W 20), replayed unchanged",

@@ -38,12 +38,16 @@ namespace slowpipe::netmodel {
 
 struct DevicePreset {
   std::string name;
-  double peak_flops;            // dense fp16/bf16 tensor-core peak, FLOP/s
-  double efficiency;            // achieved fraction of peak (model FLOP utilisation)
-  double memory_bandwidth_Bps;  // peak device-memory bandwidth, bytes/s
-  double memory_efficiency;     // achieved fraction of it by streaming kernels
-  double kernel_launch_s;       // fixed cost of one kernel launch (the launch floor)
+  double peak_flops = 0;            // dense fp16/bf16 tensor-core peak, FLOP/s
+  double efficiency = 0;            // achieved fraction of peak (model FLOP utilisation)
+  double memory_bandwidth_Bps = 0;  // peak device-memory bandwidth, bytes/s
+  double memory_efficiency = 0;     // achieved fraction of it by streaming kernels
+  double kernel_launch_s = 0;       // fixed cost of one kernel launch (the launch floor)
   std::string description;
+  // Dense datasheet peaks per dtype, FLOP/s (0: none), for the shape-aware
+  // model (docs/compute-clock.md, "Devices"), and where they come from.
+  double fp32_flops = 0, tf32_flops = 0, bf16_flops = 0, fp16_flops = 0, fp8_flops = 0;
+  std::string source;
 };
 // The device of the default compute model, and kernels of one codec pass (a
 // reduction for the scale, norm or threshold, and the pass that writes the
@@ -88,6 +92,9 @@ struct ComputeSpec {
   double forward_s = 0, backward_s = 0;              // fixed
   int calibration_steps = kDefaultCalibrationSteps;  // calibrated: W
   bool calibration_median = false;                   // calibrated: STAT median (else min)
+  std::string mode = "eager";                        // shaped: execution_modes() name
+  std::string dtype = "fp32";                        // shaped: what the matmuls compute in
+  std::string attention;                             // shaped: fused | materialised | "" (mode's)
 };
 
 // Fills the entry's arguments of `spec` from the text after "NAME:" (""

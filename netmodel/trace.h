@@ -30,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "netmodel/op_work.h"
+
 namespace slowpipe::netmodel {
 
 enum class OpKind : uint8_t {
@@ -95,6 +97,11 @@ struct StepTrace {
   // replica-symmetric and expands the trace where not (replica_symmetry.h).
   bool replicated = false;
   std::vector<TraceOp> ops;
+  // Per chunk: the forward work of one micro-batch, kernel class by kernel
+  // class (op_work.h), which the chunk's forward and backward ops share;
+  // empty when the model is not described that way (the shape-aware model,
+  // shaped_model.h, then times each op's `flops`).
+  std::vector<OpWork> chunk_work;
 };
 
 }  // namespace slowpipe::netmodel

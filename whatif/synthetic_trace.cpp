@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "common/errors.h"
+#include "models/facts/layer_work.h"
 #include "pipeline/schedule.h"
 
 namespace slowpipe::whatif {
@@ -63,6 +64,7 @@ class ChunkCosts {
       : shape_(shape),
         fwd_(shape.stages),
         params_(shape.stages),
+
         reduce_bytes_(shape.stages),
         // compute_s: the device's analytic seconds, what calibrated, measured and
         // scaled replay; the analytic models recompute them from the same fields.
@@ -129,8 +131,10 @@ StepTrace make_synthetic_trace(const ModelShape& device_shape, const std::string
   check_trace_size(shape, M, compact ? 1 : replicas);
   const ChunkCosts costs(shape, specs, wire_bytes, device);
   const auto sched = netmodel::make_schedule(schedule, device_shape.stages, M, virtual_stages);
-  return netmodel::build_trace(
+  StepTrace trace = netmodel::build_trace(
       sched, schedule, replicas, [&](TraceOp& op) { costs.fill(op); }, compact);
+  for (int c = 0; c < shape.stages; ++c) trace.chunk_work.push_back(models::forward_work(shape, c));
+  return trace;
 }
 
 }  // namespace slowpipe::whatif

@@ -50,7 +50,9 @@ void print_device(const NetConfig& net, const ResolvedWhatIf& r, std::ostream& o
          : analytic                      ? " (its own device's roofline replaces the device line)"
          : cm.model == "fixed"           ? " (fixed op seconds replace the device line)"
          : cm.model == "scaled"          ? " (the device line's seconds, divided)"
-                                         : " (replays the device line's seconds)")
+         : cm.model == "shaped"
+             ? " (each GEMM, attention and pass from its shape: docs/compute-clock.md)"
+             : " (replays the device line's seconds)")
      << "\n";
 }
 

@@ -31,7 +31,10 @@ struct ModelShape {
   int mlp_ratio = 4;
   int64_t mlp_width = 0;  // MLP hidden width; 0: mlp_ratio x hidden
   int score_terms = 1;    // attention score matmuls per head
-  bool lm_head = true;    // vocabulary projection on the last stage
+  int heads = 0;          // attention heads; 0: hidden / 64
+  // Activation checkpointing: every backward recomputes its forward first.
+  bool recompute = false;
+  bool lm_head = true;  // vocabulary projection on the last stage
   // Values per token crossing a cut: k for a residual stream confined to a
   // fixed k-dim subspace (Protocol Models; docs/models.md, model.subspace);
   // 0 = hidden. FLOPs and parameters stay the unconstrained model's.
@@ -64,6 +67,11 @@ std::string describe_stage_layers(const ModelShape& shape);
 // The MLP's hidden width: mlp_width, or mlp_ratio x hidden when 0.
 inline int64_t mlp_width(const ModelShape& shape) {
   return shape.mlp_width > 0 ? shape.mlp_width : shape.mlp_ratio * shape.hidden;
+}
+// Attention heads: heads, or hidden / 64 (at least 1) when 0.
+inline int64_t attention_heads(const ModelShape& shape) {
+  if (shape.heads > 0) return shape.heads;
+  return shape.hidden >= 64 ? shape.hidden / 64 : 1;
 }
 // Forward FLOPs of one micro-batch on stage s.
 double forward_flops(const ModelShape& shape, int stage);

@@ -27,6 +27,7 @@ small=(--set model.layers=2 --set model.d_model=32 --set model.heads=2 --set mod
 "$bin" train "${small[@]}" --steps 4 --out run.h5 >/dev/null 2>&1 || bad "a short train through the front failed"
 light=("--version" "codecs" "timing --fw q4 --bw topk:0.1 --bandwidth 1Gbps"
        "netsim $src/experiments/netsim/three_flows.json" "export run.h5 --table train"
+       "clock $src/experiments/clock/published.csv"
        "summary run.h5" "--help")
 for cmd in "${light[@]}"; do
   read -r -a args <<<"$cmd"

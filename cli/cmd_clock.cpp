@@ -1,0 +1,106 @@
+// `slowpipe clock PUBLISHED.csv`: the compute clock against published
+// training throughput (whatif/clock_check.h, docs/compute-clock.md): each
+// row's predicted tokens per second and GPU, its error, and the median and
+// worst |error| of each split; `--fit` first chooses the shape-aware model's
+// constants on the calibration rows.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/config_args.h"
+#include "common/errors.h"
+#include "whatif/clock_check.h"
+
+namespace po = boost::program_options;
+
+namespace slowpipe::cli {
+
+namespace {
+
+void print_constants(const netmodel::ShapedConstants& c, const char* what) {
+  std::printf(
+      "# %s constants: gemm_ceiling %.3g, half_dim %.4g, attention_ceiling %.3g, "
+      "backward_ratio %.3g, memory_efficiency %.3g\n",
+      what, c.gemm_ceiling, c.half_dim, c.attention_ceiling, c.backward_ratio, c.memory_efficiency);
+}
+
+void print_rows(const std::vector<whatif::PublishedRow>& rows,
+                const std::vector<whatif::Prediction>& p, bool tsv, const std::string& split) {
+  std::printf(
+      tsv ? "id\tsource\tgpu\tdtype\tmode\tmodel\tseq\tsplit\tpublished\tpredicted\terror\n"
+          : "| id | source | gpu | dtype | mode | model | seq | split | published tok/s/GPU "
+            "| predicted | error |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    if (!split.empty() && r.split != split) continue;
+    std::printf(tsv ? "%s\t%s\t%s\t%s\t%s\t%s\t%lld\t%s\t%.0f\t%.0f\t%.4f\n"
+                    : "| %s | %s | %s | %s | %s | %s | %lld | %s | %.0f | %.0f | %+.1f%% |\n",
+                r.id.c_str(), r.source_id.c_str(), r.gpu.c_str(), r.dtype.c_str(),
+                r.execution.c_str(), r.model.c_str(), static_cast<long long>(r.seq),
+                r.split.c_str(), r.published_tokens_per_s, p[i].tokens_per_s,
+                tsv ? p[i].error : 100 * p[i].error);
+  }
+}
+
+}  // namespace
+
+int cmd_clock(const Args& args) {
+  po::options_description desc(
+      "usage: slowpipe clock PUBLISHED.csv [--model shaped|analytic] [--fit] [--tsv]\n\n"
+      "Predicts each published row's training throughput (tokens per second and GPU)\n"
+      "with a compute model and prints the errors, and the median and worst |error|\n"
+      "of each split (docs/compute-clock.md). Options");
+  std::string path, model = "shaped", split, given;
+  desc.add_options()("help,h", "this help")("published", po::value(&path), "the published set")(
+      "model", po::value(&model), "shaped (default) or analytic")(
+      "fit", "choose the shaped model's constants on the calibration rows first")(
+      "constants", po::value(&given),
+      "the shaped model's constants instead of its own: GEMM_CEILING,HALF_DIM,ATTENTION_CEILING,"
+      "BACKWARD_RATIO,MEMORY_EFFICIENCY")("tsv",
+                                          "tab-separated output (default: a markdown table)")(
+      "split", po::value(&split),
+      "print only this split's rows and summary (calibration, held-out)");
+  po::positional_options_description pos;
+  pos.add("published", 1);
+  const po::variables_map vm = parse_command_line(args, desc, pos);
+  if (vm.count("help")) {
+    std::cout << desc << "\nThe set: experiments/clock/published.csv.\n";
+    return 0;
+  }
+  if (path.empty()) throw UsageError("no published set given (slowpipe clock PUBLISHED.csv)");
+  if (model != "shaped" && model != "analytic") {
+    throw UsageError("bad value for '--model': '" + model + "' (shaped or analytic)");
+  }
+  if (vm.count("fit") && model != "shaped") throw UsageError("--fit needs --model shaped");
+  if (!split.empty() && split != "calibration" && split != "held-out") {
+    throw UsageError("bad value for '--split': '" + split + "' (calibration or held-out)");
+  }
+  int skipped = 0;
+  const auto rows = whatif::read_published(path, &skipped);
+  netmodel::ShapedConstants constants;
+  if (vm.count("fit")) constants = whatif::fit_constants(rows);
+  if (!given.empty()) {
+    double v[5];
+    if (std::sscanf(given.c_str(), "%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2], &v[3], &v[4]) != 5 ||
+        !(v[0] > 0 && v[1] >= 0 && v[2] > 0 && v[3] > 0 && v[4] > 0)) {
+      throw UsageError("bad value for '--constants': '" + given + "' (five positive numbers)");
+    }
+    constants = {v[0], v[1], v[2], v[3], v[4]};
+  }
+  if (model == "shaped") print_constants(constants, vm.count("fit") ? "fitted" : "the model's");
+  std::vector<whatif::Prediction> predictions;
+  for (const auto& r : rows) predictions.push_back(whatif::predict(r, model, constants));
+  print_rows(rows, predictions, vm.count("tsv") > 0, split);
+  std::printf("# %zu rows predicted, %d skipped (no tokens/s per GPU or incomplete shape)\n",
+              rows.size(), skipped);
+  for (const std::string part : {"calibration", "held-out", ""}) {
+    if (!split.empty() && part != split) continue;
+    const auto s = whatif::summarise(rows, predictions, part);
+    std::printf("# %s: %d rows, median |error| %.1f%%, worst %.1f%%\n",
+                part.empty() ? "all" : part.c_str(), s.rows, 100 * s.median_abs, 100 * s.worst_abs);
+  }
+  return 0;
+}
+
+}  // namespace slowpipe::cli

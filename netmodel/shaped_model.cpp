@@ -1,0 +1,263 @@
+// The shape-aware compute model (internal/shaped_model.h; docs/compute-clock.md).
+#include "netmodel/shaped_model.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/errors.h"
+
+namespace slowpipe::netmodel {
+
+const Registry<ExecutionMode>& execution_modes() {
+  // Launch costs: docs/compute-clock.md, "Execution modes".
+  static const Registry<ExecutionMode> modes(
+      "execution mode",
+      {
+          {"eager", 10e-6, false, false,
+           "framework eager mode: one kernel per op, element-wise passes unfused, attention "
+           "materialised unless attn=flash; 10 us per launch"},
+          {"compiled", 5e-6, true, true,
+           "a graph compiler (torch.compile): point-wise passes fused into neighbours, fused "
+           "attention; 5 us per launch"},
+          {"fused", 3e-6, true, true,
+           "hand-written fused kernels launched from C++ (llm.c, Megatron's fused layers): "
+           "point-wise passes fused, fused attention; 3 us per launch"},
+      });
+  return modes;
+}
+
+double peak_flops(const DevicePreset& device, const std::string& dtype, const std::string& key) {
+  double peak = 0;
+  if (dtype == "fp32") peak = device.fp32_flops;
+  if (dtype == "tf32") peak = device.tf32_flops;
+  if (dtype == "bf16") peak = device.bf16_flops;
+  if (dtype == "fp16") peak = device.fp16_flops;
+  if (dtype == "fp8") peak = device.fp8_flops;
+  if (!(peak > 0)) {
+    throw UsageError("bad value for '" + key + "': device " + device.name + " has no " + dtype +
+                     " rate (docs/compute-clock.md, \"Devices\")");
+  }
+  return peak;
+}
+
+double activation_bytes(const std::string& dtype) {
+  return dtype == "fp32" || dtype == "tf32" ? 4 : 2;  // fp8 training keeps bf16 activations
+}
+
+namespace {
+
+// Seconds and kernels of a piece of work.
+struct Cost {
+  double s = 0;
+  double kernels = 0;
+  Cost& operator+=(const Cost& o) {
+    s += o.s;
+    kernels += o.kernels;
+    return *this;
+  }
+};
+
+enum class Part { kForward, kInput, kWeight };
+
+class ShapedModel : public ComputeModel {
+ public:
+  ShapedModel(const ComputeSpec& spec, const ShapedConstants& c)
+      : text_(spec.text),
+        device_(find_device("net.compute", spec.device)),
+        mode_(execution_modes().at("net.compute", spec.mode)),
+        dtype_(spec.dtype),
+        fused_attention_(spec.attention.empty() ? mode_.fused_attention
+                                                : spec.attention == "flash"),
+        c_(c),
+        peak_(peak_flops(device_, spec.dtype, "net.compute")),
+        // fp8 runs its GEMMs in fp8 and attention in bf16.
+        attention_peak_(spec.dtype == "fp8" ? peak_flops(device_, "bf16", "net.compute") : peak_),
+        element_bytes_(activation_bytes(spec.dtype)),
+        fp8_(spec.dtype == "fp8") {}
+
+  double compute_s(const TraceOp& op) const override {
+    Cost cost;
+    if (op.kind == OpKind::kOptimizer) {
+      cost.s = op.memory_bytes / bytes_per_s();
+      cost.kernels = op.kernels;
+    } else if (!work_ || static_cast<size_t>(op.chunk) >= work_->size()) {
+      cost = flops_only(op);
+    } else {
+      const OpWork& w = (*work_)[static_cast<size_t>(op.chunk)];
+      const bool recompute = w.recompute && is_input_backward(op.kind);
+      if (op.kind == OpKind::kForward || recompute) cost += work_cost(w, Part::kForward);
+      if (is_input_backward(op.kind)) cost += work_cost(w, Part::kInput);
+      if (op.kind == OpKind::kBackward || op.kind == OpKind::kBackwardWeight) {
+        cost += work_cost(w, Part::kWeight);
+      }
+    }
+    return std::max(cost.s, cost.kernels * mode_.launch_s);
+  }
+  // The step's per-chunk work, which its ops refer to (the trace outlives
+  // the replay that times it).
+  void observe(const StepTrace& trace) override { work_ = &trace.chunk_work; }
+  double encode_s(const TraceOp& op) const override { return pass_s(op); }
+  double decode_s(const TraceOp& op) const override { return pass_s(op); }
+  std::string spec() const override { return text_; }
+  std::string describe_json() const override;
+
+ private:
+  double bytes_per_s() const { return device_.memory_bandwidth_Bps * c_.memory_efficiency; }
+  double g(double x) const { return x / (x + c_.half_dim); }
+  double gemm_s(double m, double n, double k) const {
+    return 2 * m * n * k / (peak_ * c_.gemm_ceiling * g(m) * g(n) * g(k));
+  }
+  double pass_elements_s(double elements) const {
+    return elements * element_bytes_ / bytes_per_s();
+  }
+  // A codec pass reads its fp32 input and writes its message (analytic's rule).
+  double pass_s(const TraceOp& op) const {
+    if (op.bytes == op.raw_bytes) return 0;
+    return std::max(static_cast<double>(op.raw_bytes + op.bytes) / bytes_per_s(),
+                    kCodecPassKernels * mode_.launch_s);
+  }
+  Cost flops_only(const TraceOp& op) const {
+    return {op.flops / (peak_ * c_.gemm_ceiling), static_cast<double>(op.kernels)};
+  }
+  Cost work_cost(const OpWork& w, Part part) const;
+  Cost gemms_cost(const OpWork& w, Part part) const;
+  Cost attention_cost(const AttentionWork& a, Part part) const;
+  Cost passes_cost(const OpWork& w, Part part) const;
+
+  std::string text_;
+  DevicePreset device_;
+  ExecutionMode mode_;
+  std::string dtype_;
+  bool fused_attention_;
+  ShapedConstants c_;
+  double peak_, attention_peak_, element_bytes_;
+  bool fp8_;
+  const std::vector<OpWork>* work_ = nullptr;
+};
+
+Cost ShapedModel::work_cost(const OpWork& w, Part part) const {
+  Cost cost = gemms_cost(w, part);
+  if (part != Part::kWeight) {
+    for (const auto& a : w.attention) cost += attention_cost(a, part);
+    cost += passes_cost(w, part);
+  }
+  // Undescribed FLOPs: once per part (the backward's two halves twice the forward).
+  cost += {w.other_flops / (peak_ * c_.gemm_ceiling), static_cast<double>(w.other_kernels)};
+  return cost;
+}
+
+// Forward (m, n, k); the input gradient (m, k, n); the weight gradient (k, n, m).
+// fp8: each operand first cast from bf16 (2 bytes read, 1 written per
+// element): the forward its input [m, k] and weight [k, n], the input
+// gradient its [m, n] (the weight gradient reuses both); a compiled or fused
+// mode folds the activation's cast into the pass before it.
+Cost ShapedModel::gemms_cost(const OpWork& w, Part part) const {
+  Cost cost;
+  for (const auto& gm : w.gemms) {
+    const double m = static_cast<double>(gm.m), n = static_cast<double>(gm.n),
+                 k = static_cast<double>(gm.k), count = static_cast<double>(gm.count);
+    const double s = part == Part::kForward ? gemm_s(m, n, k)
+                     : part == Part::kInput ? gemm_s(m, k, n)
+                                            : gemm_s(k, n, m);
+    cost += {count * s, count};
+    if (!fp8_ || part == Part::kWeight) continue;
+    const double activation = part == Part::kForward ? m * k : m * n;
+    const double weight = part == Part::kForward ? k * n : 0;
+    const double cast = (mode_.fuse_passes ? 0 : activation) + weight;
+    const double kernels = (mode_.fuse_passes ? 0 : 1) + (weight > 0 ? 1 : 0);
+    cost += {count * 3 * cast / bytes_per_s(), count * kernels};
+  }
+  return cost;
+}
+
+Cost ShapedModel::attention_cost(const AttentionWork& a, Part part) const {
+  const double count = static_cast<double>(a.count);
+  const bool backward = part != Part::kForward;
+  if (fused_attention_) {
+    const double fwd = attention_flops(a, true);
+    const double rate = attention_peak_ * c_.attention_ceiling * g(static_cast<double>(a.q_len));
+    return backward ? Cost{2.5 * fwd / (rate * c_.backward_ratio), count} : Cost{fwd / rate, count};
+  }
+  // Materialised: per score term a [q, dh] x [dh, kv] matmul, and [q, kv] x
+  // [kv, dh]; the backward runs two matmuls of each size.
+  const double q = static_cast<double>(a.q_len), kv = static_cast<double>(a.kv_len),
+               dh = static_cast<double>(a.head_dim);
+  const double batched = static_cast<double>(a.batch * a.heads) * count;
+  const double per = a.score_terms * gemm_s(q, kv, dh) + gemm_s(q, dh, kv);
+  const double scores = q * kv * batched;
+  const double matmuls = (a.score_terms + 1) * count * (backward ? 2 : 1);
+  Cost cost{batched * per * (backward ? 2 : 1), matmuls};
+  cost += {pass_elements_s((backward ? 3 : 2) * scores), count};                 // softmax
+  if (!mode_.fuse_passes) cost += {pass_elements_s(2 * 2 * scores), 2 * count};  // scale, mask
+  return cost;
+}
+
+Cost ShapedModel::passes_cost(const OpWork& w, Part part) const {
+  const double factor = part == Part::kForward ? 1 : 2;
+  Cost cost;
+  for (const auto& p : w.passes) {
+    if (p.fusible && mode_.fuse_passes) continue;
+    const double count = static_cast<double>(p.count);
+    cost += {pass_elements_s(factor * p.elements * count), count};
+  }
+  return cost;
+}
+
+std::string ShapedModel::describe_json() const {
+  char buf[600];
+  std::snprintf(buf, sizeof buf,
+                "{\"model\": \"%s\", \"device\": \"%s\", \"mode\": \"%s\", \"dtype\": \"%s\", "
+                "\"attention\": \"%s\", \"peak_flops\": %.6g, \"memory_bandwidth_Bps\": %.6g, "
+                "\"gemm_ceiling\": %.6g, \"half_dim\": %.6g, \"attention_ceiling\": %.6g, "
+                "\"backward_ratio\": %.6g, \"memory_efficiency\": %.6g, \"launch_s\": %.6g}",
+                text_.c_str(), device_.name.c_str(), mode_.name.c_str(), dtype_.c_str(),
+                fused_attention_ ? "flash" : "materialised", peak_, device_.memory_bandwidth_Bps,
+                c_.gemm_ceiling, c_.half_dim, c_.attention_ceiling, c_.backward_ratio,
+                c_.memory_efficiency, mode_.launch_s);
+  return buf;
+}
+
+}  // namespace
+
+// DEVICE[:mode=M][:dtype=D][:attn=flash|materialised]
+void parse_shaped_spec(const std::string& arg, const std::string& key, ComputeSpec& spec) {
+  if (arg.empty()) {
+    throw UsageError("bad value for '" + key + "': '" + spec.text +
+                     "' needs a device (e.g. shaped:A100:mode=compiled:dtype=bf16)");
+  }
+  size_t pos = arg.find(':');
+  spec.device = find_device(key, arg.substr(0, pos)).name;
+  spec.mode = "eager";
+  while (pos != std::string::npos) {
+    const size_t next = arg.find(':', pos + 1);
+    const std::string opt = arg.substr(pos + 1, next == std::string::npos ? next : next - pos - 1);
+    pos = next;
+    const size_t eq = opt.find('=');
+    const std::string name = opt.substr(0, eq),
+                      value = eq == std::string::npos ? "" : opt.substr(eq + 1);
+    if (name == "mode" && execution_modes().find(value)) {
+      spec.mode = value;
+    } else if (name == "dtype" && (value == "fp32" || value == "tf32" || value == "bf16" ||
+                                   value == "fp16" || value == "fp8")) {
+      spec.dtype = value;
+    } else if (name == "attn" && (value == "flash" || value == "materialised")) {
+      spec.attention = value;
+    } else {
+      throw UsageError("bad value for '" + key + "': '" + spec.text + "': unknown option '" + opt +
+                       "' (mode=" + execution_modes().known() +
+                       ", dtype=fp32|tf32|bf16|fp16|fp8, attn=flash|materialised)");
+    }
+  }
+  peak_flops(find_device(key, spec.device), spec.dtype, key);
+}
+
+std::unique_ptr<ComputeModel> make_shaped_model(const ComputeSpec& spec,
+                                                const ShapedConstants& constants) {
+  return std::make_unique<ShapedModel>(spec, constants);
+}
+
+std::unique_ptr<ComputeModel> make_shaped_model(const ComputeSpec& spec) {
+  return make_shaped_model(spec, ShapedConstants{});
+}
+
+}  // namespace slowpipe::netmodel

@@ -1,0 +1,218 @@
+// The shape-aware compute model (netmodel/shaped_model.h): its GEMM,
+// attention, pass and launch terms against hand-computed seconds, the
+// backward rules, fp8's casts, the spec's options and errors, and every
+// device entry against the committed datasheet table with its source.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "common/errors.h"
+#include "netmodel/compute_model.h"
+#include "netmodel/shaped_model.h"
+
+namespace nm = slowpipe::netmodel;
+
+namespace {
+
+// Fixed constants, so that a refit of the defaults leaves these sums alone.
+const nm::ShapedConstants kC{0.75, 128, 0.40, 0.70, 0.60};
+
+nm::StepTrace one_chunk(const nm::OpWork& w) {
+  nm::StepTrace t;
+  t.chunk_work = {w};
+  return t;
+}
+
+double seconds(const std::string& spec, const nm::StepTrace& trace, nm::OpKind kind) {
+  auto model = nm::make_shaped_model(nm::parse_compute_spec(spec), kC);
+  model->observe(trace);
+  nm::TraceOp op;
+  op.kind = kind;
+  return model->compute_s(op);
+}
+
+double g(double x) {
+  return x / (x + 128);
+}
+
+}  // namespace
+
+TEST_CASE("Shaped: a GEMM at the dtype's peak x ceiling x g(m) g(n) g(k)") {
+  nm::OpWork w;
+  w.gemms = {{4096, 4096, 4096, 1}};
+  // 2 x 4096^3 FLOPs at 312 TFLOP/s x 0.75 x (4096 / 4224)^3 = 0.6441 ms.
+  const double hand = 2.0 * 4096 * 4096 * 4096 / (312e12 * 0.75 * std::pow(4096.0 / 4224, 3));
+  CHECK(hand == Approx(6.4411e-4).epsilon(1e-4));
+  CHECK(seconds("shaped:A100:dtype=bf16", one_chunk(w), nm::OpKind::kForward) ==
+        Approx(hand).epsilon(1e-12));
+  // fp32 runs on the 19.5 TFLOP/s non-tensor peak: 16x the time.
+  CHECK(seconds("shaped:A100:dtype=fp32", one_chunk(w), nm::OpKind::kForward) ==
+        Approx(hand * 312 / 19.5).epsilon(1e-12));
+  // A skinny GEMM runs far below peak: m = 16 costs g(16) = 1/9 of the rate.
+  nm::OpWork skinny;
+  skinny.gemms = {{16, 4096, 4096, 1}};
+  const double t16 = seconds("shaped:A100:dtype=bf16", one_chunk(skinny), nm::OpKind::kForward);
+  CHECK(t16 == Approx(2.0 * 16 * 4096 * 4096 / (312e12 * 0.75 * g(16) * g(4096) * g(4096))));
+  CHECK(t16 / (2.0 * 16 * 4096 * 4096) > 8 * hand / (2.0 * 4096 * 4096 * 4096));
+}
+
+TEST_CASE("Shaped: the backward's input and weight GEMMs, a recomputed forward, the floor") {
+  nm::OpWork w;
+  w.gemms = {{4096, 1024, 256, 3}};  // [4096, 256] x [256, 1024], three layers
+  // The input gradient (4096, 256, 1024) and the weight gradient (256, 1024,
+  // 4096) are the forward's dimensions permuted: g(m) g(n) g(k) is symmetric,
+  // so each costs what the forward costs.
+  const double fwd = 3 * 2.0 * 4096 * 1024 * 256 / (312e12 * 0.75 * g(4096) * g(1024) * g(256));
+  CHECK(fwd == Approx(4.791e-5).epsilon(1e-3));  // 6.442e9 FLOPs at 234 T x 0.5746
+  const std::string spec = "shaped:A100:dtype=bf16:mode=fused";
+  const auto trace = one_chunk(w);
+  CHECK(seconds(spec, trace, nm::OpKind::kForward) == Approx(fwd));
+  CHECK(seconds(spec, trace, nm::OpKind::kBackwardInput) == Approx(fwd));
+  CHECK(seconds(spec, trace, nm::OpKind::kBackwardWeight) == Approx(fwd));
+  CHECK(seconds(spec, trace, nm::OpKind::kBackward) == Approx(2 * fwd));
+  w.recompute = true;
+  CHECK(seconds(spec, one_chunk(w), nm::OpKind::kBackward) == Approx(3 * fwd));
+  CHECK(seconds(spec, one_chunk(w), nm::OpKind::kBackwardInput) == Approx(2 * fwd));
+  CHECK(seconds(spec, one_chunk(w), nm::OpKind::kBackwardWeight) == Approx(fwd));
+  // 3000 small GEMMs: 3000 launches of 3 us outlast their work.
+  nm::OpWork small;
+  small.gemms = {{64, 64, 64, 3000}};
+  CHECK(seconds(spec, one_chunk(small), nm::OpKind::kForward) == Approx(3000 * 3e-6));
+  CHECK(seconds(spec, one_chunk(small), nm::OpKind::kBackward) == Approx(6000 * 3e-6));
+}
+
+TEST_CASE("Shaped: fused attention skips the causal half; materialised pays the softmax") {
+  nm::OpWork w;
+  w.attention = {{2, 16, 2048, 2048, 128, 1, true, 4}};
+  const auto trace = one_chunk(w);
+  // Fused: 2 x 2 x 2048^2 x 128 per head, halved (causal), x 2 x 16 x 4, at
+  // 312 T x 0.40 x g(2048); the backward 2.5x the FLOPs at 0.70 of the rate.
+  const double flops = 2.0 * 2 * 2048 * 2048 * 128 * 0.5 * 2 * 16 * 4;
+  const double rate = 312e12 * 0.40 * g(2048);
+  CHECK(seconds("shaped:A100:dtype=bf16:attn=flash", trace, nm::OpKind::kForward) ==
+        Approx(flops / rate));
+  CHECK(seconds("shaped:A100:dtype=bf16:attn=flash", trace, nm::OpKind::kBackward) ==
+        Approx(2.5 * flops / (rate * 0.70)));
+  // Materialised (eager): per head a [2048, 128] x [128, 2048] and a [2048,
+  // 2048] x [2048, 128] GEMM, the whole square; softmax 2 x 2048^2 elements
+  // and, unfused, scaling and masking 2 x 2 x 2048^2, all at 2 bytes, at
+  // 2039 GB/s x 0.60.
+  const double heads = 2 * 16 * 4;
+  const double gemms = heads * 2.0 * 2048 * 2048 * 128 *
+                       (1 / (g(2048) * g(2048) * g(128)) + 1 / (g(2048) * g(128) * g(2048))) /
+                       (312e12 * 0.75);
+  const double passes = heads * 2048.0 * 2048 * (2 + 4) * 2 / (2039e9 * 0.60);
+  CHECK(seconds("shaped:A100-80GB:dtype=bf16:attn=materialised", trace, nm::OpKind::kForward) ==
+        Approx(gemms + passes));
+  // Compiled keeps the softmax, drops scaling and masking.
+  const double softmax = heads * 2048.0 * 2048 * 2 * 2 / (2039e9 * 0.60);
+  CHECK(seconds("shaped:A100-80GB:dtype=bf16:attn=materialised:mode=compiled", trace,
+                nm::OpKind::kForward) == Approx(gemms + softmax));
+}
+
+TEST_CASE("Shaped: passes by mode, the launch floor, fp8 casts, undescribed FLOPs") {
+  nm::OpWork w;
+  w.passes = {{1e9, false, 2}, {3e9, true, 2}};
+  const auto trace = one_chunk(w);
+  const double bw = 2039e9 * 0.60;
+  CHECK(seconds("shaped:A100-80GB:dtype=bf16", trace, nm::OpKind::kForward) ==
+        Approx(2 * (1e9 + 3e9) * 2 / bw));
+  CHECK(seconds("shaped:A100-80GB:dtype=bf16:mode=compiled", trace, nm::OpKind::kForward) ==
+        Approx(2 * 1e9 * 2 / bw));
+  CHECK(seconds("shaped:A100-80GB:dtype=fp32:mode=compiled", trace, nm::OpKind::kBackward) ==
+        Approx(2 * 2e9 * 4 / bw));
+  nm::OpWork tiny;
+  tiny.passes = {{10, false, 7}};
+  CHECK(seconds("shaped:A100:dtype=bf16", one_chunk(tiny), nm::OpKind::kForward) ==
+        Approx(7 * 10e-6));
+  CHECK(seconds("shaped:A100:dtype=bf16:mode=fused", one_chunk(tiny), nm::OpKind::kForward) ==
+        Approx(7 * 3e-6));
+  // fp8: GEMMs at 1979 TFLOP/s, plus casting the input and the weight (3 bytes
+  // per element) in eager; compiled casts the weight only.
+  nm::OpWork f8;
+  f8.gemms = {{8192, 8192, 8192, 10}};
+  const double gemm = 10 * 2.0 * 8192 * 8192 * 8192 / (1979e12 * 0.75 * std::pow(g(8192), 3));
+  const double cast = 10 * 3.0 * 8192 * 8192 / (3350e9 * 0.60);
+  CHECK(seconds("shaped:H100:dtype=fp8", one_chunk(f8), nm::OpKind::kForward) ==
+        Approx(gemm + 2 * cast));
+  CHECK(seconds("shaped:H100:dtype=fp8:mode=compiled", one_chunk(f8), nm::OpKind::kForward) ==
+        Approx(gemm + cast));
+  // No work table: the op's FLOPs at the GEMM ceiling.
+  auto model = nm::make_shaped_model(nm::parse_compute_spec("shaped:H100:dtype=bf16"), kC);
+  nm::TraceOp op;
+  op.flops = 1e15;
+  CHECK(model->compute_s(op) == Approx(1e15 / (989e12 * 0.75)));
+}
+
+TEST_CASE("Shaped: spec options and their errors") {
+  const auto s = nm::parse_compute_spec("shaped:H100:mode=compiled:dtype=fp8:attn=materialised");
+  CHECK(s.model == "shaped");
+  CHECK(s.device == "H100");
+  CHECK(s.mode == "compiled");
+  CHECK(s.dtype == "fp8");
+  CHECK(s.attention == "materialised");
+  CHECK(nm::compute_device_label(s) == "H100");
+  CHECK(nm::compute_device_label(std::string("shaped:L40S:mode=eager")) == "L40S");
+  const auto d = nm::parse_compute_spec("shaped:V100");
+  CHECK(d.mode == "eager");
+  CHECK(d.dtype == "fp32");
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_WITH(nm::parse_compute_spec("shaped"), Contains("needs a device"));
+  CHECK_THROWS_WITH(nm::parse_compute_spec("shaped:B200"), Contains("unknown device"));
+  CHECK_THROWS_WITH(nm::parse_compute_spec("shaped:A100:mode=jit"), Contains("unknown option"));
+  CHECK_THROWS_WITH(nm::parse_compute_spec("shaped:A100:dtype=int4"), Contains("unknown option"));
+  CHECK_THROWS_WITH(nm::parse_compute_spec("shaped:V100:dtype=bf16"), Contains("has no bf16"));
+  CHECK_THROWS_WITH(nm::parse_compute_spec("shaped:A100:dtype=fp8"), Contains("has no fp8"));
+}
+
+namespace {
+
+// experiments/clock/devices.csv: device,variant,fp32,tf32,bf16,fp16,fp8,bandwidth,...
+std::map<std::string, std::vector<std::string>> datasheet_rows() {
+  std::ifstream in(std::string(SLOWPIPE_SOURCE_DIR) + "/experiments/clock/devices.csv");
+  REQUIRE(in);
+  std::map<std::string, std::vector<std::string>> rows;
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string cell; f.size() < 8 && std::getline(ss, cell, ',');) f.push_back(cell);
+    rows[f[0] + "/" + f[1]] = f;
+  }
+  return rows;
+}
+
+double tflops(const std::string& s) {
+  return s.empty() ? 0 : std::stod(s);
+}
+
+}  // namespace
+
+TEST_CASE("Shaped: every device entry cites its source and matches the datasheet table") {
+  const auto rows = datasheet_rows();
+  // slowpipe's preset -> its row of devices.csv.
+  const std::map<std::string, std::string> row_of = {{"V100", "V100/SXM2"},
+                                                     {"A100", "A100/SXM4 40GB"},
+                                                     {"A100-80GB", "A100/SXM4 80GB"},
+                                                     {"H100", "H100/SXM5 80GB"},
+                                                     {"H200", "H200/SXM 141GB"},
+                                                     {"RTX3090", "RTX3090/GeForce (GA102)"},
+                                                     {"RTX4090", "RTX4090/GeForce (AD102)"},
+                                                     {"L40S", "L40S/PCIe 48GB"}};
+  REQUIRE(nm::device_presets().size() == row_of.size());
+  for (const auto& d : nm::device_presets().entries()) {
+    INFO(d.name);
+    CHECK(d.source.find("NVIDIA") != std::string::npos);
+    REQUIRE(row_of.count(d.name));
+    const auto& r = rows.at(row_of.at(d.name));
+    // The table's dense peaks, to 1% (the presets round as the datasheets do).
+    CHECK(d.fp32_flops / 1e12 == Approx(tflops(r[2])).epsilon(0.01));
+    CHECK(d.tf32_flops / 1e12 == Approx(tflops(r[3])).epsilon(0.01));
+    CHECK(d.bf16_flops / 1e12 == Approx(tflops(r[4])).epsilon(0.01));
+    CHECK(d.fp16_flops / 1e12 == Approx(tflops(r[5])).epsilon(0.01));
+    CHECK(d.fp8_flops / 1e12 == Approx(tflops(r[6])).epsilon(0.01));
+    CHECK(d.memory_bandwidth_Bps / 1e9 == Approx(tflops(r[7])).epsilon(0.01));
+  }
+}

@@ -1,0 +1,145 @@
+// The compute clock against published throughput (whatif/clock_check.h) and
+// a model shape's kernel-by-kernel work (models/facts/layer_work.h): the work
+// adds up to the shape's FLOPs, the one-device sum equals the replay, the
+// reader's errors, and the fit recovers constants it generated.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+
+#include "common/errors.h"
+#include "models/facts/layer_work.h"
+#include "netmodel/replay.h"
+#include "whatif/clock_check.h"
+#include "whatif/synthetic_trace.h"
+
+namespace wi = slowpipe::whatif;
+namespace nm = slowpipe::netmodel;
+namespace md = slowpipe::models;
+
+namespace {
+
+md::ModelShape small_gpt(int stages) {
+  md::ModelShape s;
+  s.name = "small";
+  s.layers = 6;
+  s.hidden = 512;
+  s.heads = 8;
+  s.seq = 1024;
+  s.vocab = 32000;
+  s.stages = stages;
+  s.microbatch_size = 2;
+  s.batch = 8;
+  return s;
+}
+
+std::string write_csv(const std::string& name, const std::string& text) {
+  const std::string path = std::string(SLOWPIPE_BINARY_DIR) + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+const char* kHeader =
+    "id,gpu,gpus,dtype,execution,attention,act_ckpt,layers,d_model,heads,ffn,vocab,seq,micro_batch,"
+    "global_batch_tokens,tokens_per_s_per_gpu,split\n";
+
+}  // namespace
+
+TEST_CASE("Layer work: the GEMMs and attention add up to the shape's forward FLOPs") {
+  for (int stages : {1, 3}) {
+    md::ModelShape s = small_gpt(stages);
+    s.score_terms = stages == 3 ? 3 : 1;
+    for (int st = 0; st < stages; ++st) {
+      const nm::OpWork w = md::forward_work(s, st);
+      double flops = nm::gemm_flops(w);
+      for (const auto& a : w.attention) flops += nm::attention_flops(a, /*fused=*/false);
+      CHECK(flops == Approx(md::forward_flops(s, st)).epsilon(1e-12));
+      // Fused attention skips the causal half.
+      for (const auto& a : w.attention) {
+        CHECK(nm::attention_flops(a, true) == Approx(nm::attention_flops(a, false) / 2));
+      }
+    }
+  }
+}
+
+TEST_CASE("Clock: the one-device sum equals the replay of the same step") {
+  const md::ModelShape s = small_gpt(1);
+  const nm::ComputeSpec spec = nm::parse_compute_spec("shaped:A100:mode=compiled:dtype=bf16");
+  const wi::CodecSpecs none;
+  const nm::StepTrace trace = wi::make_synthetic_trace(
+      s, "gpipe", 1, none, wi::codec_wire_bytes(none.forward), nm::find_device("d", "A100"));
+  REQUIRE(trace.chunk_work.size() == 1);
+  nm::NetConfig net;
+  net.compute = spec;
+  const double replayed = nm::replay(trace, net).step_s;
+  auto model = nm::make_compute_model(spec);
+  CHECK(wi::single_device_step_s(trace, *model) == Approx(replayed).epsilon(1e-12));
+  // The work is what times it: a bigger micro-batch count takes longer, and
+  // `analytic` on the same trace gives another time.
+  auto analytic = nm::make_compute_model(nm::parse_compute_spec("analytic:A100"));
+  CHECK(wi::single_device_step_s(trace, *analytic) != Approx(replayed));
+}
+
+TEST_CASE("Clock: rows, devices and specs; bad files are data errors") {
+  const std::string ok = std::string(kHeader) +
+                         "a,A100-80GB,8,bf16,eager,flash,none,12,768,12,3072,50304,1024,4,"
+                         "262144,100000,calibration\n"
+                         "b,H100-SXM,8,fp8,fused,flash,full,12,768,12,3072,50304,1024,4,262144,"
+                         "90000,held-out\n"
+                         "c,H100-SXM,8,bf16,fused,flash,none,12,768,12,3072,50304,1024,,262144,"
+                         "90000,held-out\n";
+  int skipped = -1;
+  const auto rows = wi::read_published(write_csv("clock_ok.csv", ok), &skipped);
+  REQUIRE(rows.size() == 2);
+  CHECK(skipped == 1);  // c: no micro-batch
+  CHECK(wi::row_compute_spec(rows[0], "shaped") ==
+        "shaped:A100-80GB:mode=eager:dtype=bf16:attn=flash");
+  CHECK(wi::row_compute_spec(rows[1], "analytic") == "analytic:H100");
+  CHECK_THROWS_AS(wi::device_of("B200"), slowpipe::UsageError);
+  // 262144 tokens / 8 GPUs = 32 sequences = 8 micro-batches of 4.
+  const auto p = wi::predict(rows[0], "shaped", nm::ShapedConstants{});
+  CHECK(p.tokens_per_s == Approx(32 * 1024 / p.step_s));
+  CHECK(p.error == Approx(100000 / p.tokens_per_s - 1));
+  // Activation checkpointing recomputes the forward: slower than without.
+  wi::PublishedRow no_ckpt = rows[1];
+  no_ckpt.act_ckpt = "none";
+  CHECK(wi::predict(rows[1], "shaped", {}).step_s > wi::predict(no_ckpt, "shaped", {}).step_s);
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_WITH(wi::read_published(write_csv("clock_cols.csv", "id,gpu\na,A100\n")),
+                    Contains("no column 'dtype'"));
+  CHECK_THROWS_WITH(
+      wi::read_published(write_csv("clock_fields.csv", std::string(kHeader) + "a,b\n")),
+      Contains("clock_fields.csv:2: 2 fields"));
+  CHECK_THROWS_AS(wi::read_published("/nonexistent/clock.csv"), slowpipe::DataError);
+}
+
+TEST_CASE("Clock: the fit recovers constants that generated the calibration rows") {
+  // Rows whose "published" throughput is the model's own at known constants
+  // (a point of the grid); held-out rows must not move the fit.
+  const nm::ShapedConstants truth{0.85, 64, 0.5, 0.8, 0.7};
+  std::string text = kHeader;
+  const char* shapes[] = {"12,768,12,3072,50304,512,16,", "24,2048,16,8192,50304,8192,1,",
+                          "32,4096,32,16384,50304,2048,2,", "12,768,12,3072,50304,32768,1,",
+                          "4,256,4,1024,256,256,1,"};
+  int n = 0;
+  for (const char* shape : shapes) {
+    for (const char* mode : {"eager", "compiled"}) {
+      text += "r" + std::to_string(n++) + ",A100-80GB,1,bf16," + mode + ",flash,none," + shape +
+              "65536,1,calibration\n";
+    }
+  }
+  auto rows = wi::read_published(write_csv("clock_fit.csv", text));
+  REQUIRE(rows.size() == 10);
+  for (auto& r : rows) r.published_tokens_per_s = wi::predict(r, "shaped", truth).tokens_per_s;
+  wi::PublishedRow outlier = rows[0];
+  outlier.split = "held-out";
+  outlier.published_tokens_per_s *= 10;
+  rows.push_back(outlier);
+  const auto fit = wi::fit_constants(rows);
+  CHECK(fit.gemm_ceiling == truth.gemm_ceiling);
+  CHECK(fit.half_dim == truth.half_dim);
+  CHECK(fit.attention_ceiling == truth.attention_ceiling);
+  CHECK(fit.backward_ratio == truth.backward_ratio);
+  CHECK(fit.memory_efficiency == truth.memory_efficiency);
+  for (auto& r : rows) r.split = "held-out";
+  CHECK_THROWS_AS(wi::fit_constants(rows), slowpipe::DataError);
+}

@@ -1,0 +1,266 @@
+// The compute clock against published throughput (clock_check.h).
+#include "whatif/clock_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include "common/errors.h"
+#include "compressors/codecs/channel_spec.h"
+#include "netmodel/net_config.h"
+#include "netmodel/replay.h"
+#include "whatif/synthetic_trace.h"
+
+namespace slowpipe::whatif {
+
+namespace {
+
+// One CSV record: comma-separated fields, "..." quoting with "" for a quote.
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      out.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      out.emplace_back();
+    } else if (c != '\r') {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+// A row's field by column name; "" when absent.
+struct Record {
+  const std::map<std::string, size_t>& columns;
+  const std::vector<std::string>& fields;
+  std::string operator[](const std::string& name) const {
+    const auto it = columns.find(name);
+    return it == columns.end() || it->second >= fields.size() ? "" : fields[it->second];
+  }
+  double number(const std::string& name) const {
+    const std::string s = (*this)[name];
+    if (s.empty()) return 0;
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    return used == s.size() ? v : -1;  // -1: not a number
+  }
+};
+
+bool fill_row(const Record& r, PublishedRow& row) {
+  row.id = r["id"];
+  row.source_id = r["source_id"];
+  row.gpu = r["gpu"];
+  row.dtype = r["dtype"];
+  row.execution = r["execution"];
+  row.attention = r["attention"];
+  row.act_ckpt = r["act_ckpt"];
+  row.model = r["model"];
+  row.split = r["split"];
+  row.gpus = static_cast<int>(r.number("gpus"));
+  row.layers = static_cast<int>(r.number("layers"));
+  row.micro_batch = static_cast<int>(r.number("micro_batch"));
+  row.d_model = static_cast<int64_t>(r.number("d_model"));
+  row.heads = static_cast<int64_t>(r.number("heads"));
+  row.ffn = static_cast<int64_t>(r.number("ffn"));
+  row.vocab = static_cast<int64_t>(r.number("vocab"));
+  row.seq = static_cast<int64_t>(r.number("seq"));
+  row.global_batch_tokens = r.number("global_batch_tokens");
+  row.published_tokens_per_s = r.number("tokens_per_s_per_gpu");
+  return row.gpus > 0 && row.layers > 0 && row.micro_batch > 0 && row.d_model > 0 &&
+         row.vocab > 0 && row.seq > 0 && row.global_batch_tokens > 0 &&
+         row.published_tokens_per_s > 0;
+}
+
+}  // namespace
+
+std::vector<PublishedRow> read_published(const std::string& path, int* skipped) {
+  std::ifstream in(path);
+  if (!in) throw DataError("cannot read the published set '" + path + "'");
+  std::string line;
+  if (!std::getline(in, line)) throw DataError(path + ": empty (no header line)");
+  std::map<std::string, size_t> columns;
+  const auto header = split_csv(line);
+  for (size_t i = 0; i < header.size(); ++i) columns[header[i]] = i;
+  for (const char* need : {"id", "gpu", "dtype", "execution", "layers", "d_model", "vocab", "seq",
+                           "micro_batch", "global_batch_tokens", "gpus", "tokens_per_s_per_gpu"}) {
+    if (!columns.count(need)) throw DataError(path + ": no column '" + need + "'");
+  }
+  std::vector<PublishedRow> rows;
+  int skip = 0;
+  for (int n = 2; std::getline(in, line); ++n) {
+    if (line.empty() || line == "\r") continue;
+    const auto fields = split_csv(line);
+    if (fields.size() != header.size()) {
+      throw DataError(path + ":" + std::to_string(n) + ": " + std::to_string(fields.size()) +
+                      " fields, the header has " + std::to_string(header.size()));
+    }
+    PublishedRow row;
+    if (!fill_row(Record{columns, fields}, row)) {
+      ++skip;
+      continue;
+    }
+    try {  // a device, mode, dtype and attention slowpipe knows
+      netmodel::parse_compute_spec(row_compute_spec(row, "shaped"), "row");
+    } catch (const UsageError& e) {
+      throw DataError(path + ":" + std::to_string(n) + " (" + row.id + "): " + e.what());
+    }
+    rows.push_back(row);
+  }
+  if (skipped) *skipped = skip;
+  return rows;
+}
+
+std::string device_of(const std::string& gpu) {
+  static const std::map<std::string, std::string> names = {
+      {"V100", "V100"},       {"A100", "A100"},
+      {"A100-40GB", "A100"},  {"A100-80GB", "A100-80GB"},
+      {"H100", "H100"},       {"H100-SXM", "H100"},
+      {"H200", "H200"},       {"RTX3090", "RTX3090"},
+      {"RTX4090", "RTX4090"}, {"L40S", "L40S"}};
+  const auto it = names.find(gpu);
+  if (it == names.end()) {
+    throw UsageError("GPU '" + gpu + "' has no device preset (devices " +
+                     netmodel::device_presets().known() + ")");
+  }
+  return it->second;
+}
+
+std::string row_compute_spec(const PublishedRow& row, const std::string& model) {
+  const std::string device = device_of(row.gpu);
+  if (model == "analytic") return "analytic:" + device;
+  std::string spec = "shaped:" + device + ":mode=" + row.execution + ":dtype=" + row.dtype;
+  if (row.attention == "flash" || row.attention == "materialised") spec += ":attn=" + row.attention;
+  return spec;
+}
+
+namespace {
+
+models::ModelShape row_shape(const PublishedRow& row) {
+  models::ModelShape s;
+  s.name = row.id;
+  s.layers = row.layers;
+  s.hidden = row.d_model;
+  s.heads = static_cast<int>(row.heads);
+  s.mlp_width = row.ffn;
+  s.vocab = row.vocab;
+  s.seq = row.seq;
+  s.stages = 1;
+  s.microbatch_size = row.micro_batch;
+  const double per_gpu = row.global_batch_tokens / row.gpus;
+  const int micro =
+      std::max(1, static_cast<int>(std::lround(per_gpu / (row.micro_batch * row.seq))));
+  s.batch = micro * row.micro_batch;
+  s.recompute = row.act_ckpt == "full";
+  return s;
+}
+
+// A row's one-device step (no messages) and what times it.
+struct RowStep {
+  netmodel::StepTrace trace;
+  netmodel::ComputeSpec spec;
+  double tokens = 0;
+};
+
+RowStep row_step(const PublishedRow& row, const std::string& model) {
+  const models::ModelShape shape = row_shape(row);
+  RowStep r;
+  r.spec = netmodel::parse_compute_spec(row_compute_spec(row, model), "gpu");
+  const compressors::ChannelSpec none;  // "none": one device, no messages
+  const CodecSpecs codecs{none, none, none};
+  r.trace = make_synthetic_trace(shape, "gpipe", 1, codecs, codec_wire_bytes(none),
+                                 netmodel::find_device("gpu", r.spec.device));
+  r.tokens = static_cast<double>(shape.batch) * static_cast<double>(shape.seq);
+  return r;
+}
+
+Prediction predict_step(const RowStep& step, const PublishedRow& row,
+                        netmodel::ComputeModel& model) {
+  Prediction p;
+  p.step_s = single_device_step_s(step.trace, model);
+  p.tokens_per_s = step.tokens / p.step_s;
+  p.error = row.published_tokens_per_s / p.tokens_per_s - 1;
+  return p;
+}
+
+std::unique_ptr<netmodel::ComputeModel> row_model(const RowStep& step,
+                                                  const netmodel::ShapedConstants& constants) {
+  if (step.spec.model == "shaped") return netmodel::make_shaped_model(step.spec, constants);
+  return netmodel::make_compute_model(step.spec);
+}
+
+}  // namespace
+
+double single_device_step_s(const netmodel::StepTrace& trace, netmodel::ComputeModel& model) {
+  model.observe(trace);
+  double s = 0;
+  for (const auto& op : trace.ops) {
+    if (op.kind == netmodel::OpKind::kSendActivation ||
+        op.kind == netmodel::OpKind::kSendGradient || op.kind == netmodel::OpKind::kAllReduce) {
+      continue;
+    }
+    s += model.compute_s(op);
+  }
+  return s;
+}
+
+Prediction predict(const PublishedRow& row, const std::string& model,
+                   const netmodel::ShapedConstants& constants) {
+  const RowStep step = row_step(row, model);
+  return predict_step(step, row, *row_model(step, constants));
+}
+
+ErrorSummary summarise(const std::vector<PublishedRow>& rows,
+                       const std::vector<Prediction>& predictions, const std::string& split) {
+  std::vector<double> errors;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (split.empty() || rows[i].split == split) errors.push_back(std::fabs(predictions[i].error));
+  }
+  ErrorSummary s;
+  s.rows = static_cast<int>(errors.size());
+  if (errors.empty()) return s;
+  std::sort(errors.begin(), errors.end());
+  const size_t n = errors.size();
+  s.median_abs = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
+  s.worst_abs = errors.back();
+  return s;
+}
+
+netmodel::ShapedConstants fit_constants(const std::vector<PublishedRow>& rows) {
+  std::vector<std::pair<const PublishedRow*, RowStep>> calibration;
+  for (const auto& r : rows) {
+    if (r.split == "calibration") calibration.emplace_back(&r, row_step(r, "shaped"));
+  }
+  if (calibration.empty()) throw DataError("the published set has no calibration rows to fit");
+  netmodel::ShapedConstants best;
+  double best_loss = INFINITY;
+  for (double ceiling : {0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95})
+    for (double half : {16.0, 32.0, 64.0, 96.0, 128.0, 192.0, 256.0})
+      for (double attention : {0.3, 0.4, 0.5, 0.6, 0.7, 0.8})
+        for (double backward : {0.6, 0.7, 0.8, 0.9, 1.0})
+          for (double memory : {0.6, 0.7, 0.8, 0.9}) {
+            const netmodel::ShapedConstants c{ceiling, half, attention, backward, memory};
+            double loss = 0;
+            for (const auto& [row, step] : calibration) {
+              loss += std::fabs(std::log(1 + predict_step(step, *row, *row_model(step, c)).error));
+            }
+            if (loss < best_loss) {
+              best_loss = loss;
+              best = c;
+            }
+          }
+  return best;
+}
+
+}  // namespace slowpipe::whatif

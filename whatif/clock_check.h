@@ -1,0 +1,68 @@
+// The compute clock against published training throughput (`slowpipe clock`,
+// docs/compute-clock.md): each row of a published set (experiments/clock/
+// published.csv) becomes a one-device step of its model shape on its device,
+// timed by a compute model; the prediction is compared with the published
+// tokens per second and GPU. The fit chooses the shape-aware model's
+// constants on the rows of the calibration split only.
+//
+// What a row's step is: one GPU's share of the global batch (global tokens /
+// GPUs), cut into micro-batches of micro_batch sequences, forward and backward
+// (a recomputed forward under activation checkpointing) and one AdamW step.
+// Leaves out: the data-parallel and sharding communication (the published
+// codes overlap it with compute), tensor and pipeline parallelism within a
+// row (rows using them are marked and skipped).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "netmodel/shaped_model.h"
+
+namespace slowpipe::whatif {
+
+struct PublishedRow {
+  std::string id, source_id, gpu, dtype, execution, attention, act_ckpt, model, split;
+  int gpus = 1, layers = 0, micro_batch = 1;
+  int64_t d_model = 0, heads = 0, ffn = 0, vocab = 0, seq = 0;
+  double global_batch_tokens = 0;
+  double published_tokens_per_s = 0;  // tokens per second and GPU, as published (or derived)
+};
+
+// The rows of a published set (a CSV with a header line; the columns above
+// by name). Rows without a published tokens/s or a complete shape are
+// skipped, and counted in `skipped`. DataError naming the file and line.
+std::vector<PublishedRow> read_published(const std::string& path, int* skipped = nullptr);
+
+// The device preset of a row's GPU ("A100-80GB", "H100-SXM" -> "H100"); a
+// UsageError when slowpipe has none.
+std::string device_of(const std::string& gpu);
+
+// A row's compute spec: "shaped:DEVICE:mode=M:dtype=D[:attn=A]", or
+// "analytic:DEVICE" when `model` is "analytic".
+std::string row_compute_spec(const PublishedRow& row, const std::string& model);
+
+// Seconds of a one-device, one-replica trace: the sum of its compute ops
+// (what the replay gives when no message crosses a link).
+double single_device_step_s(const netmodel::StepTrace& trace, netmodel::ComputeModel& model);
+
+struct Prediction {
+  double step_s = 0;        // one GPU's step
+  double tokens_per_s = 0;  // per GPU
+  double error = 0;         // published / predicted tokens per second - 1 (step-time error)
+};
+Prediction predict(const PublishedRow& row, const std::string& model,
+                   const netmodel::ShapedConstants& constants);
+
+// Median and largest |error| of the rows of one split ("" = all).
+struct ErrorSummary {
+  int rows = 0;
+  double median_abs = 0, worst_abs = 0;
+};
+ErrorSummary summarise(const std::vector<PublishedRow>& rows,
+                       const std::vector<Prediction>& predictions, const std::string& split);
+
+// The grid point of ShapedConstants (docs/compute-clock.md, "Fit") with the
+// least mean |ln(predicted / published)| over the calibration rows.
+netmodel::ShapedConstants fit_constants(const std::vector<PublishedRow>& rows);
+
+}  // namespace slowpipe::whatif
