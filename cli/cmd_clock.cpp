@@ -3,6 +3,7 @@
 // row's predicted tokens per second and GPU, its error, and the median and
 // worst |error| of each split; `--fit` first chooses the shape-aware model's
 // constants on the calibration rows.
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
@@ -43,6 +44,35 @@ void print_rows(const std::vector<whatif::PublishedRow>& rows,
   }
 }
 
+netmodel::ShapedConstants parse_constants(const std::string& given) {
+  double v[5];
+  if (std::sscanf(given.c_str(), "%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2], &v[3], &v[4]) != 5 ||
+      !(v[0] > 0 && v[1] >= 0 && v[2] > 0 && v[3] > 0 && v[4] > 0)) {
+    throw UsageError("bad value for '--constants': '" + given + "' (five positive numbers)");
+  }
+  return {v[0], v[1], v[2], v[3], v[4]};
+}
+
+// The splits to summarise: `only`, or the set's splits in order of
+// appearance; then "" (all rows). UsageError when `only` is not among them.
+std::vector<std::string> splits_of(const std::vector<whatif::PublishedRow>& rows,
+                                   const std::string& only) {
+  std::vector<std::string> parts;
+  for (const auto& r : rows) {
+    if (std::find(parts.begin(), parts.end(), r.split) == parts.end()) parts.push_back(r.split);
+  }
+  if (only.empty()) {
+    parts.push_back("");
+    return parts;
+  }
+  if (std::find(parts.begin(), parts.end(), only) == parts.end()) {
+    std::string known;
+    for (const auto& p : parts) known += (known.empty() ? "" : ", ") + p;
+    throw UsageError("bad value for '--split': '" + only + "' (the set's splits: " + known + ")");
+  }
+  return {only};
+}
+
 }  // namespace
 
 int cmd_clock(const Args& args) {
@@ -60,7 +90,7 @@ int cmd_clock(const Args& args) {
       "BACKWARD_RATIO,MEMORY_EFFICIENCY")("tsv",
                                           "tab-separated output (default: a markdown table)")(
       "split", po::value(&split),
-      "print only this split's rows and summary (calibration, held-out)");
+      "print only this split's rows and summary (e.g. calibration, held-out)");
   po::positional_options_description pos;
   pos.add("published", 1);
   const po::variables_map vm = parse_command_line(args, desc, pos);
@@ -73,29 +103,19 @@ int cmd_clock(const Args& args) {
     throw UsageError("bad value for '--model': '" + model + "' (shaped or analytic)");
   }
   if (vm.count("fit") && model != "shaped") throw UsageError("--fit needs --model shaped");
-  if (!split.empty() && split != "calibration" && split != "held-out") {
-    throw UsageError("bad value for '--split': '" + split + "' (calibration or held-out)");
-  }
   int skipped = 0;
   const auto rows = whatif::read_published(path, &skipped);
+  const std::vector<std::string> parts = splits_of(rows, split);
   netmodel::ShapedConstants constants;
   if (vm.count("fit")) constants = whatif::fit_constants(rows);
-  if (!given.empty()) {
-    double v[5];
-    if (std::sscanf(given.c_str(), "%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2], &v[3], &v[4]) != 5 ||
-        !(v[0] > 0 && v[1] >= 0 && v[2] > 0 && v[3] > 0 && v[4] > 0)) {
-      throw UsageError("bad value for '--constants': '" + given + "' (five positive numbers)");
-    }
-    constants = {v[0], v[1], v[2], v[3], v[4]};
-  }
+  if (!given.empty()) constants = parse_constants(given);
   if (model == "shaped") print_constants(constants, vm.count("fit") ? "fitted" : "the model's");
   std::vector<whatif::Prediction> predictions;
   for (const auto& r : rows) predictions.push_back(whatif::predict(r, model, constants));
   print_rows(rows, predictions, vm.count("tsv") > 0, split);
   std::printf("# %zu rows predicted, %d skipped (no tokens/s per GPU or incomplete shape)\n",
               rows.size(), skipped);
-  for (const std::string part : {"calibration", "held-out", ""}) {
-    if (!split.empty() && part != split) continue;
+  for (const std::string& part : parts) {
     const auto s = whatif::summarise(rows, predictions, part);
     std::printf("# %s: %d rows, median |error| %.1f%%, worst %.1f%%\n",
                 part.empty() ? "all" : part.c_str(), s.rows, 100 * s.median_abs, 100 * s.worst_abs);
