@@ -14,4 +14,12 @@ std::string cpu_model_name();
 // gethostname(); "unknown" when it fails.
 std::string host_name();
 
+// Whether /proc/cpuinfo's flags list `flag` ("avx512_bf16", "amx_bf16").
+bool cpu_has_flag(const std::string& flag);
+
+// What a run with run.dtype = `dtype` on `device` ("cpu", "cuda:0")
+// actually computes in, in one sentence for the run log and the banner
+// (docs/compute-clock.md, "bf16 training").
+std::string describe_compute_dtype(const std::string& dtype, const std::string& device);
+
 }  // namespace slowpipe

@@ -15,6 +15,7 @@
 #include "compressors/codecs/config.h"
 #include "netmodel/replay.h"
 #include "netmodel/schedule_trace.h"
+#include "netmodel/shaped_model.h"
 #include "runlog/runlog.h"
 
 namespace slowpipe::config {
@@ -165,6 +166,10 @@ void check_network(const TrainConfig& c) {
         op.bytes = 1000;
       },
       c.pipeline.virtual_stages);
+  if (c.net.compute.model == "shaped" && c.net.compute.dtype.empty()) {  // times run.dtype
+    netmodel::peak_flops(netmodel::find_device("net.compute", c.net.compute.device), c.run.dtype,
+                         "net.compute");
+  }
   try {
     netmodel::Simulator probe(c.net);
     (void)probe.replay(trace);

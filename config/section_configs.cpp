@@ -127,6 +127,10 @@ void describe_options(RunConfig& c, OptionSet& o) {
         c.device = v;
       },
       [&c] { return c.device; });
+  o.add_choice("run.dtype", c.dtype, {"fp32", "bf16"},
+               "what the stages compute in: fp32, or bf16 autocast (bf16 matmuls, fp32 master "
+               "weights and optimizer state; the run log states what this CPU computes; "
+               "docs/compute-clock.md)");
   o.add("run.warmup_passes", c.warmup_passes,
         "untimed forward+backward passes before the first step (no update; keeps warm-up out of "
         "the timings)",

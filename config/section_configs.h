@@ -27,6 +27,7 @@ struct RunConfig {
   std::string progress = "auto";   // auto|line|plain|none
   std::string save = "";           // checkpoint written at the end of the run
   std::string device = "cpu";      // cpu|cuda|cuda:N
+  std::string dtype = "fp32";      // fp32|bf16 (autocast: bf16 matmuls, fp32 master weights)
   int warmup_passes = 1;           // untimed forward+backward passes before step 1
   int64_t trace_every = 0;         // store a step's op trace every N steps (0 = never)
   // Resume checkpoints: every N steps (> 0), kCheckpointAuto (time-budgeted: at

@@ -141,6 +141,7 @@ DistEngine::DistEngine(sim::EngineSetup setup, const config::DistConfig& cfg,
   comm_->connect();
 
   model_ = models::build_model(setup_.model, setup_.data, setup_.seed);
+  model_.compute_dtype = setup_.dtype == "bf16" ? at::kBFloat16 : at::kFloat;
   for (auto& b : model_.blocks) b->to(device);
   agree_on_cuts();
   const int S = layout_.stages, M = setup_.pipeline.microbatches;

@@ -93,8 +93,8 @@ struct ComputeSpec {
   int calibration_steps = kDefaultCalibrationSteps;  // calibrated: W
   bool calibration_median = false;                   // calibrated: STAT median (else min)
   std::string mode = "eager";                        // shaped: execution_modes() name
-  std::string dtype = "fp32";                        // shaped: what the matmuls compute in
-  std::string attention;                             // shaped: fused | materialised | "" (mode's)
+  std::string dtype;      // shaped: what the matmuls compute in; "" = the run's (run.dtype; fp32)
+  std::string attention;  // shaped: flash | materialised | "" (the mode's)
 };
 
 // Fills the entry's arguments of `spec` from the text after "NAME:" (""

@@ -65,15 +65,15 @@ class ShapedModel : public ComputeModel {
       : text_(spec.text),
         device_(find_device("net.compute", spec.device)),
         mode_(execution_modes().at("net.compute", spec.mode)),
-        dtype_(spec.dtype),
+        dtype_(spec.dtype.empty() ? "fp32" : spec.dtype),
         fused_attention_(spec.attention.empty() ? mode_.fused_attention
                                                 : spec.attention == "flash"),
         c_(c),
-        peak_(peak_flops(device_, spec.dtype, "net.compute")),
+        peak_(peak_flops(device_, dtype_, "net.compute")),
         // fp8 runs its GEMMs in fp8 and attention in bf16.
-        attention_peak_(spec.dtype == "fp8" ? peak_flops(device_, "bf16", "net.compute") : peak_),
-        element_bytes_(activation_bytes(spec.dtype)),
-        fp8_(spec.dtype == "fp8") {}
+        attention_peak_(dtype_ == "fp8" ? peak_flops(device_, "bf16", "net.compute") : peak_),
+        element_bytes_(activation_bytes(dtype_)),
+        fp8_(dtype_ == "fp8") {}
 
   double compute_s(const TraceOp& op) const override {
     Cost cost;
@@ -248,7 +248,7 @@ void parse_shaped_spec(const std::string& arg, const std::string& key, ComputeSp
                        ", dtype=fp32|tf32|bf16|fp16|fp8, attn=flash|materialised)");
     }
   }
-  peak_flops(find_device(key, spec.device), spec.dtype, key);
+  if (!spec.dtype.empty()) peak_flops(find_device(key, spec.device), spec.dtype, key);
 }
 
 std::unique_ptr<ComputeModel> make_shaped_model(const ComputeSpec& spec,

@@ -55,6 +55,7 @@ PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
     auto rep = std::make_unique<Replica>();
     // Same seed for every replica: identical initial parameters.
     rep->model = models::build_model(setup_.model, setup_.data, setup_.seed);
+    rep->model.compute_dtype = setup_.dtype == "bf16" ? at::kBFloat16 : at::kFloat;
     for (auto& b : rep->model.blocks) b->to(device);
     replicas_.push_back(std::move(rep));
   }

@@ -21,11 +21,11 @@
 #include "compressors/channels/channel.h"
 #include "compressors/codecs/config.h"
 #include "config/section_configs.h"
+#include "models/facts/model_config.h"
 #include "models/torch/dataset.h"
 #include "models/torch/model.h"
-#include "models/facts/model_config.h"
-#include "pipeline/schedule.h"
 #include "netmodel/trace.h"
+#include "pipeline/schedule.h"
 #include "sim/optimizer.h"
 
 namespace torch::serialize {
@@ -63,7 +63,8 @@ struct EngineSetup {
   compressors::CompressConfig compress;
   uint64_t seed = 1;
   std::string device = "cpu";
-  int64_t train_samples = 0;  // size of the train split (AQ-SGD buffers)
+  std::string dtype = "fp32";  // run.dtype: what the stages compute in (fp32 | bf16)
+  int64_t train_samples = 0;   // size of the train split (AQ-SGD buffers)
   // Samples per replica shard when batches come from a ShardSampler: replica r
   // then sees only ids in [r * shard_samples, (r + 1) * shard_samples), and its
   // AQ-SGD buffers hold that shard alone (keyed by the id within the shard).

@@ -27,6 +27,7 @@ netmodel::StepTrace step_trace_skeleton(const config::TrainConfig& cfg, int64_t*
   setup.compress = cfg.compress;  // the caller's: `none` channels (no per-sample state)
   setup.seed = cfg.run.seed;
   setup.device = cfg.run.device;
+  setup.dtype = cfg.run.dtype;
   setup.train_samples = data->size(models::Split::kTrain);
   std::vector<int64_t> idx;
   for (int64_t i = 0; i < cfg.pipeline.batch_size; ++i) idx.push_back(i);

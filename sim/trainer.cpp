@@ -198,6 +198,8 @@ void write_attributes(RunLog& log, const config::TrainConfig& cfg, const Resolve
   log.set_attribute("slowpipe.build_type", kBuildType);
   log.set_attribute("slowpipe.compiler", kCompiler);
   log.set_attribute("host.cpu", cpu_model_name());
+  log.set_attribute("compute.dtype", cfg.run.dtype);
+  log.set_attribute("compute.dtype_note", describe_compute_dtype(cfg.run.dtype, cfg.run.device));
   for (const auto& [k, v] : kernel_provenance(cfg.run.kernels)) log.set_attribute(k, v);
   log.set_attribute("torch.version", TORCH_VERSION);
   log.set_attribute("host", host_name());
@@ -260,6 +262,7 @@ void build_run(Run& run, const config::TrainConfig& cfg, const ResolvedConfig& r
   setup.compress = cfg.compress;
   setup.seed = cfg.run.seed;
   setup.device = cfg.run.device;
+  setup.dtype = cfg.run.dtype;
   setup.train_samples = train_n;
   setup.shard_samples = cfg.pipeline.replicas > 1 ? run.sampler->shard_size() : 0;
   models::Batch probe;
@@ -276,7 +279,10 @@ void build_run(Run& run, const config::TrainConfig& cfg, const ResolvedConfig& r
   } else {
     run.engine = std::make_unique<PipelineEngine>(setup);  // loads model.init_from (build_model)
   }
-  run.network = std::make_unique<netmodel::Simulator>(cfg.net);
+  netmodel::NetConfig net = cfg.net;
+  // The shape-aware clock times what the run computes in, unless told otherwise.
+  if (net.compute.model == "shaped" && net.compute.dtype.empty()) net.compute.dtype = cfg.run.dtype;
+  run.network = std::make_unique<netmodel::Simulator>(net);
   if (run.data->size(models::Split::kValidation) == 0) {
     run.evaluates = false;
     add_warning(run, std::string("the validation split is empty") +
@@ -457,7 +463,8 @@ void announce(Session& s, bool resume) {
       "slowpipe train: " + std::to_string(s.run.total_steps) + " steps, " + layout +
       " (block cuts " + join(cut_text, ",") + "), " + std::to_string(engine.replicas()) +
       " replica(s)" + channels + ", network " + netmodel::describe(s.cfg.net) +
-      ", simulated device " + netmodel::compute_device_label(s.cfg.net.compute) + " -> " +
+      ", simulated device " + netmodel::compute_device_label(s.cfg.net.compute) +
+      (s.cfg.run.dtype == "fp32" ? "" : ", computing in " + s.cfg.run.dtype) + " -> " +
       s.cfg.run.out +
       (!resume ? ""
        : s.run.cursor.steps_done == 0
@@ -465,6 +472,8 @@ void announce(Session& s, bool resume) {
            : " (resumed after step " + std::to_string(s.run.cursor.steps_done) + ")"));
   for (const std::string& line : channel_lines(s.cfg, engine, *s.run.data))
     s.progress.message(line);
+  if (s.cfg.run.dtype != "fp32")
+    s.progress.message("run.dtype " + describe_compute_dtype(s.cfg.run.dtype, s.cfg.run.device));
 }
 
 // One eval row at `step`, and its line on the display.

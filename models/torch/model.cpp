@@ -6,6 +6,8 @@
 
 #include <stdexcept>
 
+#include "models/torch/internal/autocast.h"
+
 namespace slowpipe::models {
 
 void Block::set_role(const at::Tensor& p, ParamRole role) {
@@ -67,6 +69,7 @@ uint64_t side_bytes(const Model& model, size_t cut, const at::Tensor& inputs) {
 
 at::Tensor forward_stage(const Model& model, size_t begin, size_t end, const at::Tensor& x,
                          const at::Tensor& inputs) {
+  const AutocastScope autocast(model.compute_dtype, x.device());
   const BoundaryMap* in = begin > 0 ? boundary_at(model, begin) : nullptr;
   at::Tensor h = in ? in->expand(x, inputs) : x;
   for (size_t b = begin; b < end; ++b) {
@@ -78,7 +81,10 @@ at::Tensor forward_stage(const Model& model, size_t begin, size_t end, const at:
     h = model.blocks[b]->forward(h);
   }
   const BoundaryMap* out = end < model.blocks.size() ? boundary_at(model, end) : nullptr;
-  return out ? out->reduce(h, inputs) : h;
+  if (out) h = out->reduce(h, inputs);
+  // Under autocast a block may end in bf16: what crosses a cut, and the
+  // logits the loss reads, are fp32.
+  return h.scalar_type() == at::kBFloat16 ? h.to(at::kFloat) : h;
 }
 
 void Model::train(bool on) const {

@@ -92,6 +92,10 @@ struct Model {
   // reduces; inside a stage the block output goes through reduce and expand.
   // Empty for every other model (ResBM's bottlenecks are inside its blocks).
   std::map<size_t, std::shared_ptr<const BoundaryMap>> bottlenecks;
+  // What forward_stage computes in (run.dtype): kFloat, or kBFloat16 for
+  // autocast (bf16 matmuls, fp32 parameters; internal/autocast.h). Set by the
+  // engine after build_model; a stage's output leaves in fp32 either way.
+  at::ScalarType compute_dtype = at::kFloat;
   // Every parameter of every block, in block order.
   std::vector<at::Tensor> parameters() const;
   // Number of scalar parameters of blocks [begin, end).

@@ -109,6 +109,14 @@ grep -qF "($commit$suffix, $(attr prov.h5 slowpipe.build_type), $(attr prov.h5 s
   <<<"$version" && ok || bad "log provenance differs from --version: $version"
 [ -n "$(attr prov.h5 slowpipe.build_type)" ] && [ -n "$(attr prov.h5 slowpipe.compiler)" ] &&
   [ -n "$(attr prov.h5 host.cpu)" ] && ok || bad "build type, compiler or CPU missing from the log"
+[ "$(attr prov.h5 compute.dtype)" = fp32 ] && ok || bad "compute.dtype of an fp32 run"
+
+# run.dtype = bf16: the log says so, and what this device computes in.
+"$bin" train "${small[@]}" --steps 2 --set eval.at_start=false --set run.dtype=bf16 \
+  --out bf16.h5 >bf16.out 2>&1 || bad "a bf16 run failed: $(tail -3 bf16.out)"
+[ "$(attr bf16.h5 compute.dtype)" = bf16 ] && ok || bad "compute.dtype of a bf16 run"
+attr bf16.h5 compute.dtype_note | grep -q "bf16 autocast" && ok || bad "compute.dtype_note of a bf16 run"
+grep -q "run.dtype bf16 autocast" bf16.out && ok || bad "a bf16 run does not say what it computes in"
 
 # data.name = tokens (docs/models.md, "Token shards"): the first 2,000 bytes
 # of the corpus as uint16 token ids in two shards written here train a tiny

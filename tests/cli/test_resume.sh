@@ -2,7 +2,8 @@
 # Bitwise resume after SIGKILL (scripts/kill-resume.sh) for the four channel
 # set-ups the reliability guarantee names: fp32, aq(q2) with a disk store,
 # ef(topk:0.1) with 2 replicas, and q2:stochastic; and the Muon optimizer
-# (docs/optimizers.md), whose state the checkpoint holds. Each: KILLS kills (default
+# (docs/optimizers.md), whose state the checkpoint holds; and run.dtype = bf16
+# timed by the shaped clock (docs/compute-clock.md). Each: KILLS kills (default
 # 10) at random points and at chosen ones (mid-checkpoint, mid-evaluation, after
 # a step). ctest runs it twice: test_resume with 4 kills per set-up (the default
 # suite) and test_resume_long with 10 (label `long`, make test-long).
@@ -44,5 +45,6 @@ run_case ef-topk-2rep --fw 'ef(topk:0.1)' --bw q8 --set pipeline.replicas=2 --se
 run_case q2-stochastic --fw q2:stochastic --bw q4:stochastic
 run_case muon --fw q8 --bw q8 --set optim.name=muon --set optim.lr=0.02 \
   --set optim.schedule=stable-linear
+run_case bf16-shaped --fw q8 --bw q8 --set run.dtype=bf16 --set net.compute=shaped:A100
 echo "resume: $total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]
