@@ -111,6 +111,7 @@ int cmd_clock(const Args& args) {
   if (!given.empty()) constants = parse_constants(given);
   if (model == "shaped") print_constants(constants, vm.count("fit") ? "fitted" : "the model's");
   std::vector<whatif::Prediction> predictions;
+  predictions.reserve(rows.size());
   for (const auto& r : rows) predictions.push_back(whatif::predict(r, model, constants));
   print_rows(rows, predictions, vm.count("tsv") > 0, split);
   std::printf("# %zu rows predicted, %d skipped (no tokens/s per GPU or incomplete shape)\n",

@@ -19,6 +19,7 @@ std::vector<slowpipe::models::Batch> batches(const slowpipe::models::Dataset& da
   slowpipe::models::EpochSampler sampler(data.size(slowpipe::models::Split::kTrain), size, 7, true,
                                          true);
   std::vector<slowpipe::models::Batch> out;
+  out.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     out.push_back(data.get(slowpipe::models::Split::kTrain, sampler.next().indices));
   }
@@ -39,6 +40,8 @@ TEST_CASE("bf16: trains with fp32 master weights, near fp32 but not equal to it"
   PipelineEngine fp32(slowpipe::test::gpt_setup(*data, 2));
   PipelineEngine bf16(bf16_setup(*data, 2));
   std::vector<double> a, b;
+  a.reserve(12);
+  b.reserve(12);
   for (int i = 0; i < 12; ++i) {
     a.push_back(fp32.train_step(bs[i], i, 12).loss);
     b.push_back(bf16.train_step(bs[i], i, 12).loss);
@@ -81,6 +84,7 @@ TEST_CASE("bf16: 4 stages equal 1 stage, and save_state/load_state resume bit fo
   auto data = slowpipe::test::text_data(16);
   const auto bs = batches(*data, 6, 8);
   std::vector<double> one;
+  one.reserve(6);
   {
     PipelineEngine whole(bf16_setup(*data, 1));
     for (int i = 0; i < 6; ++i) one.push_back(whole.train_step(bs[i], i, 6).loss);
@@ -90,6 +94,8 @@ TEST_CASE("bf16: 4 stages equal 1 stage, and save_state/load_state resume bit fo
   PipelineEngine resumed(bf16_setup(*data, 4));
   slowpipe::test::resume_from(split, resumed);
   std::vector<double> rest_split, rest_resumed;
+  rest_split.reserve(3);
+  rest_resumed.reserve(3);
   for (int i = 3; i < 6; ++i) {
     rest_split.push_back(split.train_step(bs[i], i, 6).loss);
     rest_resumed.push_back(resumed.train_step(bs[i], i, 6).loss);

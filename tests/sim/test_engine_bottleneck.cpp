@@ -70,6 +70,7 @@ TEST_CASE("Bottleneck pipeline: 4 stages compute the 1-stage model's losses") {
   const auto bs = batches(*data, 5, 8);
   for (const char* spec : kSpecs) {
     std::vector<double> one;
+    one.reserve(5);
     PipelineEngine whole(bottleneck_setup(*data, spec, 1));
     for (int i = 0; i < 5; ++i) one.push_back(whole.train_step(bs[i], i, 5).loss);
     CHECK(one.back() < one.front());  // training moved: not every step is the first

@@ -33,7 +33,7 @@ md::ModelShape small_gpt(int stages) {
 }
 
 std::string write_csv(const std::string& name, const std::string& text) {
-  const std::string path = std::string(SLOWPIPE_BINARY_DIR) + "/" + name;
+  std::string path = std::string(SLOWPIPE_BINARY_DIR) + "/" + name;
   std::ofstream(path) << text;
   return path;
 }
