@@ -72,6 +72,10 @@ PipelineEngine::PipelineEngine(EngineSetup setup) : setup_(std::move(setup)) {
 }
 
 void PipelineEngine::build_stages(Replica& rep) {
+  // Samples of one micro-batch of one replica (what each forward op computes).
+  const int64_t mb = std::max<int64_t>(
+      1, setup_.pipeline.batch_size /
+             (static_cast<int64_t>(setup_.pipeline.replicas) * setup_.pipeline.microbatches));
   for (int s = 0; s < schedule_.chunks; ++s) {
     std::vector<at::Tensor> params;
     std::vector<models::ParamRole> roles;
@@ -85,6 +89,7 @@ void PipelineEngine::build_stages(Replica& rep) {
     rep.optimizers.emplace_back(setup_.optim, params, roles);
     rep.flops_per_sample.push_back(flops);
     rep.forward_kernels.push_back(forward_kernels(rep.model, cuts_[s], cuts_[s + 1]));
+    rep.chunk_work.push_back(chunk_work(rep.model, cuts_[s], cuts_[s + 1], mb));
   }
 }
 
@@ -268,6 +273,7 @@ StepResult PipelineEngine::train_step(const models::Batch& batch, int64_t step,
   // Thread CPU time is an op's whole CPU time only when one thread computes.
   result.trace.thread_cpu = !cuda_ && at::get_num_threads() == 1 && blas_threads() == 1;
 
+  result.trace.chunk_work = replicas_[0]->chunk_work;
   double loss_sum = 0;
   for (int r = 0; r < D; ++r) loss_sum += run_replica(batch, step, r, result);
   result.loss = loss_sum / D;

@@ -75,14 +75,32 @@ netmodel::TraceOp message_op(netmodel::OpKind kind, const OpSite& site, const at
   return op;
 }
 
-int forward_kernels(const models::Model& model, size_t begin, size_t end) {
+namespace {
+int block_kernels(const models::Block& block) {
   int kernels = 0;
-  for (size_t b = begin; b < end; ++b) {
-    for (const auto& m : model.blocks[b]->modules(/*include_self=*/false)) {
-      if (m->children().empty() && !m->parameters(/*recurse=*/false).empty()) kernels += 2;
-    }
+  for (const auto& m : block.modules(/*include_self=*/false)) {
+    if (m->children().empty() && !m->parameters(/*recurse=*/false).empty()) kernels += 2;
   }
   return kernels;
+}
+}  // namespace
+
+int forward_kernels(const models::Model& model, size_t begin, size_t end) {
+  int kernels = 0;
+  for (size_t b = begin; b < end; ++b) kernels += block_kernels(*model.blocks[b]);
+  return kernels;
+}
+
+netmodel::OpWork chunk_work(const models::Model& model, size_t begin, size_t end,
+                            int64_t samples) {
+  netmodel::OpWork work;
+  for (size_t b = begin; b < end; ++b) {
+    const models::Block& block = *model.blocks[b];
+    if (block.add_forward_work(work, samples)) continue;
+    work.other_flops += block.forward_flops_per_sample() * static_cast<double>(samples);
+    work.other_kernels += block_kernels(block);
+  }
+  return work;
 }
 
 bool all_finite(const at::Tensor& t) {

@@ -59,6 +59,10 @@ netmodel::TraceOp compute_op(netmodel::OpKind kind, const OpSite& site, const Op
 // backward launches twice a forward's, each half of a split backward one
 // forward's, an optimizer step one per parameter tensor.
 int forward_kernels(const models::Model& model, size_t begin, size_t end);
+// One micro-batch of `samples` samples through blocks [begin, end), kernel
+// class by kernel class where the blocks describe themselves (GPT's), by
+// FLOPs and kernels (the rule above) where not: what the shaped clock times.
+netmodel::OpWork chunk_work(const models::Model& model, size_t begin, size_t end, int64_t samples);
 
 // A message op (send or all-reduce) and its channel's accounting.
 netmodel::TraceOp message_op(netmodel::OpKind kind, const OpSite& site, const at::Tensor& sent,

@@ -3,29 +3,46 @@
 
 namespace slowpipe::models {
 
+void add_embedding_work(netmodel::OpWork& w, int64_t tokens, int64_t d) {
+  const double nd = static_cast<double>(tokens * d);
+  w.passes.push_back({2 * nd, false, 1});  // gather
+  w.passes.push_back({3 * nd, true, 1});   // + positions
+}
+
+void add_transformer_work(netmodel::OpWork& w, const LayerDims& l, int64_t count) {
+  const int64_t n = l.samples * l.seq, d = l.d_model;
+  const double nd = static_cast<double>(n * d);
+  w.gemms.push_back({n, 3 * d, d, count});
+  w.gemms.push_back({n, d, d, count});
+  w.gemms.push_back({n, l.ffn, d, count});
+  w.gemms.push_back({n, d, l.ffn, count});
+  w.attention.push_back({l.samples, l.heads, l.seq, l.seq, d / l.heads, l.score_terms, true, count});
+  w.passes.push_back({2 * nd, false, count});  // LayerNorm 1
+  w.passes.push_back({2 * nd, false, count});  // LayerNorm 2
+  w.passes.push_back({2 * nd, true, count});   // transpose copy of the attention output
+  w.passes.push_back({3 * nd, true, count});   // residual add
+  w.passes.push_back({3 * nd, true, count});   // residual add
+  w.passes.push_back({2.0 * static_cast<double>(n * l.ffn), true, count});  // GELU
+}
+
+void add_lm_head_work(netmodel::OpWork& w, int64_t tokens, int64_t d, int64_t vocab) {
+  w.gemms.push_back({tokens, vocab, d, 1});
+  w.passes.push_back({2.0 * static_cast<double>(tokens * d), false, 1});      // final LayerNorm
+  w.passes.push_back({2.0 * static_cast<double>(tokens * vocab), false, 1});  // log-softmax
+}
+
 netmodel::OpWork forward_work(const ModelShape& m, int stage) {
   netmodel::OpWork w;
   const int64_t layers = layers_of_stage(m, stage);
-  const int64_t n = static_cast<int64_t>(m.microbatch_size) * m.seq, d = m.hidden, f = mlp_width(m),
-                heads = attention_heads(m);
-  const double nd = static_cast<double>(n * d);
+  const int64_t tokens = static_cast<int64_t>(m.microbatch_size) * m.seq;
+  if (stage == 0) add_embedding_work(w, tokens, m.hidden);
   if (layers > 0) {
-    w.gemms = {{n, 3 * d, d, layers}, {n, d, d, layers}, {n, f, d, layers}, {n, d, f, layers}};
-    w.attention = {
-        {m.microbatch_size, heads, m.seq, m.seq, d / heads, m.score_terms, true, layers}};
-    w.passes = {{2 * nd, false, layers}, {2 * nd, false, layers},
-                {2 * nd, true, layers},  {3 * nd, true, layers},
-                {3 * nd, true, layers},  {2.0 * static_cast<double>(n * f), true, layers}};
+    add_transformer_work(w,
+                         {m.microbatch_size, m.seq, m.hidden, attention_heads(m), mlp_width(m),
+                          m.score_terms},
+                         layers);
   }
-  if (stage == 0) {
-    w.passes.push_back({2 * nd, false, 1});
-    w.passes.push_back({3 * nd, true, 1});
-  }
-  if (m.lm_head && stage == m.stages - 1) {
-    w.gemms.push_back({n, m.vocab, d, 1});
-    w.passes.push_back({2 * nd, false, 1});
-    w.passes.push_back({2.0 * static_cast<double>(n * m.vocab), false, 1});
-  }
+  if (m.lm_head && stage == m.stages - 1) add_lm_head_work(w, tokens, m.hidden, m.vocab);
   w.recompute = m.recompute;
   return w;
 }

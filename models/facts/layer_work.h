@@ -23,4 +23,15 @@ namespace slowpipe::models {
 
 netmodel::OpWork forward_work(const ModelShape& shape, int stage);
 
+// The pieces, which the trainer's GPT blocks describe themselves with
+// (models/torch/gpt.cpp): the embedding of `tokens` tokens of width d, `count`
+// transformer layers of one shape, and the LM head.
+struct LayerDims {
+  int64_t samples = 1, seq = 1, d_model = 1, heads = 1, ffn = 4;
+  int score_terms = 1;
+};
+void add_embedding_work(netmodel::OpWork& work, int64_t tokens, int64_t d);
+void add_transformer_work(netmodel::OpWork& work, const LayerDims& layer, int64_t count);
+void add_lm_head_work(netmodel::OpWork& work, int64_t tokens, int64_t d, int64_t vocab);
+
 }  // namespace slowpipe::models

@@ -30,6 +30,7 @@
 #include <string>
 
 #include "common/errors.h"
+#include "models/facts/layer_work.h"
 #include "models/facts/bottleneck_spec.h"
 #include "models/facts/gpt_size.h"
 #include "models/torch/internal/bottleneck.h"
@@ -91,6 +92,11 @@ class Embedding : public Block {
   }
   double forward_flops_per_sample() const override {
     return static_cast<double>(seq_len_) * static_cast<double>(d_model_);
+  }
+  bool add_forward_work(netmodel::OpWork& work, int64_t samples) const override {
+    if (sub_) return false;
+    add_embedding_work(work, samples * seq_len_, d_model_);
+    return true;
   }
 
  private:
@@ -184,6 +190,12 @@ class TransformerBlock : public Block {
     return 2.0 *
            (t * (4.0 * c * c + 2.0 * c * f + c * static_cast<double>(resbm_io_)) + 2.0 * t * t * c);
   }
+  // The plain block (no subspace, no ResBM) as one transformer layer.
+  bool add_forward_work(netmodel::OpWork& work, int64_t samples) const override {
+    if (sub_ || dec_ || enc_) return false;
+    add_transformer_work(work, {samples, seq_len_, d_model_, heads_, ffn_, 1}, 1);
+    return true;
+  }
 
  private:
   int64_t seq_len_, d_model_, heads_, ffn_;
@@ -211,6 +223,10 @@ class LMHead : public Block {
   double forward_flops_per_sample() const override {
     return 2.0 * static_cast<double>(seq_len_) * static_cast<double>(d_model_) *
            static_cast<double>(vocab_);
+  }
+  bool add_forward_work(netmodel::OpWork& work, int64_t samples) const override {
+    add_lm_head_work(work, samples * seq_len_, d_model_, vocab_);
+    return true;
   }
 
  private:

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "models/torch/param_role.h"
+#include "netmodel/op_work.h"
 
 namespace slowpipe::models {
 
@@ -30,6 +31,13 @@ class Block : public torch::nn::Module {
   virtual at::Tensor forward(const at::Tensor& x) = 0;
   // Forward FLOPs for one sample (backward is taken as 2x by the timing model).
   virtual double forward_flops_per_sample() const = 0;
+  // Adds this block's forward on `samples` samples to `work`, kernel class by
+  // kernel class (netmodel/op_work.h), for the shape-aware clock
+  // (docs/compute-clock.md); false when the block does not describe itself
+  // (its FLOPs then stand for it).
+  virtual bool add_forward_work(netmodel::OpWork& /*work*/, int64_t /*samples*/) const {
+    return false;
+  }
   // The role of each of parameters(), in that order: what set_role declared,
   // kOther for the rest (models/param_role.h).
   std::vector<ParamRole> parameter_roles() const;

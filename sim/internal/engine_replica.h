@@ -26,6 +26,9 @@ struct PipelineEngine::Replica {
   std::vector<std::unique_ptr<compressors::Channel>> momentum, momentum_server;
   std::vector<double> flops_per_sample;  // per stage, forward
   std::vector<int> forward_kernels;      // per stage: kernels of one forward
+  // Per stage: one micro-batch's forward, kernel class by kernel class (the
+  // blocks that describe themselves; the others by FLOPs), for the shaped clock.
+  std::vector<netmodel::OpWork> chunk_work;
 };
 
 }  // namespace slowpipe::sim
