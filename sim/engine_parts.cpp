@@ -91,8 +91,7 @@ int forward_kernels(const models::Model& model, size_t begin, size_t end) {
   return kernels;
 }
 
-netmodel::OpWork chunk_work(const models::Model& model, size_t begin, size_t end,
-                            int64_t samples) {
+netmodel::OpWork chunk_work(const models::Model& model, size_t begin, size_t end, int64_t samples) {
   netmodel::OpWork work;
   for (size_t b = begin; b < end; ++b) {
     const models::Block& block = *model.blocks[b];

@@ -16,7 +16,8 @@ void add_transformer_work(netmodel::OpWork& w, const LayerDims& l, int64_t count
   w.gemms.push_back({n, d, d, count});
   w.gemms.push_back({n, l.ffn, d, count});
   w.gemms.push_back({n, d, l.ffn, count});
-  w.attention.push_back({l.samples, l.heads, l.seq, l.seq, d / l.heads, l.score_terms, true, count});
+  w.attention.push_back(
+      {l.samples, l.heads, l.seq, l.seq, d / l.heads, l.score_terms, true, count});
   w.passes.push_back({2 * nd, false, count});  // LayerNorm 1
   w.passes.push_back({2 * nd, false, count});  // LayerNorm 2
   w.passes.push_back({2 * nd, true, count});   // transpose copy of the attention output
@@ -37,10 +38,9 @@ netmodel::OpWork forward_work(const ModelShape& m, int stage) {
   const int64_t tokens = static_cast<int64_t>(m.microbatch_size) * m.seq;
   if (stage == 0) add_embedding_work(w, tokens, m.hidden);
   if (layers > 0) {
-    add_transformer_work(w,
-                         {m.microbatch_size, m.seq, m.hidden, attention_heads(m), mlp_width(m),
-                          m.score_terms},
-                         layers);
+    add_transformer_work(
+        w, {m.microbatch_size, m.seq, m.hidden, attention_heads(m), mlp_width(m), m.score_terms},
+        layers);
   }
   if (m.lm_head && stage == m.stages - 1) add_lm_head_work(w, tokens, m.hidden, m.vocab);
   w.recompute = m.recompute;

@@ -30,9 +30,9 @@
 #include <string>
 
 #include "common/errors.h"
-#include "models/facts/layer_work.h"
 #include "models/facts/bottleneck_spec.h"
 #include "models/facts/gpt_size.h"
+#include "models/facts/layer_work.h"
 #include "models/torch/internal/bottleneck.h"
 #include "models/torch/internal/subspace.h"
 #include "models/torch/model_limits.h"

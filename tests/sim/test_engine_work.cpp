@@ -3,11 +3,11 @@
 // trace carries; a block that does not (a subspace GPT's) stands by its FLOPs;
 // the shaped clock times a training step from it.
 // The fixture (libtorch, whose c10 logging defines a CHECK) before Catch.
+#include <catch2/catch.hpp>
+
 #include "engine_fixture.h"
 #include "netmodel/compute_model.h"
 #include "netmodel/replay.h"
-
-#include <catch2/catch.hpp>
 
 using slowpipe::sim::PipelineEngine;
 namespace nm = slowpipe::netmodel;
@@ -21,8 +21,8 @@ double described_flops(const nm::OpWork& w) {
 }
 
 slowpipe::models::Batch first_batch(const slowpipe::models::Dataset& data, int64_t size) {
-  slowpipe::models::EpochSampler sampler(data.size(slowpipe::models::Split::kTrain), size, 7,
-                                         true, true);
+  slowpipe::models::EpochSampler sampler(data.size(slowpipe::models::Split::kTrain), size, 7, true,
+                                         true);
   return data.get(slowpipe::models::Split::kTrain, sampler.next().indices);
 }
 
@@ -45,9 +45,9 @@ TEST_CASE("Engine work: GPT blocks add up to the trace's FLOPs, kernel by kernel
     const double embedding = op.chunk == 0 ? static_cast<double>(mb * t * d) : 0;
     CHECK(described_flops(w) + embedding == Approx(op.flops).epsilon(1e-12));
   }
-  CHECK(r.trace.chunk_work[1].gemms.size() == 4);      // QKV, projection, MLP x 2
-  CHECK(r.trace.chunk_work[1].gemms[0].m == mb * t);   // tokens of one micro-batch
-  CHECK(r.trace.chunk_work[3].gemms[0].n == 256);      // the byte vocabulary
+  CHECK(r.trace.chunk_work[1].gemms.size() == 4);     // QKV, projection, MLP x 2
+  CHECK(r.trace.chunk_work[1].gemms[0].m == mb * t);  // tokens of one micro-batch
+  CHECK(r.trace.chunk_work[3].gemms[0].n == 256);     // the byte vocabulary
   CHECK(r.trace.chunk_work[1].attention[0].head_dim == d / 2);
 }
 
@@ -66,6 +66,6 @@ TEST_CASE("Engine work: an undescribed block stands by its FLOPs; the shaped clo
   net.compute = nm::parse_compute_spec("shaped:A100:dtype=fp32");
   const double fp32 = nm::replay(r.trace, net).step_s;
   CHECK(shaped > 0);
-  CHECK(fp32 >= shaped);  // fp32's peak is the lower one
+  CHECK(fp32 >= shaped);                           // fp32's peak is the lower one
   CHECK(nm::replay(r.trace, net).step_s == fp32);  // deterministic
 }
