@@ -30,7 +30,7 @@ torch::nn::Linear plain_linear(int64_t in, int64_t out, uint64_t seed) {
 
 // [C, k] orthonormal columns: modified Gram-Schmidt, twice, in double, of
 // N(0, 1) draws.
-at::Tensor orthonormal_columns(int64_t rows, int64_t cols, at::Generator gen) {
+at::Tensor orthonormal_columns(int64_t rows, int64_t cols, const at::Generator& gen) {
   at::Tensor a = at::randn({rows, cols}, gen, torch::kDouble);
   for (int pass = 0; pass < 2; ++pass) {
     for (int64_t j = 0; j < cols; ++j) {

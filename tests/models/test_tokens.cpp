@@ -58,7 +58,7 @@ struct ShardDir {
   ShardDir() { std::filesystem::create_directories(path); }
   ~ShardDir() { std::filesystem::remove_all(path); }
   std::string write(const std::string& file, const std::string& bytes) const {
-    const std::string p = path + "/" + file;
+    std::string p = path + "/" + file;
     std::ofstream(p, std::ios::binary)
         .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     return p;

@@ -315,6 +315,7 @@ TEST_CASE("Muon: its state resumes bitwise; an archive of other shapes is refuse
   std::ostringstream bytes;
   out.save_to(bytes);
   std::vector<at::Tensor> pb;
+  pb.reserve(pa.size());
   for (const auto& p : pa) pb.push_back(p.detach().clone().requires_grad_());
   ss::StageOptimizer b(c, pb, roles);
   std::istringstream in_bytes(bytes.str());

@@ -161,6 +161,7 @@ void load_bytes(ss::StageOptimizer& o, const std::string& bytes) {
 
 std::vector<at::Tensor> detached_copies(const std::vector<at::Tensor>& ps) {
   std::vector<at::Tensor> out;
+  out.reserve(ps.size());
   for (const auto& p : ps) out.push_back(p.detach().clone().requires_grad_());
   return out;
 }
