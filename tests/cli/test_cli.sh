@@ -112,7 +112,7 @@ grep -qF "($commit$suffix, $(attr prov.h5 slowpipe.build_type), $(attr prov.h5 s
 [ "$(attr prov.h5 compute.dtype)" = fp32 ] && ok || bad "compute.dtype of an fp32 run"
 
 # run.dtype = bf16: the log says so, and what this device computes in.
-"$bin" train "${small[@]}" --steps 2 --set eval.at_start=false --set run.dtype=bf16 \
+"$bin" train "${small[@]}" --steps 2 --set eval.at_start=false --set run.dtype=bf16 --set run.progress=plain \
   --out bf16.h5 >bf16.out 2>&1 || bad "a bf16 run failed: $(tail -3 bf16.out)"
 [ "$(attr bf16.h5 compute.dtype)" = bf16 ] && ok || bad "compute.dtype of a bf16 run"
 attr bf16.h5 compute.dtype_note | grep -q "bf16 autocast" && ok || bad "compute.dtype_note of a bf16 run"
