@@ -15,7 +15,6 @@
 #include "compressors/codecs/config.h"
 #include "netmodel/replay.h"
 #include "netmodel/schedule_trace.h"
-#include "netmodel/shaped_model.h"
 #include "runlog/runlog.h"
 
 namespace slowpipe::config {
@@ -166,12 +165,8 @@ void check_network(const TrainConfig& c) {
         op.bytes = 1000;
       },
       c.pipeline.virtual_stages);
-  if (c.net.compute.model == "shaped" && c.net.compute.dtype.empty()) {  // times run.dtype
-    netmodel::peak_flops(netmodel::find_device("net.compute", c.net.compute.device), c.run.dtype,
-                         "net.compute");
-  }
   try {
-    netmodel::Simulator probe(c.net);
+    netmodel::Simulator probe(timed_net(c));  // a shaped clock's device must have run.dtype
     (void)probe.replay(trace);
   } catch (const DataError& e) {
     throw UsageError(std::string("the network (net.*) cannot carry this pipeline: ") + e.what());

@@ -22,4 +22,10 @@ bool resume_key_may_differ(const std::string& key) {
          key.rfind("run.checkpoint_", 0) == 0 || key == "run.out" || key == "run.overwrite";
 }
 
+netmodel::NetConfig timed_net(const TrainConfig& cfg) {
+  netmodel::NetConfig net = cfg.net;
+  if (net.compute.model == "shaped" && net.compute.dtype.empty()) net.compute.dtype = cfg.run.dtype;
+  return net;
+}
+
 }  // namespace slowpipe::config

@@ -36,4 +36,10 @@ void describe_options(TrainConfig& c, OptionSet& o);
 // checkpoint fingerprint, `train --resume` and a sweep's rerun skip them.
 bool resume_key_may_differ(const std::string& key);
 
+// The network a run's steps are timed on: cfg.net, with the shape-aware
+// clock's dtype (net.compute = shaped:..., no dtype= given) set to run.dtype
+// (docs/compute-clock.md). The trainer, the preflight and `retime` all time
+// through it.
+netmodel::NetConfig timed_net(const TrainConfig& cfg);
+
 }  // namespace slowpipe::config

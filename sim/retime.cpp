@@ -21,7 +21,7 @@
 namespace slowpipe::sim {
 
 bool machine_independent_clock(const netmodel::ComputeSpec& spec) {
-  return spec.model == "analytic" || spec.model == "fixed";
+  return spec.model == "analytic" || spec.model == "shaped" || spec.model == "fixed";
 }
 
 namespace {
@@ -81,7 +81,7 @@ Configs load_configs(const RetimeRequest& rq, const Attrs& attrs) {
   config::apply_logged_config(attrs, options, rq.source);
   check_retimable(cfg, rq.source);
   Configs c;
-  c.logged = cfg.net;
+  c.logged = config::timed_net(cfg);
   for (const auto& s : rq.sets) {
     if (s.rfind("net.", 0) != 0) {
       throw UsageError("--set " + s +
@@ -91,10 +91,11 @@ Configs load_configs(const RetimeRequest& rq, const Attrs& attrs) {
     options.set_assignment(s);
   }
   if (!machine_independent_clock(cfg.net.compute)) {
-    throw UsageError("--set net.compute=" + cfg.net.compute.text +
-                     ": a retime needs a machine-independent clock (analytic:DEVICE, fixed:S)");
+    throw UsageError(
+        "--set net.compute=" + cfg.net.compute.text +
+        ": a retime needs a machine-independent clock (analytic:DEVICE, shaped:DEVICE, fixed:S)");
   }
-  c.wanted = cfg.net;
+  c.wanted = config::timed_net(cfg);
   for (const auto& [k, v] : options.resolved()) {
     if (k.rfind("net.", 0) == 0) c.net_values.emplace_back(k, v);
   }

@@ -279,10 +279,7 @@ void build_run(Run& run, const config::TrainConfig& cfg, const ResolvedConfig& r
   } else {
     run.engine = std::make_unique<PipelineEngine>(setup);  // loads model.init_from (build_model)
   }
-  netmodel::NetConfig net = cfg.net;
-  // The shape-aware clock times what the run computes in, unless told otherwise.
-  if (net.compute.model == "shaped" && net.compute.dtype.empty()) net.compute.dtype = cfg.run.dtype;
-  run.network = std::make_unique<netmodel::Simulator>(net);
+  run.network = std::make_unique<netmodel::Simulator>(config::timed_net(cfg));
   if (run.data->size(models::Split::kValidation) == 0) {
     run.evaluates = false;
     add_warning(run, std::string("the validation split is empty") +
