@@ -53,7 +53,8 @@ int cmd_retime(const Args& args) {
       "and writes a copy of each log to --out (same file name): the new net.* config,\n"
       "sim_step_time_s / sim_time_s replaced, retime.source naming the run; losses,\n"
       "bytes and everything else unchanged. Needs a machine-independent clock\n"
-      "(net.compute = analytic:DEVICE or fixed:S) and first checks that a replay at the\n"
+      "(net.compute = analytic:DEVICE, shaped:DEVICE or fixed:S) and first checks that a replay at "
+      "the\n"
       "logged network reproduces the logged times (docs/retime.md). Options");
   std::vector<std::string> runs, sets;
   std::string out;

@@ -144,7 +144,10 @@ void describe_cluster_options(NetConfig& c, slowpipe::OptionSet& o) {
   o.add_custom(
       "net.compute", "string",
       "compute-time model: analytic:DEVICE (roofline plus launch floor on a named device; "
-      "deterministic, the same on any host) | calibrated[:W[:min|median]] (per-op seconds of "
+      "deterministic, the same on any host) | shaped:DEVICE[:mode=eager|compiled|fused]"
+      "[:dtype=fp32|tf32|bf16|fp16|fp8][:attn=flash|materialised] (per-GEMM, attention and "
+      "memory-pass costs from the model's shapes; deterministic; docs/compute-clock.md) | "
+      "calibrated[:W[:min|median]] (per-op seconds of "
       "this host over the first W steps, then fixed) | measured (this host, every step) | "
       "scaled:F | fixed:SECONDS[/BACKWARD_S]",
       [&c](const std::string& v) { c.compute = parse_compute_spec(v, "net.compute"); },

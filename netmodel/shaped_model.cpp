@@ -40,6 +40,34 @@ double peak_flops(const DevicePreset& device, const std::string& dtype, const st
   return peak;
 }
 
+namespace {
+
+// Measured dense-matmul ceilings (experiments/clock/gemm.csv, source "mamf":
+// the best large GEMM a device reached, over its datasheet peak), relative to
+// the A100's in bf16, where gemm_ceiling was fitted: the second round of the
+// clock (docs/compute-clock.md, "Round 2: measured GEMM ceilings"). fp16 runs
+// on the bf16 tensor cores; the A100 80 GB and H200 share the A100's and
+// H100's dies. 1 where the source measured nothing.
+double measured_gemm_ratio(const std::string& device, const std::string& dtype) {
+  struct Row {
+    const char* device;
+    const char* dtype;
+    double fraction;  // achieved / datasheet peak
+  };
+  static const Row rows[] = {
+      {"A100", "bf16", 271.2 / 312},    {"A100-80GB", "bf16", 271.2 / 312},  // g01
+      {"H100", "bf16", 794.5 / 989.4},  {"H200", "bf16", 794.5 / 989.4},     // g04
+      {"H100", "fp8", 1402.6 / 1978.9}, {"H200", "fp8", 1453.4 / 1978.9},    // g07, g06
+  };
+  const std::string d = dtype == "fp16" ? "bf16" : dtype;
+  for (const auto& r : rows) {
+    if (device == r.device && d == r.dtype) return r.fraction / (271.2 / 312);
+  }
+  return 1;
+}
+
+}  // namespace
+
 double activation_bytes(const std::string& dtype) {
   return dtype == "fp32" || dtype == "tf32" ? 4 : 2;  // fp8 training keeps bf16 activations
 }
@@ -70,6 +98,7 @@ class ShapedModel : public ComputeModel {
                                                 : spec.attention == "flash"),
         c_(c),
         peak_(peak_flops(device_, dtype_, "net.compute")),
+        gemm_rate_(peak_ * c.gemm_ceiling * measured_gemm_ratio(device_.name, dtype_)),
         // fp8 runs its GEMMs in fp8 and attention in bf16.
         attention_peak_(dtype_ == "fp8" ? peak_flops(device_, "bf16", "net.compute") : peak_),
         element_bytes_(activation_bytes(dtype_)),
@@ -105,7 +134,7 @@ class ShapedModel : public ComputeModel {
   double bytes_per_s() const { return device_.memory_bandwidth_Bps * c_.memory_efficiency; }
   double g(double x) const { return x / (x + c_.half_dim); }
   double gemm_s(double m, double n, double k) const {
-    return 2 * m * n * k / (peak_ * c_.gemm_ceiling * g(m) * g(n) * g(k));
+    return 2 * m * n * k / (gemm_rate_ * g(m) * g(n) * g(k));
   }
   double pass_elements_s(double elements) const {
     return elements * element_bytes_ / bytes_per_s();
@@ -117,7 +146,7 @@ class ShapedModel : public ComputeModel {
                     kCodecPassKernels * mode_.launch_s);
   }
   Cost flops_only(const TraceOp& op) const {
-    return {op.flops / (peak_ * c_.gemm_ceiling), static_cast<double>(op.kernels)};
+    return {op.flops / gemm_rate_, static_cast<double>(op.kernels)};
   }
   Cost work_cost(const OpWork& w, Part part) const;
   Cost gemms_cost(const OpWork& w, Part part) const;
@@ -130,7 +159,7 @@ class ShapedModel : public ComputeModel {
   std::string dtype_;
   bool fused_attention_;
   ShapedConstants c_;
-  double peak_, attention_peak_, element_bytes_;
+  double peak_, gemm_rate_, attention_peak_, element_bytes_;
   bool fp8_;
   const std::vector<OpWork>* work_ = nullptr;
 };
@@ -142,7 +171,7 @@ Cost ShapedModel::work_cost(const OpWork& w, Part part) const {
     cost += passes_cost(w, part);
   }
   // Undescribed FLOPs: once per part (the backward's two halves twice the forward).
-  cost += {w.other_flops / (peak_ * c_.gemm_ceiling), static_cast<double>(w.other_kernels)};
+  cost += {w.other_flops / gemm_rate_, static_cast<double>(w.other_kernels)};
   return cost;
 }
 
@@ -204,16 +233,17 @@ Cost ShapedModel::passes_cost(const OpWork& w, Part part) const {
 }
 
 std::string ShapedModel::describe_json() const {
-  char buf[600];
+  char buf[700];
   std::snprintf(buf, sizeof buf,
                 "{\"model\": \"%s\", \"device\": \"%s\", \"mode\": \"%s\", \"dtype\": \"%s\", "
                 "\"attention\": \"%s\", \"peak_flops\": %.6g, \"memory_bandwidth_Bps\": %.6g, "
-                "\"gemm_ceiling\": %.6g, \"half_dim\": %.6g, \"attention_ceiling\": %.6g, "
+                "\"gemm_ceiling\": %.6g, \"gemm_measured_ratio\": %.6g, \"half_dim\": %.6g, "
+                "\"attention_ceiling\": %.6g, "
                 "\"backward_ratio\": %.6g, \"memory_efficiency\": %.6g, \"launch_s\": %.6g}",
                 text_.c_str(), device_.name.c_str(), mode_.name.c_str(), dtype_.c_str(),
                 fused_attention_ ? "flash" : "materialised", peak_, device_.memory_bandwidth_Bps,
-                c_.gemm_ceiling, c_.half_dim, c_.attention_ceiling, c_.backward_ratio,
-                c_.memory_efficiency, mode_.launch_s);
+                c_.gemm_ceiling, gemm_rate_ / (peak_ * c_.gemm_ceiling), c_.half_dim,
+                c_.attention_ceiling, c_.backward_ratio, c_.memory_efficiency, mode_.launch_s);
   return buf;
 }
 

@@ -57,6 +57,30 @@ TEST_CASE("Shaped: a GEMM at the dtype's peak x ceiling x g(m) g(n) g(k)") {
   CHECK(t16 / (2.0 * 16 * 4096 * 4096) > 8 * hand / (2.0 * 4096 * 4096 * 4096));
 }
 
+TEST_CASE("Shaped: measured GEMM ceilings scale the fitted one by device (gemm.csv)") {
+  nm::OpWork w;
+  w.gemms = {{4096, 4096, 4096, 1}};
+  const double a100 = seconds("shaped:A100:dtype=bf16", one_chunk(w), nm::OpKind::kForward);
+  // H100: 794.5 of 989.4 TFLOP/s measured against the A100's 271.2 of 312,
+  // so its GEMMs run at 0.75 x 0.8030 / 0.8692 of 989 TFLOP/s.
+  const double h100 = 2.0 * 4096 * 4096 * 4096 /
+                      (989e12 * 0.75 * (794.5 / 989.4) / (271.2 / 312) * std::pow(g(4096), 3));
+  CHECK(seconds("shaped:H100:dtype=bf16", one_chunk(w), nm::OpKind::kForward) ==
+        Approx(h100).epsilon(1e-12));
+  CHECK(seconds("shaped:H100:dtype=fp16", one_chunk(w), nm::OpKind::kForward) ==
+        Approx(h100).epsilon(1e-12));
+  CHECK(seconds("shaped:H200:dtype=bf16", one_chunk(w), nm::OpKind::kForward) ==
+        Approx(h100).epsilon(1e-12));  // the H100's die and tensor peak
+  // The calibration's device keeps the fitted ceiling; unmeasured ones too.
+  CHECK(a100 == Approx(2.0 * 4096 * 4096 * 4096 / (312e12 * 0.75 * std::pow(g(4096), 3))));
+  CHECK(seconds("shaped:A100-80GB:dtype=bf16", one_chunk(w), nm::OpKind::kForward) ==
+        Approx(a100).epsilon(1e-12));
+  CHECK(seconds("shaped:RTX4090:dtype=bf16", one_chunk(w), nm::OpKind::kForward) ==
+        Approx(a100 * 312 / 165.2).epsilon(1e-12));
+  CHECK(seconds("shaped:H100:dtype=tf32", one_chunk(w), nm::OpKind::kForward) ==
+        Approx(2.0 * 4096 * 4096 * 4096 / (494.5e12 * 0.75 * std::pow(g(4096), 3))));
+}
+
 TEST_CASE("Shaped: the backward's input and weight GEMMs, a recomputed forward, the floor") {
   nm::OpWork w;
   w.gemms = {{4096, 1024, 256, 3}};  // [4096, 256] x [256, 1024], three layers
@@ -132,17 +156,20 @@ TEST_CASE("Shaped: passes by mode, the launch floor, fp8 casts, undescribed FLOP
   // per element) in eager; compiled casts the weight only.
   nm::OpWork f8;
   f8.gemms = {{8192, 8192, 8192, 10}};
-  const double gemm = 10 * 2.0 * 8192 * 8192 * 8192 / (1979e12 * 0.75 * std::pow(g(8192), 3));
+  // H100 fp8 reaches 1402.6 of 1978.9 TFLOP/s in gemm.csv, the A100 in bf16
+  // 271.2 of 312: the ceiling is 0.75 x (1402.6 / 1978.9) / (271.2 / 312).
+  const double ceiling = 0.75 * (1402.6 / 1978.9) / (271.2 / 312);
+  const double gemm = 10 * 2.0 * 8192 * 8192 * 8192 / (1979e12 * ceiling * std::pow(g(8192), 3));
   const double cast = 10 * 3.0 * 8192 * 8192 / (3350e9 * 0.60);
   CHECK(seconds("shaped:H100:dtype=fp8", one_chunk(f8), nm::OpKind::kForward) ==
         Approx(gemm + 2 * cast));
   CHECK(seconds("shaped:H100:dtype=fp8:mode=compiled", one_chunk(f8), nm::OpKind::kForward) ==
         Approx(gemm + cast));
-  // No work table: the op's FLOPs at the GEMM ceiling.
+  // No work table: the op's FLOPs at the device's GEMM ceiling.
   auto model = nm::make_shaped_model(nm::parse_compute_spec("shaped:H100:dtype=bf16"), kC);
   nm::TraceOp op;
   op.flops = 1e15;
-  CHECK(model->compute_s(op) == Approx(1e15 / (989e12 * 0.75)));
+  CHECK(model->compute_s(op) == Approx(1e15 / (989e12 * 0.75 * (794.5 / 989.4) / (271.2 / 312))));
 }
 
 TEST_CASE("Shaped: spec options and their errors") {
