@@ -11,6 +11,7 @@
 #                   built; any finding fails)
 #   make reproduce  the source papers' findings, one sweep each (experiments/reproduce/);
 #                   make reproduce-a1 (a1, a2, r1, r23, r4, p1, p1m, t1, b1, rb1, m1) runs one; SCALE=K for longer runs;
+#                   DTYPE=bf16 trains in bf16 and compares with the committed fp32 results
 #                   make reproduce-a1-long / reproduce-a1-long-lr: A1 at 10 epochs (~1 CPU-hour each)
 #                   make reproduce-ladder: the model-size ladder, d_model 64 and 256 (docs/scale.md,
 #                   ~6 CPU-hours; or reproduce-a1-scale, -a1-long-scale, -t1-scale, -p1m-scale,
@@ -20,6 +21,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 60
 SCALE ?= 1
+DTYPE ?= fp32
 REPRODUCTIONS := a1 a2 r1 r23 r4 p1 p1m t1 b1 rb1 m1
 LONG_REPRODUCTIONS := a1-long a1-long-lr ladder a1-scale a1-long-scale t1-scale p1m-scale rb1-scale m1-scale
 
@@ -39,10 +41,10 @@ demo: build
 	@./scripts/demo.sh $(BUILD_DIR)
 
 reproduce: build
-	@SCALE=$(SCALE) JOBS=$(JOBS) ./scripts/reproduce.sh $(BUILD_DIR)
+	@SCALE=$(SCALE) DTYPE=$(DTYPE) JOBS=$(JOBS) ./scripts/reproduce.sh $(BUILD_DIR)
 
 $(addprefix reproduce-,$(REPRODUCTIONS) $(LONG_REPRODUCTIONS)): reproduce-%: build
-	@SCALE=$(SCALE) JOBS=$(JOBS) ./scripts/reproduce.sh $(BUILD_DIR) $*
+	@SCALE=$(SCALE) DTYPE=$(DTYPE) JOBS=$(JOBS) ./scripts/reproduce.sh $(BUILD_DIR) $*
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j 1 -LE long

@@ -11,7 +11,10 @@
 #   set; its per-size pretraining (experiments/sweeps/scale-pretrain.ini) runs
 #   first, resumably, and is timed in cpu.tsv as scale-pretrain
 # Environment: SCALE=K multiplies each experiment's epochs and data (default 1;
-# results go to results/reproduce/<name>-xK), JOBS=N runs N at a time
+# results go to results/reproduce/<name>-xK), DTYPE=bf16 trains every run in
+# bf16 (run.dtype; results in results/reproduce/<name>[-xK]-bf16, compared with
+# the committed fp32 results, saved with SAVE=1 beside them as <name>[-xK]-bf16;
+# docs/reproduce.md, "A1 and T1 in bf16"), JOBS=N runs N at a time
 # (default: the cores). Appends the CPU time of each sweep to
 # results/reproduce/cpu.tsv and writes results/reproduce/verdicts.md.
 # After each sweep, where committed results exist (experiments/reproduce/
@@ -42,6 +45,10 @@ done
 case "$scale" in '' | *[!0-9]* | 0) echo "reproduce: SCALE must be a positive integer" >&2; exit 2 ;; esac
 suffix=""
 [ "$scale" -gt 1 ] && suffix="-x$scale"
+dtype="${DTYPE:-fp32}"
+case "$dtype" in fp32 | bf16) ;; *) echo "reproduce: DTYPE must be fp32 or bf16" >&2; exit 2 ;; esac
+dsuffix="" dtype_args=()
+[ "$dtype" = fp32 ] || dsuffix="-$dtype"
 
 # The ladder's files load their own size's checkpoint (scale-pretrain), the
 # others make demo's.
@@ -53,14 +60,16 @@ done
 [ "$demo" = 1 ] && scripts/pretrain.sh "$bin"
 # The committed results of sweep $1: compared with this run, or (SAVE=1)
 # rewritten from it. Neither stops the other experiments.
+# A DTYPE run is compared with the committed fp32 results and saved beside them.
 compare_or_save() {
   local ini="experiments/reproduce/$1.ini" committed="experiments/reproduce/results/$1$suffix"
+  local out="results/reproduce/$1$suffix$dsuffix"
   if [ "${SAVE:-0}" = 1 ]; then
-    "$bin" verdict "$ini" --scale "$scale" --save || status=$?
+    "$bin" verdict "$ini" --scale "$scale" --dir "$out" --save "$committed$dsuffix" || status=$?
   elif [ -d "$committed" ]; then
-    "$bin" verdict "$ini" --scale "$scale" --compare --out "results/reproduce/$1$suffix/compare.md" \
+    "$bin" verdict "$ini" --scale "$scale" --dir "$out" --compare "$committed" --out "$out/compare.md" \
       2>&1 | grep '^compare' || status=$?
-    echo "   beside the committed results: results/reproduce/$1$suffix/compare.md"
+    echo "   beside the committed results: $out/compare.md"
   fi
 }
 
@@ -89,7 +98,8 @@ if [ "$ladder" = 1 ]; then
 fi
 for s in "${sweeps[@]}"; do
   echo "== reproduce $s (scale $scale): slowpipe sweep experiments/reproduce/$s.ini"
-  timed_sweep "$s" "$scale" "experiments/reproduce/$s.ini" --scale "$scale"
+  [ "$dtype" = fp32 ] || dtype_args=(--set "run.dtype=$dtype" --out "results/reproduce/$s$suffix$dsuffix")
+  timed_sweep "$s$dsuffix" "$scale" "experiments/reproduce/$s.ini" --scale "$scale" "${dtype_args[@]}"
   [ "$status" -eq 130 ] && exit 130
   compare_or_save "$s"
 done
