@@ -13,7 +13,8 @@
 #  - --scale K multiplies the listed keys and names the folder -xK;
 #  - every sweep file in experiments/reproduce/ passes its own checks
 #    (--dry-run resolves every point and the claim against them);
-#  - scripts/scale-gap.sh computes the size ladder's gaps from committed results.
+#  - scripts/scale-gap.sh computes the size ladder's gaps from committed results;
+#  - scripts/reproduce.sh refuses a DTYPE other than fp32 and bf16.
 #   tests/cli/test_reproduce.sh PATH/TO/slowpipe SOURCE_DIR
 set -uo pipefail
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -192,5 +193,11 @@ if command -v gnuplot >/dev/null; then
   grep -qF "AQ-SGD q2: gap +100.00% (d 64) -> +50.00% (d 256): shrinks" <<<"$out" && ok ||
     bad "scale-gap.sh trend: $(grep -F 'AQ-SGD q2: gap' <<<"$out")"
 fi
+
+# scripts/reproduce.sh refuses a DTYPE it does not train in before it runs anything.
+out=$(cd "$src" && DTYPE=fp16 scripts/reproduce.sh "$PWD/nobuild" a1 2>&1)
+rc=$?
+[ "$rc" -eq 2 ] && grep -qF "DTYPE must be fp32 or bf16" <<<"$out" && ok ||
+  bad "reproduce.sh DTYPE=fp16: exit $rc, '$out'"
 
 finish test_reproduce
