@@ -88,20 +88,21 @@ int cmd_timing(const Args& args) {
     std::cout << desc << "\nKeys:\n" << options.help_text();
     return 0;
   }
-  apply_config_args(options, configs, sets,
-                    {{"timing.preset", &preset},
-                     {"timing.model", &model},
-                     {"timing.fw", &fw},
-                     {"timing.bw", &bw},
-                     {"timing.grad", &grad},
-                     {"timing.bandwidth", &bandwidth},
-                     {"timing.schedule", &schedule},
-                     {"timing.replicas", &replicas},
-                     {"timing.device", &device},
-                     {"timing.baseline", &baseline},
-                     {"timing.epochs", &epochs},
-                     {"timing.steps", &steps},
-                     {"net.preset", &net}});
+  apply_config_args(options, configs,
+                    ordered_assignments(args, desc,
+                                        {{"preset", "timing.preset"},
+                                         {"model", "timing.model"},
+                                         {"fw", "timing.fw"},
+                                         {"bw", "timing.bw"},
+                                         {"grad", "timing.grad"},
+                                         {"bandwidth", "timing.bandwidth"},
+                                         {"schedule", "timing.schedule"},
+                                         {"replicas", "timing.replicas"},
+                                         {"device", "timing.device"},
+                                         {"baseline", "timing.baseline"},
+                                         {"epochs", "timing.epochs"},
+                                         {"steps", "timing.steps"},
+                                         {"net", "net.preset"}}));
   whatif::apply_preset_defaults(what_if, net_config);  // keys given above win
   checked_specs(what_if);
   whatif::run_timing(what_if, net_config, std::cout, vm.count("tsv") > 0);

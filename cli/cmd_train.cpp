@@ -91,13 +91,13 @@ void refuse_changed_keys(const std::string& resume,
 // then what is given beside it. False when the run is complete already
 // (said on stdout): nothing to resume.
 bool resume_options(const std::string& resume, OptionSet& options,
-                    const std::vector<std::string>& configs, const std::vector<std::string>& sets,
-                    const std::vector<Shortcut>& shortcuts, bool out_flag_given) {
+                    const std::vector<std::string>& configs,
+                    const std::vector<std::string>& assignments, bool out_flag_given) {
   std::map<std::string, std::string> attrs;
   load_logged_config(resume, options, attrs);
   const auto logged = options.resolved();
   const std::string logged_out = options.get("run.out");
-  apply_config_args(options, configs, sets, shortcuts);
+  apply_config_args(options, configs, assignments);
   refuse_other_out(resume, logged_out, options.get("run.out"), out_flag_given);
   refuse_changed_keys(resume, logged, options);
   options.set("run.out", resume);
@@ -130,8 +130,9 @@ int report_run(const sim::TrainSummary& s) {
 int cmd_train(const Args& args) {
   po::options_description desc(
       "usage: slowpipe train [--config FILE]... [--set KEY=VALUE]... [shortcuts]\n\n"
-      "Config files (INI) are read in order, then --set overrides; shortcuts are\n"
-      "--set forms of the most used keys. Options");
+      "Config files (INI) are read in order, then --set overrides and shortcuts in the\n"
+      "order given (the last one of a key wins); shortcuts are --set forms of the most\n"
+      "used keys. Options");
   std::vector<std::string> configs, sets;
   std::string fw, bw, grad, net, out, steps, seed, stages, resume;
   desc.add_options()("help,h", "this help, with every configuration key")(
@@ -157,15 +158,21 @@ int cmd_train(const Args& args) {
               << options.help_text();
     return 0;
   }
-  const std::vector<Shortcut> shortcuts = {{"compress.fw", &fw},     {"compress.bw", &bw},
-                                           {"compress.grad", &grad}, {"net.preset", &net},
-                                           {"run.out", &out},        {"run.steps", &steps},
-                                           {"run.seed", &seed},      {"pipeline.stages", &stages}};
+  const std::vector<std::string> assignments =
+      ordered_assignments(args, desc,
+                          {{"fw", "compress.fw"},
+                           {"bw", "compress.bw"},
+                           {"grad", "compress.grad"},
+                           {"net", "net.preset"},
+                           {"out", "run.out"},
+                           {"steps", "run.steps"},
+                           {"seed", "run.seed"},
+                           {"stages", "pipeline.stages"}});
   if (!resume.empty()) {
-    if (!resume_options(resume, options, configs, sets, shortcuts, !out.empty())) return 0;
+    if (!resume_options(resume, options, configs, assignments, !out.empty())) return 0;
   } else {
     apply_torchrun_env(options);
-    apply_config_args(options, configs, sets, shortcuts);
+    apply_config_args(options, configs, assignments);
   }
   for (const std::string& w : sim::apply_kernel_policy(config.run.kernels, config.run.device)) {
     std::fprintf(stderr, "slowpipe train: warning: %s\n", w.c_str());

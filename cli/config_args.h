@@ -1,7 +1,9 @@
 // Shared by the subcommands: command-line parsing with the checks every command
 // needs, and the configuration layering of the commands that take
-// configuration (train, timing): INI files in order, then --set KEY=VALUE
-// overrides, then the command's shortcut flags (each the --set form of one key).
+// configuration (train, timing): INI files in order, then the --set KEY=VALUE
+// overrides and the command's shortcut flags (each the --set form of one key)
+// in the order they are given, so that the last one of a key wins
+// (docs/command-line.md, "Order").
 #pragma once
 
 #include <boost/program_options.hpp>
@@ -58,7 +60,11 @@ inline boost::program_options::variables_map parse_command_line(
   return vm;
 }
 
-using Shortcut = std::pair<const char*, const std::string*>;  // key, flag value
+// A shortcut flag and the key it sets: --fw X is --set compress.fw=X.
+struct Shortcut {
+  const char* flag;
+  const char* key;
+};
 
 // The commands whose positional arguments are run logs or folders (summary,
 // plot, retime): every positional goes to the option `runs`. Returns false
@@ -74,16 +80,31 @@ inline bool parse_runs_command(const std::vector<std::string>& args,
   return false;
 }
 
-// Shortcut values are only applied when non-empty: with parse_command_line an
-// empty value means the flag was not given.
-inline void apply_config_args(OptionSet& options, const std::vector<std::string>& configs,
-                              const std::vector<std::string>& sets,
-                              const std::vector<Shortcut>& shortcuts) {
-  for (const auto& f : configs) options.load_ini(f);
-  for (const auto& s : sets) options.set_assignment(s);
-  for (const auto& [key, value] : shortcuts) {
-    if (!value->empty()) options.set(key, *value);
+// The --set assignments and shortcut flags of `args` as KEY=VALUE, in the
+// order given (after parse_command_line has checked them against `desc`).
+inline std::vector<std::string> ordered_assignments(
+    const std::vector<std::string>& args, const boost::program_options::options_description& desc,
+    const std::vector<Shortcut>& shortcuts) {
+  namespace po = boost::program_options;
+  std::vector<std::string> out;
+  for (const po::option& o : po::command_line_parser(args).options(desc).run().options) {
+    if (o.string_key == "set") {
+      out.insert(out.end(), o.value.begin(), o.value.end());
+      continue;
+    }
+    for (const auto& sc : shortcuts) {
+      if (o.string_key != sc.flag) continue;
+      for (const auto& v : o.value) out.push_back(std::string(sc.key) + "=" + v);
+    }
   }
+  return out;
+}
+
+// INI files in order, then `assignments` (ordered_assignments) in order.
+inline void apply_config_args(OptionSet& options, const std::vector<std::string>& configs,
+                              const std::vector<std::string>& assignments) {
+  for (const auto& f : configs) options.load_ini(f);
+  for (const auto& a : assignments) options.set_assignment(a);
 }
 
 }  // namespace slowpipe::cli

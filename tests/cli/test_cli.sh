@@ -96,6 +96,18 @@ after=$("$bin" export killed.h5 --table train 2>/dev/null | tail -n +2 | wc -l)
 # attr FILE KEY: a root attribute of a run log
 attr() { "$bin" export "$1" --attrs 2>/dev/null | awk -F'\t' -v k="$2" '$1==k{print $2}'; }
 
+# Shortcut flags and --set apply in the order written: the last one of a key
+# wins (docs/command-line.md, "Order"), for train and timing.
+expect 0 "final loss" -- "$bin" train "${small[@]}" --steps 2 --net 100Mbps --set net.preset=geo-us-asia \
+  --seed 3 --set run.seed=4 --out order1.h5
+[ "$(attr order1.h5 config.net.preset)" = geo-us-asia ] && ok || bad "--net then --set net.preset: the --set should win"
+[ "$(attr order1.h5 config.run.seed)" = 4 ] && ok || bad "--seed then --set run.seed: the --set should win"
+expect 0 "final loss" -- "$bin" train "${small[@]}" --steps 2 --set net.preset=geo-us-asia --net 100Mbps \
+  --out order2.h5
+[ "$(attr order2.h5 config.net.preset)" = 100Mbps ] && ok || bad "--set net.preset then --net: --net should win"
+expect 0 "network preset geo-us-asia" -- "$bin" timing --net 100Mbps --set net.preset=geo-us-asia
+expect 0 "network preset 100Mbps" -- "$bin" timing --set net.preset=geo-us-asia --net 100Mbps
+
 # Provenance: the build (type, compiler, commit and dirty flag, as
 # `slowpipe --version` prints them) and the CPU are in every log.
 "$bin" train "${small[@]}" --steps 1 --set eval.at_start=false --out prov.h5 >/dev/null 2>&1
