@@ -33,8 +33,8 @@ namespace slowpipe::netmodel {
 // calibration half of the published set only).
 // `slowpipe clock experiments/clock/published.csv --fit` prints them.
 struct ShapedConstants {
-  double gemm_ceiling = 0.75;       // fraction of the dtype's peak, large GEMMs
-  double half_dim = 128;            // g(half_dim) = 1/2
+  double gemm_ceiling = 0.80;       // fraction of the dtype's peak, large GEMMs
+  double half_dim = 192;            // g(half_dim) = 1/2
   double attention_ceiling = 0.40;  // fused attention, forward
   double backward_ratio = 0.70;     // fused attention backward rate / forward rate
   double memory_efficiency = 0.60;  // streaming passes, fraction of peak bandwidth

@@ -15,7 +15,7 @@ command -v gnuplot >/dev/null || { echo "clock-figure: gnuplot not found" >&2; e
 mkdir -p results/clock "$(dirname "$out")"
 tsv=results/clock/validation.tsv
 "$bin" clock "$set_csv" --tsv | grep -v '^#' >"$tsv"
-summary=$("$bin" clock "$set_csv" --tsv | grep '^# \(calibration\|held-out\):' | sed 's/^# //' | paste -sd';' | sed 's/;/\\n/')
+summary=$("$bin" clock "$set_csv" --tsv | grep '^# \(calibration\|held-out[a-z0-9-]*\):' | sed 's/^# //' | paste -sd';' | sed 's/;/\\n/g')
 term=png; gnuplot -e 'set terminal pngcairo' 2>/dev/null && term=pngcairo
 gnuplot <<GP
 set terminal $term size 760,640 font ",11"
@@ -25,8 +25,8 @@ set title "slowpipe's shape-aware compute clock against published training throu
 set xlabel "published tokens/s per GPU"
 set ylabel "predicted tokens/s per GPU"
 set logscale xy
-set xrange [200:400000]
-set yrange [200:400000]
+set xrange [50:500000]
+set yrange [50:500000]
 set key top left
 set grid
 f(x) = x
@@ -34,6 +34,8 @@ plot f(x) with lines lc rgb "gray" dt 1 title "exact", \
      1.25 * x with lines lc rgb "gray" dt 2 title "+/- 25%", 0.8 * x with lines lc rgb "gray" dt 2 notitle, \
      '$tsv' using (stringcolumn(8) eq "calibration" ? \$9 : NaN):10 with points pt 7 ps 1.2 lc rgb "#1f77b4" title "calibration (Ampere)", \
      '$tsv' using (stringcolumn(8) eq "held-out" && stringcolumn(4) ne "fp8" ? \$9 : NaN):10 with points pt 5 ps 1.2 lc rgb "#d62728" title "held-out, bf16 (Hopper, Ada)", \
-     '$tsv' using (stringcolumn(8) eq "held-out" && stringcolumn(4) eq "fp8" ? \$9 : NaN):10 with points pt 9 ps 1.4 lc rgb "#ff7f0e" title "held-out, fp8 (Hopper)"
+     '$tsv' using (stringcolumn(8) eq "held-out" && stringcolumn(4) eq "fp8" ? \$9 : NaN):10 with points pt 9 ps 1.4 lc rgb "#ff7f0e" title "held-out, fp8 (Hopper)", \
+     '$tsv' using (stringcolumn(8) ne "calibration" && stringcolumn(8) ne "held-out" && strstrt(stringcolumn(8), "encoder") == 0 ? \$9 : NaN):10 with points pt 13 ps 1.4 lc rgb "#2ca02c" title "later held-out set", \
+     '$tsv' using (strstrt(stringcolumn(8), "encoder") > 0 ? \$9 : NaN):10 with points pt 6 ps 1.2 lc rgb "#7f7f7f" title "encoders (outside the model)"
 GP
 echo "clock-figure: wrote $out and $tsv" >&2

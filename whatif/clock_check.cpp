@@ -68,6 +68,8 @@ bool fill_row(const Record& r, PublishedRow& row) {
   row.act_ckpt = r["act_ckpt"];
   row.model = r["model"];
   row.split = r["split"];
+  row.mlp = r["mlp"];
+  row.kv_heads = static_cast<int64_t>(r.number("kv_heads"));
   row.gpus = static_cast<int>(r.number("gpus"));
   row.layers = static_cast<int>(r.number("layers"));
   row.micro_batch = static_cast<int>(r.number("micro_batch"));
@@ -78,8 +80,10 @@ bool fill_row(const Record& r, PublishedRow& row) {
   row.seq = static_cast<int64_t>(r.number("seq"));
   row.global_batch_tokens = r.number("global_batch_tokens");
   row.published_tokens_per_s = r.number("tokens_per_s_per_gpu");
-  return row.gpus > 0 && row.layers > 0 && row.micro_batch > 0 && row.d_model > 0 &&
-         row.vocab > 0 && row.seq > 0 && row.global_batch_tokens > 0 &&
+  const bool known_mlp =
+      row.mlp.empty() || row.mlp == "gelu" || row.mlp == "relu2" || row.mlp == "swiglu";
+  return known_mlp && row.kv_heads >= 0 && row.gpus > 0 && row.layers > 0 && row.micro_batch > 0 &&
+         row.d_model > 0 && row.vocab > 0 && row.seq > 0 && row.global_batch_tokens > 0 &&
          row.published_tokens_per_s > 0;
 }
 
@@ -163,6 +167,8 @@ models::ModelShape row_shape(const PublishedRow& row) {
       std::max(1, static_cast<int>(std::lround(per_gpu / (row.micro_batch * row.seq))));
   s.batch = micro * row.micro_batch;
   s.recompute = row.act_ckpt == "full";
+  s.kv_heads = static_cast<int>(row.kv_heads);
+  s.gated_mlp = row.mlp == "swiglu";
   return s;
 }
 

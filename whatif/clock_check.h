@@ -22,15 +22,17 @@ namespace slowpipe::whatif {
 
 struct PublishedRow {
   std::string id, source_id, gpu, dtype, execution, attention, act_ckpt, model, split;
+  std::string mlp;  // gelu, relu2, swiglu (gated: three d x ffn matrices); "" = gelu
   int gpus = 1, layers = 0, micro_batch = 1;
   int64_t d_model = 0, heads = 0, ffn = 0, vocab = 0, seq = 0;
+  int64_t kv_heads = 0;  // key/value heads (grouped-query attention); 0 = heads
   double global_batch_tokens = 0;
   double published_tokens_per_s = 0;  // tokens per second and GPU, as published (or derived)
 };
 
 // The rows of a published set (a CSV with a header line; the columns above
-// by name). Rows without a published tokens/s or a complete shape are
-// skipped, and counted in `skipped`. DataError naming the file and line.
+// by name; `mlp` and `kv_heads` may be absent). Rows without a published tokens/s or a complete
+// shape are skipped, and counted in `skipped`. DataError naming the file and line.
 std::vector<PublishedRow> read_published(const std::string& path, int* skipped = nullptr);
 
 // The device preset of a row's GPU ("A100-80GB", "H100-SXM" -> "H100"); a

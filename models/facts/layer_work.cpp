@@ -12,9 +12,10 @@ void add_embedding_work(netmodel::OpWork& w, int64_t tokens, int64_t d) {
 void add_transformer_work(netmodel::OpWork& w, const LayerDims& l, int64_t count) {
   const int64_t n = l.samples * l.seq, d = l.d_model;
   const double nd = static_cast<double>(n * d);
-  w.gemms.push_back({n, 3 * d, d, count});
+  const int64_t kv = l.kv_width > 0 ? l.kv_width : d;
+  w.gemms.push_back({n, d + 2 * kv, d, count});
   w.gemms.push_back({n, d, d, count});
-  w.gemms.push_back({n, l.ffn, d, count});
+  w.gemms.push_back({n, l.ffn, d, l.gated ? 2 * count : count});
   w.gemms.push_back({n, d, l.ffn, count});
   w.attention.push_back(
       {l.samples, l.heads, l.seq, l.seq, d / l.heads, l.score_terms, true, count});
@@ -23,7 +24,8 @@ void add_transformer_work(netmodel::OpWork& w, const LayerDims& l, int64_t count
   w.passes.push_back({2 * nd, true, count});   // transpose copy of the attention output
   w.passes.push_back({3 * nd, true, count});   // residual add
   w.passes.push_back({3 * nd, true, count});   // residual add
-  w.passes.push_back({2.0 * static_cast<double>(n * l.ffn), true, count});  // GELU
+  const double act = (l.gated ? 3.0 : 2.0) * static_cast<double>(n * l.ffn);
+  w.passes.push_back({act, true, count});  // GELU, or SiLU(gate) x up
 }
 
 void add_lm_head_work(netmodel::OpWork& w, int64_t tokens, int64_t d, int64_t vocab) {
@@ -38,9 +40,10 @@ netmodel::OpWork forward_work(const ModelShape& m, int stage) {
   const int64_t tokens = static_cast<int64_t>(m.microbatch_size) * m.seq;
   if (stage == 0) add_embedding_work(w, tokens, m.hidden);
   if (layers > 0) {
-    add_transformer_work(
-        w, {m.microbatch_size, m.seq, m.hidden, attention_heads(m), mlp_width(m), m.score_terms},
-        layers);
+    add_transformer_work(w,
+                         {m.microbatch_size, m.seq, m.hidden, attention_heads(m), mlp_width(m),
+                          m.score_terms, kv_width(m), m.gated_mlp},
+                         layers);
   }
   if (m.lm_head && stage == m.stages - 1) add_lm_head_work(w, tokens, m.hidden, m.vocab);
   w.recompute = m.recompute;

@@ -4,7 +4,10 @@
 //
 // Per transformer layer, N = micro-batch x seq tokens, width d, MLP width f:
 //   GEMMs      QKV (N, 3d, d), output projection (N, d, d), MLP (N, f, d)
-//              and (N, d, f), one kernel each;
+//              and (N, d, f), one kernel each; with grouped-query attention
+//              (key/value width kv) QKV is (N, d + 2 kv, d); a gated MLP
+//              (SwiGLU) has two (N, f, d) GEMMs, gate and up, and its
+//              activation reads both and writes one: 3 N f in place of GELU's;
 //   attention  micro-batch x heads, seq x seq, head width d / heads, causal;
 //   passes     (elements read + written) two LayerNorms 2 N d each
 //              (reductions), and the point-wise passes an eager framework
@@ -29,6 +32,8 @@ netmodel::OpWork forward_work(const ModelShape& shape, int stage);
 struct LayerDims {
   int64_t samples = 1, seq = 1, d_model = 1, heads = 1, ffn = 4;
   int score_terms = 1;
+  int64_t kv_width = 0;  // keys' (and values') width; 0: d_model
+  bool gated = false;    // SwiGLU-style MLP
 };
 void add_embedding_work(netmodel::OpWork& work, int64_t tokens, int64_t d);
 void add_transformer_work(netmodel::OpWork& work, const LayerDims& layer, int64_t count);

@@ -83,12 +83,29 @@ int layers_of_stage(const ModelShape& m, int stage) {
   return base + (stage < extra ? 1 : 0);
 }
 
+namespace {
+
+// Weights per layer: attention (QKV and output) and MLP. Without grouped
+// queries or a gated MLP the expressions stay the plain ones (the same bits).
+double layer_weights(const ModelShape& m) {
+  const double d = static_cast<double>(m.hidden);
+  if (m.kv_heads <= 0 && !m.gated_mlp) {
+    return m.mlp_width > 0 ? 4.0 * d * d + 2.0 * d * static_cast<double>(m.mlp_width)
+                           : (4.0 + 2.0 * m.mlp_ratio) * d * d;
+  }
+  const double attention = 2.0 * d * d + 2.0 * d * static_cast<double>(kv_width(m));
+  return attention + (m.gated_mlp ? 3.0 : 2.0) * d * static_cast<double>(mlp_width(m));
+}
+
+}  // namespace
+
 double forward_flops(const ModelShape& m, int stage) {
   const double d = static_cast<double>(m.hidden), t = static_cast<double>(m.seq);
   // The ratio's expression unchanged when no width is given (the same bits).
   const double mlp =
       m.mlp_width > 0 ? 2.0 * d * static_cast<double>(m.mlp_width) : 2.0 * m.mlp_ratio * d * d;
-  const double per_token_layer = 2.0 * (4.0 * d * d + mlp) + 2.0 * t * d * (1 + m.score_terms);
+  const double weights = m.kv_heads <= 0 && !m.gated_mlp ? 4.0 * d * d + mlp : layer_weights(m);
+  const double per_token_layer = 2.0 * weights + 2.0 * t * d * (1 + m.score_terms);
   double per_token = per_token_layer * layers_of_stage(m, stage);
   if (m.lm_head && stage == m.stages - 1) per_token += 2.0 * d * static_cast<double>(m.vocab);
   return per_token * t * m.microbatch_size;
@@ -96,10 +113,7 @@ double forward_flops(const ModelShape& m, int stage) {
 
 double stage_parameters(const ModelShape& m, int stage) {
   const double d = static_cast<double>(m.hidden);
-  const double per_layer = m.mlp_width > 0
-                               ? 4.0 * d * d + 2.0 * d * static_cast<double>(m.mlp_width)
-                               : (4.0 + 2.0 * m.mlp_ratio) * d * d;
-  double p = per_layer * layers_of_stage(m, stage);
+  double p = layer_weights(m) * layers_of_stage(m, stage);
   if (stage == 0) p += d * static_cast<double>(m.vocab + m.seq);
   return p;
 }
@@ -109,14 +123,14 @@ constexpr int kParametrisedPerLayer = 6;  // LayerNorm x 2, QKV, projection, MLP
 }  // namespace
 
 int forward_kernels(const ModelShape& m, int stage) {
-  int k = 2 * kParametrisedPerLayer * layers_of_stage(m, stage);
+  int k = 2 * (kParametrisedPerLayer + (m.gated_mlp ? 1 : 0)) * layers_of_stage(m, stage);
   if (stage == 0) k += 2 * 2;
   if (m.lm_head && stage == m.stages - 1) k += 2 * 2;
   return k;
 }
 
 int parameter_tensors(const ModelShape& m, int stage) {
-  int n = 2 * kParametrisedPerLayer * layers_of_stage(m, stage);
+  int n = 2 * (kParametrisedPerLayer + (m.gated_mlp ? 1 : 0)) * layers_of_stage(m, stage);
   if (stage == 0) n += 2;
   if (m.lm_head && stage == m.stages - 1) n += 2;
   return n;

@@ -7,6 +7,8 @@
 // FLOPs of a transformer layer per token, forward (2 FLOPs per multiply-add):
 // 2 x (4 d^2 [QKV + output projections] + 2 r d^2 [MLP with ratio r; 2 d f
 // for an explicit MLP width f]) plus
+// (grouped-query attention with kv of the heads' widths: QKV is d (d + 2 kv);
+// a gated MLP, SwiGLU-style, has three d x f matrices: 3 d f) plus
 // attention 2 T d (A V) + 2 T d k (scores; k = 1, or 3 for DeBERTa's
 // disentangled attention: content-content, content-position,
 // position-content); the LM head adds 2 d V on the last stage; backward = 2 x
@@ -29,9 +31,11 @@ struct ModelShape {
   int64_t seq = 1024;
   int64_t vocab = 50257;
   int mlp_ratio = 4;
-  int64_t mlp_width = 0;  // MLP hidden width; 0: mlp_ratio x hidden
-  int score_terms = 1;    // attention score matmuls per head
-  int heads = 0;          // attention heads; 0: hidden / 64
+  int64_t mlp_width = 0;   // MLP hidden width; 0: mlp_ratio x hidden
+  int score_terms = 1;     // attention score matmuls per head
+  int heads = 0;           // attention heads; 0: hidden / 64
+  int kv_heads = 0;        // key/value heads (grouped-query attention); 0: every head
+  bool gated_mlp = false;  // gate and up projections (SwiGLU) before the down projection
   // Activation checkpointing: every backward recomputes its forward first.
   bool recompute = false;
   bool lm_head = true;  // vocabulary projection on the last stage
@@ -72,6 +76,12 @@ inline int64_t mlp_width(const ModelShape& shape) {
 inline int64_t attention_heads(const ModelShape& shape) {
   if (shape.heads > 0) return shape.heads;
   return shape.hidden >= 64 ? shape.hidden / 64 : 1;
+}
+// Width of the keys (and of the values): kv_heads x head width, or hidden
+// when kv_heads is 0.
+inline int64_t kv_width(const ModelShape& shape) {
+  if (shape.kv_heads <= 0) return shape.hidden;
+  return shape.kv_heads * (shape.hidden / attention_heads(shape));
 }
 // Forward FLOPs of one micro-batch on stage s.
 double forward_flops(const ModelShape& shape, int stage);

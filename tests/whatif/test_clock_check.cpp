@@ -61,6 +61,38 @@ TEST_CASE("Layer work: the GEMMs and attention add up to the shape's forward FLO
   }
 }
 
+TEST_CASE("Layer work: grouped-query attention and a gated MLP, by hand") {
+  // Llama-3-8B's layer: d 4096, 32 heads of 128, 8 key/value heads, MLP 14336.
+  md::ModelShape s = small_gpt(1);
+  s.layers = 1;
+  s.hidden = 4096;
+  s.heads = 32;
+  s.mlp_width = 14336;
+  s.lm_head = false;
+  s.seq = 1024;
+  s.microbatch_size = 1;
+  const double plain = md::stage_parameters(s, 0) - 4096.0 * (32000 + 1024);
+  CHECK(plain == 4.0 * 4096 * 4096 + 2.0 * 4096 * 14336);
+  s.kv_heads = 8;
+  s.gated_mlp = true;
+  CHECK(md::kv_width(s) == 1024);
+  // QKV 4096 x (4096 + 2 x 1024), output 4096^2, gate, up, down 3 x 4096 x 14336:
+  // 218.1 M weights, Meta's published 8.03 B over 32 layers less embeddings.
+  const double weights = 4096.0 * 6144 + 4096.0 * 4096 + 3.0 * 4096 * 14336;
+  CHECK(md::stage_parameters(s, 0) - 4096.0 * (32000 + 1024) == weights);
+  CHECK(weights == Approx(218.1e6).epsilon(1e-3));
+  const nm::OpWork w = md::forward_work(s, 0);
+  REQUIRE(w.gemms.size() == 4);
+  CHECK(w.gemms[0].n == 6144);                              // QKV: d + 2 kv
+  CHECK((w.gemms[2].n == 14336 && w.gemms[2].count == 2));  // gate and up
+  CHECK((w.gemms[3].n == 4096 && w.gemms[3].k == 14336));   // down
+  double flops = nm::gemm_flops(w);
+  for (const auto& a : w.attention) flops += nm::attention_flops(a, /*fused=*/false);
+  CHECK(flops == Approx(md::forward_flops(s, 0)).epsilon(1e-12));
+  CHECK(md::forward_flops(s, 0) == Approx(1024 * (2 * weights + 2.0 * 1024 * 4096 * 2)));
+  CHECK(md::forward_kernels(s, 0) == 2 * 7 + 2 * 2);  // one more GEMM than GELU's
+}
+
 TEST_CASE("Clock: the one-device sum equals the replay of the same step") {
   const md::ModelShape s = small_gpt(1);
   const nm::ComputeSpec spec = nm::parse_compute_spec("shaped:A100:mode=compiled:dtype=bf16");
@@ -103,6 +135,22 @@ TEST_CASE("Clock: rows, devices and specs; bad files are data errors") {
   wi::PublishedRow no_ckpt = rows[1];
   no_ckpt.act_ckpt = "none";
   CHECK(wi::predict(rows[1], "shaped", {}).step_s > wi::predict(no_ckpt, "shaped", {}).step_s);
+  // The optional columns mlp and kv_heads: a gated MLP adds a GEMM, grouped
+  // keys and values shrink QKV; an unknown MLP or a negative count skips the row.
+  const std::string header2 = std::string(kHeader).substr(0, std::string(kHeader).size() - 1);
+  const std::string llama =
+      "x,A100-80GB,8,bf16,eager,flash,none,2,4096,32,14336,1000,1024,1,"
+      "8192,1000,calibration,";
+  const auto gated = wi::read_published(
+      write_csv("clock_mlp.csv", header2 + ",mlp,kv_heads\n" + llama + "gelu,32\n" + llama +
+                                     "swiglu,8\n" + llama + "swish,8\n" + llama + "gelu,-1\n"),
+      &skipped);
+  REQUIRE(gated.size() == 2);
+  CHECK(skipped == 2);
+  CHECK((gated[1].mlp == "swiglu" && gated[1].kv_heads == 8));
+  const double t_plain = wi::predict(gated[0], "shaped", {}).step_s;
+  const double t_llama = wi::predict(gated[1], "shaped", {}).step_s;
+  CHECK(t_llama > 1.1 * t_plain);  // 218 M weights a layer against 185 M, plus the gate's pass
   using Catch::Matchers::Contains;
   CHECK_THROWS_WITH(wi::read_published(write_csv("clock_cols.csv", "id,gpu\na,A100\n")),
                     Contains("no column 'dtype'"));
