@@ -1,43 +1,81 @@
 // `slowpipe launch --nproc N [train options]`: a distributed run on this host
 // (distributed/launch.h, docs/distributed.md). The train options are read here only
 // for dist.timeout, which sets how long launch waits for ranks that do not end
-// after a failure; the workers check every option themselves.
+// after a failure, and run.out, the log launch marks failed when rank 0 dies;
+// the workers check every option themselves.
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.h"
 #include "common/options.h"
-#include "distributed/launch.h"
 #include "config/train_config.h"
+#include "distributed/launch.h"
+#include "runlog/runlog.h"
 
 namespace slowpipe::cli {
 namespace {
 
-// dist.timeout as the workers will resolve it from --config files and --set
-// overrides (the default when they do not parse: the workers then say why).
-double worker_timeout_s(const std::vector<std::string>& args) {
+// The workers' configuration as far as launch needs it (dist.timeout, run.out),
+// resolved as they will from --config files, --set overrides and --out, in
+// order; the defaults when it does not parse (the workers then say why).
+config::TrainConfig worker_config(const std::vector<std::string>& args) {
   config::TrainConfig config;
   OptionSet options;
   config::describe_options(config, options);
   std::vector<std::string> configs, sets;
+  const std::pair<const char*, const char*> flags[] = {{"--config", ""},      {"-c", ""},
+                                                       {"--set", "="},        {"-s", "="},
+                                                       {"--out", "run.out="}, {"-o", "run.out="}};
   for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    for (const auto& [flag, into] : {std::pair{"--config", &configs}, std::pair{"-c", &configs},
-                                     std::pair{"--set", &sets}, std::pair{"-s", &sets}}) {
-      const std::string f = flag;
-      if (a == f && i + 1 < args.size()) {
-        into->push_back(args[++i]);
-      } else if (a.rfind(f + "=", 0) == 0) {
-        into->push_back(a.substr(f.size() + 1));
+    for (const auto& [flag, into] : flags) {
+      const std::string f = flag, prefix = into;
+      std::string v;
+      if (args[i] == f && i + 1 < args.size()) {
+        v = args[++i];
+      } else if (args[i].rfind(f + "=", 0) == 0) {
+        v = args[i].substr(f.size() + 1);
+      } else {
+        continue;
       }
+      if (prefix.empty())
+        configs.push_back(v);
+      else
+        sets.push_back(prefix == "=" ? v : prefix + v);
+      break;
     }
   }
   try {
     for (const auto& f : configs) options.load_ini(f);
     for (const auto& s : sets) options.set_assignment(s);
   } catch (const std::exception&) {
-    return config::DistConfig{}.timeout_s;
+    return config::TrainConfig{};
   }
-  return config.dist.timeout_s;
+  return config;
+}
+
+// Rank 0 died by a signal, so it could not end its log: launch marks it
+// failed, naming rank 0 and the last logged step (a log already ended, or
+// none, is left as it is).
+void mark_rank0_death(const std::string& out, int signal) {
+  try {
+    if (out.empty() || !std::filesystem::exists(out)) return;
+    if (runlog::read_attributes(out)["status"] != "running") return;
+    const int64_t steps = runlog::read_row_counts(out)["train"];
+    const std::string why =
+        "rank 0 (replica 0, stage 0) died (signal " + std::to_string(signal) + ", SIG" +
+        std::string(sigabbrev_np(signal) ? sigabbrev_np(signal) : "?") + ") after step " +
+        std::to_string(steps) +
+        ", the last it logged; the other ranks ended with it and slowpipe launch "
+        "marked this log";
+    auto log = runlog::RunLog::reopen(out, {});
+    log->set_attribute("status", "failed");
+    log->set_attribute("error", why);
+    std::fprintf(stderr, "slowpipe launch: %s: status failed: %s\n", out.c_str(), why.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "slowpipe launch: could not mark %s failed: %s\n", out.c_str(), e.what());
+  }
 }
 
 }  // namespace
@@ -55,8 +93,12 @@ int cmd_launch(const Args& args) {
     return 0;
   }
   dist::LaunchOptions options = dist::parse_launch(args);
-  options.timeout_s = worker_timeout_s(options.train_args);
-  return dist::launch(options);
+  const config::TrainConfig workers = worker_config(options.train_args);
+  options.timeout_s = workers.dist.timeout_s;
+  dist::LaunchReport report;
+  const int code = dist::launch(options, &report);
+  if (report.rank0_signal != 0) mark_rank0_death(workers.run.out, report.rank0_signal);
+  return code;
 }
 
 }  // namespace slowpipe::cli

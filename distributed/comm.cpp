@@ -130,11 +130,21 @@ std::string posted_reason(c10d::Store& store) {
   return std::string(v.begin(), v.end());
 }
 
-// Rank 0 writes this launch's id; the others read it before writing anything
-// (the store may be another run's).
+// What the ranks of one run share: slowpipe launch's id, else the Slurm job
+// and step, else nothing (ranks started by hand).
+std::string run_identity() {
+  if (const char* id = std::getenv(kLaunchIdVar)) return id;
+  if (const char* job = std::getenv("SLURM_JOB_ID")) {
+    const char* step = std::getenv("SLURM_STEP_ID");
+    return std::string("slurm ") + job + "." + (step ? step : "");
+  }
+  return "";
+}
+
+// Rank 0 writes this run's identity; the others read it before writing
+// anything (the store may be another run's).
 void check_launch_id(c10d::Store& store, int rank, const std::string& where, milliseconds timeout) {
-  const char* id_env = std::getenv(kLaunchIdVar);
-  const std::string my_id = id_env ? id_env : "";
+  const std::string my_id = run_identity();
   if (rank == 0) {
     store.set(kLaunchIdKey, std::vector<uint8_t>(my_id.begin(), my_id.end()));
     return;
@@ -143,8 +153,8 @@ void check_launch_id(c10d::Store& store, int rank, const std::string& where, mil
   const auto v = store.get(kLaunchIdKey);
   if (std::string(v.begin(), v.end()) != my_id)
     throw UsageError("the rendezvous at " + where +
-                     " belongs to another run (another slowpipe launch serves that port); "
-                     "choose a free --port (or MASTER_PORT)");
+                     " belongs to another run (another slowpipe launch or Slurm job serves that "
+                     "port); choose a free --port (or MASTER_PORT)");
 }
 
 // Rank 0: waits until `world` check-ins, then that each rank checked in once.
@@ -207,7 +217,15 @@ void Comm::join_rendezvous(const std::string& where) {
   const int world = layout_.world();
   const std::string every_rank = "start each rank from 0 to " + std::to_string(world - 1) + " once";
   check_launch_id(*store_, rank_, where, timeout);
+  // A run already past its rendezvous is left alone: a late process (a stray
+  // duplicate of a rank) only reads the store and leaves.
+  const std::string late =
+      "the rendezvous at " + where + " serves a run whose " + std::to_string(world) +
+      " ranks have all joined already; this process (RANK=" + std::to_string(rank_) +
+      ") is not part of it and leaves it alone; " + every_rank;
+  if (store_->check({kJoinedOkKey})) throw UsageError(late);
   if (store_->add(rank_key(rank_), 1) > 1) {
+    if (store_->check({kJoinedOkKey})) throw UsageError(late);
     const std::string why = "rank " + std::to_string(rank_) +
                             " was started twice (two processes with RANK=" + std::to_string(rank_) +
                             " joined the rendezvous at " + where + "); " + every_rank;

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -111,6 +112,7 @@ struct Worker {
   int err_fd = -1;
   std::string partial;
   int code = -1;
+  int signal = 0;  // what ended it, if a signal did
 };
 
 // Writes the complete lines of what `w` printed, each prefixed "[rank r] ";
@@ -175,8 +177,12 @@ struct SavedSignals {
 // `slowpipe train`; returns only by _exit.
 [[noreturn]] void exec_worker(const LaunchOptions& o, const std::string& exe, int r, int port,
                               const std::string& id, bool piped, int err_write, pid_t group,
-                              const SavedSignals& old) {
-  ::setpgid(0, group);  // out of the terminal's group: Ctrl-C reaches launch only
+                              const SavedSignals& old, pid_t launcher) {
+  // Dies with launch: rank 0 stops (and logs why), the others are killed.
+  ::prctl(PR_SET_PDEATHSIG, r == 0 ? SIGTERM : SIGKILL);
+  if (::getppid() != launcher) ::_exit(1);  // launch died before the request
+  ::signal(SIGPIPE, SIG_IGN);  // launch gone, its stderr pipes broken: not a reason to die
+  ::setpgid(0, group);         // out of the terminal's group: Ctrl-C reaches launch only
   sigaction(SIGINT, &old.int_, nullptr);
   sigaction(SIGTERM, &old.term, nullptr);
   if (piped) ::dup2(err_write, STDERR_FILENO);
@@ -204,6 +210,7 @@ std::vector<Worker> spawn_workers(const LaunchOptions& o, const std::string& exe
                                   const std::string& id, const SavedSignals& old, pid_t& group) {
   std::vector<Worker> workers(static_cast<size_t>(o.nproc));
   group = 0;
+  const pid_t launcher = ::getpid();
   // Rank 0 writes to a terminal itself (its progress line redraws in place).
   const bool rank0_direct = ::isatty(STDERR_FILENO) != 0;
   for (int r = 0; r < o.nproc; ++r) {
@@ -213,7 +220,7 @@ std::vector<Worker> spawn_workers(const LaunchOptions& o, const std::string& exe
       throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-    if (pid == 0) exec_worker(o, exe, r, port, id, piped, err[1], group, old);
+    if (pid == 0) exec_worker(o, exe, r, port, id, piped, err[1], group, old, launcher);
     ::setpgid(pid, group);  // also here: whichever runs first
     if (group == 0) group = pid;
     Worker& w = workers[static_cast<size_t>(r)];
@@ -274,6 +281,7 @@ void kill_overdue(const std::vector<Worker>& workers, pid_t group, EndDeadline& 
 // the others may take to follow.
 void on_worker_exit(const LaunchOptions& o, int r, Worker& w, int status, EndDeadline& deadline) {
   w.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (WIFSIGNALED(status)) w.signal = WTERMSIG(status);
   if (w.code != 0)
     std::fprintf(stderr, "slowpipe launch: rank %d exited with status %d\n", r, w.code);
   char buf[160];
@@ -282,10 +290,10 @@ void on_worker_exit(const LaunchOptions& o, int r, Worker& w, int status, EndDea
     // only tear down, which a loaded machine may make slow.
     const double grace_s = end_grace_s(o.timeout_s) +
                            (w.code == 0 || w.code == kExitInterrupted ? kCleanEndExtra_s : 0);
-    std::snprintf(buf, sizeof buf, "within %.0f s after rank 0 ended", grace_s);
+    std::snprintf(buf, sizeof buf, "within %g s after rank 0 ended", grace_s);
     deadline.end_by(grace_s, buf);
   } else if (w.code != 0) {
-    std::snprintf(buf, sizeof buf, "within %.0f s after rank %d failed (2 x dist.timeout + 5 s)",
+    std::snprintf(buf, sizeof buf, "within %g s after rank %d failed (2 x dist.timeout + 5 s)",
                   failed_grace_s(o.timeout_s), r);
     deadline.end_by(failed_grace_s(o.timeout_s), buf);
   }
@@ -323,7 +331,7 @@ void supervise(const LaunchOptions& o, std::vector<Worker>& workers, pid_t group
 
 }  // namespace
 
-int launch(const LaunchOptions& o) {
+int launch(const LaunchOptions& o, LaunchReport* report) {
   std::error_code ec;
   const std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (ec) throw std::runtime_error("cannot find the slowpipe binary (/proc/self/exe)");
@@ -344,6 +352,7 @@ int launch(const LaunchOptions& o) {
   supervise(o, workers, group);
   sigaction(SIGINT, &old.int_, nullptr);
   sigaction(SIGTERM, &old.term, nullptr);
+  if (report != nullptr) report->rank0_signal = workers[0].signal;
   if (workers[0].code != 0) return workers[0].code;
   for (const Worker& w : workers)
     if (w.code != 0) return w.code;

@@ -11,7 +11,10 @@
 // prefixed "[rank N] ", except rank 0's when launch's stderr is a terminal
 // (its progress line redraws in place there).
 // Exit status: rank 0's when non-zero, else the first non-zero of the others,
-// else 0. Plain POSIX (Linux: /proc/self/exe).
+// else 0. The workers die with launch: each asks the kernel for a signal when
+// launch ends (Linux PR_SET_PDEATHSIG: SIGTERM for rank 0, which then logs
+// the run's end, SIGKILL for the others), and exits at once should launch be
+// gone before it asked. Linux (/proc/self/exe, prctl).
 #pragma once
 
 #include <string>
@@ -35,7 +38,13 @@ struct LaunchOptions {
 
 // Parses `--nproc N [--port P] [--master-addr A] [--] TRAIN-ARGS...`; UsageError when wrong.
 LaunchOptions parse_launch(const std::vector<std::string>& args);
-int launch(const LaunchOptions& options);
+
+// How rank 0 ended, for the caller (cmd_launch marks the log of a rank 0
+// that died by a signal: it could not).
+struct LaunchReport {
+  int rank0_signal = 0;  // the signal that ended rank 0; 0: it exited
+};
+int launch(const LaunchOptions& options, LaunchReport* report = nullptr);
 
 // How long the others may run on once rank 0 has ended (every rank notices
 // within one heartbeat, at most 1 s), and how long rank 0 may run on once

@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "distributed/launch.h"
 
 namespace slowpipe::dist {
 namespace {
@@ -33,6 +36,7 @@ Watchdog::Watchdog(Comm& comm)
   const int world = comm.layout().world();
   beats_.assign(static_cast<size_t>(world), -1);
   last_change_s_.assign(static_cast<size_t>(world), now_s());
+  if (std::getenv(kLaunchIdVar) != nullptr) launcher_ = ::getppid();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -71,11 +75,23 @@ bool Watchdog::watch_peers(double now) {
     const std::string reason = layout.name(r) + " stopped responding (no heartbeat for " + buf +
                                " s, dist.timeout) during step " +
                                std::to_string(comm_.step().load());
-    if (store_->add(kAbortClaimKey, 1) == 1)
-      store_->set(kAbortKey, std::vector<uint8_t>(reason.begin(), reason.end()));
+    post(reason);
     return false;
   }
   return true;
+}
+
+// The first reason posted wins.
+void Watchdog::post(const std::string& reason) {
+  if (store_->add(kAbortClaimKey, 1) == 1)
+    store_->set(kAbortKey, std::vector<uint8_t>(reason.begin(), reason.end()));
+}
+
+bool Watchdog::watch_launcher() {
+  if (launcher_ == 0 || ::getppid() == launcher_) return true;
+  post("slowpipe launch (pid " + std::to_string(launcher_) + ") ended during step " +
+       std::to_string(comm_.step().load()) + "; its workers end with it");
+  return false;
 }
 
 void Watchdog::run() {
@@ -85,7 +101,8 @@ void Watchdog::run() {
     try {
       store_->add(beat_key(rank), 1);
       if (rank == 0) {
-        if (posted_at_s_ < 0 && (store_->check({kAbortKey}) || !watch_peers(now))) {
+        if (posted_at_s_ < 0 &&
+            (!watch_launcher() || store_->check({kAbortKey}) || !watch_peers(now))) {
           posted_at_s_ = now;
           // The main thread stops waiting on peers and writes the failure to
           // the log; while it connects the process groups there is no log yet.

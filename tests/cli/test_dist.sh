@@ -13,8 +13,13 @@
 #   - a rank stopped with SIGSTOP (a vanished host): rank 0 logs status failed
 #     naming it, launch kills it and ends within about 2 x dist.timeout; the
 #     workers' lines carry their rank;
-#   - rank 0 killed: the log stays `running`, and export/summary say that its
-#     heartbeat is stale;
+#   - rank 0 killed under launch: launch marks the log failed, naming rank 0
+#     and the step; launch itself killed (SIGKILL): its workers die with it
+#     within 2 x dist.timeout, rank 0 logging why;
+#   - rank 0 of hand-started ranks killed: the log stays `running`, and
+#     export/summary say that its heartbeat is stale;
+#   - a stray duplicate of a rank, started while the run trains: refused
+#     (exit 2), the run completes undisturbed;
 #   - refused at start-up: mismatched configurations (both values named), a
 #     wrong --nproc, resume, split backwards, virtual stages, the momentum
 #     exchange, a rank started twice, a port another process holds (and a
@@ -189,21 +194,73 @@ else
     bad "stop test: the workers' lines do not say which rank printed them: $(grep -v '^slowpipe launch' stopped.log | tail -3)"
 fi
 
-# Rank 0 killed: the others end at once; its log stays `running`, which
-# export and summary qualify once the heartbeat is older than the threshold.
-"$bin" launch --nproc 2 -- "${small[@]}" --set pipeline.stages=2 "${fast[@]}" --out dead0.h5 >dead0.log 2>&1 &
+# Rank 0 killed under launch: the others end at once, and launch marks the
+# log failed, naming rank 0 and the step (rank 0 could not).
+"$bin" launch --nproc 2 -- "${small[@]}" --set pipeline.stages=2 "${fast[@]}" --out dead0l.h5 >dead0l.log 2>&1 &
 launcher=$!
 victim=""
-started dead0.h5 && victim=$(rank_pid "$launcher" 0)
+started dead0l.h5 && victim=$(rank_pid "$launcher" 0)
 if [ -z "$victim" ]; then
-  bad "rank 0 kill test: rank 0 not found or no steps logged"
+  bad "rank 0 kill test (launch): rank 0 not found or no steps logged"
   kill "$launcher" 2>/dev/null
 else
   kill -9 "$victim"
   start=$(now)
   timeout 60 tail -s 0.1 --pid="$launcher" -f /dev/null
-  within "$start" 5 "rank 0 killed: launch's exit" && ok || bad "rank 0 kill test: launch took too long"
+  within "$start" 5 "rank 0 killed under launch: launch's exit" && ok || bad "rank 0 kill test (launch): too slow"
   wait "$launcher"
+  [ "$(attr dead0l.h5 status)" = "failed" ] && ok || bad "rank 0 kill test (launch): log is '$(attr dead0l.h5 status)', not failed"
+  attr dead0l.h5 error | grep -Eq '^rank 0 \(replica 0, stage 0\) died \(signal 9, SIGKILL\) after step [0-9]+' && ok ||
+    bad "rank 0 kill test (launch): error '$(attr dead0l.h5 error)'"
+fi
+
+# Launch itself killed (SIGKILL): its workers die with it, within 2 x
+# dist.timeout; rank 0 logs why.
+"$bin" launch --nproc 2 -- "${small[@]}" --set pipeline.stages=2 "${fast[@]}" --out orphan.h5 >orphan.log 2>&1 &
+launcher=$!
+workers=""
+started orphan.h5 && workers="$(pgrep -P "$launcher" | tr '\n' ' ')"
+if [ -z "$workers" ]; then
+  bad "launch kill test: no workers or no steps logged"
+  kill "$launcher" 2>/dev/null
+else
+  kill -9 "$launcher"
+  start=$(now)
+  for _ in $(seq 1 200); do
+    alive=""
+    for p in $workers; do
+      [ -e "/proc/$p" ] && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null && alive="$alive $p"
+    done
+    [ -z "$alive" ] && break
+    sleep 0.1
+  done
+  [ -z "$alive" ] && within "$start" 6 "launch killed: its workers' end (2 x dist.timeout 3 s)" && ok ||
+    bad "launch kill test: workers left running:$alive"
+  kill -9 $alive 2>/dev/null
+  [ "$(attr orphan.h5 status)" = "failed" ] && attr orphan.h5 error | grep -q "^slowpipe launch (pid $launcher) ended during step [0-9]" &&
+    ok || bad "launch kill test: log status '$(attr orphan.h5 status)', error '$(attr orphan.h5 error)'"
+fi
+wait "$launcher" 2>/dev/null
+
+# Rank 0 of ranks started by hand killed: the others end at once; its log
+# stays `running`, which export and summary qualify once the heartbeat is
+# older than the threshold.
+port=$((30000 + RANDOM % 20000))
+( WORLD_SIZE=2 RANK=1 MASTER_PORT=$port "$bin" train "${small[@]}" --set pipeline.stages=2 "${fast[@]}" \
+    --out dead0.h5 >dead0.1.log 2>&1 ) &
+rank1=$!
+WORLD_SIZE=2 RANK=0 MASTER_PORT=$port "$bin" train "${small[@]}" --set pipeline.stages=2 "${fast[@]}" \
+  --out dead0.h5 >dead0.log 2>&1 &
+victim=$!
+if ! started dead0.h5; then
+  bad "rank 0 kill test: no steps logged"
+  kill "$victim" "$rank1" 2>/dev/null
+else
+  kill -9 "$victim"
+  start=$(now)
+  timeout 60 tail -s 0.1 --pid="$rank1" -f /dev/null
+  within "$start" 5 "rank 0 killed: rank 1's exit" && ok || bad "rank 0 kill test: rank 1 took too long"
+  wait "$rank1" 2>/dev/null
   [ "$(attr dead0.h5 status)" = "running" ] && ok || bad "rank 0 kill test: fresh log is '$(attr dead0.h5 status)', not running"
   attr dead0.h5 heartbeat | grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z$' && ok ||
     bad "rank 0 kill test: no heartbeat attribute: '$(attr dead0.h5 heartbeat)'"
@@ -220,6 +277,27 @@ else
     bad "rank 0 kill test: export of the table does not warn"
   # Control: a finished run's status is never qualified.
   [ "$(SLOWPIPE_HEARTBEAT_STALE_S=0 attr fp32-n.h5 status)" = "complete" ] && ok || bad "a complete log shown as not complete"
+fi
+wait 2>/dev/null
+
+# A stray process with a rank already in use, started once the run trains:
+# refused (exit 2) without touching the run, which completes.
+port=$((port + 1))
+for r in 0 1; do
+  ( WORLD_SIZE=2 RANK=$r MASTER_PORT=$port "$bin" train "${small[@]}" --set pipeline.stages=2 \
+      --set dist.timeout=3s --set run.steps=600 --set eval.every=0 --set run.flush_every=1 \
+      --out stray.h5 >"stray.$r.log" 2>&1 ) &
+done
+if started stray.h5; then
+  expect 2 "ranks have all joined already; this process (RANK=1) is not part of it" -- \
+    env WORLD_SIZE=2 RANK=1 MASTER_PORT=$port timeout 60 "$bin" train "${small[@]}" --set pipeline.stages=2 \
+    --set dist.timeout=3s --set run.steps=600 --out stray.h5
+  wait
+  [ "$(attr stray.h5 status)" = "complete" ] && ok ||
+    bad "a stray rank disturbed the running job: status $(attr stray.h5 status): $(tail -2 stray.0.log)"
+else
+  bad "stray test: the run did not start"
+  wait
 fi
 
 # Refused at start-up.
