@@ -127,7 +127,7 @@ std::string rank_key(int r) {
 std::string posted_reason(c10d::Store& store) {
   if (!store.check({kAbortKey})) return std::string();
   const auto v = store.get(kAbortKey);
-  return std::string(v.begin(), v.end());
+  return strip_usage(std::string(v.begin(), v.end()));
 }
 
 // What the ranks of one run share: slowpipe launch's id, else the Slurm job
@@ -184,7 +184,7 @@ void await_every_rank(Comm& comm, const std::string& where, const std::string& w
     const std::string why = "ranks started twice: " + (twice.empty() ? "none" : twice) +
                             "; never started: " + (never.empty() ? "none" : never) + "; " +
                             every_rank + " (rendezvous " + where + ")";
-    comm.post_abort(why);
+    comm.post_abort(kUsagePrefix + why);
     // The store ends with this process: let the others read the reason first.
     std::this_thread::sleep_for(milliseconds(1000));
     throw UsageError(why);
@@ -229,7 +229,7 @@ void Comm::join_rendezvous(const std::string& where) {
     const std::string why = "rank " + std::to_string(rank_) +
                             " was started twice (two processes with RANK=" + std::to_string(rank_) +
                             " joined the rendezvous at " + where + "); " + every_rank;
-    post_abort(why);
+    post_abort(kUsagePrefix + why);
     throw UsageError(why);
   }
   store_->add(kJoinedKey, 1);
@@ -440,7 +440,9 @@ void Comm::fail(const std::string& what, const std::exception& e) {
   // A broken connection is most often a dead peer, which rank 0's watchdog
   // names once it has been silent for dist.timeout; a rank that failed on its
   // own posts its reason at once. Wait for either before blaming this failure.
-  std::string reason = abort_reason(cfg_.timeout_s + 2.0);
+  bool usage = false;
+  std::string reason = strip_usage(abort_reason(cfg_.timeout_s + 2.0), &usage);
+  if (usage) throw UsageError(reason);
   const bool diverged = reason.rfind(kDivergedPrefix, 0) == 0;
   if (diverged) reason = reason.substr(std::strlen(kDivergedPrefix));
   if (reason.empty()) {

@@ -76,6 +76,15 @@ using Dims = std::vector<int64_t>;
 inline const char* const kAbortKey = "slowpipe/abort";
 inline const char* const kAbortClaimKey = "slowpipe/abort_claim";
 inline const char* const kDivergedPrefix = "diverged: ";
+// A reason that is a usage error (a doubled rank, another configuration):
+// every rank that reads it exits 2, as the one that posted it.
+inline const char* const kUsagePrefix = "usage: ";
+// `reason` without kUsagePrefix; `usage` says whether it had it.
+inline std::string strip_usage(const std::string& reason, bool* usage = nullptr) {
+  const bool u = reason.rfind(kUsagePrefix, 0) == 0;
+  if (usage != nullptr) *usage = u;
+  return u ? reason.substr(std::string(kUsagePrefix).size()) : reason;
+}
 
 class Comm {
  public:

@@ -194,7 +194,7 @@ void DistEngine::check_configs(const std::string& config_text) {
                                 config_differences(theirs, config_text) +
                                 "); every rank must be given the same "
                                 "options, only dist.rank may differ";
-        comm_->post_abort(why);
+        comm_->post_abort(kUsagePrefix + why);
         // The store ends with this process: let the others read the reason first.
         std::this_thread::sleep_for(std::chrono::milliseconds(1000));
         throw UsageError(why);
@@ -205,7 +205,7 @@ void DistEngine::check_configs(const std::string& config_text) {
   }
   const auto until = std::chrono::steady_clock::now() + timeout;
   while (!store.check({"slowpipe/config_ok"})) {
-    const std::string reason = comm_->abort_reason(0);
+    const std::string reason = strip_usage(comm_->abort_reason(0));
     if (!reason.empty()) throw UsageError(reason);
     if (std::chrono::steady_clock::now() > until)
       throw DistError(layout_.name(comm_->rank()) +

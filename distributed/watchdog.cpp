@@ -49,14 +49,16 @@ void Watchdog::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+// Exits with the reason's code: 4 diverged, 2 a usage error, else 1.
 void Watchdog::leave(const std::string& reason) {
-  std::string text = reason;
+  bool usage = false;
+  std::string text = strip_usage(reason, &usage);
   const bool diverged = text.rfind(kDivergedPrefix, 0) == 0;
   if (diverged) text = text.substr(std::strlen(kDivergedPrefix));
   std::fprintf(stderr, "slowpipe train: %s stops: %s\n", comm_.layout().name(comm_.rank()).c_str(),
                text.c_str());
   std::fflush(stderr);
-  ::_exit(diverged ? 4 : 1);
+  ::_exit(diverged ? 4 : usage ? 2 : 1);
 }
 
 bool Watchdog::watch_peers(double now) {
