@@ -162,6 +162,9 @@ void describe_options(DistConfig& c, OptionSet& o) {
       [&c] { return format_duration(c.timeout_s); });
   o.add_choice("dist.backend", c.backend, {"auto", "gloo", "nccl"},
                "c10d backend: auto = nccl for CUDA devices where built in, else gloo");
+  o.add("dist.verbose", c.verbose,
+        "print c10d's own log lines (glog warnings and errors; slowpipe's messages say the "
+        "same in one line); a GLOG_minloglevel in the environment wins");
 }
 
 void describe_options(PipelineConfig& c, OptionSet& o) {

@@ -50,6 +50,7 @@ struct DistConfig {
   int master_port = 29500;
   double timeout_s = 30;         // rendezvous, and silence after which a rank counts as dead
   std::string backend = "auto";  // auto|gloo|nccl (auto: nccl on CUDA devices, else gloo)
+  bool verbose = false;          // c10d's own log lines (glog) on stderr
   bool enabled() const { return world_size > 0; }
 };
 void describe_options(DistConfig& c, OptionSet& o);

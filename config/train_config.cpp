@@ -19,7 +19,8 @@ void describe_options(TrainConfig& c, OptionSet& o) {
 bool resume_key_may_differ(const std::string& key) {
   // run.out: the same log may be named by another path when resuming.
   return key == "run.progress" || key == "run.flush_every" ||
-         key.rfind("run.checkpoint_", 0) == 0 || key == "run.out" || key == "run.overwrite";
+         key.rfind("run.checkpoint_", 0) == 0 || key == "run.out" || key == "run.overwrite" ||
+         key == "dist.verbose";
 }
 
 netmodel::NetConfig timed_net(const TrainConfig& cfg) {

@@ -1,6 +1,7 @@
 // Comm: rendezvous, process groups, framed point-to-point bytes, collectives.
 #include "distributed/comm.h"
 
+#include <dlfcn.h>
 #include <torch/torch.h>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -72,10 +73,22 @@ c10::intrusive_ptr<GroupImpl> make_group(const c10::intrusive_ptr<c10d::Store>& 
   return c10::make_intrusive<c10d::ProcessGroupGloo>(scoped, rank, size, opts);
 }
 
+// c10d logs through the glog that libtorch loaded: its warnings and errors
+// (a port in use, a peer gone) repeat, raw, what slowpipe's own message says
+// in one line. Unless dist.verbose or the user's GLOG_minloglevel, only
+// fatal lines pass. The flag is looked up in the loaded library (linking a
+// glog of our own could load a second copy, which libtorch would not read).
+void quiet_c10d_logging(bool verbose) {
+  if (verbose || std::getenv("GLOG_minloglevel") != nullptr) return;
+  if (auto* level = static_cast<int32_t*>(::dlsym(RTLD_DEFAULT, "_ZN3fLI17FLAGS_minloglevelE")))
+    *level = 3;  // google::GLOG_FATAL
+}
+
 }  // namespace
 
 Comm::Comm(const config::DistConfig& cfg, Layout layout)
     : cfg_(cfg), layout_(layout), rank_(cfg.rank) {
+  quiet_c10d_logging(cfg.verbose);
   const auto timeout = milliseconds(static_cast<int64_t>(cfg.timeout_s * 1000));
   const std::string where = cfg.master_addr + ":" + std::to_string(cfg.master_port);
   c10d::TCPStoreOptions opts;

@@ -473,7 +473,8 @@ sim::DistEngineFactory engine_factory() {
                        "\nslowpipe.git_commit=" + git_commit() +
                        "\nslowpipe.git_dirty=" + git_dirty() + "\n";
     for (const auto& [k, v] : resolved)
-      if (k != "dist.rank" && k != "run.progress" && k != "run.out" && k != "run.overwrite")
+      if (k != "dist.rank" && k != "run.progress" && k != "run.out" && k != "run.overwrite" &&
+          k != "dist.verbose")
         text += k + "=" + v + "\n";
     return std::make_unique<DistEngine>(setup, cfg.dist, text);
   };

@@ -365,9 +365,19 @@ while time.time() < end:
 holder=$!
 sleep 0.5
 start=$(now)
-expect 2 "Address already in use" -- timeout 60 "$bin" launch --nproc 2 --port "$port" -- "${small[@]}" \
-  --set pipeline.stages=2 --set dist.timeout=3s --out taken.h5
+timeout 60 "$bin" launch --nproc 2 --port "$port" -- "${small[@]}" \
+  --set pipeline.stages=2 --set dist.timeout=3s --out taken.h5 >taken.log 2>&1
+rc=$?
+[ "$rc" -eq 2 ] && grep -q "Address already in use" taken.log && ok ||
+  bad "a port in use: launch exited $rc: $(tail -2 taken.log)"
 within "$start" 10 "a port in use: launch's exit" && ok || bad "a port in use: launch too slow"
+# c10d's own (glog) lines stay out of the terminal unless dist.verbose asks.
+! grep -Eq '^\[rank [0-9]+\] ([WE][0-9]{8} |WARNING: Logging before)' taken.log && ok ||
+  bad "a port in use: raw c10d log lines shown: $(grep -E '^\[rank [0-9]+\] [WE][0-9]{8}' taken.log | head -1)"
+timeout 60 "$bin" launch --nproc 2 --port "$port" -- "${small[@]}" --set pipeline.stages=2 \
+  --set dist.timeout=3s --set dist.verbose=true --out taken.h5 >taken-v.log 2>&1
+grep -Eq '^\[rank 0\] [WE][0-9]{8} .*c10d' taken-v.log && ok ||
+  bad "dist.verbose=true: c10d's lines not shown: $(head -3 taken-v.log)"
 start=$(now)
 expect 1 "rank 1 (replica 0, stage 1): lost the rendezvous" -- env WORLD_SIZE=2 RANK=1 MASTER_PORT="$port" \
   timeout 60 "$bin" train "${small[@]}" --set pipeline.stages=2 --set dist.timeout=3s --out taken.h5
