@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/config_args.h"
 #include "common/errors.h"
+#include "config/output_paths.h"
 #include "sim/retime.h"
 #include "study/summary/summary_inputs.h"
 
@@ -43,6 +44,43 @@ int retime_one(const sim::RetimeRequest& rq) {
     return 3;
   }
 }
+
+// --out: a folder (not a run log given as input, a file or a device) that
+// takes new files, checked before anything is created (UsageError, exit 2).
+void check_out_folder(const std::string& out, const std::vector<std::string>& logs) {
+  std::error_code ec;
+  for (const auto& log : logs) {
+    if (fs::equivalent(log, out, ec)) {
+      throw UsageError("--out " + out +
+                       " is a run log to retime, not a folder: name a folder for the copies");
+    }
+  }
+  config::check_writable_folder("--out", out);
+}
+
+// Creates --out (UsageError, not std::filesystem's text, if that fails) and,
+// however the command ends, removes the folders it created that are left
+// empty: a refused retime leaves nothing behind.
+class OutFolder {
+ public:
+  explicit OutFolder(const std::string& out) {
+    std::error_code ec;
+    for (fs::path p = out; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+      created_.push_back(p);  // deepest first
+    }
+    fs::create_directories(out, ec);
+    if (ec) throw UsageError("--out " + out + ": cannot create the folder (" + ec.message() + ")");
+  }
+  OutFolder(const OutFolder&) = delete;
+  OutFolder& operator=(const OutFolder&) = delete;
+  ~OutFolder() {
+    std::error_code ec;
+    for (const auto& dir : created_) fs::remove(dir, ec);  // fails, as wanted, unless empty
+  }
+
+ private:
+  std::vector<fs::path> created_;
+};
 
 }  // namespace
 
@@ -83,7 +121,8 @@ int cmd_retime(const Args& args) {
                        ": their copies would share one file");
     }
   }
-  fs::create_directories(out);
+  check_out_folder(out, logs);
+  const OutFolder folder(out);
   int code = 0;
   for (const auto& log : logs) {
     const std::string name = fs::path(log).filename().string();

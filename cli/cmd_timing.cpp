@@ -82,6 +82,7 @@ int cmd_timing(const Args& args) {
   whatif::WhatIfConfig what_if;
   netmodel::NetConfig net_config;
   OptionSet options;
+  options.set_help_command("timing");  // an unknown key points to timing's key table
   whatif::describe_options(what_if, options);
   netmodel::describe_options(net_config, options);
   if (vm.count("help")) {

@@ -260,7 +260,7 @@ void OptionSet::set_value(const std::string& key, const std::string& value,
       }
     }
     throw UsageError("unknown key '" + k + "'" +
-                     (best.empty() ? std::string(" (slowpipe train --help lists the keys)")
+                     (best.empty() ? " (slowpipe " + help_command_ + " --help lists the keys)"
                                    : " (did you mean '" + best + "'?)"));
   }
   std::string v = trim(value);

@@ -87,6 +87,9 @@ class OptionSet {
   // A help table: key, type, default (current value), help.
   std::string help_text() const;
   const std::vector<Option>& options() const { return options_; }
+  // The command whose --help lists these keys, named by the unknown-key message
+  // ("slowpipe timing --help lists the keys"); "train" unless a command says.
+  void set_help_command(std::string command) { help_command_ = std::move(command); }
 
  private:
   void add_option(Option opt);
@@ -94,6 +97,7 @@ class OptionSet {
   // set() with `base_dir` for path keys ("" = as given).
   void set_value(const std::string& key, const std::string& value, const std::string& base_dir);
   std::vector<Option> options_;
+  std::string help_command_ = "train";
 };
 
 // Parsing helpers, shared by binders and custom parsers. They throw UsageError

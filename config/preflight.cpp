@@ -2,17 +2,14 @@
 // order; the two that need libtorch come in from the caller.
 #include "config/preflight.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <string>
 
 #include "common/errors.h"
 #include "compressors/codecs/config.h"
+#include "config/output_paths.h"
 #include "netmodel/replay.h"
 #include "netmodel/schedule_trace.h"
 #include "runlog/runlog.h"
@@ -21,67 +18,6 @@ namespace slowpipe::config {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Creates and removes a file in `dir`: the one test that holds for root (to
-// whom access(2) says yes everywhere) and for folders that take no new files
-// (/proc, /sys, a read-only mount). Returns why it failed, empty when it did not.
-std::string cannot_create_in(const fs::path& dir) {
-  const fs::path probe = dir / (".slowpipe-probe." + std::to_string(getpid()));
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return errno == EEXIST ? "" : std::strerror(errno);
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return "";
-}
-
-// What a file that is not a regular file is, for messages.
-std::string file_kind(const fs::file_status& st) {
-  switch (st.type()) {
-    case fs::file_type::character:
-      return "a character device";
-    case fs::file_type::block:
-      return "a block device";
-    case fs::file_type::fifo:
-      return "a FIFO";
-    case fs::file_type::socket:
-      return "a socket";
-    default:
-      return "not a regular file";
-  }
-}
-
-// `path` is a file slowpipe will write (the run log, a checkpoint): where it
-// exists it is a regular, writable file, and its folder exists (or can be
-// created) and takes new files. Refused with a plain message, before HDF5 or
-// libtorch would fail on it with their own text (/dev/full, /proc/...).
-void check_writable_target(const std::string& key, const std::string& path) {
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (fs::exists(st) && fs::is_directory(st)) {
-    throw UsageError(key + " = " + path + " is a folder; name a file, e.g. " + path + "/run.h5");
-  }
-  if (fs::exists(st) && !fs::is_regular_file(st)) {
-    throw UsageError(key + " = " + path + " is " + file_kind(st) +
-                     ", not a regular file; name a file to write");
-  }
-  if (fs::exists(st) && access(path.c_str(), W_OK) != 0) {
-    throw UsageError(key + " = " + path + " exists and is not writable");
-  }
-  fs::path dir = fs::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  // The nearest existing ancestor decides: the missing folders are created.
-  fs::path probe = dir;
-  while (!probe.empty() && !fs::exists(probe, ec)) probe = probe.parent_path();
-  if (probe.empty()) probe = ".";
-  if (!fs::is_directory(probe, ec)) {
-    throw UsageError(key + " = " + path + ": " + probe.string() + " is not a folder");
-  }
-  const std::string why = cannot_create_in(probe);
-  if (!why.empty()) {
-    throw UsageError(key + " = " + path + ": cannot create files in folder " + probe.string() +
-                     " (" + why + ")");
-  }
-}
 
 // A log that a failed run left without a single row can be replaced: nothing
 // in it would be lost.

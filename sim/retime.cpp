@@ -367,16 +367,23 @@ RetimeReport retime_run(const RetimeRequest& rq) {
   rep.own_max_rel_diff = r.own_max_rel_diff;
   rep.slower_steps = r.slower_steps;
   const std::string tmp = rq.out + ".retime.tmp";
-  {
+  std::error_code ec;
+  try {
     runlog::RunLog log(tmp, /*overwrite=*/true, /*flush_every=*/1 << 20);
     write_attributes(log, rq, attrs, c, r, rep.source_sim_time_s);
     copy_tables(log, rq.source, r);
     copy_blobs(log, rq.source, r, c);
     log.flush();
+  } catch (...) {
+    std::filesystem::remove(tmp, ec);  // a refused copy leaves no half-written file
+    throw;
   }
-  std::error_code ec;
   std::filesystem::rename(tmp, rq.out, ec);
-  if (ec) throw UsageError("cannot write " + rq.out + ": " + ec.message());
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(tmp, ec);
+    throw UsageError("cannot write " + rq.out + ": " + why);
+  }
   return rep;
 }
 

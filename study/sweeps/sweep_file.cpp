@@ -262,7 +262,7 @@ SweepFile parse_sweep_text(const std::string& text, const std::string& path,
                        "' (train keys are dotted, e.g. compress.fw; the sweep's own keys are "
                        "name, config, zip, exclude, only)");
     } else {
-      SweepKey k{l.key, split_trim(l.value, kSweepSeparator), l.line};
+      SweepKey k{l.key, split_trim(l.value, kSweepSeparator), l.line, {}};
       for (auto& v : k.values) {
         if (v.empty()) {
           throw UsageError(where + l.key +
@@ -283,6 +283,44 @@ SweepFile parse_sweep_text(const std::string& text, const std::string& path,
 }
 
 namespace {
+
+// Value `r` of `k` as the duplicate check compares it.
+const std::string& compared(const SweepKey& k, size_t r) {
+  return k.canonical.empty() ? k.values[r] : k.canonical[r];
+}
+
+// "key=value, key=value": row `r` of an axis, as written or as compared.
+std::string row_text(const SweepFile& s, const std::vector<size_t>& axis, size_t r,
+                     bool as_compared) {
+  std::string what;
+  for (size_t n = 0; n < axis.size(); ++n) {
+    const SweepKey& k = s.keys[axis[n]];
+    what += (n ? ", " : "") + k.key + "=" + (as_compared ? compared(k, r) : k.values[r]);
+  }
+  return what;
+}
+
+// Every axis must offer distinct combinations, or two points would be the
+// same run: listed twice, or spelled two ways (both spellings named).
+void check_distinct(const SweepFile& s, const std::vector<std::vector<size_t>>& axes) {
+  for (const auto& axis : axes) {
+    std::map<std::vector<std::string>, size_t> first;
+    for (size_t r = 0; r < s.keys[axis[0]].values.size(); ++r) {
+      std::vector<std::string> combo;
+      for (size_t i : axis) combo.push_back(compared(s.keys[i], r));
+      const auto [it, fresh] = first.emplace(combo, r);
+      if (fresh) continue;
+      const std::string where = s.path + ":" + std::to_string(s.keys[axis[0]].line) + ": ";
+      const std::string was = row_text(s, axis, it->second, false),
+                        now = row_text(s, axis, r, false);
+      if (was == now) {
+        throw UsageError(where + now + " is listed twice (two points would be the same run)");
+      }
+      throw UsageError(where + was + " and " + now + " are one run spelled two ways (both mean " +
+                       row_text(s, axis, r, true) + "): list it once");
+    }
+  }
+}
 
 bool holds(const SweepCondition& c, const SweepPoint& p) {
   for (const auto& t : c.terms) {
@@ -312,23 +350,7 @@ std::vector<SweepPoint> expand_points(const SweepFile& s) {
       }
     }
   }
-  // Every axis must offer distinct combinations, or two points would be equal.
-  for (const auto& axis : axes) {
-    std::set<std::vector<std::string>> combos;
-    for (size_t r = 0; r < s.keys[axis[0]].values.size(); ++r) {
-      std::vector<std::string> combo;
-      combo.reserve(axis.size());
-      for (size_t i : axis) combo.push_back(s.keys[i].values[r]);
-      if (!combos.insert(combo).second) {
-        std::string what;
-        for (size_t n = 0; n < axis.size(); ++n) {
-          what += (n ? ", " : "") + s.keys[axis[n]].key + "=" + combo[n];
-        }
-        throw UsageError(s.path + ":" + std::to_string(s.keys[axis[0]].line) + ": " + what +
-                         " is listed twice (two points would be the same run)");
-      }
-    }
-  }
+  check_distinct(s, axes);
   std::vector<SweepPoint> points;
   std::vector<size_t> at(axes.size(), 0);
   while (true) {

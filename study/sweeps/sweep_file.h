@@ -40,6 +40,10 @@ struct SweepKey {
   std::string key;
   std::vector<std::string> values;
   int line = 0;  // line of the sweep file that lists it
+  // What each value means where two spellings can mean one run (a channel
+  // spec's canonical form: q4:nearest is q4), filled by sweep_points.h; the
+  // duplicate check compares these. Empty: the values as written.
+  std::vector<std::string> canonical;
 };
 
 // A term of an exclude/only condition: key=value or key!=value.
@@ -95,8 +99,9 @@ SweepFile parse_sweep_text(const std::string& text, const std::string& path,
                            const std::string& base_dir);
 
 // The points in order: cross product over the axes, then exclude/only.
-// UsageError when no point is left, or when two points would be equal (a zip
-// group listing the same combination twice).
+// UsageError when no point is left, or when two points would be equal: a key
+// (or a zip group) listing the same value (combination) twice, or two
+// spellings of one (SweepKey::canonical), both named.
 std::vector<SweepPoint> expand_points(const SweepFile& sweep);
 
 // Text helpers, shared with the rest of the sweep code.

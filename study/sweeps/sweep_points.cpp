@@ -11,6 +11,7 @@
 
 #include "common/errors.h"
 #include "common/options.h"
+#include "compressors/codecs/channel_spec.h"
 #include "config/preflight.h"
 #include "config/train_config.h"
 #include "study/summary/key_names.h"
@@ -100,12 +101,27 @@ void apply_base(OptionSet& o, const SweepFile& sweep, const SweepSettings& setti
   for (const auto& f : settings.configs) o.load_ini(f);
 }
 
+// The keys whose values are channel specs: two spellings can mean one run.
+bool is_spec_key(const std::string& key) {
+  return key == "compress.fw" || key == "compress.bw" || key == "compress.grad";
+}
+
+// What spec key `key`, just set on `t`, means: its canonical form (q4:nearest
+// is q4).
+std::string canonical_spec_value(const TrainOptions& t, const std::string& key) {
+  const compressors::CompressConfig& c = t.config.compress;
+  if (key == "compress.fw") return compressors::canonical_spec(c.fw);
+  if (key == "compress.bw") return compressors::canonical_spec(c.bw);
+  return compressors::canonical_spec(c.grad.given());
+}
+
 std::string where(const SweepFile& s, const SweepKey& k) {
   return s.path + ":" + std::to_string(k.line) + ": ";
 }
 
 // Each [sweep] value alone, on a fresh option set: the error names the line.
-// Returns the values with path values made absolute.
+// Returns the values with path values made absolute, and the canonical form of
+// spec values (SweepKey::canonical).
 std::vector<SweepKey> checked_keys(const SweepFile& sweep) {
   std::vector<SweepKey> keys = sweep.keys;
   for (auto& k : keys) {
@@ -124,6 +140,7 @@ std::vector<SweepKey> checked_keys(const SweepFile& sweep) {
         throw UsageError(where(sweep, k) + k.key + " = '" + v + "': " + e.what() +
                          (list_like ? " (values in [sweep] are separated by '|')" : ""));
       }
+      if (is_spec_key(k.key)) k.canonical.push_back(canonical_spec_value(scratch, k.key));
     }
   }
   return keys;

@@ -53,6 +53,9 @@ INI
   printf '[run\nsteps = 2\n' >badsection.ini
   printf '[run]\nstesp = 2\n' >unknownkey.ini
   printf '[run]\nsteps 2\n' >noequals.ini
+  # Sweeps over small.ini that would run one point twice.
+  printf '[sweep]\nconfig = small.ini\ncompress.fw = q4 | none | q4:nearest\n' >dupspec.ini
+  printf '[sweep]\nconfig = small.ini\nrun.seed = 1 | 2 | 1\n' >dupvalue.ini
   printf '[data]\nname = text\npath = missing-corpus.txt\n' >sub/rel-data.ini
   printf '[model]\ninit_from = missing-model.pt\n' >sub/rel-ckpt.ini
   echo "not a zip archive" >notzip.pt

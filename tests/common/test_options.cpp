@@ -60,6 +60,20 @@ TEST_CASE("OptionSet: unknown keys and bad values are usage errors") {
       CHECK(std::string(e.what()).find("did you mean 'run.steps'") != std::string::npos);
     }
   }
+  SECTION("an unknown key with no near one points to the command's --help") {
+    const auto message = [&o] {
+      try {
+        o.set("timing.bandwidth", "1Gbps");
+      } catch (const slowpipe::UsageError& e) {
+        return std::string(e.what());
+      }
+      return std::string("(no error)");
+    };
+    CHECK(message() ==
+          "unknown key 'timing.bandwidth' (slowpipe train --help lists the keys)");  // default
+    o.set_help_command("timing");
+    CHECK(message() == "unknown key 'timing.bandwidth' (slowpipe timing --help lists the keys)");
+  }
   SECTION("non-integer") {
     CHECK_THROWS_AS(o.set("run.steps", "ten"), slowpipe::UsageError);
   }

@@ -135,6 +135,23 @@ TEST_CASE("Sweep file: bad files are refused with the line and the problem") {
     CHECK_THAT(error_of("[sweep]\na.x = 1|1\na.y = 2|2\nzip = a.x, a.y\n"),
                Catch::Contains("a.x=1, a.y=2 is listed twice"));
   }
+  SECTION("two spellings of one value (SweepKey::canonical) are one run, both named") {
+    SweepFile s = parse("[sweep]\ncompress.fw = q4 | q2 | q4:nearest\n");
+    CHECK(expand_points(s).size() == 3);  // as written, the three differ
+    s.keys[0].canonical = {"q4", "q2", "q4"};
+    CHECK_THROWS_WITH(expand_points(s),
+                      "/tmp/s/grid.ini:2: compress.fw=q4 and compress.fw=q4:nearest are one run "
+                      "spelled two ways (both mean compress.fw=q4): list it once");
+    // In a zip group the combination counts: another label makes another point.
+    s = parse(
+        "[sweep]\ncompress.fw = q4 | q4:nearest\nrun.label = a | b\nzip = compress.fw, "
+        "run.label\n");
+    s.keys[0].canonical = {"q4", "q4"};
+    CHECK(expand_points(s).size() == 2);
+    s.keys[1].values = {"a", "a"};
+    CHECK_THROWS_WITH(expand_points(s), Catch::Contains("compress.fw=q4, run.label=a and "
+                                                        "compress.fw=q4:nearest, run.label=a"));
+  }
   SECTION("conditions") {
     const std::string grid = "[sweep]\ncompress.fw = none | q4\nrun.seed = 1 | 2\n";
     CHECK_THAT(error_of(grid + "exclude = net.preset=1Gbps\n"),

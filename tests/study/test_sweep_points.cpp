@@ -184,6 +184,21 @@ TEST_CASE("Sweep resolution: every point checked before anything runs") {
     CHECK_THAT(f.error(std::string(kTiny) + "[sweep]\nrun.out = a.h5 | b.h5\n"),
                Catch::Contains("run.out cannot be swept"));
   }
+  SECTION("channel specs are compared by their canonical form: one run is not run twice") {
+    CHECK_THAT(f.error(std::string(kTiny) + "[sweep]\ncompress.fw = q4 | none | q4:nearest\n"),
+               Catch::Contains("grid.ini:11: compress.fw=q4 and compress.fw=q4:nearest are one "
+                               "run spelled two ways (both mean compress.fw=q4)"));
+    CHECK_THAT(f.error(std::string(kTiny) + "[sweep]\ncompress.bw = ef(q8) | ef(q8:nearest)\n"),
+               Catch::Contains("compress.bw=ef(q8) and compress.bw=ef(q8:nearest)"));
+    CHECK_THAT(f.error(std::string(kTiny) +
+                       "[sweep]\npipeline.replicas = 2\ncompress.grad = q4 | q4:nearest\n"),
+               Catch::Contains("compress.grad=q4 and compress.grad=q4:nearest"));
+    CHECK_THAT(f.error(std::string(kTiny) + "[sweep]\nrun.seed = 1 | 2 | 1\n"),
+               Catch::Contains("run.seed=1 is listed twice"));
+    // Specs that differ stay two points.
+    CHECK(f.resolve(std::string(kTiny) + "[sweep]\ncompress.fw = q4 | q4:stochastic\n")
+              .points.size() == 2);
+  }
   SECTION("configurations train would refuse name the point") {
     CHECK_THAT(f.error(std::string(kTiny) + "[sweep]\npipeline.microbatches = 1 | 3\n"),
                Catch::Contains("point 2 (microbatches=3)"));
