@@ -71,9 +71,9 @@ TEST_CASE("Train options: every module's keys, choices from the registries") {
   for (const auto& name : cf::lr_schedule_registry().names()) o.options.set("optim.schedule", name);
 }
 
-TEST_CASE("resume_key_may_differ: display, checkpoint and output keys only") {
+TEST_CASE("resume_key_may_differ: display, checkpoint, output and log-verbosity keys only") {
   for (const char* key : {"run.progress", "run.flush_every", "run.checkpoint_every",
-                          "run.checkpoint_keep", "run.out", "run.overwrite"}) {
+                          "run.checkpoint_keep", "run.out", "run.overwrite", "dist.verbose"}) {
     CHECK(cf::resume_key_may_differ(key));
   }
   TempDir dir;
@@ -82,7 +82,7 @@ TEST_CASE("resume_key_may_differ: display, checkpoint and output keys only") {
   for (const auto& opt : o.options.options()) {
     if (!cf::resume_key_may_differ(opt.key)) ++computational;
   }
-  CHECK(computational == static_cast<int>(o.options.options().size()) - 6);
+  CHECK(computational == static_cast<int>(o.options.options().size()) - 7);
   for (const char* key : {"run.seed", "run.steps", "model.layers", "compress.fw", "net.bandwidth"})
     CHECK_FALSE(cf::resume_key_may_differ(key));
 }
