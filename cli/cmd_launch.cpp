@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "common/options.h"
+#include "config/logged_config.h"
 #include "config/train_config.h"
 #include "distributed/launch.h"
 #include "runlog/runlog.h"
@@ -17,17 +18,20 @@
 namespace slowpipe::cli {
 namespace {
 
-// The workers' configuration as far as launch needs it (dist.timeout, run.out),
-// resolved as they will from --config files, --set overrides and --out, in
-// order; the defaults when it does not parse (the workers then say why).
+// The workers' configuration as far as launch needs it (dist.timeout, run.out,
+// and beside --resume the layout), resolved as they will: the logged run's
+// (--resume RUN.h5, which is run.out), then --config files, --set overrides
+// and --out, in order; the defaults when it does not parse (the workers then
+// say why).
 config::TrainConfig worker_config(const std::vector<std::string>& args) {
   config::TrainConfig config;
   OptionSet options;
   config::describe_options(config, options);
   std::vector<std::string> configs, sets;
-  const std::pair<const char*, const char*> flags[] = {{"--config", ""},      {"-c", ""},
-                                                       {"--set", "="},        {"-s", "="},
-                                                       {"--out", "run.out="}, {"-o", "run.out="}};
+  const std::pair<const char*, const char*> flags[] = {
+      {"--config", ""},      {"-c", ""},         {"--set", "="},   {"-s", "="},
+      {"--out", "run.out="}, {"-o", "run.out="}, {"--resume", "@"}};
+  std::string resume;
   for (size_t i = 0; i < args.size(); ++i) {
     for (const auto& [flag, into] : flags) {
       const std::string f = flag, prefix = into;
@@ -39,7 +43,9 @@ config::TrainConfig worker_config(const std::vector<std::string>& args) {
       } else {
         continue;
       }
-      if (prefix.empty())
+      if (prefix == "@")
+        resume = v;
+      else if (prefix.empty())
         configs.push_back(v);
       else
         sets.push_back(prefix == "=" ? v : prefix + v);
@@ -47,6 +53,10 @@ config::TrainConfig worker_config(const std::vector<std::string>& args) {
     }
   }
   try {
+    if (!resume.empty()) {
+      config::apply_logged_config(runlog::read_attributes(resume), options, "--resume " + resume);
+      options.set("run.out", resume);
+    }
     for (const auto& f : configs) options.load_ini(f);
     for (const auto& s : sets) options.set_assignment(s);
   } catch (const std::exception&) {
@@ -83,18 +93,27 @@ void mark_rank0_death(const std::string& out, int signal) {
 int cmd_launch(const Args& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
     std::cout << "usage: slowpipe launch --nproc N [--port P] [--master-addr A] [--] "
-                 "[slowpipe train options]\n\n"
+                 "[slowpipe train options]\n"
+                 "       slowpipe launch [--nproc N] [--port P] --resume RUN.h5\n\n"
                  "Starts N `slowpipe train` workers on this host, one per (replica, stage),\n"
                  "N = pipeline.stages x pipeline.replicas, rank = replica x stages + stage,\n"
                  "with RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set (a free\n"
                  "port unless --port); rank 0 writes the run log. Lines the other ranks print\n"
                  "start with [rank N]. Workers that do not end after a failure are killed\n"
-                 "(within about 2 x dist.timeout). docs/distributed.md\n";
+                 "(within about 2 x dist.timeout). With --resume RUN.h5 the workers continue\n"
+                 "that run from its newest resume checkpoint, bit for bit as if it had not\n"
+                 "stopped; N defaults to the logged run's. docs/distributed.md\n";
     return 0;
   }
   dist::LaunchOptions options = dist::parse_launch(args);
   const config::TrainConfig workers = worker_config(options.train_args);
   options.timeout_s = workers.dist.timeout_s;
+  if (options.nproc == 0) {  // --resume without --nproc: the logged run's layout
+    options.nproc = workers.pipeline.stages * workers.pipeline.replicas;
+    std::fprintf(stderr,
+                 "slowpipe launch: %d processes (the logged run's %d stage(s) x %d replica(s))\n",
+                 options.nproc, workers.pipeline.stages, workers.pipeline.replicas);
+  }
   dist::LaunchReport report;
   const int code = dist::launch(options, &report);
   if (report.rank0_signal != 0) mark_rank0_death(workers.run.out, report.rank0_signal);

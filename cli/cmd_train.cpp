@@ -95,6 +95,7 @@ bool resume_options(const std::string& resume, OptionSet& options,
                     const std::vector<std::string>& assignments, bool out_flag_given) {
   std::map<std::string, std::string> attrs;
   load_logged_config(resume, options, attrs);
+  apply_torchrun_env(options);  // where this attempt's ranks meet, not the logged run's
   const auto logged = options.resolved();
   const std::string logged_out = options.get("run.out");
   apply_config_args(options, configs, assignments);
@@ -158,16 +159,15 @@ int cmd_train(const Args& args) {
               << options.help_text();
     return 0;
   }
-  const std::vector<std::string> assignments =
-      ordered_assignments(args, desc,
-                          {{"fw", "compress.fw"},
-                           {"bw", "compress.bw"},
-                           {"grad", "compress.grad"},
-                           {"net", "net.preset"},
-                           {"out", "run.out"},
-                           {"steps", "run.steps"},
-                           {"seed", "run.seed"},
-                           {"stages", "pipeline.stages"}});
+  const std::vector<std::string> assignments = ordered_assignments(args, desc,
+                                                                   {{"fw", "compress.fw"},
+                                                                    {"bw", "compress.bw"},
+                                                                    {"grad", "compress.grad"},
+                                                                    {"net", "net.preset"},
+                                                                    {"out", "run.out"},
+                                                                    {"steps", "run.steps"},
+                                                                    {"seed", "run.seed"},
+                                                                    {"stages", "pipeline.stages"}});
   if (!resume.empty()) {
     if (!resume_options(resume, options, configs, assignments, !out.empty())) return 0;
   } else {

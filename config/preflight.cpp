@@ -109,8 +109,8 @@ void check_network(const TrainConfig& c) {
   }
 }
 
-// A distributed run (docs/distributed.md): one process per (replica, stage), no resume.
-void check_distributed(const TrainConfig& c, bool resuming) {
+// A distributed run (docs/distributed.md): one process per (replica, stage).
+void check_distributed(const TrainConfig& c) {
   const DistConfig& d = c.dist;
   if (!d.enabled()) return;
   const int world = c.pipeline.stages * c.pipeline.replicas;
@@ -123,9 +123,6 @@ void check_distributed(const TrainConfig& c, bool resuming) {
   if (d.rank >= d.world_size)
     throw UsageError("dist.rank = " + std::to_string(d.rank) +
                      " is not below dist.world_size = " + std::to_string(d.world_size));
-  if (resuming) throw UsageError("distributed runs cannot be resumed (--resume)");
-  if (c.run.checkpoint_every > 0)
-    throw UsageError("run.checkpoint_every: distributed runs write no resume checkpoints");
   if (!c.run.save.empty())
     throw UsageError("run.save: distributed runs do not write model checkpoints yet");
 }
@@ -134,7 +131,7 @@ void check_distributed(const TrainConfig& c, bool resuming) {
 
 void preflight(const TrainConfig& c, bool resuming, const LibtorchChecks& libtorch) {
   validate(c.pipeline);
-  check_distributed(c, resuming);
+  check_distributed(c);
   if (libtorch.device) libtorch.device(c.run.device);
   // Only rank 0 of a distributed run writes the log.
   if (!c.dist.enabled() || c.dist.rank == 0) check_out(c.run, resuming);

@@ -17,10 +17,13 @@ void describe_options(TrainConfig& c, OptionSet& o) {
 }
 
 bool resume_key_may_differ(const std::string& key) {
-  // run.out: the same log may be named by another path when resuming.
+  // run.out: the same log may be named by another path when resuming; the
+  // dist.* keys but the world size and the backend (its collectives may sum
+  // in another order) say where and how a resumed run's ranks meet.
   return key == "run.progress" || key == "run.flush_every" ||
          key.rfind("run.checkpoint_", 0) == 0 || key == "run.out" || key == "run.overwrite" ||
-         key == "dist.verbose";
+         key == "dist.rank" || key == "dist.master_addr" || key == "dist.master_port" ||
+         key == "dist.timeout" || key == "dist.verbose";
 }
 
 netmodel::NetConfig timed_net(const TrainConfig& cfg) {

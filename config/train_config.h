@@ -32,7 +32,9 @@ void describe_options(TrainConfig& c, OptionSet& o);
 
 // The keys that may differ between a run and its resumption (they do not
 // change what is computed): run.progress, run.flush_every, run.checkpoint_*,
-// run.out (the log may be named by another path) and run.overwrite. The
+// run.out (the log may be named by another path), run.overwrite and where a
+// resumed run's ranks meet (dist.rank, master_addr, master_port, timeout,
+// verbose). The
 // checkpoint fingerprint, `train --resume` and a sweep's rerun skip them.
 bool resume_key_may_differ(const std::string& key);
 

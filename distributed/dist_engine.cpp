@@ -242,11 +242,13 @@ void DistEngine::build_channels() {
     cx::Boundary b = boundary(s);
     fw_out_ = std::move(b.fw);
     bw_in_ = std::move(b.bw);
+    fw_shadow_ = std::move(boundary(s).fw);
   }
   if (s > 0) {
     cx::Boundary b = boundary(s - 1);
     fw_in_ = std::move(b.fw);
     bw_out_ = std::move(b.bw);
+    if (!c.bw_for(s - 1).shared()) bw_shadow_ = std::move(boundary(s - 1).bw);
   }
   if (layout_.replicas > 1) {
     const cx::ChannelSpec& spec = c.grad.resolved();
@@ -256,6 +258,14 @@ void DistEngine::build_channels() {
           spec, sim::channel_context(setup_, "r" + std::to_string(q) + ".grad" + std::to_string(s),
                                      static_cast<uint64_t>(q) * 4096 + 2048 + s)));
   }
+}
+
+std::vector<compressors::Channel*> DistEngine::boundary_channels() const {
+  std::vector<compressors::Channel*> out;
+  for (auto* ch : {fw_out_.get(), bw_in_.get(), fw_in_.get(), bw_out_.get(), fw_shadow_.get(),
+                   bw_shadow_.get()})
+    if (ch) out.push_back(ch);
+  return out;
 }
 
 std::vector<std::string> DistEngine::fw_specs() const {
@@ -272,13 +282,6 @@ std::vector<std::string> DistEngine::bw_specs() const {
   return out;
 }
 
-void DistEngine::save_state(torch::serialize::OutputArchive&) const {
-  throw UsageError("resume checkpoints are not written in distributed runs (docs/distributed.md)");
-}
-void DistEngine::load_state(torch::serialize::InputArchive&) {
-  throw UsageError("distributed runs cannot resume (docs/distributed.md)");
-}
-
 std::string DistEngine::rank_map() const {
   std::string out;
   for (int r = 0; r < layout_.world(); ++r)
@@ -287,7 +290,7 @@ std::string DistEngine::rank_map() const {
   return out;
 }
 
-void DistEngine::command(Command c, int64_t a, int64_t b, const at::Tensor& ids) {
+void DistEngine::command(Command c, int64_t a, int64_t b, const at::Tensor& ids) const {
   at::Tensor head = at::zeros({4}, at::kLong);
   int64_t* h = head.data_ptr<int64_t>();
   h[0] = c;
@@ -322,9 +325,10 @@ void DistEngine::serve(const models::Dataset& data) {
       } else if (cmd == kEval) {
         local_eval(data.get(models::Split::kValidation, ids), a != 0);
       } else if (cmd == kEpoch) {
-        for (auto* ch : {fw_out_.get(), bw_in_.get(), fw_in_.get(), bw_out_.get()})
-          if (ch) ch->set_epoch(static_cast<int>(a));
+        for (auto* ch : boundary_channels()) ch->set_epoch(static_cast<int>(a));
         for (auto& ch : grad_) ch->set_epoch(static_cast<int>(a));
+      } else if (cmd == kSave || cmd == kLoad) {
+        serve_state(cmd == kSave);
       } else if (cmd == kStop) {
         watchdog_->stop();
         comm_->barrier();
@@ -355,8 +359,7 @@ void DistEngine::finish() {
 
 void DistEngine::set_epoch(int epoch) {
   command(kEpoch, epoch, 0, at::Tensor());
-  for (auto* ch : {fw_out_.get(), bw_in_.get(), fw_in_.get(), bw_out_.get()})
-    if (ch) ch->set_epoch(epoch);
+  for (auto* ch : boundary_channels()) ch->set_epoch(epoch);
   for (auto& ch : grad_) ch->set_epoch(epoch);
 }
 

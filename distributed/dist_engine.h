@@ -71,11 +71,21 @@ class DistEngine : public sim::StepEngine {
   void load_state(torch::serialize::InputArchive& archive) override;
 
  private:
-  enum Command : int64_t { kStep = 1, kEval = 2, kEpoch = 3, kStop = 4 };
+  enum Command : int64_t { kStep = 1, kEval = 2, kEpoch = 3, kStop = 4, kSave = 5, kLoad = 6 };
   void check_configs(const std::string& config_text);
   void agree_on_cuts();
   void build_channels();
-  void command(Command c, int64_t a, int64_t b, const at::Tensor& ids);
+  void command(Command c, int64_t a, int64_t b, const at::Tensor& ids) const;
+  // This rank's part of a resume checkpoint (dist_state.cpp): what it carries
+  // from step to step as one archive's bytes, and restoring it (DataError, and
+  // nothing changed, when it does not fit); serve_state answers rank 0's
+  // kSave (sends local_state) or kLoad (receives, restores, answers).
+  Bytes local_state() const;
+  void restore_local(const Bytes& state);
+  void serve_state(bool save);
+  // Calls f(prefix, channel) for every channel this rank holds (dist_state.cpp).
+  template <class F>
+  void for_each_channel(F&& f) const;
   // This rank's part of a step and of an evaluation.
   RankReport local_step(const models::Batch& batch, int64_t step, int64_t total);
   void pipeline_ops(const models::Batch& batch, int64_t step, RankReport& rep);
@@ -108,6 +118,12 @@ class DistEngine : public sim::StepEngine {
   // Boundary s (this rank sends forward, receives backward) and s - 1 (receives
   // forward, sends backward); gradient channels of every replica of this stage.
   std::unique_ptr<compressors::Channel> fw_out_, bw_in_, fw_in_, bw_out_;
+  // Copies of the receivers' halves of fw_out_ and bw_out_, for the messages'
+  // relative errors (dist_step.cpp); no bw_shadow_ for a topk:shared backward,
+  // whose receiver takes the masks the forward's sender kept (its error is NaN).
+  std::unique_ptr<compressors::Channel> fw_shadow_, bw_shadow_;
+  // Every boundary channel this rank holds, the shadows included.
+  std::vector<compressors::Channel*> boundary_channels() const;
   std::vector<std::unique_ptr<compressors::Channel>> grad_;
   bool grad_plain_ = true;  // compress.grad = none: a c10d all-reduce
   uint64_t state_bytes_ = 0;

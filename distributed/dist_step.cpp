@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "common/errors.h"
+#include "compressors/channels/rel_error.h"
 #include "config/optim_registry.h"
 #include "distributed/dist_engine.h"
 #include "sim/engine_parts.h"
@@ -25,6 +26,14 @@ int grad_tag(int m) {
 
 Dims dims_of(const at::Tensor& t) {
   return Dims(t.sizes().begin(), t.sizes().end());
+}
+
+// The relative error of a message this rank sent: decoded by `shadow`, this
+// rank's copy of the receiver's half, which sees every message the receiver
+// sees and so reconstructs what it does.
+double sent_error(compressors::Channel& shadow, const at::Tensor& x, const Bytes& msg,
+                  const at::Tensor& ids) {
+  return compressors::transfer_rel_error(x.detach(), shadow.receive(msg, dims_of(x), ids, nullptr));
 }
 
 }  // namespace
@@ -150,6 +159,7 @@ void DistEngine::forward_op(StepSlices& c, int m, RankReport& rep) {
   compressors::TransferStats st;
   Bytes msg;
   fw_out_->send(y.detach(), ids, msg, &st);
+  rep.errors.push_back({OpKind::kSendActivation, s, m, sent_error(*fw_shadow_, y, msg, ids)});
   st.bytes +=
       models::side_bytes(model_, cuts_[s + 1], tokens);  // token ids a boundary map sends (counted)
   rep.fw_wire[static_cast<size_t>(s)] +=
@@ -198,6 +208,8 @@ void DistEngine::backward_op(StepSlices& c, int m, RankReport& rep) {
     compressors::TransferStats st;
     Bytes msg;
     bw_out_->send(grad, ids, msg, &st);
+    rep.errors.push_back(
+        {OpKind::kSendGradient, s, m, bw_shadow_ ? sent_error(*bw_shadow_, grad, msg, ids) : NAN});
     st.bytes += models::side_bytes(model_, cuts_[s], c.batch.inputs.narrow(0, c.begin(m), c.mb));
     rep.bw_wire[static_cast<size_t>(s - 1)] +=
         comm_->send(msg, dims_of(grad), layout_.rank(r, s - 1), grad_tag(m));
@@ -230,6 +242,7 @@ void DistEngine::sync_gradients(RankReport& rep) {
     for (int q = 0; q < D; ++q) {
       const at::Tensor got = grad_[static_cast<size_t>(q)]->receive(
           all[static_cast<size_t>(q)], shape, at::Tensor(), q == r ? &st : nullptr);
+      if (q == r) st.rel_error = compressors::transfer_rel_error(g, got);
       sum = sum.defined() ? sum + got : got.clone();
     }
   }

@@ -83,10 +83,10 @@ LaunchOptions parse_launch(const std::vector<std::string>& args) {
     }
   }
   o.train_args.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-  if (o.nproc == 0)
-    throw UsageError("slowpipe launch needs --nproc N (N = pipeline.stages x pipeline.replicas)");
   for (const auto& a : o.train_args)
-    if (a == "--resume") throw UsageError("slowpipe launch: distributed runs cannot --resume");
+    if (a == "--resume" || a.rfind("--resume=", 0) == 0) o.resume = true;
+  if (o.nproc == 0 && !o.resume)
+    throw UsageError("slowpipe launch needs --nproc N (N = pipeline.stages x pipeline.replicas)");
   return o;
 }
 

@@ -32,11 +32,15 @@ struct LaunchOptions {
   std::string master_addr = "127.0.0.1";
   int master_port = 0;  // 0: a free port of this host
   std::vector<std::string> train_args;
+  // TRAIN-ARGS hold --resume RUN.h5: nproc may be left 0 for the caller to
+  // take from the logged run (pipeline.stages x pipeline.replicas).
+  bool resume = false;
   // The workers' dist.timeout: how long ranks may take to notice a failure.
   double timeout_s = 30;
 };
 
-// Parses `--nproc N [--port P] [--master-addr A] [--] TRAIN-ARGS...`; UsageError when wrong.
+// Parses `--nproc N [--port P] [--master-addr A] [--] TRAIN-ARGS...`; UsageError when wrong
+// (--nproc may be left out beside --resume RUN.h5).
 LaunchOptions parse_launch(const std::vector<std::string>& args);
 
 // How rank 0 ended, for the caller (cmd_launch marks the log of a rank 0

@@ -64,11 +64,13 @@ void add_summary(sim::ChannelSummary& into, const sim::ChannelSummary& s) {
   into.transfers += s.transfers;
 }
 
-// rel_error needs x (sender) and x_hat (receiver) in one place: not measured.
+// Sums -> means over transfers (rel_error: summed by rel_errors() in order).
 void finish(std::vector<sim::ChannelSummary>& v) {
   for (auto& s : v) {
-    if (s.transfers > 0) s.delta_norm /= s.transfers;
-    s.rel_error = NAN;
+    if (s.transfers > 0) {
+      s.delta_norm /= s.transfers;
+      s.rel_error /= s.transfers;
+    }
   }
 }
 
@@ -83,6 +85,7 @@ Bytes pack(const RankReport& r) {
   w.put_vec(r.losses);
   w.put_vec(r.ops);
   w.put_vec(r.decodes);
+  w.put_vec(r.errors);
   w.put_vec(r.fw);
   w.put_vec(r.bw);
   w.put_vec(r.fw_wire);
@@ -100,6 +103,7 @@ RankReport unpack(const Bytes& bytes) {
   r.losses = rd.get_vec<double>();
   r.ops = rd.get_vec<netmodel::TraceOp>();
   r.decodes = rd.get_vec<DecodeTime>();
+  r.errors = rd.get_vec<SentError>();
   r.fw = rd.get_vec<sim::ChannelSummary>();
   r.bw = rd.get_vec<sim::ChannelSummary>();
   r.fw_wire = rd.get_vec<uint64_t>();
@@ -142,6 +146,33 @@ void merge_channels(const std::vector<RankReport>& reports, const Layout& layout
       add_summary(out.grad[s], reports[static_cast<size_t>(rank)].grad);
       out.grad_wire[s] += reports[static_cast<size_t>(rank)].grad_wire;
     }
+  }
+}
+
+// Each message's relative error, added in the merged trace's order (the
+// single-process engine's: replica by replica in the global op order, then the
+// all-reduces stage by stage, replica by replica), then the means.
+void rel_errors(const std::vector<RankReport>& reports, const Layout& layout,
+                sim::StepResult& out) {
+  std::map<DecodeKey, double> sent;
+  for (int rank = 0; rank < layout.world(); ++rank)
+    for (const SentError& e : reports[static_cast<size_t>(rank)].errors)
+      sent[{static_cast<int>(e.kind), e.stage, e.microbatch, layout.replica_of(rank)}] =
+          e.rel_error;
+  for (const netmodel::TraceOp& op : out.trace.ops) {
+    if (op.kind == netmodel::OpKind::kAllReduce) {
+      const auto s = static_cast<size_t>(op.device);
+      out.grad[s].rel_error +=
+          reports[static_cast<size_t>(layout.rank(op.replica, op.device))].grad.rel_error;
+      continue;
+    }
+    if (!is_send(op.kind)) continue;
+    const auto it = sent.find({static_cast<int>(op.kind), op.device, op.microbatch, op.replica});
+    const double e = it == sent.end() ? NAN : it->second;
+    if (op.kind == netmodel::OpKind::kSendActivation)
+      out.fw[static_cast<size_t>(op.device)].rel_error += e;
+    else
+      out.bw[static_cast<size_t>(op.device - 1)].rel_error += e;
   }
   finish(out.fw);
   finish(out.bw);
@@ -214,6 +245,7 @@ sim::StepResult merge(const std::vector<RankReport>& reports, const Layout& layo
   out.grad_norm = reports[0].grad_norm;
   merge_channels(reports, layout, out);
   out.trace.ops = merge_trace(reports, layout, order);
+  rel_errors(reports, layout, out);
   for (const auto& op : out.trace.ops) out.compute_s += op.compute_s;
   return out;
 }

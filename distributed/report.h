@@ -23,16 +23,26 @@ struct DecodeTime {
   double seconds = 0;
 };
 
+// The relative error of one message this rank sent (compressors/channels/rel_error.h),
+// keyed like DecodeTime; rank 0 sums them in the single-process order.
+struct SentError {
+  netmodel::OpKind kind = netmodel::OpKind::kSendActivation;
+  int32_t stage = 0;  // the sending stage
+  int32_t microbatch = 0;
+  double rel_error = 0;
+};
+
 struct RankReport {
   std::vector<double> losses;  // last stage: per micro-batch, in its op order
   std::vector<netmodel::TraceOp>
       ops;  // pipeline ops in this rank's order, then all-reduce, optimizer
   std::vector<DecodeTime> decodes;
+  std::vector<SentError> errors;  // boundary messages; NaN where not measured
   // Per boundary (S - 1): the sender's part (bytes, encode_s, delta_norm, transfers)
   // and the receiver's (decode_s); the bytes handed to c10d.
   std::vector<sim::ChannelSummary> fw, bw;
   std::vector<uint64_t> fw_wire, bw_wire;
-  sim::ChannelSummary grad;  // this rank's gradient channel (D > 1)
+  sim::ChannelSummary grad;  // this rank's gradient channel (D > 1), its rel_error included
   uint64_t grad_wire = 0;
   uint64_t channel_state_bytes = 0;
   double grad_norm = 0;  // of this rank's replica

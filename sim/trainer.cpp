@@ -436,8 +436,6 @@ struct Session {
   Progress progress;
   CheckpointClock checkpoints;
   Heartbeat heartbeat;  // the log's `heartbeat` attribute (log_tables.h)
-  // Distributed runs write no resume checkpoints (docs/distributed.md).
-  bool can_checkpoint() const { return !cfg.dist.enabled(); }
 };
 
 // The banner: steps, stages, cuts, channels and network, then each channel's size.
@@ -548,7 +546,7 @@ void train_one_step(Session& s) {
   s.progress.update(step + 1, cur.epoch, r.loss, "sim " + format_duration(cur.sim_time_s));
   const bool last = step + 1 >= run.total_steps;
   if (s.cfg.eval.every > 0 && (step + 1) % s.cfg.eval.every == 0 && !last) log_eval(s, step + 1);
-  if (s.can_checkpoint() && !last && s.checkpoints.due(step + 1)) checkpoint(s);
+  if (!last && s.checkpoints.due(step + 1)) checkpoint(s);
 }
 
 // The step loop, until the last step or a signal, then the final evaluation.
@@ -568,7 +566,7 @@ void run_steps(Session& s) {
     summary.status = g_stop ? RunStatus::kInterrupted : RunStatus::kComplete;
     // An interrupted run is checkpointed first: its final evaluation row lies
     // beyond the checkpoint and is rewritten by the resumed run.
-    if (summary.status == RunStatus::kInterrupted && s.can_checkpoint() &&
+    if (summary.status == RunStatus::kInterrupted &&
         s.cfg.run.checkpoint_every != config::RunConfig::kCheckpointOff) {
       checkpoint(s);
     }

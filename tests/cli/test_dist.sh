@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Distributed runs (slowpipe launch, docs/distributed.md):
 #   - 4 processes on localhost (2 stages x 2 replicas, 1F1B, 2 micro-batches)
-#     give the single-process run's losses, learning rates, gradient norms and
-#     byte counts bit for bit, for fp32, q2, aq(q2) and ef(topk:0.1) with a
+#     give the single-process run's losses, learning rates, gradient norms,
+#     byte counts and relative errors bit for bit, for fp32, q2, aq(q2) and ef(topk:0.1) with a
 #     compressed gradient exchange; eval losses too; 4 stages with a
 #     topk:shared backward and AQ-SGD alike; a subspace-constrained GPT
 #     (model.subspace, k coefficients across each cut) alike; Muon (both
@@ -21,7 +21,7 @@
 #   - a stray duplicate of a rank, started while the run trains: refused
 #     (exit 2), the run completes undisturbed;
 #   - refused at start-up: mismatched configurations (both values named), a
-#     wrong --nproc, resume, split backwards, virtual stages, the momentum
+#     wrong --nproc, split backwards, virtual stages, the momentum
 #     exchange, a rank started twice, a port another process holds (and a
 #     second launch on a port in use, which leaves the first run alone);
 #     an unreachable rendezvous times out with a clear error;
@@ -45,7 +45,10 @@ cols() {
     { line = ""; for (j = 1; j <= n; j++) line = line (j > 1 ? "\t" : "") $keep[j]; print line }'
 }
 attr() { "$bin" export "$1" --attrs | awk -F'\t' -v k="$2" '$1 == k { print $2 }'; }
-train_cols='^(step|loss|lr|grad_norm|samples|(fw|bw|grad)[0-9]+_bytes)$'
+# Relative errors too: the sender decodes its message with a copy of the
+# receiver's half (NaN for a topk:shared backward: shared_cols below).
+train_cols='^(step|loss|lr|grad_norm|samples|(fw|bw|grad)[0-9]+_(bytes|rel_error))$'
+shared_cols='^(step|loss|lr|grad_norm|samples|(fw|bw|grad)[0-9]+_bytes|fw[0-9]+_rel_error)$'
 eval_cols='^(step|loss|bits_per_byte|loss_compressed|bits_per_byte_compressed)$'
 
 # same_as_single NAME ARGS...: one process and `launch` give the same rows.
@@ -61,7 +64,7 @@ same_as_single() {
   [ "$(attr "$name-n.h5" dist.backend)" = "gloo" ] && ok ||
     bad "$name: dist.backend is '$(attr "$name-n.h5" dist.backend)', not the backend used (gloo)"
   for t in train eval; do
-    local pat=$train_cols
+    local pat=${pattern:-$train_cols}
     [ "$t" = eval ] && pat=$eval_cols
     cols "$name-1.h5" "$t" "$pat" >"$name-1.$t"
     cols "$name-n.h5" "$t" "$pat" >"$name-n.$t"
@@ -81,7 +84,7 @@ same_as_single fp32 4 "${dp[@]}" --fw none --bw none --grad none
 same_as_single q2 4 "${dp[@]}" --fw q2 --bw q2 --grad q8
 same_as_single aq 4 "${dp[@]}" --fw 'aq(q2)' --bw q4 --grad none
 same_as_single ef-topk 4 "${dp[@]}" --fw 'ef(topk:0.1)' --bw 'ef(topk:0.1)' --grad 'ef(q4)'
-same_as_single shared 4 --set model.layers=4 --set pipeline.stages=4 --set pipeline.microbatches=4 \
+pattern=$shared_cols same_as_single shared 4 --set model.layers=4 --set pipeline.stages=4 --set pipeline.microbatches=4 \
   --fw 'aq(topk:0.3)' --bw 'topk:shared+q8'
 same_as_single subspace 4 "${dp[@]}" --set model.subspace=4 --fw q8 --bw none --grad none
 # ResBM (model.bottleneck, docs/models.md): the cut carries 4 values per token.
@@ -302,7 +305,6 @@ fi
 
 # Refused at start-up.
 expect 2 "pipeline.stages x pipeline.replicas" -- "$bin" launch --nproc 3 -- "${small[@]}" "${dp[@]}" --out w.h5
-expect 2 "cannot --resume" -- "$bin" launch --nproc 4 -- --resume fp32-n.h5
 expect 2 "needs --nproc" -- "$bin" launch -- "${small[@]}"
 expect 2 "run whole backwards" -- "$bin" launch --nproc 2 -- "${small[@]}" \
   --set pipeline.stages=2 --set pipeline.schedule=zb-h1 --out z.h5

@@ -71,9 +71,10 @@ TEST_CASE("Train options: every module's keys, choices from the registries") {
   for (const auto& name : cf::lr_schedule_registry().names()) o.options.set("optim.schedule", name);
 }
 
-TEST_CASE("resume_key_may_differ: display, checkpoint, output and log-verbosity keys only") {
+TEST_CASE("resume_key_may_differ: display, checkpoint, output and rendezvous keys only") {
   for (const char* key : {"run.progress", "run.flush_every", "run.checkpoint_every",
-                          "run.checkpoint_keep", "run.out", "run.overwrite", "dist.verbose"}) {
+                          "run.checkpoint_keep", "run.out", "run.overwrite", "dist.rank",
+                          "dist.master_addr", "dist.master_port", "dist.timeout", "dist.verbose"}) {
     CHECK(cf::resume_key_may_differ(key));
   }
   TempDir dir;
@@ -82,8 +83,9 @@ TEST_CASE("resume_key_may_differ: display, checkpoint, output and log-verbosity 
   for (const auto& opt : o.options.options()) {
     if (!cf::resume_key_may_differ(opt.key)) ++computational;
   }
-  CHECK(computational == static_cast<int>(o.options.options().size()) - 7);
-  for (const char* key : {"run.seed", "run.steps", "model.layers", "compress.fw", "net.bandwidth"})
+  CHECK(computational == static_cast<int>(o.options.options().size()) - 11);
+  for (const char* key : {"run.seed", "run.steps", "model.layers", "compress.fw", "net.bandwidth",
+                          "dist.world_size", "dist.backend"})
     CHECK_FALSE(cf::resume_key_may_differ(key));
 }
 

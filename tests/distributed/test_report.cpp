@@ -2,7 +2,8 @@
 // merging the ranks' reports gives the single-process engine's loss sum order
 // and trace order (each compute op followed by its send, replicas in turn,
 // then all-reduces stage by stage, then optimizer steps), decode seconds
-// attached to the sender's op, and bytes summed per boundary.
+// attached to the sender's op, bytes summed per boundary, and each message's
+// relative error summed in the single-process order.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
@@ -16,6 +17,14 @@ using slowpipe::netmodel::OpKind;
 using slowpipe::netmodel::TraceOp;
 
 namespace {
+
+// Relative errors whose sum depends on the order of the additions.
+double fw_error(int m, int r) {
+  return 0.1 * (m + 1) + 1e-3 / (r + 3);
+}
+double bw_error(int m, int r) {
+  return 0.7 / (m + 2) + 0.01 * r;
+}
 
 TraceOp op(OpKind kind, int stage, int mb, int replica) {
   TraceOp t;
@@ -48,6 +57,7 @@ sd::RankReport report(int r, int s, int M, int D) {
         rep.fw[0].bytes += 100;
         rep.fw[0].transfers += 1;
         rep.fw_wire[0] += 164;
+        rep.errors.push_back({OpKind::kSendActivation, 0, m, fw_error(m, r)});
       } else {
         rep.decodes.push_back({OpKind::kSendActivation, 0, m, 0.5 + m});
         rep.fw[0].decode_s += 0.5 + m;
@@ -58,11 +68,16 @@ sd::RankReport report(int r, int s, int M, int D) {
         rep.ops.push_back(op(OpKind::kSendGradient, 1, m, r));
         rep.bw[0].bytes += 10;
         rep.bw[0].transfers += 1;
+        rep.errors.push_back({OpKind::kSendGradient, 1, m, bw_error(m, r)});
         rep.losses.push_back(0.1 * (r + 1) + 0.01 * m);
       }
     }
   }
-  if (D > 1) rep.ops.push_back(op(OpKind::kAllReduce, s, -1, r));
+  if (D > 1) {
+    rep.ops.push_back(op(OpKind::kAllReduce, s, -1, r));
+    rep.grad.transfers = 1;
+    rep.grad.rel_error = 0.3 / (r + 1) + 0.05 * s;
+  }
   rep.ops.push_back(op(OpKind::kOptimizer, s, -1, r));
   rep.grad_norm = 1.5 + r;
   return rep;
@@ -83,6 +98,9 @@ TEST_CASE("dist: reports survive packing; damaged bytes are refused") {
   REQUIRE(b.losses == a.losses);
   REQUIRE(b.ops.size() == a.ops.size());
   REQUIRE(b.decodes.size() == a.decodes.size());
+  REQUIRE(b.errors.size() == a.errors.size());
+  REQUIRE(b.errors.back().rel_error == a.errors.back().rel_error);
+  REQUIRE(b.grad.rel_error == a.grad.rel_error);
   REQUIRE(b.fw_wire == a.fw_wire);
   REQUIRE(b.grad_norm == a.grad_norm);
   sd::Bytes cut(bytes.begin(), bytes.end() - 3);
@@ -142,6 +160,28 @@ TEST_CASE("dist: merged reports are in the single-process order") {
   REQUIRE(res.fw[0].decode_s == D * (0.5 + 1.5));
   REQUIRE(res.fw_wire[0] == 164u * M * D);
   REQUIRE(res.bw[0].bytes == 10 * M * D);
-  REQUIRE(std::isnan(res.fw[0].rel_error));
+
+  // Relative errors: each message's, added replica by replica in the global
+  // op order (the gradient exchange's stage by stage, replica by replica),
+  // then divided by the transfers.
+  double fw = 0, bw = 0;
+  for (int r = 0; r < D; ++r)
+    for (const auto& p : order) {
+      if (p.pass == slowpipe::netmodel::Pass::kForward && p.chunk == 0)
+        fw += fw_error(p.microbatch, r);
+      if (p.pass != slowpipe::netmodel::Pass::kForward && p.chunk == 1)
+        bw += bw_error(p.microbatch, r);
+    }
+  REQUIRE(res.fw[0].rel_error == fw / (M * D));
+  REQUIRE(res.bw[0].rel_error == bw / (M * D));
+  for (int s = 0; s < S; ++s) {
+    double g = 0;
+    for (int r = 0; r < D; ++r) g += reports[static_cast<size_t>(layout.rank(r, s))].grad.rel_error;
+    REQUIRE(res.grad[static_cast<size_t>(s)].rel_error == g / D);
+  }
+  // A message without a measured error (a topk:shared backward) makes its mean NaN.
+  reports[3].errors.pop_back();
+  REQUIRE(std::isnan(sd::merge(reports, layout, order).bw[0].rel_error));
+  REQUIRE(!std::isnan(sd::merge(reports, layout, order).fw[0].rel_error));
   REQUIRE(res.compute_s == Approx(0.001 * res.trace.ops.size()));
 }
