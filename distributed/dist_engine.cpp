@@ -81,13 +81,6 @@ void refuse_unsupported(const sim::EngineSetup& setup) {
                      ": distributed runs all-reduce gradients; run the momentum exchange in one "
                      "process (docs/grad-sync.md)");
   }
-  if (netmodel::make_schedule(setup.pipeline.schedule, setup.pipeline.stages,
-                              setup.pipeline.microbatches)
-          .split_backward) {
-    throw UsageError("pipeline.schedule = " + setup.pipeline.schedule +
-                     ": distributed runs run whole backwards (gpipe, 1f1b, interleaved with one "
-                     "chunk per stage); run it in one process (docs/distributed.md)");
-  }
   if (setup.pipeline.virtual_stages > 1) {
     throw UsageError("pipeline.virtual_stages = " + std::to_string(setup.pipeline.virtual_stages) +
                      ": distributed runs hold one model chunk per process (docs/distributed.md)");

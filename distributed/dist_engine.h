@@ -94,7 +94,8 @@ class DistEngine : public sim::StepEngine {
   struct StepSlices;
   void prefetch_messages();
   void forward_op(StepSlices& c, int m, RankReport& rep);
-  void backward_op(StepSlices& c, int m, RankReport& rep);
+  void backward_op(StepSlices& c, int m, bool split, RankReport& rep);
+  void weight_op(StepSlices& c, int m, RankReport& rep);
   void sync_gradients(RankReport& rep);
   void clip_and_update(int64_t step, int64_t total, RankReport& rep);
   sim::EvalResult local_eval(const models::Batch& batch, bool compressed);

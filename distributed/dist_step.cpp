@@ -67,6 +67,10 @@ struct DistEngine::StepSlices {
   int64_t shard_samples = 0;  // EngineSetup::shard_samples
   torch::Device device;
   std::vector<at::Tensor> inputs, outputs;
+  // A split backward (zb-h1): the gradient each input pass received, kept for
+  // the weight pass, and the input pass's measured seconds (wall, thread CPU).
+  std::vector<at::Tensor> grads_in;
+  std::vector<std::pair<double, double>> input_pass;
 
   int64_t begin(int m) const { return replica * shard + m * mb; }
   // Channels key per-sample state by the id within the replica's shard.
@@ -86,6 +90,7 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
     throw UsageError("batch of " + std::to_string(B) + " samples does not split into " +
                      std::to_string(D) + " replicas x " + std::to_string(M) + " micro-batches");
   const int64_t shard = B / D;
+  const auto Mz = static_cast<size_t>(M);
   StepSlices c{batch,
                step,
                shard,
@@ -93,14 +98,18 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
                replica_,
                setup_.shard_samples,
                torch::Device(setup_.device),
-               std::vector<at::Tensor>(static_cast<size_t>(M)),
-               std::vector<at::Tensor>(static_cast<size_t>(M))};
+               std::vector<at::Tensor>(Mz),
+               std::vector<at::Tensor>(Mz),
+               std::vector<at::Tensor>(Mz),
+               std::vector<std::pair<double, double>>(Mz)};
   prefetch_messages();
   for (const netmodel::ScheduledOp& op : my_ops_) {
     if (op.pass == netmodel::Pass::kForward) {
       forward_op(c, op.microbatch, rep);
+    } else if (op.pass == netmodel::Pass::kBackwardWeight) {
+      weight_op(c, op.microbatch, rep);
     } else {
-      backward_op(c, op.microbatch, rep);
+      backward_op(c, op.microbatch, op.pass == netmodel::Pass::kBackwardInput, rep);
     }
   }
   comm_->end_prefetch();
@@ -112,7 +121,8 @@ void DistEngine::prefetch_messages() {
   std::vector<int> from_up, from_down;
   for (const netmodel::ScheduledOp& op : my_ops_) {
     if (op.pass == netmodel::Pass::kForward && s > 0) from_up.push_back(act_tag(op.microbatch));
-    if (op.pass != netmodel::Pass::kForward && s < S - 1)
+    if (op.pass != netmodel::Pass::kForward && op.pass != netmodel::Pass::kBackwardWeight &&
+        s < S - 1)
       from_down.push_back(grad_tag(op.microbatch));
   }
   if (!from_up.empty()) comm_->prefetch(layout_.rank(r, s - 1), from_up);
@@ -169,8 +179,10 @@ void DistEngine::forward_op(StepSlices& c, int m, RankReport& rep) {
 }
 
 // Micro-batch m's backward: take and decode the gradient (the loss on the last
-// stage), run the backward, send the input's gradient back.
-void DistEngine::backward_op(StepSlices& c, int m, RankReport& rep) {
+// stage), run the backward, send the input's gradient back. `split`: the
+// input pass of a split backward (as sim/engine.cpp's run_backward): only the
+// input's gradient, the graph kept for weight_op.
+void DistEngine::backward_op(StepSlices& c, int m, bool split, RankReport& rep) {
   const int S = layout_.stages, r = replica_, s = stage_;
   const auto mi = static_cast<size_t>(m);
   const at::Tensor ids = c.ids(m);
@@ -191,16 +203,27 @@ void DistEngine::backward_op(StepSlices& c, int m, RankReport& rep) {
       throw sim::NonFiniteError("non-finite loss at " + sim::where(c.step, r, m) + " (last stage " +
                                 std::to_string(s) + ")");
     rep.losses.push_back(loss);
-    c.outputs[mi].backward();
-  } else {
+  }
+  at::Tensor grad;  // of the stage's input
+  if (!split) {
     c.outputs[mi].backward(g);
+    if (s > 0) grad = c.inputs[mi].grad();
+  } else if (s > 0) {
+    grad = torch::autograd::grad({c.outputs[mi]}, {c.inputs[mi]},
+                                 {g.defined() ? g : at::ones_like(c.outputs[mi])},
+                                 /*retain_graph=*/true)[0];
   }
   c.sync();
-  rep.ops.push_back(
-      sim::compute_op(OpKind::kBackward, {s, s, m, r}, timer, 2.0 * flops_per_sample_ * c.mb));
-  rep.ops.back().kernels = 2 * forward_kernels_;
+  // A split backward's input pass: about one forward's FLOPs (docs/schedules.md).
+  rep.ops.push_back(sim::compute_op(split ? OpKind::kBackwardInput : OpKind::kBackward,
+                                    {s, s, m, r}, timer,
+                                    (split ? 1.0 : 2.0) * flops_per_sample_ * c.mb));
+  rep.ops.back().kernels = (split ? 1 : 2) * forward_kernels_;
+  if (split) {
+    c.input_pass[mi] = {rep.ops.back().compute_s, rep.ops.back().thread_cpu_s};
+    c.grads_in[mi] = g;
+  }
   if (s > 0) {
-    const at::Tensor grad = c.inputs[mi].grad();
     if (!sim::all_finite(grad))
       throw sim::NonFiniteError("non-finite activation-gradient at " + sim::where(c.step, r, m) +
                                 ": stage " + std::to_string(s) +
@@ -216,8 +239,37 @@ void DistEngine::backward_op(StepSlices& c, int m, RankReport& rep) {
     rep.ops.push_back(sim::message_op(OpKind::kSendGradient, {s, s, m, r, s - 1}, grad, st,
                                       rep.bw[static_cast<size_t>(s - 1)]));
   }
+  if (split) return;  // the weight pass needs them
   c.outputs[mi] = at::Tensor();
   c.inputs[mi] = at::Tensor();
+}
+
+// The weight pass of a split backward: the stage's parameter gradients from
+// the kept graph and gradient (as sim/engine.cpp's run_weight_backward).
+void DistEngine::weight_op(StepSlices& c, int m, RankReport& rep) {
+  const int S = layout_.stages, r = replica_, s = stage_;
+  const auto mi = static_cast<size_t>(m);
+  c.sync();
+  const sim::OpTimer timer;
+  std::vector<at::Tensor> params;
+  for (const auto& p : params_)
+    if (p.requires_grad()) params.push_back(p);
+  torch::autograd::backward({c.outputs[mi]}, {s == S - 1 ? at::Tensor() : c.grads_in[mi]},
+                            /*retain_graph=*/false, /*create_graph=*/false, params);
+  c.sync();
+  netmodel::TraceOp t =
+      sim::compute_op(OpKind::kBackwardWeight, {s, s, m, r}, timer, flops_per_sample_ * c.mb);
+  t.kernels = forward_kernels_;
+  // libtorch walks the chain of activation gradients again to reach the
+  // parameters: what the input pass measured is not counted twice.
+  if (s > 0) {
+    t.compute_s = std::max(0.0, t.compute_s - c.input_pass[mi].first);
+    t.thread_cpu_s = std::max(0.0, t.thread_cpu_s - c.input_pass[mi].second);
+  }
+  rep.ops.push_back(t);
+  c.outputs[mi] = at::Tensor();
+  c.inputs[mi] = at::Tensor();
+  c.grads_in[mi] = at::Tensor();
 }
 
 void DistEngine::sync_gradients(RankReport& rep) {

@@ -4,7 +4,8 @@
 #     give the single-process run's losses, learning rates, gradient norms,
 #     byte counts and relative errors bit for bit, for fp32, q2, aq(q2) and ef(topk:0.1) with a
 #     compressed gradient exchange; eval losses too; 4 stages with a
-#     topk:shared backward and AQ-SGD alike; a subspace-constrained GPT
+#     topk:shared backward and AQ-SGD alike; zb-h1 (split backwards) with 2x2
+#     and 4 stages alike; a subspace-constrained GPT
 #     (model.subspace, k coefficients across each cut) alike; Muon (both
 #     variants, 2 and 4 processes) alike; ResBM (model.bottleneck) alike; a
 #     learned projection (read on both sides of a cut) refused with its reason;
@@ -21,7 +22,7 @@
 #   - a stray duplicate of a rank, started while the run trains: refused
 #     (exit 2), the run completes undisturbed;
 #   - refused at start-up: mismatched configurations (both values named), a
-#     wrong --nproc, split backwards, virtual stages, the momentum
+#     wrong --nproc, virtual stages, the momentum
 #     exchange, a rank started twice, a port another process holds (and a
 #     second launch on a port in use, which leaves the first run alone);
 #     an unreachable rendezvous times out with a clear error;
@@ -86,6 +87,10 @@ same_as_single aq 4 "${dp[@]}" --fw 'aq(q2)' --bw q4 --grad none
 same_as_single ef-topk 4 "${dp[@]}" --fw 'ef(topk:0.1)' --bw 'ef(topk:0.1)' --grad 'ef(q4)'
 pattern=$shared_cols same_as_single shared 4 --set model.layers=4 --set pipeline.stages=4 --set pipeline.microbatches=4 \
   --fw 'aq(topk:0.3)' --bw 'topk:shared+q8'
+# zb-h1 (split backwards: an input pass, then a weight pass from the kept graph).
+same_as_single zb-h1 4 "${dp[@]}" --set pipeline.schedule=zb-h1 --fw 'aq(q2)' --bw q8 --grad 'ef(q4)'
+pattern=$shared_cols same_as_single zb-h1-4 4 --set model.layers=4 --set pipeline.stages=4 \
+  --set pipeline.microbatches=4 --set pipeline.schedule=zb-h1 --fw 'aq(topk:0.3)' --bw 'topk:shared+q8'
 same_as_single subspace 4 "${dp[@]}" --set model.subspace=4 --fw q8 --bw none --grad none
 # ResBM (model.bottleneck, docs/models.md): the cut carries 4 values per token.
 same_as_single resbm 4 "${dp[@]}" --set model.bottleneck=resbm:r=4 --fw q8 --bw q8 --grad none
@@ -306,8 +311,6 @@ fi
 # Refused at start-up.
 expect 2 "pipeline.stages x pipeline.replicas" -- "$bin" launch --nproc 3 -- "${small[@]}" "${dp[@]}" --out w.h5
 expect 2 "needs --nproc" -- "$bin" launch -- "${small[@]}"
-expect 2 "run whole backwards" -- "$bin" launch --nproc 2 -- "${small[@]}" \
-  --set pipeline.stages=2 --set pipeline.schedule=zb-h1 --out z.h5
 expect 2 "one model chunk per process" -- "$bin" launch --nproc 2 -- "${small[@]}" \
   --set pipeline.stages=2 --set pipeline.schedule=interleaved --set pipeline.virtual_stages=2 \
   --set pipeline.microbatches=2 --out v.h5
