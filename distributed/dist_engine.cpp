@@ -74,13 +74,6 @@ namespace {
 // What a distributed run cannot do (each runs in one process instead).
 void refuse_unsupported(const sim::EngineSetup& setup) {
   config::validate(setup.pipeline);
-  if (setup.compress.grad_sync != compressors::GradSync::kAllReduce &&
-      setup.pipeline.replicas > 1) {
-    throw UsageError(std::string("compress.grad_sync = ") +
-                     compressors::grad_sync_name(setup.compress.grad_sync) +
-                     ": distributed runs all-reduce gradients; run the momentum exchange in one "
-                     "process (docs/grad-sync.md)");
-  }
   if (setup.pipeline.virtual_stages > 1) {
     throw UsageError("pipeline.virtual_stages = " + std::to_string(setup.pipeline.virtual_stages) +
                      ": distributed runs hold one model chunk per process (docs/distributed.md)");
@@ -155,6 +148,7 @@ DistEngine::DistEngine(sim::EngineSetup setup, const config::DistConfig& cfg,
   forward_kernels_ = sim::forward_kernels(model_, cuts_[stage_], cuts_[stage_ + 1]);
   optimizer_ = std::make_unique<sim::StageOptimizer>(setup_.optim, params_, roles);
   build_channels();
+  build_momentum_channels();
 }
 
 DistEngine::~DistEngine() {
@@ -244,13 +238,22 @@ void DistEngine::build_channels() {
     if (!c.bw_for(s - 1).shared()) bw_shadow_ = std::move(boundary(s - 1).bw);
   }
   if (layout_.replicas > 1) {
-    const cx::ChannelSpec& spec = c.grad.resolved();
+    // The momentum exchange: gradients cross uncompressed during its warm-up only.
+    const bool momentum = c.grad_sync == cx::GradSync::kMomentum;
+    const cx::ChannelSpec spec = momentum ? cx::ChannelSpec() : c.grad.resolved();
     grad_plain_ = spec.text() == "none";
     for (int q = 0; q < layout_.replicas; ++q)
       grad_.push_back(cx::make_channel(
           spec, sim::channel_context(setup_, "r" + std::to_string(q) + ".grad" + std::to_string(s),
                                      static_cast<uint64_t>(q) * 4096 + 2048 + s)));
   }
+}
+
+void DistEngine::set_channel_epoch(int epoch) {
+  for (auto* ch : boundary_channels()) ch->set_epoch(epoch);
+  for (const auto* list : {&grad_, &m_workers_, &m_shadows_, &m_inbound_, &m_servers_})
+    for (const auto& ch : *list)
+      if (ch) ch->set_epoch(epoch);
 }
 
 std::vector<compressors::Channel*> DistEngine::boundary_channels() const {
@@ -318,8 +321,7 @@ void DistEngine::serve(const models::Dataset& data) {
       } else if (cmd == kEval) {
         local_eval(data.get(models::Split::kValidation, ids), a != 0);
       } else if (cmd == kEpoch) {
-        for (auto* ch : boundary_channels()) ch->set_epoch(static_cast<int>(a));
-        for (auto& ch : grad_) ch->set_epoch(static_cast<int>(a));
+        set_channel_epoch(static_cast<int>(a));
       } else if (cmd == kSave || cmd == kLoad) {
         serve_state(cmd == kSave);
       } else if (cmd == kStop) {
@@ -352,8 +354,7 @@ void DistEngine::finish() {
 
 void DistEngine::set_epoch(int epoch) {
   command(kEpoch, epoch, 0, at::Tensor());
-  for (auto* ch : boundary_channels()) ch->set_epoch(epoch);
-  for (auto& ch : grad_) ch->set_epoch(epoch);
+  set_channel_epoch(epoch);
 }
 
 void DistEngine::warm_up(const models::Batch& batch, int passes) {
@@ -397,6 +398,7 @@ sim::StepResult DistEngine::train_step(const models::Batch& batch, int64_t step,
                            sim::blas_threads() == 1;
     state_bytes_ = 0;
     for (const auto& r : reports) state_bytes_ += r.channel_state_bytes;
+    res.trace.sharded_exchange = reports[0].sharded;
     res.dist_step_s = sim::seconds_since(t0);
     return res;
   } catch (const DistError& e) {

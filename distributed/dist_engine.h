@@ -30,6 +30,7 @@
 #include "distributed/report.h"
 #include "models/torch/dataset.h"
 #include "sim/engine.h"
+#include "sim/engine_parts.h"
 #include "sim/optimizer.h"
 #include "sim/trainer.h"
 
@@ -98,6 +99,15 @@ class DistEngine : public sim::StepEngine {
   void weight_op(StepSlices& c, int m, RankReport& rep);
   void sync_gradients(RankReport& rep);
   void clip_and_update(int64_t step, int64_t total, RankReport& rep);
+  // The replica's global gradient norm (rep.grad_norm) and clipping by it.
+  void clip_gradients(int64_t step, RankReport& rep);
+  // The trace op of the optimizer step `timer` measured (after a CUDA sync).
+  netmodel::TraceOp optimizer_op(const sim::OpTimer& timer) const;
+  // The momentum exchange (compress.grad_sync = momentum, dist_momentum.cpp):
+  // whether it runs at `step` (every rank agrees), its channels, and the step.
+  bool momentum_active(int64_t step);
+  void build_momentum_channels();
+  void exchange_momentum(int64_t step, int64_t total, RankReport& rep);
   sim::EvalResult local_eval(const models::Batch& batch, bool compressed);
   // `inputs`: the model inputs of the same samples (the boundary map's token ids).
   at::Tensor stage_forward(const at::Tensor& x, const at::Tensor& inputs);
@@ -125,7 +135,15 @@ class DistEngine : public sim::StepEngine {
   std::unique_ptr<compressors::Channel> fw_shadow_, bw_shadow_;
   // Every boundary channel this rank holds, the shadows included.
   std::vector<compressors::Channel*> boundary_channels() const;
+  // The epoch about to run, to every channel this rank holds.
+  void set_channel_epoch(int epoch);
   std::vector<std::unique_ptr<compressors::Channel>> grad_;
+  // The momentum exchange of this stage (docs/grad-sync.md): this replica's
+  // worker channels to each shard server j (sender halves; j = replica_ whole),
+  // copies of their receivers' halves (relative errors), the receivers' halves
+  // of every replica's channel to this replica's shard, and every replica's
+  // server channel (this replica's whole, the others' receiver halves).
+  std::vector<std::unique_ptr<compressors::Channel>> m_workers_, m_shadows_, m_inbound_, m_servers_;
   bool grad_plain_ = true;  // compress.grad = none: a c10d all-reduce
   uint64_t state_bytes_ = 0;
   bool finished_ = false;

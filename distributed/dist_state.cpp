@@ -49,6 +49,14 @@ void DistEngine::for_each_channel(F&& f) const {
   for (const auto& [name, ch] : named)
     if (ch) f(std::string(name), *ch);
   for (size_t q = 0; q < grad_.size(); ++q) f("grad" + std::to_string(q) + ".", *grad_[q]);
+  const std::pair<const char*, const std::vector<std::unique_ptr<compressors::Channel>>*> lists[] =
+      {{"m_worker", &m_workers_},
+       {"m_shadow", &m_shadows_},
+       {"m_inbound", &m_inbound_},
+       {"m_server", &m_servers_}};
+  for (const auto& [name, list] : lists)
+    for (size_t j = 0; j < list->size(); ++j)
+      if ((*list)[j]) f(name + std::to_string(j) + ".", *(*list)[j]);
 }
 
 Bytes DistEngine::local_state() const {

@@ -48,11 +48,22 @@ RankReport DistEngine::local_step(const models::Batch& batch, int64_t step, int6
   optimizer_->zero_grad();
   pipeline_ops(batch, step, rep);
   comm_->wait_sends();
-  if (layout_.replicas > 1) sync_gradients(rep);
-  clip_and_update(step, total, rep);
+  if (momentum_active(step)) {
+    exchange_momentum(step, total, rep);
+  } else {
+    if (layout_.replicas > 1) sync_gradients(rep);
+    clip_and_update(step, total, rep);
+  }
+  // The state one process would hold: every half in use here (not the
+  // shadows, nor the other replicas' server receivers).
   for (auto* ch : {fw_out_.get(), bw_in_.get(), fw_in_.get(), bw_out_.get()})
     if (ch) rep.channel_state_bytes += ch->state_bytes();
   for (const auto& ch : grad_) rep.channel_state_bytes += ch->state_bytes();
+  for (const auto* list : {&m_workers_, &m_inbound_})
+    for (const auto& ch : *list)
+      if (ch) rep.channel_state_bytes += ch->state_bytes();
+  if (!m_servers_.empty())
+    rep.channel_state_bytes += m_servers_[static_cast<size_t>(replica_)]->state_bytes();
   return rep;
 }
 
@@ -303,6 +314,25 @@ void DistEngine::sync_gradients(RankReport& rep) {
 }
 
 void DistEngine::clip_and_update(int64_t step, int64_t total, RankReport& rep) {
+  clip_gradients(step, rep);
+  const torch::Device device(setup_.device);
+  if (device.is_cuda()) torch::cuda::synchronize();
+  const sim::OpTimer timer;
+  optimizer_->set_lr(config::learning_rate(setup_.optim, step, total));
+  optimizer_->step();
+  rep.ops.push_back(optimizer_op(timer));
+}
+
+netmodel::TraceOp DistEngine::optimizer_op(const sim::OpTimer& timer) const {
+  if (torch::Device(setup_.device).is_cuda()) torch::cuda::synchronize();
+  netmodel::TraceOp op = sim::compute_op(OpKind::kOptimizer, {stage_, stage_, -1, replica_}, timer,
+                                         optimizer_->flops_per_step());
+  op.memory_bytes = optimizer_->memory_bytes_per_step();
+  op.kernels = static_cast<int>(params_.size());
+  return op;
+}
+
+void DistEngine::clip_gradients(int64_t step, RankReport& rep) {
   // The global norm over every stage of this replica, as clip_global_norm
   // computes it in one process: the per-tensor norms of all stages, stacked in
   // stage order. Row of the exchange: [count, norms..., padding].
@@ -337,17 +367,6 @@ void DistEngine::clip_and_update(int64_t step, int64_t total, RankReport& rep) {
       if (p.grad().defined()) p.grad().mul_(coef);
   }
   rep.grad_norm = total_norm;
-  const torch::Device device(setup_.device);
-  if (device.is_cuda()) torch::cuda::synchronize();
-  const sim::OpTimer timer;
-  optimizer_->set_lr(config::learning_rate(setup_.optim, step, total));
-  optimizer_->step();
-  if (device.is_cuda()) torch::cuda::synchronize();
-  netmodel::TraceOp op = sim::compute_op(OpKind::kOptimizer, {stage_, stage_, -1, replica_}, timer,
-                                         optimizer_->flops_per_step());
-  op.memory_bytes = optimizer_->memory_bytes_per_step();
-  op.kernels = static_cast<int>(params_.size());
-  rep.ops.push_back(op);
 }
 
 }  // namespace slowpipe::dist

@@ -94,6 +94,9 @@ Bytes pack(const RankReport& r) {
   w.put(r.grad_wire);
   w.put(r.channel_state_bytes);
   w.put(r.grad_norm);
+  w.put(r.sharded);
+  w.put_vec(r.shard_errors);
+  w.put(r.server_error);
   return std::move(w.out);
 }
 
@@ -112,6 +115,9 @@ RankReport unpack(const Bytes& bytes) {
   r.grad_wire = rd.get<uint64_t>();
   r.channel_state_bytes = rd.get<uint64_t>();
   r.grad_norm = rd.get<double>();
+  r.sharded = rd.get<bool>();
+  r.shard_errors = rd.get_vec<double>();
+  r.server_error = rd.get<double>();
   if (!rd.done()) throw DataError("dist: step report with trailing bytes");
   return r;
 }
@@ -149,6 +155,25 @@ void merge_channels(const std::vector<RankReport>& reports, const Layout& layout
   }
 }
 
+// The momentum exchange's relative errors, per stage in the single-process
+// order: for each server j, the other replicas' shards to it, then its
+// average once per other replica.
+void momentum_errors(const std::vector<RankReport>& reports, const Layout& layout,
+                     sim::StepResult& out) {
+  const int D = layout.replicas;
+  for (int s = 0; s < layout.stages; ++s) {
+    double& sum = out.grad[static_cast<size_t>(s)].rel_error;
+    for (int j = 0; j < D; ++j) {
+      for (int r = 0; r < D; ++r)
+        if (r != j)
+          sum += reports[static_cast<size_t>(layout.rank(r, s))].shard_errors.at(
+              static_cast<size_t>(j));
+      for (int r = 0; r + 1 < D; ++r)
+        sum += reports[static_cast<size_t>(layout.rank(j, s))].server_error;
+    }
+  }
+}
+
 // Each message's relative error, added in the merged trace's order (the
 // single-process engine's: replica by replica in the global op order, then the
 // all-reduces stage by stage, replica by replica), then the means.
@@ -159,7 +184,10 @@ void rel_errors(const std::vector<RankReport>& reports, const Layout& layout,
     for (const SentError& e : reports[static_cast<size_t>(rank)].errors)
       sent[{static_cast<int>(e.kind), e.stage, e.microbatch, layout.replica_of(rank)}] =
           e.rel_error;
+  const bool sharded = reports[0].sharded;
+  if (sharded) momentum_errors(reports, layout, out);
   for (const netmodel::TraceOp& op : out.trace.ops) {
+    if (op.kind == netmodel::OpKind::kAllReduce && sharded) continue;
     if (op.kind == netmodel::OpKind::kAllReduce) {
       const auto s = static_cast<size_t>(op.device);
       out.grad[s].rel_error +=
@@ -216,6 +244,15 @@ std::vector<netmodel::TraceOp> merge_trace(const std::vector<RankReport>& report
         ops.push_back(send);
       }
     }
+  }
+  if (!reports.empty() && reports[0].sharded) {
+    // The momentum exchange: stage by stage, each replica's exchange op and
+    // then its optimizer step (sim/engine_momentum.cpp).
+    for (int s = 0; s < S; ++s)
+      for (int r = 0; r < D; ++r)
+        for (auto& q = queue[static_cast<size_t>(layout.rank(r, s))]; !q.empty(); q.pop_front())
+          ops.push_back(q.front());
+    return ops;
   }
   for (auto kind : {netmodel::OpKind::kAllReduce, netmodel::OpKind::kOptimizer}) {
     const bool by_stage = kind == netmodel::OpKind::kAllReduce;

@@ -46,6 +46,12 @@ struct RankReport {
   uint64_t grad_wire = 0;
   uint64_t channel_state_bytes = 0;
   double grad_norm = 0;  // of this rank's replica
+  // The momentum exchange (dist_momentum.cpp): this step ran it; the relative
+  // error of this replica's shard message to each server j (NaN at its own),
+  // and of its own server message (counted once per other replica).
+  bool sharded = false;
+  std::vector<double> shard_errors;
+  double server_error = 0;
 };
 
 Bytes pack(const RankReport& r);

@@ -9,8 +9,8 @@
 #include <ATen/ATen.h>
 
 #include "common/errors.h"
-#include "compressors/codecs/channel_spec.h"
 #include "compressors/channels/factory.h"
+#include "compressors/codecs/channel_spec.h"
 #include "config/optim_registry.h"
 #include "sim/engine.h"
 #include "sim/engine_parts.h"
@@ -71,11 +71,7 @@ at::Tensor average_moment(const std::vector<at::Tensor>& local,
 void PipelineEngine::build_momentum_channels() {
   const int C = stages(), D = replicas();
   if (setup_.compress.grad_sync != compressors::GradSync::kMomentum || D < 2) return;
-  const std::string no_moment = find_optimizer(setup_.optim.name).no_moment(setup_.optim);
-  if (!no_moment.empty()) {
-    throw UsageError("compress.grad_sync = momentum exchanges the optimizer's momentum, but " +
-                     no_moment + " has none");
-  }
+  require_momentum(setup_.optim);
   if (setup_.channel_factory) {
     throw std::logic_error("the momentum exchange builds its own channels (no channel factory)");
   }

@@ -232,4 +232,11 @@ void StageOptimizer::load(torch::serialize::InputArchive& archive) {
   }
 }
 
+void require_momentum(const config::OptimConfig& c) {
+  const std::string no_moment = find_optimizer(c.name).no_moment(c);
+  if (!no_moment.empty())
+    throw UsageError("compress.grad_sync = momentum exchanges the optimizer's momentum, but " +
+                     no_moment + " has none");
+}
+
 }  // namespace slowpipe::sim

@@ -94,4 +94,8 @@ class StageOptimizer {
   double flops_per_element_ = 0;
 };
 
+// compress.grad_sync = momentum needs an optimizer with a first moment:
+// UsageError naming optim.name's reason when it has none (plain SGD).
+void require_momentum(const config::OptimConfig& c);
+
 }  // namespace slowpipe::sim

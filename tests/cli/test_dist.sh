@@ -5,7 +5,8 @@
 #     byte counts and relative errors bit for bit, for fp32, q2, aq(q2) and ef(topk:0.1) with a
 #     compressed gradient exchange; eval losses too; 4 stages with a
 #     topk:shared backward and AQ-SGD alike; zb-h1 (split backwards) with 2x2
-#     and 4 stages alike; a subspace-constrained GPT
+#     and 4 stages alike; the momentum exchange (AdamW with ef(q8), SGD with
+#     momentum uncompressed) alike; a subspace-constrained GPT
 #     (model.subspace, k coefficients across each cut) alike; Muon (both
 #     variants, 2 and 4 processes) alike; ResBM (model.bottleneck) alike; a
 #     learned projection (read on both sides of a cut) refused with its reason;
@@ -22,8 +23,8 @@
 #   - a stray duplicate of a rank, started while the run trains: refused
 #     (exit 2), the run completes undisturbed;
 #   - refused at start-up: mismatched configurations (both values named), a
-#     wrong --nproc, virtual stages, the momentum
-#     exchange, a rank started twice, a port another process holds (and a
+#     wrong --nproc, virtual stages, the momentum exchange with an optimizer
+#     that has no momentum, a rank started twice, a port another process holds (and a
 #     second launch on a port in use, which leaves the first run alone);
 #     an unreachable rendezvous times out with a clear error;
 #   - a diverged run (NaN on a rank) ends with exit 4 and status diverged.
@@ -91,6 +92,12 @@ pattern=$shared_cols same_as_single shared 4 --set model.layers=4 --set pipeline
 same_as_single zb-h1 4 "${dp[@]}" --set pipeline.schedule=zb-h1 --fw 'aq(q2)' --bw q8 --grad 'ef(q4)'
 pattern=$shared_cols same_as_single zb-h1-4 4 --set model.layers=4 --set pipeline.stages=4 \
   --set pipeline.microbatches=4 --set pipeline.schedule=zb-h1 --fw 'aq(topk:0.3)' --bw 'topk:shared+q8'
+# The momentum exchange (sharded, parameter-server style, after its warm-up):
+# AdamW with an ef(q8) exchange, SGD with momentum uncompressed.
+mom=(--set compress.grad_sync=momentum --set compress.momentum_warmup_steps=2)
+same_as_single momentum 4 "${dp[@]}" "${mom[@]}" --fw q4 --bw q8 --grad 'ef(q8)'
+same_as_single momentum-sgd 4 "${dp[@]}" "${mom[@]}" --set optim.name=sgd --set optim.momentum=0.9 \
+  --fw none --bw none --grad none
 same_as_single subspace 4 "${dp[@]}" --set model.subspace=4 --fw q8 --bw none --grad none
 # ResBM (model.bottleneck, docs/models.md): the cut carries 4 values per token.
 same_as_single resbm 4 "${dp[@]}" --set model.bottleneck=resbm:r=4 --fw q8 --bw q8 --grad none
@@ -314,8 +321,8 @@ expect 2 "needs --nproc" -- "$bin" launch -- "${small[@]}"
 expect 2 "one model chunk per process" -- "$bin" launch --nproc 2 -- "${small[@]}" \
   --set pipeline.stages=2 --set pipeline.schedule=interleaved --set pipeline.virtual_stages=2 \
   --set pipeline.microbatches=2 --out v.h5
-expect 2 "run the momentum exchange in one process" -- "$bin" launch --nproc 4 -- "${small[@]}" \
-  "${dp[@]}" --set compress.grad_sync=momentum --out g.h5
+expect 2 "exchanges the optimizer's momentum, but" -- "$bin" launch --nproc 4 -- "${small[@]}" \
+  "${dp[@]}" --set compress.grad_sync=momentum --set optim.name=sgd --set optim.momentum=0 --out g.h5
 port=$((20000 + RANDOM % 20000))
 # Every rank exits 2 (the documented code of a usage error), whichever of
 # its threads reads the reason first: tried three times.

@@ -8,7 +8,8 @@
 # test_dist shows equal to an uninterrupted distributed run):
 #   - rank 0 killed (SIGKILL) at a random step;
 #   - another rank killed at a random step, resumed by hand-started ranks;
-#   - launch itself killed: its workers die with it, then launch --resume.
+#   - launch itself killed: its workers die with it, then launch --resume;
+#   - the momentum exchange (ef(q8) both ways): rank 0 killed, resumed.
 # And: resuming with another number of processes is refused with the reason.
 # Usage: test_dist_resume.sh PATH/TO/slowpipe SOURCE_DIR
 bin="$1"
@@ -130,6 +131,16 @@ else
   kill "$launcher" 2>/dev/null
   wait
 fi
+
+# The momentum exchange (its worker and server channels' error feedback in
+# the checkpoint): rank 0 killed at a random step after the warm-up, resumed.
+k=$((8 + RANDOM % 25))
+echo "test_dist_resume: momentum exchange, rank 0 killed in step $k" >&2
+mom=(--set compress.grad_sync=momentum --set compress.momentum_warmup_steps=5 --set 'compress.grad=ef(q8)')
+"$bin" train "${run[@]}" "${mom[@]}" --out ref.h5 >/dev/null 2>&1 || bad "momentum: reference failed"
+SLOWPIPE_FAULT=step:$k "$bin" launch --nproc 4 -- "${run[@]}" "${mom[@]}" --out m.h5 >m.log 2>&1
+expect 0 "" -- "$bin" launch --resume m.h5
+same_as_reference momentum m.h5
 
 # Resumed with another number of processes: refused, naming the key.
 SLOWPIPE_FAULT=step:3 "$bin" launch --nproc 4 -- "${run[@]}" --out d.h5 >/dev/null 2>&1

@@ -3,7 +3,8 @@
 // and trace order (each compute op followed by its send, replicas in turn,
 // then all-reduces stage by stage, then optimizer steps), decode seconds
 // attached to the sender's op, bytes summed per boundary, and each message's
-// relative error summed in the single-process order.
+// relative error summed in the single-process order, the momentum exchange's
+// ops and errors too.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
@@ -184,4 +185,53 @@ TEST_CASE("dist: merged reports are in the single-process order") {
   REQUIRE(std::isnan(sd::merge(reports, layout, order).bw[0].rel_error));
   REQUIRE(!std::isnan(sd::merge(reports, layout, order).fw[0].rel_error));
   REQUIRE(res.compute_s == Approx(0.001 * res.trace.ops.size()));
+}
+
+TEST_CASE("dist: a momentum exchange step merges in the single-process order") {
+  const int S = 2, D = 3, M = 1;
+  const sd::Layout layout{S, D};
+  std::vector<sd::RankReport> reports;
+  for (int rank = 0; rank < layout.world(); ++rank) {
+    const int r = layout.replica_of(rank), s = layout.stage_of(rank);
+    sd::RankReport rep = report(r, s, M, D);
+    rep.sharded = true;
+    // The exchange op, then the optimizer step (report() put the all-reduce
+    // before the optimizer already); errors that depend on the summing order.
+    rep.grad.transfers = 2 * (D - 1);
+    for (int j = 0; j < D; ++j) rep.shard_errors.push_back(j == r ? NAN : 0.1 / (j + 1) + 0.01 * r);
+    rep.server_error = 0.3 / (r + 2) + 0.02 * s;
+    reports.push_back(rep);
+  }
+  const auto order =
+      slowpipe::netmodel::single_process_order(slowpipe::netmodel::make_schedule("gpipe", S, M));
+  const slowpipe::sim::StepResult res = sd::merge(reports, layout, order);
+  // After the pipeline ops: stage by stage, each replica's exchange then its step.
+  std::vector<std::string> tail;
+  for (size_t i = res.trace.ops.size() - 2 * S * D; i < res.trace.ops.size(); ++i) {
+    const auto& o = res.trace.ops[i];
+    tail.push_back(key(o.kind, o.device, o.microbatch, o.replica));
+  }
+  std::vector<std::string> expect;
+  for (int s = 0; s < S; ++s)
+    for (int r = 0; r < D; ++r) {
+      expect.push_back(key(OpKind::kAllReduce, s, -1, r));
+      expect.push_back(key(OpKind::kOptimizer, s, -1, r));
+    }
+  REQUIRE(tail == expect);
+  // Per stage: for each server j, the others' shards to it, then its average
+  // once per other replica; the mean over the 2 D (D - 1) transfers.
+  for (int s = 0; s < S; ++s) {
+    double sum = 0;
+    for (int j = 0; j < D; ++j) {
+      for (int r = 0; r < D; ++r)
+        if (r != j) sum += reports[static_cast<size_t>(layout.rank(r, s))].shard_errors[j];
+      for (int r = 0; r + 1 < D; ++r)
+        sum += reports[static_cast<size_t>(layout.rank(j, s))].server_error;
+    }
+    REQUIRE(res.grad[static_cast<size_t>(s)].rel_error == sum / (2 * D * (D - 1)));
+  }
+  const sd::RankReport back = sd::unpack(sd::pack(reports[4]));
+  REQUIRE(back.sharded);
+  REQUIRE(back.shard_errors.size() == static_cast<size_t>(D));
+  REQUIRE(back.server_error == reports[4].server_error);
 }
