@@ -108,6 +108,10 @@ class DistEngine : public sim::StepEngine {
   bool momentum_active(int64_t step);
   void build_momentum_channels();
   void exchange_momentum(int64_t step, int64_t total, RankReport& rep);
+  struct MomentumRound;
+  void send_shards(MomentumRound& round, RankReport& rep);
+  void serve_shard(MomentumRound& round, RankReport& rep);
+  at::Tensor gather_mean(MomentumRound& round, RankReport& rep);
   sim::EvalResult local_eval(const models::Batch& batch, bool compressed);
   // `inputs`: the model inputs of the same samples (the boundary map's token ids).
   at::Tensor stage_forward(const at::Tensor& x, const at::Tensor& inputs);

@@ -68,24 +68,48 @@ bool DistEngine::momentum_active(int64_t step) {
   return all.min().item<float>() > 0;
 }
 
+// One step's exchange on this rank: its moment, what it encodes, sends and
+// decodes (its trace op), its own shard through its whole channel, and the
+// server's message and its own decoding of it.
+struct DistEngine::MomentumRound {
+  at::Tensor local;  // [1, N]
+  compressors::TransferStats sent;
+  at::Tensor own, own_mean;
+  Bytes server_msg;
+};
+
 void DistEngine::exchange_momentum(int64_t step, int64_t total, RankReport& rep) {
-  const int D = layout_.replicas, r = replica_, s = stage_;
+  const int r = replica_, s = stage_;
   clip_gradients(step, rep);  // this replica's own gradients
   optimizer_->set_lr(config::learning_rate(setup_.optim, step, total));
-  const at::Tensor local = optimizer_->next_momentum().cpu();  // [1, N]
-  const int64_t n = local.size(1);
-  compressors::TransferStats sent;  // what this replica encodes, sends and decodes
+  MomentumRound round;
+  round.local = optimizer_->next_momentum().cpu();
+  send_shards(round, rep);
+  serve_shard(round, rep);
+  const at::Tensor mean = gather_mean(round, rep);
+  sim::ChannelSummary unused;
+  rep.ops.push_back(sim::message_op(netmodel::OpKind::kAllReduce, {s, s, -1, r}, round.local,
+                                    round.sent, unused));
+  const sim::OpTimer timer;
+  optimizer_->step_with_momentum(mean);
+  rep.ops.push_back(optimizer_op(timer));
+  rep.sharded = true;
+}
+
+// Shard j of the moment to rank (j, s); this replica's own through its whole channel.
+void DistEngine::send_shards(MomentumRound& round, RankReport& rep) {
+  const int D = layout_.replicas, r = replica_, s = stage_;
+  const int64_t n = round.local.size(1);
   rep.shard_errors.assign(static_cast<size_t>(D), NAN);
-  at::Tensor own;  // this replica's own shard, through its whole channel
   for (int j = 0; j < D; ++j) {
     const auto [begin, len] = shard_range(n, D, j);
     if (len == 0) continue;
-    const at::Tensor x = local.narrow(1, begin, len).contiguous();
+    const at::Tensor x = round.local.narrow(1, begin, len).contiguous();
     compressors::TransferStats st;
     const auto ju = static_cast<size_t>(j);
     if (j == r) {
-      own = m_workers_[ju]->transfer(x, at::Tensor(), &st);
-      sent.decode_s += st.decode_s;
+      round.own = m_workers_[ju]->transfer(x, at::Tensor(), &st);
+      round.sent.decode_s += st.decode_s;
     } else {
       Bytes msg;
       m_workers_[ju]->send(x, at::Tensor(), msg, &st);
@@ -95,58 +119,59 @@ void DistEngine::exchange_momentum(int64_t step, int64_t total, RankReport& rep)
       st.rel_error = rep.shard_errors[ju];
       sim::add_transfer(rep.grad, st);  // crosses the network
     }
-    sent.bytes += st.bytes;
-    sent.encode_s += st.encode_s;
+    round.sent.bytes += st.bytes;
+    round.sent.encode_s += st.encode_s;
   }
-  // Serve shard r: decode the D shards in replica order, average, send back.
-  const auto [begin, len] = shard_range(n, D, r);
-  Bytes server_msg;
-  at::Tensor own_mean;  // shard r of the average, as this replica decodes it
-  if (len > 0) {
-    at::Tensor sum;
-    for (int q = 0; q < D; ++q) {
-      at::Tensor y = own;
-      if (q != r) {
-        compressors::TransferStats st;
-        const Bytes msg = comm_->recv(layout_.rank(q, s), kShardTag, nullptr);
-        y = m_inbound_[static_cast<size_t>(q)]->receive(msg, {1, len}, at::Tensor(), &st);
-        sent.decode_s += st.decode_s;
-      }
-      sum = sum.defined() ? sum + y : y.clone();
+}
+
+// Serves shard r: decodes the D shards in replica order, averages, encodes the average.
+void DistEngine::serve_shard(MomentumRound& round, RankReport& rep) {
+  const int D = layout_.replicas, r = replica_, s = stage_;
+  const auto [begin, len] = shard_range(round.local.size(1), D, r);
+  if (len == 0) return;
+  at::Tensor sum;
+  for (int q = 0; q < D; ++q) {
+    at::Tensor y = round.own;
+    if (q != r) {
+      compressors::TransferStats st;
+      const Bytes msg = comm_->recv(layout_.rank(q, s), kShardTag, nullptr);
+      y = m_inbound_[static_cast<size_t>(q)]->receive(msg, {1, len}, at::Tensor(), &st);
+      round.sent.decode_s += st.decode_s;
     }
-    const at::Tensor avg = sum / D;
-    compressors::TransferStats st;
-    m_servers_[static_cast<size_t>(r)]->send(avg, at::Tensor(), server_msg, &st);
-    sent.encode_s += st.encode_s;
-    own_mean = m_servers_[static_cast<size_t>(r)]->receive(server_msg, {1, len}, at::Tensor(), &st);
-    rep.server_error = compressors::transfer_rel_error(avg, own_mean);
-    st.rel_error = rep.server_error;
-    for (int q = 0; q + 1 < D; ++q) sim::add_transfer(rep.grad, st);  // to the D - 1 others
+    sum = sum.defined() ? sum + y : y.clone();
   }
+  const at::Tensor avg = sum / D;
+  compressors::Channel& server = *m_servers_[static_cast<size_t>(r)];
+  compressors::TransferStats st;
+  server.send(avg, at::Tensor(), round.server_msg, &st);
+  round.sent.encode_s += st.encode_s;
+  round.own_mean = server.receive(round.server_msg, {1, len}, at::Tensor(), &st);
+  rep.server_error = compressors::transfer_rel_error(avg, round.own_mean);
+  st.rel_error = rep.server_error;
+  for (int q = 0; q + 1 < D; ++q) sim::add_transfer(rep.grad, st);  // to the D - 1 others
+}
+
+// Every server's average, decoded by every replica, assembled into [1, N].
+at::Tensor DistEngine::gather_mean(MomentumRound& round, RankReport& rep) {
+  const int D = layout_.replicas, r = replica_;
+  const int64_t n = round.local.size(1);
   comm_->wait_sends();
-  // Every server's average, decoded by every replica.
-  const std::vector<Bytes> all = comm_->allgather(server_msg);
-  rep.grad_wire += server_msg.size() + sizeof(int64_t);
+  const std::vector<Bytes> all = comm_->allgather(round.server_msg);
+  rep.grad_wire += round.server_msg.size() + sizeof(int64_t);
   at::Tensor mean = at::empty({1, n}, at::kFloat);
   for (int j = 0; j < D; ++j) {
     const auto [b, l] = shard_range(n, D, j);
     if (l == 0) continue;
     if (j == r) {
-      mean.narrow(1, b, l).copy_(own_mean);
+      mean.narrow(1, b, l).copy_(round.own_mean);
       continue;
     }
     compressors::TransferStats st;
     mean.narrow(1, b, l).copy_(m_servers_[static_cast<size_t>(j)]->receive(
         all[static_cast<size_t>(j)], {1, l}, at::Tensor(), &st));
-    sent.decode_s += st.decode_s;
+    round.sent.decode_s += st.decode_s;
   }
-  sim::ChannelSummary unused;
-  rep.ops.push_back(
-      sim::message_op(netmodel::OpKind::kAllReduce, {s, s, -1, r}, local, sent, unused));
-  const sim::OpTimer timer;
-  optimizer_->step_with_momentum(mean);
-  rep.ops.push_back(optimizer_op(timer));
-  rep.sharded = true;
+  return mean;
 }
 
 }  // namespace slowpipe::dist
