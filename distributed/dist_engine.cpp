@@ -28,8 +28,9 @@ namespace slowpipe::dist {
 namespace {
 
 constexpr int kReportTag = 1000000;
-constexpr int kEvalTag = 1000001;
 constexpr int kEvalResultTag = 1000002;
+// Evaluation activations: boundary b's is tag kEvalTag + 2 + b (sender chunk b).
+constexpr int kEvalTag = 1100000;
 
 std::vector<int64_t> id_list(const at::Tensor& ids) {
   const at::Tensor c = ids.to(at::kCPU, at::kLong).contiguous();
@@ -74,10 +75,6 @@ namespace {
 // What a distributed run cannot do (each runs in one process instead).
 void refuse_unsupported(const sim::EngineSetup& setup) {
   config::validate(setup.pipeline);
-  if (setup.pipeline.virtual_stages > 1) {
-    throw UsageError("pipeline.virtual_stages = " + std::to_string(setup.pipeline.virtual_stages) +
-                     ": distributed runs hold one model chunk per process (docs/distributed.md)");
-  }
 }
 
 // dist.world_size and dist.rank against the pipeline's layout.
@@ -129,26 +126,38 @@ DistEngine::DistEngine(sim::EngineSetup setup, const config::DistConfig& cfg,
   model_ = models::build_model(setup_.model, setup_.data, setup_.seed);
   model_.compute_dtype = setup_.dtype == "bf16" ? at::kBFloat16 : at::kFloat;
   for (auto& b : model_.blocks) b->to(device);
-  agree_on_cuts();
-  const int S = layout_.stages, M = setup_.pipeline.microbatches;
-  const auto schedule = netmodel::make_schedule(setup_.pipeline.schedule, S, M);
+  const auto schedule =
+      netmodel::make_schedule(setup_.pipeline.schedule, layout_.stages,
+                              setup_.pipeline.microbatches, setup_.pipeline.virtual_stages);
+  agree_on_cuts(schedule.chunks);
+  device_of_ = schedule.device_of;
   order_ = netmodel::single_process_order(schedule);
   my_ops_ = schedule.per_device[static_cast<size_t>(stage_)];
-  for (int s = 0; s < S; ++s) {
+  build_parts();
+}
+
+void DistEngine::build_parts() {
+  for (int c = 0; c < chunks(); ++c) {
     size_t n = 0;
-    for (size_t b = cuts_[s]; b < cuts_[s + 1]; ++b) n += model_.blocks[b]->parameters().size();
-    params_per_stage_.push_back(n);
+    for (size_t b = cuts_[c]; b < cuts_[c + 1]; ++b) n += model_.blocks[b]->parameters().size();
+    params_per_chunk_.push_back(n);
   }
-  std::vector<models::ParamRole> roles;
-  for (size_t b = cuts_[stage_]; b < cuts_[stage_ + 1]; ++b) {
-    for (const auto& p : model_.blocks[b]->parameters()) params_.push_back(p);
-    for (const auto r : model_.blocks[b]->parameter_roles()) roles.push_back(r);
-    flops_per_sample_ += model_.blocks[b]->forward_flops_per_sample();
+  for (int c = 0; c < chunks(); ++c) {
+    if (device_of_[static_cast<size_t>(c)] != stage_) continue;
+    Part p;
+    p.chunk = c;
+    std::vector<models::ParamRole> roles;
+    for (size_t b = cuts_[c]; b < cuts_[c + 1]; ++b) {
+      for (const auto& t : model_.blocks[b]->parameters()) p.params.push_back(t);
+      for (const auto r : model_.blocks[b]->parameter_roles()) roles.push_back(r);
+      p.flops_per_sample += model_.blocks[b]->forward_flops_per_sample();
+    }
+    p.forward_kernels = sim::forward_kernels(model_, cuts_[c], cuts_[c + 1]);
+    p.optimizer = std::make_unique<sim::StageOptimizer>(setup_.optim, p.params, roles);
+    build_channels(p);
+    build_momentum_channels(p);
+    parts_.push_back(std::move(p));
   }
-  forward_kernels_ = sim::forward_kernels(model_, cuts_[stage_], cuts_[stage_ + 1]);
-  optimizer_ = std::make_unique<sim::StageOptimizer>(setup_.optim, params_, roles);
-  build_channels();
-  build_momentum_channels();
 }
 
 DistEngine::~DistEngine() {
@@ -201,23 +210,23 @@ void DistEngine::check_configs(const std::string& config_text) {
   }
 }
 
-void DistEngine::agree_on_cuts() {
+void DistEngine::agree_on_cuts(int chunks) {
   // Rank 0 decides (pipeline.balance = time measures, which differs between processes).
-  const int S = layout_.stages;
-  at::Tensor t = at::zeros({S + 1}, at::kLong);
+  const int C = chunks;
+  at::Tensor t = at::zeros({C + 1}, at::kLong);
   if (leader()) {
     const auto user = parse_int_list("pipeline.cuts", setup_.pipeline.cuts);
-    const auto cuts = models::resolve_cuts(model_, S, user, setup_.pipeline.balance, setup_.probe);
-    for (int i = 0; i <= S; ++i) t.data_ptr<int64_t>()[i] = static_cast<int64_t>(cuts[i]);
+    const auto cuts = models::resolve_cuts(model_, C, user, setup_.pipeline.balance, setup_.probe);
+    for (int i = 0; i <= C; ++i) t.data_ptr<int64_t>()[i] = static_cast<int64_t>(cuts[i]);
   }
   comm_->broadcast(t, 0);
-  for (int i = 0; i <= S; ++i) cuts_.push_back(static_cast<size_t>(t.data_ptr<int64_t>()[i]));
+  for (int i = 0; i <= C; ++i) cuts_.push_back(static_cast<size_t>(t.data_ptr<int64_t>()[i]));
 }
 
-void DistEngine::build_channels() {
+void DistEngine::build_channels(Part& p) {
   namespace cx = compressors;
   const auto& c = setup_.compress;
-  const int r = replica_, s = stage_, S = layout_.stages;
+  const int r = replica_, k = p.chunk, C = chunks();
   // Named and seeded as the single-process engine does (engine.cpp).
   const auto boundary = [&](int b) {
     return cx::make_boundary(
@@ -225,17 +234,17 @@ void DistEngine::build_channels() {
         sim::channel_context(setup_, "r" + std::to_string(r) + ".b" + std::to_string(b),
                              static_cast<uint64_t>(r) * 4096 + b));
   };
-  if (s + 1 < S) {
-    cx::Boundary b = boundary(s);
-    fw_out_ = std::move(b.fw);
-    bw_in_ = std::move(b.bw);
-    fw_shadow_ = std::move(boundary(s).fw);
+  if (k + 1 < C) {
+    cx::Boundary b = boundary(k);
+    p.fw_out = std::move(b.fw);
+    p.bw_in = std::move(b.bw);
+    p.fw_shadow = std::move(boundary(k).fw);
   }
-  if (s > 0) {
-    cx::Boundary b = boundary(s - 1);
-    fw_in_ = std::move(b.fw);
-    bw_out_ = std::move(b.bw);
-    if (!c.bw_for(s - 1).shared()) bw_shadow_ = std::move(boundary(s - 1).bw);
+  if (k > 0) {
+    cx::Boundary b = boundary(k - 1);
+    p.fw_in = std::move(b.fw);
+    p.bw_out = std::move(b.bw);
+    if (!c.bw_for(k - 1).shared()) p.bw_shadow = std::move(boundary(k - 1).bw);
   }
   if (layout_.replicas > 1) {
     // The momentum exchange: gradients cross uncompressed during its warm-up only.
@@ -243,37 +252,22 @@ void DistEngine::build_channels() {
     const cx::ChannelSpec spec = momentum ? cx::ChannelSpec() : c.grad.resolved();
     grad_plain_ = spec.text() == "none";
     for (int q = 0; q < layout_.replicas; ++q)
-      grad_.push_back(cx::make_channel(
-          spec, sim::channel_context(setup_, "r" + std::to_string(q) + ".grad" + std::to_string(s),
-                                     static_cast<uint64_t>(q) * 4096 + 2048 + s)));
+      p.grad.push_back(cx::make_channel(
+          spec, sim::channel_context(setup_, "r" + std::to_string(q) + ".grad" + std::to_string(k),
+                                     static_cast<uint64_t>(q) * 4096 + 2048 + k)));
   }
-}
-
-void DistEngine::set_channel_epoch(int epoch) {
-  for (auto* ch : boundary_channels()) ch->set_epoch(epoch);
-  for (const auto* list : {&grad_, &m_workers_, &m_shadows_, &m_inbound_, &m_servers_})
-    for (const auto& ch : *list)
-      if (ch) ch->set_epoch(epoch);
-}
-
-std::vector<compressors::Channel*> DistEngine::boundary_channels() const {
-  std::vector<compressors::Channel*> out;
-  for (auto* ch : {fw_out_.get(), bw_in_.get(), fw_in_.get(), bw_out_.get(), fw_shadow_.get(),
-                   bw_shadow_.get()})
-    if (ch) out.push_back(ch);
-  return out;
 }
 
 std::vector<std::string> DistEngine::fw_specs() const {
   std::vector<std::string> out;
-  for (int b = 0; b + 1 < layout_.stages; ++b)
+  for (int b = 0; b + 1 < chunks(); ++b)
     out.push_back(compressors::canonical_spec(setup_.compress.fw_for(b)));
   return out;
 }
 
 std::vector<std::string> DistEngine::bw_specs() const {
   std::vector<std::string> out;
-  for (int b = 0; b + 1 < layout_.stages; ++b)
+  for (int b = 0; b + 1 < chunks(); ++b)
     out.push_back(compressors::canonical_spec(setup_.compress.bw_for(b)));
   return out;
 }
@@ -372,9 +366,10 @@ void DistEngine::warm_up(const models::Batch& batch, int passes) {
   if (device.is_cuda()) torch::cuda::synchronize();
 }
 
-at::Tensor DistEngine::stage_forward(const at::Tensor& x, const at::Tensor& inputs) {
-  // With a model's boundary map, what enters and leaves a stage is what crosses a cut.
-  return models::forward_stage(model_, cuts_[stage_], cuts_[stage_ + 1], x, inputs);
+at::Tensor DistEngine::chunk_forward(const Part& p, const at::Tensor& x, const at::Tensor& inputs) {
+  // With a model's boundary map, what enters and leaves a chunk is what crosses a cut.
+  const auto c = static_cast<size_t>(p.chunk);
+  return models::forward_stage(model_, cuts_[c], cuts_[c + 1], x, inputs);
 }
 
 sim::StepResult DistEngine::train_step(const models::Batch& batch, int64_t step, int64_t total) {
@@ -386,11 +381,11 @@ sim::StepResult DistEngine::train_step(const models::Batch& batch, int64_t step,
     reports[0] = local_step(batch, step, total);
     for (int r = 1; r < layout_.world(); ++r)
       reports[static_cast<size_t>(r)] = unpack(comm_->recv(r, kReportTag, nullptr));
-    sim::StepResult res = merge(reports, layout_, order_);
+    sim::StepResult res = merge(reports, layout_, order_, device_of_);
     res.samples = batch.inputs.size(0);
     res.lr = config::learning_rate(setup_.optim, step, total);
     res.trace.stages = layout_.stages;
-    res.trace.chunks = layout_.stages;
+    res.trace.chunks = chunks();
     res.trace.microbatches = setup_.pipeline.microbatches;
     res.trace.replicas = layout_.replicas;
     res.trace.schedule = setup_.pipeline.schedule;
@@ -410,8 +405,9 @@ sim::StepResult DistEngine::train_step(const models::Batch& batch, int64_t step,
 sim::EvalResult DistEngine::evaluate(const models::Batch& batch, bool compressed) {
   command(kEval, compressed ? 1 : 0, 0, batch.ids);
   sim::EvalResult out = local_eval(batch, compressed);
-  if (layout_.stages > 1) {
-    const Bytes b = comm_->recv(layout_.rank(0, layout_.stages - 1), kEvalResultTag, nullptr);
+  const int last = device_of_.back();  // the device of the last chunk
+  if (last != 0) {
+    const Bytes b = comm_->recv(layout_.rank(0, last), kEvalResultTag, nullptr);
     if (b.size() != sizeof out) throw DataError("dist: malformed evaluation result");
     std::memcpy(&out, b.data(), sizeof out);
   }
@@ -427,30 +423,34 @@ sim::EvalResult DistEngine::local_eval(const models::Batch& batch, bool compress
     ~TrainAgain() { m.train(true); }
   } train_again{model_};
   const torch::Device device(setup_.device);
-  const int S = layout_.stages;
+  const int C = chunks();
+  const auto device_of = [&](int c) { return device_of_[static_cast<size_t>(c)]; };
   at::Tensor h;
-  if (stage_ == 0) {
-    h = batch.inputs.to(device);
-  } else {
-    Dims dims;
-    const Bytes b = comm_->recv(layout_.rank(0, stage_ - 1), kEvalTag, &dims);
-    h = at::empty(dims, at::kFloat);
-    if (static_cast<size_t>(h.nbytes()) != b.size()) throw DataError("dist: malformed activation");
-    std::memcpy(h.data_ptr<float>(), b.data(), b.size());
-    h = h.to(device);
-  }
-  h = stage_forward(h, batch.inputs.to(device));
-  if (stage_ + 1 < S) {
-    // What the single-process engine hands the next stage: the activation, or
+  for (const Part& p : parts_) {  // chunk order
+    const int c = p.chunk;
+    if (c == 0) {
+      h = batch.inputs.to(device);
+    } else {
+      Dims dims;
+      const Bytes b = comm_->recv(layout_.rank(0, device_of(c - 1)), kEvalTag + 1 + c, &dims);
+      h = at::empty(dims, at::kFloat);
+      if (static_cast<size_t>(h.nbytes()) != b.size())
+        throw DataError("dist: malformed activation");
+      std::memcpy(h.data_ptr<float>(), b.data(), b.size());
+      h = h.to(device);
+    }
+    h = chunk_forward(p, h, batch.inputs.to(device));
+    if (c + 1 == C) break;
+    // What the single-process engine hands the next chunk: the activation, or
     // its compressed-inference reconstruction; sent as fp32 (not logged).
-    if (compressed) h = fw_out_->infer(h, nullptr);
-    const at::Tensor c = h.to(at::kCPU, at::kFloat).contiguous();
-    const auto* p = reinterpret_cast<const uint8_t*>(c.data_ptr<float>());
-    comm_->send(Bytes(p, p + c.nbytes()), Dims(c.sizes().begin(), c.sizes().end()),
-                layout_.rank(0, stage_ + 1), kEvalTag);
-    comm_->wait_sends();
-    return {};
+    if (compressed) h = p.fw_out->infer(h, nullptr);
+    const at::Tensor t = h.to(at::kCPU, at::kFloat).contiguous();
+    const auto* bytes = reinterpret_cast<const uint8_t*>(t.data_ptr<float>());
+    comm_->send(Bytes(bytes, bytes + t.nbytes()), Dims(t.sizes().begin(), t.sizes().end()),
+                layout_.rank(0, device_of(c + 1)), kEvalTag + 2 + c);
   }
+  comm_->wait_sends();
+  if (parts_.back().chunk + 1 < C) return {};
   const at::Tensor targets = batch.targets.to(device);
   sim::EvalResult out;
   out.items = targets.numel();

@@ -1,6 +1,8 @@
 // One rank of a distributed run: the StepEngine the trainer drives, computing
-// only stage s of replica r (rank = r * S + s, layout.h) in its own process, with
-// real messages to its neighbours over c10d (comm.h).
+// only device s of replica r (rank = r * S + s, layout.h) in its own process,
+// with real messages to its neighbours over c10d (comm.h). A device holds one
+// model chunk, or pipeline.virtual_stages chunks with an interleaved schedule
+// (chunk c on the schedule's device_of[c]); "stage" in the log means a chunk.
 //
 // Rank 0 drives: each engine call the trainer makes on rank 0 (a step, an
 // evaluation, a new epoch) is first broadcast as a command with the batch's
@@ -60,7 +62,7 @@ class DistEngine : public sim::StepEngine {
   sim::EvalResult evaluate(const models::Batch& batch, bool compressed) override;
   void set_epoch(int epoch) override;
   void warm_up(const models::Batch& batch, int passes) override;
-  int stages() const override { return layout_.stages; }
+  int stages() const override { return chunks(); }
   int replicas() const override { return layout_.replicas; }
   const std::vector<size_t>& cuts() const override { return cuts_; }
   models::Task task() const override { return model_.task; }
@@ -73,9 +75,36 @@ class DistEngine : public sim::StepEngine {
 
  private:
   enum Command : int64_t { kStep = 1, kEval = 2, kEpoch = 3, kStop = 4, kSave = 5, kLoad = 6 };
+  // One model chunk this rank holds: one per process, or pipeline.virtual_stages
+  // with an interleaved schedule (chunk c on device c's device_of).
+  struct Part {
+    int chunk = 0;
+    std::vector<at::Tensor> params;
+    std::unique_ptr<sim::StageOptimizer> optimizer;
+    double flops_per_sample = 0;
+    int forward_kernels = 0;  // of the chunk's forward (sim::forward_kernels)
+    // Boundary `chunk` (sends forward, receives backward) and `chunk - 1`
+    // (receives forward, sends backward).
+    std::unique_ptr<compressors::Channel> fw_out, bw_in, fw_in, bw_out;
+    // Copies of the receivers' halves of fw_out and bw_out, for the messages'
+    // relative errors (dist_step.cpp); no bw_shadow for a topk:shared
+    // backward, whose receiver takes the masks the forward's sender kept.
+    std::unique_ptr<compressors::Channel> fw_shadow, bw_shadow;
+    // Gradient channels of every replica of this chunk (replicas > 1).
+    std::vector<std::unique_ptr<compressors::Channel>> grad;
+    // The momentum exchange of this chunk (docs/grad-sync.md): this replica's
+    // worker channels to each shard server j (sender halves; j = replica_
+    // whole), copies of their receivers' halves (relative errors), the
+    // receivers' halves of every replica's channel to this replica's shard,
+    // and every replica's server channel (this replica's whole, the others'
+    // receiver halves).
+    std::vector<std::unique_ptr<compressors::Channel>> m_workers, m_shadows, m_inbound, m_servers;
+  };
+  int chunks() const { return static_cast<int>(cuts_.size()) - 1; }
   void check_configs(const std::string& config_text);
-  void agree_on_cuts();
-  void build_channels();
+  void agree_on_cuts(int chunks);
+  void build_parts();
+  void build_channels(Part& p);
   void command(Command c, int64_t a, int64_t b, const at::Tensor& ids) const;
   // This rank's part of a resume checkpoint (dist_state.cpp): what it carries
   // from step to step as one archive's bytes, and restoring it (DataError, and
@@ -83,30 +112,38 @@ class DistEngine : public sim::StepEngine {
   // kSave (sends local_state) or kLoad (receives, restores, answers).
   Bytes local_state() const;
   void restore_local(const Bytes& state);
+  struct LoadedState;
+  void read_parts(torch::serialize::InputArchive& archive, LoadedState& st) const;
   void serve_state(bool save);
   // Calls f(prefix, channel) for every channel this rank holds (dist_state.cpp).
   template <class F>
   void for_each_channel(F&& f) const;
+  // Every channel this rank holds; the epoch about to run to each.
+  std::vector<compressors::Channel*> all_channels() const;
+  void set_channel_epoch(int epoch);
   // This rank's part of a step and of an evaluation.
   RankReport local_step(const models::Batch& batch, int64_t step, int64_t total);
   void pipeline_ops(const models::Batch& batch, int64_t step, RankReport& rep);
-  // One step's micro-batch slices and kept tensors, and the two kinds of op
+  // One step's micro-batch slices and kept tensors, and the kinds of op
   // pipeline_ops runs with them (dist_step.cpp).
   struct StepSlices;
+  Part& part_of(int chunk);
   void prefetch_messages();
-  void forward_op(StepSlices& c, int m, RankReport& rep);
-  void backward_op(StepSlices& c, int m, bool split, RankReport& rep);
-  void weight_op(StepSlices& c, int m, RankReport& rep);
+  void forward_op(StepSlices& c, Part& p, int m, RankReport& rep);
+  void backward_op(StepSlices& c, Part& p, int m, bool split, RankReport& rep);
+  void weight_op(StepSlices& c, Part& p, int m, RankReport& rep);
+  void send_forward(StepSlices& c, Part& p, int m, const at::Tensor& y, RankReport& rep);
+  void send_backward(StepSlices& c, Part& p, int m, const at::Tensor& grad, RankReport& rep);
   void sync_gradients(RankReport& rep);
   void clip_and_update(int64_t step, int64_t total, RankReport& rep);
   // The replica's global gradient norm (rep.grad_norm) and clipping by it.
   void clip_gradients(int64_t step, RankReport& rep);
   // The trace op of the optimizer step `timer` measured (after a CUDA sync).
-  netmodel::TraceOp optimizer_op(const sim::OpTimer& timer) const;
+  netmodel::TraceOp optimizer_op(const Part& p, const sim::OpTimer& timer) const;
   // The momentum exchange (compress.grad_sync = momentum, dist_momentum.cpp):
   // whether it runs at `step` (every rank agrees), its channels, and the step.
   bool momentum_active(int64_t step);
-  void build_momentum_channels();
+  void build_momentum_channels(Part& p);
   void exchange_momentum(int64_t step, int64_t total, RankReport& rep);
   struct MomentumRound;
   void send_shards(MomentumRound& round, RankReport& rep);
@@ -114,41 +151,21 @@ class DistEngine : public sim::StepEngine {
   at::Tensor gather_mean(MomentumRound& round, RankReport& rep);
   sim::EvalResult local_eval(const models::Batch& batch, bool compressed);
   // `inputs`: the model inputs of the same samples (the boundary map's token ids).
-  at::Tensor stage_forward(const at::Tensor& x, const at::Tensor& inputs);
+  at::Tensor chunk_forward(const Part& p, const at::Tensor& x, const at::Tensor& inputs);
 
   sim::EngineSetup setup_;
-  Layout layout_;
-  int replica_ = 0, stage_ = 0;
+  Layout layout_;                // processes: pipeline.stages devices x replicas
+  int replica_ = 0, stage_ = 0;  // stage_: this rank's device
   std::unique_ptr<Comm> comm_;
   std::unique_ptr<Watchdog> watchdog_;
   models::Model model_;
-  std::vector<size_t> cuts_;
+  std::vector<size_t> cuts_;                   // [chunks + 1]
+  std::vector<int32_t> device_of_;             // [chunks]: the device holding chunk c
   std::vector<netmodel::ScheduledOp> order_;   // global order of one replica (merging reports)
-  std::vector<netmodel::ScheduledOp> my_ops_;  // this stage's own order
-  std::vector<at::Tensor> params_;             // this stage's parameters
-  std::vector<size_t> params_per_stage_;       // tensors with a gradient slot, per stage
-  std::unique_ptr<sim::StageOptimizer> optimizer_;
-  double flops_per_sample_ = 0;
-  int forward_kernels_ = 0;  // of this stage's forward (sim::forward_kernels)
-  // Boundary s (this rank sends forward, receives backward) and s - 1 (receives
-  // forward, sends backward); gradient channels of every replica of this stage.
-  std::unique_ptr<compressors::Channel> fw_out_, bw_in_, fw_in_, bw_out_;
-  // Copies of the receivers' halves of fw_out_ and bw_out_, for the messages'
-  // relative errors (dist_step.cpp); no bw_shadow_ for a topk:shared backward,
-  // whose receiver takes the masks the forward's sender kept (its error is NaN).
-  std::unique_ptr<compressors::Channel> fw_shadow_, bw_shadow_;
-  // Every boundary channel this rank holds, the shadows included.
-  std::vector<compressors::Channel*> boundary_channels() const;
-  // The epoch about to run, to every channel this rank holds.
-  void set_channel_epoch(int epoch);
-  std::vector<std::unique_ptr<compressors::Channel>> grad_;
-  // The momentum exchange of this stage (docs/grad-sync.md): this replica's
-  // worker channels to each shard server j (sender halves; j = replica_ whole),
-  // copies of their receivers' halves (relative errors), the receivers' halves
-  // of every replica's channel to this replica's shard, and every replica's
-  // server channel (this replica's whole, the others' receiver halves).
-  std::vector<std::unique_ptr<compressors::Channel>> m_workers_, m_shadows_, m_inbound_, m_servers_;
-  bool grad_plain_ = true;  // compress.grad = none: a c10d all-reduce
+  std::vector<netmodel::ScheduledOp> my_ops_;  // this device's own order
+  std::vector<size_t> params_per_chunk_;       // tensors with a gradient slot, per chunk
+  std::vector<Part> parts_;                    // this rank's chunks, in chunk order
+  bool grad_plain_ = true;                     // compress.grad = none: a c10d all-reduce
   uint64_t state_bytes_ = 0;
   bool finished_ = false;
 };

@@ -22,7 +22,7 @@
 namespace slowpipe::dist {
 namespace {
 
-constexpr int kShardTag = 1000005;
+constexpr int kShardTag = 1200000;  // + the chunk
 
 // Shard j of a flat [1, N] moment over D replicas: [j * L, min(N, (j + 1) * L)),
 // as sim/engine_momentum.cpp cuts it.
@@ -34,12 +34,12 @@ std::pair<int64_t, int64_t> shard_range(int64_t n, int d, int j) {
 
 }  // namespace
 
-void DistEngine::build_momentum_channels() {
-  const int C = layout_.stages, D = layout_.replicas, r = replica_, s = stage_;
+void DistEngine::build_momentum_channels(Part& p) {
+  const int C = chunks(), D = layout_.replicas, r = replica_, s = p.chunk;
   if (setup_.compress.grad_sync != compressors::GradSync::kMomentum || D < 2) return;
   sim::require_momentum(setup_.optim);
   const compressors::ChannelSpec& spec = setup_.compress.grad.resolved();
-  // Replica q's channel to shard j of this stage, and q's server channel.
+  // Replica q's channel to shard j of this chunk, and q's server channel.
   const auto worker = [&](int q, int j) {
     const std::string name =
         "r" + std::to_string(q) + ".momentum" + std::to_string(s) + ".shard" + std::to_string(j);
@@ -52,26 +52,30 @@ void DistEngine::build_momentum_channels() {
     return compressors::make_channel(spec, sim::channel_context(setup_, name, salt));
   };
   for (int j = 0; j < D; ++j) {
-    m_workers_.push_back(worker(r, j));
-    m_shadows_.push_back(j == r ? nullptr : worker(r, j));
-    m_inbound_.push_back(j == r ? nullptr : worker(j, r));
-    m_servers_.push_back(server(j));
+    p.m_workers.push_back(worker(r, j));
+    p.m_shadows.push_back(j == r ? nullptr : worker(r, j));
+    p.m_inbound.push_back(j == r ? nullptr : worker(j, r));
+    p.m_servers.push_back(server(j));
   }
 }
 
 bool DistEngine::momentum_active(int64_t step) {
-  if (m_workers_.empty() || step < setup_.compress.momentum_warmup_steps) return false;
-  // One process asks every stage's optimizer; the replicas of a stage hold the
-  // same state, so the stages of this replica decide for all.
-  at::Tensor mine = at::full({1}, optimizer_->has_moments() ? 1.0f : 0.0f, at::kFloat);
-  const at::Tensor all = layout_.stages > 1 ? comm_->allgather_replica(mine) : mine.unsqueeze(0);
+  if (parts_[0].m_workers.empty() || step < setup_.compress.momentum_warmup_steps) return false;
+  // One process asks every chunk's optimizer; the replicas of a chunk hold the
+  // same state, so the devices of this replica decide for all.
+  bool mine = true;
+  for (const Part& p : parts_) mine = mine && p.optimizer->has_moments();
+  at::Tensor flag = at::full({1}, mine ? 1.0f : 0.0f, at::kFloat);
+  const at::Tensor all = layout_.stages > 1 ? comm_->allgather_replica(flag) : flag.unsqueeze(0);
   return all.min().item<float>() > 0;
 }
 
-// One step's exchange on this rank: its moment, what it encodes, sends and
+// One chunk's exchange on this rank: its moment, what it encodes, sends and
 // decodes (its trace op), its own shard through its whole channel, and the
 // server's message and its own decoding of it.
 struct DistEngine::MomentumRound {
+  Part& part;
+  size_t k;          // the part's index on this rank
   at::Tensor local;  // [1, N]
   compressors::TransferStats sent;
   at::Tensor own, own_mean;
@@ -79,28 +83,32 @@ struct DistEngine::MomentumRound {
 };
 
 void DistEngine::exchange_momentum(int64_t step, int64_t total, RankReport& rep) {
-  const int r = replica_, s = stage_;
+  const int D = layout_.replicas, r = replica_;
   clip_gradients(step, rep);  // this replica's own gradients
-  optimizer_->set_lr(config::learning_rate(setup_.optim, step, total));
-  MomentumRound round;
-  round.local = optimizer_->next_momentum().cpu();
-  send_shards(round, rep);
-  serve_shard(round, rep);
-  const at::Tensor mean = gather_mean(round, rep);
-  sim::ChannelSummary unused;
-  rep.ops.push_back(sim::message_op(netmodel::OpKind::kAllReduce, {s, s, -1, r}, round.local,
-                                    round.sent, unused));
-  const sim::OpTimer timer;
-  optimizer_->step_with_momentum(mean);
-  rep.ops.push_back(optimizer_op(timer));
+  rep.shard_errors.assign(parts_.size() * static_cast<size_t>(D), NAN);
+  rep.server_errors.assign(parts_.size(), 0);
+  for (size_t k = 0; k < parts_.size(); ++k) {
+    Part& p = parts_[k];
+    p.optimizer->set_lr(config::learning_rate(setup_.optim, step, total));
+    MomentumRound round{p, k, p.optimizer->next_momentum().cpu(), {}, {}, {}, {}};
+    send_shards(round, rep);
+    serve_shard(round, rep);
+    const at::Tensor mean = gather_mean(round, rep);
+    sim::ChannelSummary unused;
+    rep.ops.push_back(sim::message_op(netmodel::OpKind::kAllReduce, {stage_, p.chunk, -1, r},
+                                      round.local, round.sent, unused));
+    const sim::OpTimer timer;
+    p.optimizer->step_with_momentum(mean);
+    rep.ops.push_back(optimizer_op(p, timer));
+  }
   rep.sharded = true;
 }
 
-// Shard j of the moment to rank (j, s); this replica's own through its whole channel.
+// Shard j of the moment to rank (j, this device); this replica's own through its whole channel.
 void DistEngine::send_shards(MomentumRound& round, RankReport& rep) {
-  const int D = layout_.replicas, r = replica_, s = stage_;
+  const int D = layout_.replicas, r = replica_;
+  Part& p = round.part;
   const int64_t n = round.local.size(1);
-  rep.shard_errors.assign(static_cast<size_t>(D), NAN);
   for (int j = 0; j < D; ++j) {
     const auto [begin, len] = shard_range(n, D, j);
     if (len == 0) continue;
@@ -108,16 +116,18 @@ void DistEngine::send_shards(MomentumRound& round, RankReport& rep) {
     compressors::TransferStats st;
     const auto ju = static_cast<size_t>(j);
     if (j == r) {
-      round.own = m_workers_[ju]->transfer(x, at::Tensor(), &st);
+      round.own = p.m_workers[ju]->transfer(x, at::Tensor(), &st);
       round.sent.decode_s += st.decode_s;
     } else {
       Bytes msg;
-      m_workers_[ju]->send(x, at::Tensor(), msg, &st);
-      rep.grad_wire += comm_->send(msg, {1, len}, layout_.rank(j, s), kShardTag);
-      rep.shard_errors[ju] = compressors::transfer_rel_error(
-          x, m_shadows_[ju]->receive(msg, {1, len}, at::Tensor(), nullptr));
-      st.rel_error = rep.shard_errors[ju];
-      sim::add_transfer(rep.grad, st);  // crosses the network
+      p.m_workers[ju]->send(x, at::Tensor(), msg, &st);
+      rep.grad_wire[round.k] +=
+          comm_->send(msg, {1, len}, layout_.rank(j, stage_), kShardTag + p.chunk);
+      double& e = rep.shard_errors[round.k * static_cast<size_t>(D) + ju];
+      e = compressors::transfer_rel_error(
+          x, p.m_shadows[ju]->receive(msg, {1, len}, at::Tensor(), nullptr));
+      st.rel_error = e;
+      sim::add_transfer(rep.grad[round.k], st);  // crosses the network
     }
     round.sent.bytes += st.bytes;
     round.sent.encode_s += st.encode_s;
@@ -126,7 +136,8 @@ void DistEngine::send_shards(MomentumRound& round, RankReport& rep) {
 
 // Serves shard r: decodes the D shards in replica order, averages, encodes the average.
 void DistEngine::serve_shard(MomentumRound& round, RankReport& rep) {
-  const int D = layout_.replicas, r = replica_, s = stage_;
+  const int D = layout_.replicas, r = replica_;
+  Part& p = round.part;
   const auto [begin, len] = shard_range(round.local.size(1), D, r);
   if (len == 0) return;
   at::Tensor sum;
@@ -134,21 +145,21 @@ void DistEngine::serve_shard(MomentumRound& round, RankReport& rep) {
     at::Tensor y = round.own;
     if (q != r) {
       compressors::TransferStats st;
-      const Bytes msg = comm_->recv(layout_.rank(q, s), kShardTag, nullptr);
-      y = m_inbound_[static_cast<size_t>(q)]->receive(msg, {1, len}, at::Tensor(), &st);
+      const Bytes msg = comm_->recv(layout_.rank(q, stage_), kShardTag + p.chunk, nullptr);
+      y = p.m_inbound[static_cast<size_t>(q)]->receive(msg, {1, len}, at::Tensor(), &st);
       round.sent.decode_s += st.decode_s;
     }
     sum = sum.defined() ? sum + y : y.clone();
   }
   const at::Tensor avg = sum / D;
-  compressors::Channel& server = *m_servers_[static_cast<size_t>(r)];
+  compressors::Channel& server = *p.m_servers[static_cast<size_t>(r)];
   compressors::TransferStats st;
   server.send(avg, at::Tensor(), round.server_msg, &st);
   round.sent.encode_s += st.encode_s;
   round.own_mean = server.receive(round.server_msg, {1, len}, at::Tensor(), &st);
-  rep.server_error = compressors::transfer_rel_error(avg, round.own_mean);
-  st.rel_error = rep.server_error;
-  for (int q = 0; q + 1 < D; ++q) sim::add_transfer(rep.grad, st);  // to the D - 1 others
+  rep.server_errors[round.k] = compressors::transfer_rel_error(avg, round.own_mean);
+  st.rel_error = rep.server_errors[round.k];
+  for (int q = 0; q + 1 < D; ++q) sim::add_transfer(rep.grad[round.k], st);  // to the others
 }
 
 // Every server's average, decoded by every replica, assembled into [1, N].
@@ -157,7 +168,7 @@ at::Tensor DistEngine::gather_mean(MomentumRound& round, RankReport& rep) {
   const int64_t n = round.local.size(1);
   comm_->wait_sends();
   const std::vector<Bytes> all = comm_->allgather(round.server_msg);
-  rep.grad_wire += round.server_msg.size() + sizeof(int64_t);
+  rep.grad_wire[round.k] += round.server_msg.size() + sizeof(int64_t);
   at::Tensor mean = at::empty({1, n}, at::kFloat);
   for (int j = 0; j < D; ++j) {
     const auto [b, l] = shard_range(n, D, j);
@@ -167,7 +178,7 @@ at::Tensor DistEngine::gather_mean(MomentumRound& round, RankReport& rep) {
       continue;
     }
     compressors::TransferStats st;
-    mean.narrow(1, b, l).copy_(m_servers_[static_cast<size_t>(j)]->receive(
+    mean.narrow(1, b, l).copy_(round.part.m_servers[static_cast<size_t>(j)]->receive(
         all[static_cast<size_t>(j)], {1, l}, at::Tensor(), &st));
     round.sent.decode_s += st.decode_s;
   }

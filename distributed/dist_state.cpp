@@ -42,39 +42,56 @@ std::string rank_key(int r) {
 
 template <class F>
 void DistEngine::for_each_channel(F&& f) const {
-  const std::pair<const char*, compressors::Channel*> named[] = {
-      {"fw_out.", fw_out_.get()},       {"bw_in.", bw_in_.get()},
-      {"fw_in.", fw_in_.get()},         {"bw_out.", bw_out_.get()},
-      {"fw_shadow.", fw_shadow_.get()}, {"bw_shadow.", bw_shadow_.get()}};
-  for (const auto& [name, ch] : named)
-    if (ch) f(std::string(name), *ch);
-  for (size_t q = 0; q < grad_.size(); ++q) f("grad" + std::to_string(q) + ".", *grad_[q]);
-  const std::pair<const char*, const std::vector<std::unique_ptr<compressors::Channel>>*> lists[] =
-      {{"m_worker", &m_workers_},
-       {"m_shadow", &m_shadows_},
-       {"m_inbound", &m_inbound_},
-       {"m_server", &m_servers_}};
-  for (const auto& [name, list] : lists)
-    for (size_t j = 0; j < list->size(); ++j)
-      if ((*list)[j]) f(name + std::to_string(j) + ".", *(*list)[j]);
+  for (const Part& p : parts_) {
+    const std::string c = "c" + std::to_string(p.chunk) + ".";
+    const std::pair<const char*, compressors::Channel*> named[] = {
+        {"fw_out.", p.fw_out.get()},       {"bw_in.", p.bw_in.get()},
+        {"fw_in.", p.fw_in.get()},         {"bw_out.", p.bw_out.get()},
+        {"fw_shadow.", p.fw_shadow.get()}, {"bw_shadow.", p.bw_shadow.get()}};
+    for (const auto& [name, ch] : named)
+      if (ch) f(c + name, *ch);
+    const std::pair<const char*, const std::vector<std::unique_ptr<compressors::Channel>>*>
+        lists[] = {{"grad", &p.grad},
+                   {"m_worker", &p.m_workers},
+                   {"m_shadow", &p.m_shadows},
+                   {"m_inbound", &p.m_inbound},
+                   {"m_server", &p.m_servers}};
+    for (const auto& [name, list] : lists)
+      for (size_t j = 0; j < list->size(); ++j)
+        if ((*list)[j]) f(c + name + std::to_string(j) + ".", *(*list)[j]);
+  }
+}
+
+void DistEngine::set_channel_epoch(int epoch) {
+  for (auto* ch : all_channels()) ch->set_epoch(epoch);
+}
+
+std::vector<compressors::Channel*> DistEngine::all_channels() const {
+  std::vector<compressors::Channel*> out;
+  for_each_channel([&](const std::string&, compressors::Channel& ch) { out.push_back(&ch); });
+  return out;
 }
 
 Bytes DistEngine::local_state() const {
   torch::NoGradGuard no_grad;
   torch::serialize::OutputArchive archive;
-  for (size_t b = cuts_[stage_]; b < cuts_[stage_ + 1]; ++b) {
-    const std::string pre = "model.b" + std::to_string(b) + ".";
-    for (const auto& p : model_.blocks[b]->named_parameters(true))
-      archive.write(pre + "p." + p.key(), p.value().detach().cpu());
-    for (const auto& p : model_.blocks[b]->named_buffers(true))
-      archive.write(pre + "buf." + p.key(), p.value().detach().cpu());
+  for (const Part& part : parts_) {
+    const auto k = static_cast<size_t>(part.chunk);
+    for (size_t b = cuts_[k]; b < cuts_[k + 1]; ++b) {
+      const std::string pre = "model.b" + std::to_string(b) + ".";
+      for (const auto& p : model_.blocks[b]->named_parameters(true))
+        archive.write(pre + "p." + p.key(), p.value().detach().cpu());
+      for (const auto& p : model_.blocks[b]->named_buffers(true))
+        archive.write(pre + "buf." + p.key(), p.value().detach().cpu());
+    }
+    std::vector<int64_t> has_grad;
+    for (const auto& p : part.params) has_grad.push_back(p.grad().defined() ? 1 : 0);
+    const std::string c = ".c" + std::to_string(part.chunk);
+    archive.write("grad_defined" + c, torch::tensor(has_grad));
+    torch::serialize::OutputArchive optim;
+    part.optimizer->save(optim);
+    archive.write("optim" + c, optim);
   }
-  std::vector<int64_t> has_grad;
-  for (const auto& p : params_) has_grad.push_back(p.grad().defined() ? 1 : 0);
-  archive.write("grad_defined", torch::tensor(has_grad));
-  torch::serialize::OutputArchive optim;
-  optimizer_->save(optim);
-  archive.write("optim", optim);
   compressors::StateDict channels;
   for_each_channel(
       [&](const std::string& pre, const compressors::Channel& c) { c.save_state(pre, channels); });
@@ -92,6 +109,53 @@ Bytes DistEngine::local_state() const {
   return Bytes(s.begin(), s.end());
 }
 
+// What restore_local puts in place, every part of it read and checked first.
+struct DistEngine::LoadedState {
+  std::vector<std::pair<at::Tensor, at::Tensor>> copies;  // (destination, source)
+  std::vector<at::Tensor> has_grad;                       // per part
+  std::vector<torch::serialize::InputArchive> optim;      // per part
+  compressors::StateDict channels;
+};
+
+void DistEngine::read_parts(torch::serialize::InputArchive& archive, LoadedState& st) const {
+  const auto read = [&archive](const std::string& key) {
+    at::Tensor t;
+    if (!archive.try_read(key, t)) throw DataError("its state has no entry '" + key + "'");
+    return t;
+  };
+  st.optim.resize(parts_.size());
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    const Part& part = parts_[i];
+    const auto k = static_cast<size_t>(part.chunk);
+    for (size_t b = cuts_[k]; b < cuts_[k + 1]; ++b) {
+      const std::string pre = "model.b" + std::to_string(b) + ".";
+      const auto take = [&](const std::string& key, const at::Tensor& t) {
+        const at::Tensor src = read(key);
+        if (src.sizes() != t.sizes() || src.scalar_type() != t.scalar_type())
+          throw DataError("its '" + key + "' has another shape or type than this run's");
+        st.copies.emplace_back(t, src);
+      };
+      for (const auto& p : model_.blocks[b]->named_parameters(true))
+        take(pre + "p." + p.key(), p.value());
+      for (const auto& p : model_.blocks[b]->named_buffers(true))
+        take(pre + "buf." + p.key(), p.value());
+    }
+    const std::string c = ".c" + std::to_string(part.chunk);
+    st.has_grad.push_back(read("grad_defined" + c));
+    if (st.has_grad.back().numel() != static_cast<int64_t>(part.params.size()))
+      throw DataError("its gradient flags do not fit chunk " + std::to_string(part.chunk));
+    if (!archive.try_read("optim" + c, st.optim[i]))
+      throw DataError("its state has no optimizer of chunk " + std::to_string(part.chunk));
+  }
+  torch::serialize::InputArchive ch;
+  if (!archive.try_read("channels", ch)) throw DataError("its state has no channel state");
+  for (const auto& key : ch.keys()) {
+    at::Tensor t;
+    ch.read(key, t);
+    st.channels[key] = t;
+  }
+}
+
 void DistEngine::restore_local(const Bytes& state) {
   torch::NoGradGuard no_grad;
   torch::serialize::InputArchive archive;
@@ -102,47 +166,21 @@ void DistEngine::restore_local(const Bytes& state) {
     throw DataError(std::string("its state is not a readable archive: ") +
                     e.what_without_backtrace());
   }
-  const auto read = [&archive](const std::string& key) {
-    at::Tensor t;
-    if (!archive.try_read(key, t)) throw DataError("its state has no entry '" + key + "'");
-    return t;
-  };
-  // Every check before anything changes.
-  std::vector<std::pair<at::Tensor, at::Tensor>> copies;  // (destination, source)
-  for (size_t b = cuts_[stage_]; b < cuts_[stage_ + 1]; ++b) {
-    const std::string pre = "model.b" + std::to_string(b) + ".";
-    const auto take = [&](const std::string& key, const at::Tensor& t) {
-      const at::Tensor src = read(key);
-      if (src.sizes() != t.sizes() || src.scalar_type() != t.scalar_type())
-        throw DataError("its '" + key + "' has another shape or type than this run's");
-      copies.emplace_back(t, src);
-    };
-    for (const auto& p : model_.blocks[b]->named_parameters(true))
-      take(pre + "p." + p.key(), p.value());
-    for (const auto& p : model_.blocks[b]->named_buffers(true))
-      take(pre + "buf." + p.key(), p.value());
+  LoadedState st;  // every check before anything changes
+  read_parts(archive, st);
+  at::Tensor rng;
+  if (!archive.try_read("torch_rng", rng)) throw DataError("its state has no entry 'torch_rng'");
+  for (auto& [dst, src] : st.copies) dst.copy_(src);
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    Part& part = parts_[i];
+    for (size_t j = 0; j < part.params.size(); ++j)
+      part.params[j].mutable_grad() = st.has_grad[i][static_cast<int64_t>(j)].item<int64_t>() != 0
+                                          ? torch::zeros_like(part.params[j])
+                                          : at::Tensor();
+    part.optimizer->load(st.optim[i]);
   }
-  const at::Tensor has_grad = read("grad_defined");
-  if (has_grad.numel() != static_cast<int64_t>(params_.size()))
-    throw DataError("its gradient flags do not fit this stage's parameters");
-  torch::serialize::InputArchive optim, ch;
-  if (!archive.try_read("optim", optim)) throw DataError("its state has no optimizer");
-  if (!archive.try_read("channels", ch)) throw DataError("its state has no channel state");
-  compressors::StateDict channels;
-  for (const auto& key : ch.keys()) {
-    at::Tensor t;
-    ch.read(key, t);
-    channels[key] = t;
-  }
-  const at::Tensor rng = read("torch_rng");
-  for (auto& [dst, src] : copies) dst.copy_(src);
-  for (size_t i = 0; i < params_.size(); ++i)
-    params_[i].mutable_grad() = has_grad[static_cast<int64_t>(i)].item<int64_t>() != 0
-                                    ? torch::zeros_like(params_[i])
-                                    : at::Tensor();
-  optimizer_->load(optim);
   for_each_channel(
-      [&](const std::string& pre, compressors::Channel& c) { c.load_state(pre, channels); });
+      [&](const std::string& pre, compressors::Channel& c) { c.load_state(pre, st.channels); });
   at::Generator gen = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(gen.mutex());
   gen.set_state(rng);

@@ -1,10 +1,11 @@
-// DistEngine's part of one step on this rank: its stage's ops in its schedule
-// order with real messages, the data-parallel gradient exchange, the global
-// gradient norm across the replica's stages, and the optimizer step.
+// DistEngine's part of one step on this rank: its chunks' ops in its device's
+// schedule order with real messages, the data-parallel gradient exchange, the
+// global gradient norm across the replica's chunks, and the optimizer steps.
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <cmath>
+#include <map>
 
 #include "common/errors.h"
 #include "compressors/channels/rel_error.h"
@@ -17,11 +18,12 @@ namespace {
 
 using netmodel::OpKind;
 
-int act_tag(int m) {
-  return 2 * m;
+// The tags of boundary b's messages of micro-batch m (M micro-batches).
+int act_tag(int b, int m, int M) {
+  return 2 * (b * M + m);
 }
-int grad_tag(int m) {
-  return 2 * m + 1;
+int grad_tag(int b, int m, int M) {
+  return 2 * (b * M + m) + 1;
 }
 
 Dims dims_of(const at::Tensor& t) {
@@ -39,13 +41,15 @@ double sent_error(compressors::Channel& shadow, const at::Tensor& x, const Bytes
 }  // namespace
 
 RankReport DistEngine::local_step(const models::Batch& batch, int64_t step, int64_t total) {
-  const auto boundaries = static_cast<size_t>(layout_.stages - 1);
+  const auto boundaries = static_cast<size_t>(chunks() - 1);
   RankReport rep;
   rep.fw.resize(boundaries);
   rep.bw.resize(boundaries);
   rep.fw_wire.assign(boundaries, 0);
   rep.bw_wire.assign(boundaries, 0);
-  optimizer_->zero_grad();
+  rep.grad.resize(parts_.size());
+  rep.grad_wire.assign(parts_.size(), 0);
+  for (Part& p : parts_) p.optimizer->zero_grad();
   pipeline_ops(batch, step, rep);
   comm_->wait_sends();
   if (momentum_active(step)) {
@@ -56,25 +60,27 @@ RankReport DistEngine::local_step(const models::Batch& batch, int64_t step, int6
   }
   // The state one process would hold: every half in use here (not the
   // shadows, nor the other replicas' server receivers).
-  for (auto* ch : {fw_out_.get(), bw_in_.get(), fw_in_.get(), bw_out_.get()})
-    if (ch) rep.channel_state_bytes += ch->state_bytes();
-  for (const auto& ch : grad_) rep.channel_state_bytes += ch->state_bytes();
-  for (const auto* list : {&m_workers_, &m_inbound_})
-    for (const auto& ch : *list)
+  for (const Part& p : parts_) {
+    for (auto* ch : {p.fw_out.get(), p.bw_in.get(), p.fw_in.get(), p.bw_out.get()})
       if (ch) rep.channel_state_bytes += ch->state_bytes();
-  if (!m_servers_.empty())
-    rep.channel_state_bytes += m_servers_[static_cast<size_t>(replica_)]->state_bytes();
+    for (const auto* list : {&p.grad, &p.m_workers, &p.m_inbound})
+      for (const auto& ch : *list)
+        if (ch) rep.channel_state_bytes += ch->state_bytes();
+    if (!p.m_servers.empty())
+      rep.channel_state_bytes += p.m_servers[static_cast<size_t>(replica_)]->state_bytes();
+  }
   return rep;
 }
 
 // A step's view of its batch from this rank: which rows micro-batch m is, the
 // ids its channels key per-sample state by, and the tensors a forward keeps
-// for its backward.
+// for its backward, per (chunk, micro-batch): slot(c, m).
 struct DistEngine::StepSlices {
   const models::Batch& batch;
   int64_t step = 0;
   int64_t shard = 0, mb = 0;  // samples per replica, per micro-batch
   int replica = 0;
+  int M = 1;
   int64_t shard_samples = 0;  // EngineSetup::shard_samples
   torch::Device device;
   std::vector<at::Tensor> inputs, outputs;
@@ -84,6 +90,7 @@ struct DistEngine::StepSlices {
   std::vector<std::pair<double, double>> input_pass;
 
   int64_t begin(int m) const { return replica * shard + m * mb; }
+  size_t slot(int chunk, int m) const { return static_cast<size_t>(chunk * M + m); }
   // Channels key per-sample state by the id within the replica's shard.
   at::Tensor ids(int m) const {
     const at::Tensor all = batch.ids.narrow(0, begin(m), mb);
@@ -94,6 +101,12 @@ struct DistEngine::StepSlices {
   }
 };
 
+DistEngine::Part& DistEngine::part_of(int chunk) {
+  for (Part& p : parts_)
+    if (p.chunk == chunk) return p;
+  throw std::logic_error("dist: chunk " + std::to_string(chunk) + " is not on this rank");
+}
+
 void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankReport& rep) {
   const int D = layout_.replicas, M = setup_.pipeline.microbatches;
   const int64_t B = batch.inputs.size(0);
@@ -101,258 +114,296 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
     throw UsageError("batch of " + std::to_string(B) + " samples does not split into " +
                      std::to_string(D) + " replicas x " + std::to_string(M) + " micro-batches");
   const int64_t shard = B / D;
-  const auto Mz = static_cast<size_t>(M);
+  const auto n = static_cast<size_t>(chunks() * M);
   StepSlices c{batch,
                step,
                shard,
                shard / M,
                replica_,
+               M,
                setup_.shard_samples,
                torch::Device(setup_.device),
-               std::vector<at::Tensor>(Mz),
-               std::vector<at::Tensor>(Mz),
-               std::vector<at::Tensor>(Mz),
-               std::vector<std::pair<double, double>>(Mz)};
+               std::vector<at::Tensor>(n),
+               std::vector<at::Tensor>(n),
+               std::vector<at::Tensor>(n),
+               std::vector<std::pair<double, double>>(n)};
   prefetch_messages();
   for (const netmodel::ScheduledOp& op : my_ops_) {
+    Part& p = part_of(op.chunk);
     if (op.pass == netmodel::Pass::kForward) {
-      forward_op(c, op.microbatch, rep);
+      forward_op(c, p, op.microbatch, rep);
     } else if (op.pass == netmodel::Pass::kBackwardWeight) {
-      weight_op(c, op.microbatch, rep);
+      weight_op(c, p, op.microbatch, rep);
     } else {
-      backward_op(c, op.microbatch, op.pass == netmodel::Pass::kBackwardInput, rep);
+      backward_op(c, p, op.microbatch, op.pass == netmodel::Pass::kBackwardInput, rep);
     }
   }
   comm_->end_prefetch();
 }
 
-// Every message this stage will receive, in the order its ops consume them.
+// Every message this device will receive, per sending rank in the order its
+// ops consume them (with interleaving, one neighbour sends both kinds).
 void DistEngine::prefetch_messages() {
-  const int S = layout_.stages, r = replica_, s = stage_;
-  std::vector<int> from_up, from_down;
+  const int C = chunks(), M = setup_.pipeline.microbatches, r = replica_;
+  std::map<int, std::vector<int>> from;
   for (const netmodel::ScheduledOp& op : my_ops_) {
-    if (op.pass == netmodel::Pass::kForward && s > 0) from_up.push_back(act_tag(op.microbatch));
+    const int k = op.chunk;
+    if (op.pass == netmodel::Pass::kForward && k > 0)
+      from[layout_.rank(r, device_of_[static_cast<size_t>(k - 1)])].push_back(
+          act_tag(k - 1, op.microbatch, M));
     if (op.pass != netmodel::Pass::kForward && op.pass != netmodel::Pass::kBackwardWeight &&
-        s < S - 1)
-      from_down.push_back(grad_tag(op.microbatch));
+        k < C - 1)
+      from[layout_.rank(r, device_of_[static_cast<size_t>(k + 1)])].push_back(
+          grad_tag(k, op.microbatch, M));
   }
-  if (!from_up.empty()) comm_->prefetch(layout_.rank(r, s - 1), from_up);
-  if (!from_down.empty()) comm_->prefetch(layout_.rank(r, s + 1), from_down);
+  for (auto& [src, tags] : from) comm_->prefetch(src, std::move(tags));
 }
 
-// Micro-batch m's forward: take and decode the activation (or the tokens on
-// stage 0), run the stage (and the loss on the last), send the output on.
-void DistEngine::forward_op(StepSlices& c, int m, RankReport& rep) {
-  const int S = layout_.stages, r = replica_, s = stage_;
-  const auto mi = static_cast<size_t>(m);
+// Micro-batch m's forward of chunk p: take and decode the activation (or the
+// tokens on chunk 0), run the chunk (and the loss on the last), send the
+// output on.
+void DistEngine::forward_op(StepSlices& c, Part& p, int m, RankReport& rep) {
+  const int C = chunks(), r = replica_, k = p.chunk, M = c.M;
+  const size_t i = c.slot(k, m);
   const at::Tensor ids = c.ids(m);
   const at::Tensor tokens = c.batch.inputs.narrow(0, c.begin(m), c.mb).to(c.device);
   at::Tensor x;
-  if (s == 0) {
+  if (k == 0) {
     x = tokens;
   } else {
     Dims dims;
-    const Bytes msg = comm_->take(layout_.rank(r, s - 1), act_tag(m), &dims);
+    const Bytes msg = comm_->take(layout_.rank(r, device_of_[static_cast<size_t>(k - 1)]),
+                                  act_tag(k - 1, m, M), &dims);
     compressors::TransferStats st;
-    const at::Tensor got = fw_in_->receive(msg, dims, ids, &st);
-    rep.fw[static_cast<size_t>(s - 1)].decode_s += st.decode_s;
-    rep.decodes.push_back({OpKind::kSendActivation, s - 1, m, st.decode_s});
+    const at::Tensor got = p.fw_in->receive(msg, dims, ids, &st);
+    rep.fw[static_cast<size_t>(k - 1)].decode_s += st.decode_s;
+    rep.decodes.push_back({OpKind::kSendActivation, k - 1, m, st.decode_s});
     x = got.to(c.device).detach().requires_grad_(true);
-    c.inputs[mi] = x;
+    c.inputs[i] = x;
   }
   c.sync();
   const sim::OpTimer timer;
-  at::Tensor y = stage_forward(x, tokens);
-  if (s == S - 1) {
+  at::Tensor y = chunk_forward(p, x, tokens);
+  if (k == C - 1) {
     const at::Tensor targets = c.batch.targets.narrow(0, c.begin(m), c.mb).to(c.device);
     y = models::loss(task(), y, targets) * (static_cast<double>(c.mb) / c.shard);
   }
   c.sync();
   rep.ops.push_back(
-      sim::compute_op(OpKind::kForward, {s, s, m, r}, timer, flops_per_sample_ * c.mb));
-  rep.ops.back().kernels = forward_kernels_;
-  c.outputs[mi] = y;
-  if (s == S - 1) return;
-  if (!sim::all_finite(y))
-    throw sim::NonFiniteError("non-finite activation at " + sim::where(c.step, r, m) + ": stage " +
-                              std::to_string(s) + " output, forward across boundary " +
-                              std::to_string(s));
-  compressors::TransferStats st;
-  Bytes msg;
-  fw_out_->send(y.detach(), ids, msg, &st);
-  rep.errors.push_back({OpKind::kSendActivation, s, m, sent_error(*fw_shadow_, y, msg, ids)});
-  st.bytes +=
-      models::side_bytes(model_, cuts_[s + 1], tokens);  // token ids a boundary map sends (counted)
-  rep.fw_wire[static_cast<size_t>(s)] +=
-      comm_->send(msg, dims_of(y), layout_.rank(r, s + 1), act_tag(m));
-  rep.ops.push_back(sim::message_op(OpKind::kSendActivation, {s, s, m, r, s + 1}, y, st,
-                                    rep.fw[static_cast<size_t>(s)]));
+      sim::compute_op(OpKind::kForward, {stage_, k, m, r}, timer, p.flops_per_sample * c.mb));
+  rep.ops.back().kernels = p.forward_kernels;
+  c.outputs[i] = y;
+  if (k < C - 1) send_forward(c, p, m, y, rep);
 }
 
-// Micro-batch m's backward: take and decode the gradient (the loss on the last
-// stage), run the backward, send the input's gradient back. `split`: the
-// input pass of a split backward (as sim/engine.cpp's run_backward): only the
-// input's gradient, the graph kept for weight_op.
-void DistEngine::backward_op(StepSlices& c, int m, bool split, RankReport& rep) {
-  const int S = layout_.stages, r = replica_, s = stage_;
-  const auto mi = static_cast<size_t>(m);
+// The forward message of chunk p's output y across boundary p.chunk.
+void DistEngine::send_forward(StepSlices& c, Part& p, int m, const at::Tensor& y, RankReport& rep) {
+  const int r = replica_, k = p.chunk;
+  if (!sim::all_finite(y))
+    throw sim::NonFiniteError("non-finite activation at " + sim::where(c.step, r, m) + ": stage " +
+                              std::to_string(k) + " output, forward across boundary " +
+                              std::to_string(k));
+  const at::Tensor ids = c.ids(m);
+  const at::Tensor tokens = c.batch.inputs.narrow(0, c.begin(m), c.mb);
+  compressors::TransferStats st;
+  Bytes msg;
+  p.fw_out->send(y.detach(), ids, msg, &st);
+  rep.errors.push_back({OpKind::kSendActivation, k, m, sent_error(*p.fw_shadow, y, msg, ids)});
+  st.bytes += models::side_bytes(model_, cuts_[static_cast<size_t>(k) + 1],
+                                 tokens);  // token ids a boundary map sends (counted)
+  const int to = device_of_[static_cast<size_t>(k) + 1];
+  rep.fw_wire[static_cast<size_t>(k)] +=
+      comm_->send(msg, dims_of(y), layout_.rank(r, to), act_tag(k, m, c.M));
+  rep.ops.push_back(sim::message_op(OpKind::kSendActivation, {stage_, k, m, r, to}, y, st,
+                                    rep.fw[static_cast<size_t>(k)]));
+}
+
+// Micro-batch m's backward of chunk p: take and decode the gradient (the loss
+// on the last chunk), run the backward, send the input's gradient back.
+// `split`: the input pass of a split backward (as sim/engine.cpp's
+// run_backward): only the input's gradient, the graph kept for weight_op.
+void DistEngine::backward_op(StepSlices& c, Part& p, int m, bool split, RankReport& rep) {
+  const int C = chunks(), r = replica_, k = p.chunk, M = c.M;
+  const size_t i = c.slot(k, m);
   const at::Tensor ids = c.ids(m);
   at::Tensor g;
-  if (s < S - 1) {
+  if (k < C - 1) {
     Dims dims;
-    const Bytes msg = comm_->take(layout_.rank(r, s + 1), grad_tag(m), &dims);
+    const Bytes msg = comm_->take(layout_.rank(r, device_of_[static_cast<size_t>(k + 1)]),
+                                  grad_tag(k, m, M), &dims);
     compressors::TransferStats st;
-    g = bw_in_->receive(msg, dims, ids, &st).to(c.device);
-    rep.bw[static_cast<size_t>(s)].decode_s += st.decode_s;
-    rep.decodes.push_back({OpKind::kSendGradient, s + 1, m, st.decode_s});
+    g = p.bw_in->receive(msg, dims, ids, &st).to(c.device);
+    rep.bw[static_cast<size_t>(k)].decode_s += st.decode_s;
+    rep.decodes.push_back({OpKind::kSendGradient, k + 1, m, st.decode_s});
   }
   c.sync();
   const sim::OpTimer timer;
-  if (s == S - 1) {
-    const double loss = c.outputs[mi].item<double>();
+  if (k == C - 1) {
+    const double loss = c.outputs[i].item<double>();
     if (!std::isfinite(loss))
       throw sim::NonFiniteError("non-finite loss at " + sim::where(c.step, r, m) + " (last stage " +
-                                std::to_string(s) + ")");
+                                std::to_string(k) + ")");
     rep.losses.push_back(loss);
   }
-  at::Tensor grad;  // of the stage's input
+  at::Tensor grad;  // of the chunk's input
   if (!split) {
-    c.outputs[mi].backward(g);
-    if (s > 0) grad = c.inputs[mi].grad();
-  } else if (s > 0) {
-    grad = torch::autograd::grad({c.outputs[mi]}, {c.inputs[mi]},
-                                 {g.defined() ? g : at::ones_like(c.outputs[mi])},
+    c.outputs[i].backward(g);
+    if (k > 0) grad = c.inputs[i].grad();
+  } else if (k > 0) {
+    grad = torch::autograd::grad({c.outputs[i]}, {c.inputs[i]},
+                                 {g.defined() ? g : at::ones_like(c.outputs[i])},
                                  /*retain_graph=*/true)[0];
   }
   c.sync();
   // A split backward's input pass: about one forward's FLOPs (docs/schedules.md).
   rep.ops.push_back(sim::compute_op(split ? OpKind::kBackwardInput : OpKind::kBackward,
-                                    {s, s, m, r}, timer,
-                                    (split ? 1.0 : 2.0) * flops_per_sample_ * c.mb));
-  rep.ops.back().kernels = (split ? 1 : 2) * forward_kernels_;
+                                    {stage_, k, m, r}, timer,
+                                    (split ? 1.0 : 2.0) * p.flops_per_sample * c.mb));
+  rep.ops.back().kernels = (split ? 1 : 2) * p.forward_kernels;
   if (split) {
-    c.input_pass[mi] = {rep.ops.back().compute_s, rep.ops.back().thread_cpu_s};
-    c.grads_in[mi] = g;
+    c.input_pass[i] = {rep.ops.back().compute_s, rep.ops.back().thread_cpu_s};
+    c.grads_in[i] = g;
   }
-  if (s > 0) {
-    if (!sim::all_finite(grad))
-      throw sim::NonFiniteError("non-finite activation-gradient at " + sim::where(c.step, r, m) +
-                                ": stage " + std::to_string(s) +
-                                " input, backward across boundary " + std::to_string(s - 1));
-    compressors::TransferStats st;
-    Bytes msg;
-    bw_out_->send(grad, ids, msg, &st);
-    rep.errors.push_back(
-        {OpKind::kSendGradient, s, m, bw_shadow_ ? sent_error(*bw_shadow_, grad, msg, ids) : NAN});
-    st.bytes += models::side_bytes(model_, cuts_[s], c.batch.inputs.narrow(0, c.begin(m), c.mb));
-    rep.bw_wire[static_cast<size_t>(s - 1)] +=
-        comm_->send(msg, dims_of(grad), layout_.rank(r, s - 1), grad_tag(m));
-    rep.ops.push_back(sim::message_op(OpKind::kSendGradient, {s, s, m, r, s - 1}, grad, st,
-                                      rep.bw[static_cast<size_t>(s - 1)]));
-  }
+  if (k > 0) send_backward(c, p, m, grad, rep);
   if (split) return;  // the weight pass needs them
-  c.outputs[mi] = at::Tensor();
-  c.inputs[mi] = at::Tensor();
+  c.outputs[i] = at::Tensor();
+  c.inputs[i] = at::Tensor();
 }
 
-// The weight pass of a split backward: the stage's parameter gradients from
+// The backward message of chunk p's input gradient across boundary p.chunk - 1.
+void DistEngine::send_backward(StepSlices& c, Part& p, int m, const at::Tensor& grad,
+                               RankReport& rep) {
+  const int r = replica_, k = p.chunk;
+  if (!sim::all_finite(grad))
+    throw sim::NonFiniteError("non-finite activation-gradient at " + sim::where(c.step, r, m) +
+                              ": stage " + std::to_string(k) + " input, backward across boundary " +
+                              std::to_string(k - 1));
+  const at::Tensor ids = c.ids(m);
+  compressors::TransferStats st;
+  Bytes msg;
+  p.bw_out->send(grad, ids, msg, &st);
+  rep.errors.push_back(
+      {OpKind::kSendGradient, k, m, p.bw_shadow ? sent_error(*p.bw_shadow, grad, msg, ids) : NAN});
+  st.bytes += models::side_bytes(model_, cuts_[static_cast<size_t>(k)],
+                                 c.batch.inputs.narrow(0, c.begin(m), c.mb));
+  const int to = device_of_[static_cast<size_t>(k - 1)];
+  rep.bw_wire[static_cast<size_t>(k - 1)] +=
+      comm_->send(msg, dims_of(grad), layout_.rank(r, to), grad_tag(k - 1, m, c.M));
+  rep.ops.push_back(sim::message_op(OpKind::kSendGradient, {stage_, k, m, r, to}, grad, st,
+                                    rep.bw[static_cast<size_t>(k - 1)]));
+}
+
+// The weight pass of a split backward: the chunk's parameter gradients from
 // the kept graph and gradient (as sim/engine.cpp's run_weight_backward).
-void DistEngine::weight_op(StepSlices& c, int m, RankReport& rep) {
-  const int S = layout_.stages, r = replica_, s = stage_;
-  const auto mi = static_cast<size_t>(m);
+void DistEngine::weight_op(StepSlices& c, Part& p, int m, RankReport& rep) {
+  const int C = chunks(), r = replica_, k = p.chunk;
+  const size_t i = c.slot(k, m);
   c.sync();
   const sim::OpTimer timer;
   std::vector<at::Tensor> params;
-  for (const auto& p : params_)
-    if (p.requires_grad()) params.push_back(p);
-  torch::autograd::backward({c.outputs[mi]}, {s == S - 1 ? at::Tensor() : c.grads_in[mi]},
+  for (const auto& t : p.params)
+    if (t.requires_grad()) params.push_back(t);
+  torch::autograd::backward({c.outputs[i]}, {k == C - 1 ? at::Tensor() : c.grads_in[i]},
                             /*retain_graph=*/false, /*create_graph=*/false, params);
   c.sync();
   netmodel::TraceOp t =
-      sim::compute_op(OpKind::kBackwardWeight, {s, s, m, r}, timer, flops_per_sample_ * c.mb);
-  t.kernels = forward_kernels_;
+      sim::compute_op(OpKind::kBackwardWeight, {stage_, k, m, r}, timer, p.flops_per_sample * c.mb);
+  t.kernels = p.forward_kernels;
   // libtorch walks the chain of activation gradients again to reach the
   // parameters: what the input pass measured is not counted twice.
-  if (s > 0) {
-    t.compute_s = std::max(0.0, t.compute_s - c.input_pass[mi].first);
-    t.thread_cpu_s = std::max(0.0, t.thread_cpu_s - c.input_pass[mi].second);
+  if (k > 0) {
+    t.compute_s = std::max(0.0, t.compute_s - c.input_pass[i].first);
+    t.thread_cpu_s = std::max(0.0, t.thread_cpu_s - c.input_pass[i].second);
   }
   rep.ops.push_back(t);
-  c.outputs[mi] = at::Tensor();
-  c.inputs[mi] = at::Tensor();
-  c.grads_in[mi] = at::Tensor();
+  c.outputs[i] = at::Tensor();
+  c.inputs[i] = at::Tensor();
+  c.grads_in[i] = at::Tensor();
 }
 
 void DistEngine::sync_gradients(RankReport& rep) {
-  const int D = layout_.replicas, r = replica_, s = stage_;
-  const at::Tensor g = sim::flat_gradient(params_, s, r);
-  compressors::TransferStats st;
-  at::Tensor sum;
-  Bytes msg;
-  if (grad_plain_) {
-    // fp32 through c10d's all-reduce; accounted as the `none` message it is.
-    sum = g.to(at::kCPU, at::kFloat).contiguous().clone();
-    comm_->allreduce_sum(sum);
-    st.bytes = static_cast<uint64_t>(sum.nbytes());
-    rep.grad_wire += st.bytes;
-  } else {
-    // Every replica's message to every replica; each decodes all of them in
-    // replica order with its receiver copy of that sender's channel.
-    grad_[static_cast<size_t>(r)]->send(g, at::Tensor(), msg, &st);
-    const std::vector<Bytes> all = comm_->allgather(msg);
-    rep.grad_wire += msg.size() + sizeof(int64_t);
-    const compressors::Shape shape = {1, g.size(1)};
-    for (int q = 0; q < D; ++q) {
-      const at::Tensor got = grad_[static_cast<size_t>(q)]->receive(
-          all[static_cast<size_t>(q)], shape, at::Tensor(), q == r ? &st : nullptr);
-      if (q == r) st.rel_error = compressors::transfer_rel_error(g, got);
-      sum = sum.defined() ? sum + got : got.clone();
+  const int D = layout_.replicas, r = replica_;
+  for (size_t k = 0; k < parts_.size(); ++k) {
+    Part& p = parts_[k];
+    const at::Tensor g = sim::flat_gradient(p.params, p.chunk, r);
+    compressors::TransferStats st;
+    at::Tensor sum;
+    Bytes msg;
+    if (grad_plain_) {
+      // fp32 through c10d's all-reduce; accounted as the `none` message it is.
+      sum = g.to(at::kCPU, at::kFloat).contiguous().clone();
+      comm_->allreduce_sum(sum);
+      st.bytes = static_cast<uint64_t>(sum.nbytes());
+      rep.grad_wire[k] += st.bytes;
+    } else {
+      // Every replica's message to every replica; each decodes all of them in
+      // replica order with its receiver copy of that sender's channel.
+      p.grad[static_cast<size_t>(r)]->send(g, at::Tensor(), msg, &st);
+      const std::vector<Bytes> all = comm_->allgather(msg);
+      rep.grad_wire[k] += msg.size() + sizeof(int64_t);
+      const compressors::Shape shape = {1, g.size(1)};
+      for (int q = 0; q < D; ++q) {
+        const at::Tensor got = p.grad[static_cast<size_t>(q)]->receive(
+            all[static_cast<size_t>(q)], shape, at::Tensor(), q == r ? &st : nullptr);
+        if (q == r) st.rel_error = compressors::transfer_rel_error(g, got);
+        sum = sum.defined() ? sum + got : got.clone();
+      }
     }
+    rep.ops.push_back(
+        sim::message_op(OpKind::kAllReduce, {stage_, p.chunk, -1, r}, g, st, rep.grad[k]));
+    sim::set_gradients(p.params, (sum / D).to(g.device()));
   }
-  rep.ops.push_back(sim::message_op(OpKind::kAllReduce, {s, s, -1, r}, g, st, rep.grad));
-  sim::set_gradients(params_, (sum / D).to(g.device()));
 }
 
 void DistEngine::clip_and_update(int64_t step, int64_t total, RankReport& rep) {
   clip_gradients(step, rep);
   const torch::Device device(setup_.device);
-  if (device.is_cuda()) torch::cuda::synchronize();
-  const sim::OpTimer timer;
-  optimizer_->set_lr(config::learning_rate(setup_.optim, step, total));
-  optimizer_->step();
-  rep.ops.push_back(optimizer_op(timer));
+  for (Part& p : parts_) {
+    if (device.is_cuda()) torch::cuda::synchronize();
+    const sim::OpTimer timer;
+    p.optimizer->set_lr(config::learning_rate(setup_.optim, step, total));
+    p.optimizer->step();
+    rep.ops.push_back(optimizer_op(p, timer));
+  }
 }
 
-netmodel::TraceOp DistEngine::optimizer_op(const sim::OpTimer& timer) const {
+netmodel::TraceOp DistEngine::optimizer_op(const Part& p, const sim::OpTimer& timer) const {
   if (torch::Device(setup_.device).is_cuda()) torch::cuda::synchronize();
-  netmodel::TraceOp op = sim::compute_op(OpKind::kOptimizer, {stage_, stage_, -1, replica_}, timer,
-                                         optimizer_->flops_per_step());
-  op.memory_bytes = optimizer_->memory_bytes_per_step();
-  op.kernels = static_cast<int>(params_.size());
+  netmodel::TraceOp op = sim::compute_op(OpKind::kOptimizer, {stage_, p.chunk, -1, replica_}, timer,
+                                         p.optimizer->flops_per_step());
+  op.memory_bytes = p.optimizer->memory_bytes_per_step();
+  op.kernels = static_cast<int>(p.params.size());
   return op;
 }
 
 void DistEngine::clip_gradients(int64_t step, RankReport& rep) {
-  // The global norm over every stage of this replica, as clip_global_norm
-  // computes it in one process: the per-tensor norms of all stages, stacked in
-  // stage order. Row of the exchange: [count, norms..., padding].
-  const int S = layout_.stages;
+  // The global norm over every chunk of this replica, as clip_global_norm
+  // computes it in one process: the per-tensor norms of all chunks, stacked in
+  // chunk order. Row of the exchange: per chunk of this device, [count,
+  // norms..., padding].
+  const int S = layout_.stages, C = chunks();
   size_t widest = 0;
-  for (size_t n : params_per_stage_) widest = std::max(widest, n);
-  at::Tensor mine = at::zeros({static_cast<int64_t>(widest) + 1}, at::kFloat);
-  std::vector<at::Tensor> own;
-  for (const auto& p : params_)
-    if (p.grad().defined()) own.push_back(p.grad().norm(2));
-  mine[0] = static_cast<float>(own.size());
-  for (size_t i = 0; i < own.size(); ++i) mine[static_cast<int64_t>(i) + 1] = own[i].to(at::kCPU);
+  for (size_t n : params_per_chunk_) widest = std::max(widest, n);
+  const auto w = static_cast<int64_t>(widest) + 1;
+  at::Tensor mine = at::zeros({w * static_cast<int64_t>(parts_.size())}, at::kFloat);
+  for (size_t k = 0; k < parts_.size(); ++k) {
+    int64_t n = 0;
+    for (const auto& p : parts_[k].params)
+      if (p.grad().defined())
+        mine[static_cast<int64_t>(k) * w + 1 + n++] = p.grad().norm(2).to(at::kCPU);
+    mine[static_cast<int64_t>(k) * w] = static_cast<float>(n);
+  }
   const at::Tensor all = S > 1 ? comm_->allgather_replica(mine) : mine.unsqueeze(0);
   std::vector<at::Tensor> norms;
   int bad_stage = -1;
-  for (int q = 0; q < S; ++q) {
-    const auto count = static_cast<int64_t>(all[q][0].item<float>());
+  std::vector<int64_t> seen(static_cast<size_t>(S), 0);  // chunks of each device so far
+  for (int c = 0; c < C; ++c) {
+    const int d = device_of_[static_cast<size_t>(c)];
+    const at::Tensor row = all[d].narrow(0, w * seen[static_cast<size_t>(d)]++, w);
+    const auto count = static_cast<int64_t>(row[0].item<float>());
     for (int64_t i = 0; i < count; ++i) {
-      norms.push_back(all[q][i + 1]);
-      if (bad_stage < 0 && !std::isfinite(all[q][i + 1].item<float>())) bad_stage = q;
+      norms.push_back(row[i + 1]);
+      if (bad_stage < 0 && !std::isfinite(row[i + 1].item<float>())) bad_stage = c;
     }
   }
   const double total_norm = norms.empty() ? 0.0 : torch::stack(norms).norm(2).item<double>();
@@ -363,8 +414,9 @@ void DistEngine::clip_gradients(int64_t step, RankReport& rep) {
   const double clip = setup_.optim.clip;
   if (clip > 0 && total_norm > clip) {
     const double coef = clip / (total_norm + 1e-6);
-    for (const auto& p : params_)
-      if (p.grad().defined()) p.grad().mul_(coef);
+    for (Part& part : parts_)
+      for (const auto& p : part.params)
+        if (p.grad().defined()) p.grad().mul_(coef);
   }
   rep.grad_norm = total_norm;
 }

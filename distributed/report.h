@@ -18,7 +18,7 @@ namespace slowpipe::dist {
 // The receiver's codec seconds of one message, for the sender's trace op.
 struct DecodeTime {
   netmodel::OpKind kind = netmodel::OpKind::kSendActivation;
-  int32_t stage = 0;  // the sending stage, as in the trace op
+  int32_t stage = 0;  // the sending chunk, as in the trace op
   int32_t microbatch = 0;
   double seconds = 0;
 };
@@ -27,7 +27,7 @@ struct DecodeTime {
 // keyed like DecodeTime; rank 0 sums them in the single-process order.
 struct SentError {
   netmodel::OpKind kind = netmodel::OpKind::kSendActivation;
-  int32_t stage = 0;  // the sending stage
+  int32_t stage = 0;  // the sending chunk
   int32_t microbatch = 0;
   double rel_error = 0;
 };
@@ -42,24 +42,30 @@ struct RankReport {
   // and the receiver's (decode_s); the bytes handed to c10d.
   std::vector<sim::ChannelSummary> fw, bw;
   std::vector<uint64_t> fw_wire, bw_wire;
-  sim::ChannelSummary grad;  // this rank's gradient channel (D > 1), its rel_error included
-  uint64_t grad_wire = 0;
+  // Per chunk this rank holds (chunk order): its gradient exchange (D > 1),
+  // rel_error included, and the bytes handed to c10d for it.
+  std::vector<sim::ChannelSummary> grad;
+  std::vector<uint64_t> grad_wire;
   uint64_t channel_state_bytes = 0;
   double grad_norm = 0;  // of this rank's replica
-  // The momentum exchange (dist_momentum.cpp): this step ran it; the relative
-  // error of this replica's shard message to each server j (NaN at its own),
-  // and of its own server message (counted once per other replica).
+  // The momentum exchange (dist_momentum.cpp): this step ran it; per chunk k
+  // this rank holds, the relative error of its shard message to each server
+  // j (shard_errors[k * D + j], NaN at its own), and of its own server
+  // message (counted once per other replica).
   bool sharded = false;
   std::vector<double> shard_errors;
-  double server_error = 0;
+  std::vector<double> server_errors;
 };
 
 Bytes pack(const RankReport& r);
 // Throws DataError for bytes that are not a report.
 RankReport unpack(const Bytes& bytes);
 
-// reports[rank]; `order` is the single-process global op order of one replica.
+// reports[rank]; `order` is the single-process global op order of one
+// replica; device_of[c]: the device holding chunk c (empty: chunk c on
+// device c, one chunk per process).
 sim::StepResult merge(const std::vector<RankReport>& reports, const Layout& layout,
-                      const std::vector<netmodel::ScheduledOp>& order);
+                      const std::vector<netmodel::ScheduledOp>& order,
+                      std::vector<int32_t> device_of = {});
 
 }  // namespace slowpipe::dist

@@ -27,6 +27,13 @@ expect() {
     ok
   fi
 }
+# rank_pid LAUNCHER RANK: the pid of that worker of `slowpipe launch` (empty if none).
+rank_pid() {
+  local p
+  for p in $(pgrep -P "$1"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=$2" && echo "$p"
+  done
+}
 # finish NAME: the counts; the exit status of the script.
 finish() {
   echo "$1: $passed passed, $failed failed"

@@ -6,7 +6,9 @@
 #     compressed gradient exchange; eval losses too; 4 stages with a
 #     topk:shared backward and AQ-SGD alike; zb-h1 (split backwards) with 2x2
 #     and 4 stages alike; the momentum exchange (AdamW with ef(q8), SGD with
-#     momentum uncompressed) alike; a subspace-constrained GPT
+#     momentum uncompressed) alike; interleaved virtual stages (2 chunks per
+#     process: 2 stages, 2x2 with ef(q4) and with the momentum exchange, 3
+#     stages with topk:shared) alike; a subspace-constrained GPT
 #     (model.subspace, k coefficients across each cut) alike; Muon (both
 #     variants, 2 and 4 processes) alike; ResBM (model.bottleneck) alike; a
 #     learned projection (read on both sides of a cut) refused with its reason;
@@ -23,7 +25,7 @@
 #   - a stray duplicate of a rank, started while the run trains: refused
 #     (exit 2), the run completes undisturbed;
 #   - refused at start-up: mismatched configurations (both values named), a
-#     wrong --nproc, virtual stages, the momentum exchange with an optimizer
+#     wrong --nproc, the momentum exchange with an optimizer
 #     that has no momentum, a rank started twice, a port another process holds (and a
 #     second launch on a port in use, which leaves the first run alone);
 #     an unreachable rendezvous times out with a clear error;
@@ -92,6 +94,19 @@ pattern=$shared_cols same_as_single shared 4 --set model.layers=4 --set pipeline
 same_as_single zb-h1 4 "${dp[@]}" --set pipeline.schedule=zb-h1 --fw 'aq(q2)' --bw q8 --grad 'ef(q4)'
 pattern=$shared_cols same_as_single zb-h1-4 4 --set model.layers=4 --set pipeline.stages=4 \
   --set pipeline.microbatches=4 --set pipeline.schedule=zb-h1 --fw 'aq(topk:0.3)' --bw 'topk:shared+q8'
+# Interleaved virtual stages: each process holds v chunks (chunk c on device
+# c mod S), messages between chunks on different devices, both directions
+# between the same two ranks; with replicas, with the momentum exchange, and
+# 3 devices x 2 chunks with a topk:shared backward.
+inter=(--set model.layers=4 --set pipeline.schedule=interleaved --set pipeline.virtual_stages=2)
+same_as_single interleaved 2 "${inter[@]}" --set pipeline.stages=2 --set pipeline.microbatches=4 \
+  --fw 'aq(q2)' --bw q8
+same_as_single interleaved-dp 4 "${dp[@]}" "${inter[@]}" --fw q4 --bw q8 --grad 'ef(q4)'
+same_as_single interleaved-momentum 4 "${dp[@]}" "${inter[@]}" --fw q4 --bw q8 \
+  --set compress.grad_sync=momentum --set compress.momentum_warmup_steps=2 --set 'compress.grad=ef(q8)'
+pattern=$shared_cols same_as_single interleaved-3 3 "${inter[@]}" --set model.layers=6 \
+  --set pipeline.stages=3 --set pipeline.microbatches=3 --set pipeline.batch_size=6 \
+  --fw 'aq(topk:0.3)' --bw 'topk:shared+q8'
 # The momentum exchange (sharded, parameter-server style, after its warm-up):
 # AdamW with an ef(q8) exchange, SGD with momentum uncompressed.
 mom=(--set compress.grad_sync=momentum --set compress.momentum_warmup_steps=2)
@@ -116,13 +131,6 @@ same_as_single muon-dp 4 "${dp[@]}" "${muon[@]}" --set optim.muon_variant=canoni
 cols other.h5 train '^(step|loss)$' >other.train
 cut -f1-2 fp32-1.train | cmp -s - other.train && bad "another seed gave the same losses" || ok
 
-# rank_pid LAUNCHER RANK: the pid of that worker of `slowpipe launch` (empty if none).
-rank_pid() {
-  local p
-  for p in $(pgrep -P "$1"); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=$2" && echo "$p"
-  done
-}
 # started H5: waits (at most 30 s) until the log holds 3 rows; false otherwise.
 started() {
   for _ in $(seq 1 300); do
@@ -318,9 +326,6 @@ fi
 # Refused at start-up.
 expect 2 "pipeline.stages x pipeline.replicas" -- "$bin" launch --nproc 3 -- "${small[@]}" "${dp[@]}" --out w.h5
 expect 2 "needs --nproc" -- "$bin" launch -- "${small[@]}"
-expect 2 "one model chunk per process" -- "$bin" launch --nproc 2 -- "${small[@]}" \
-  --set pipeline.stages=2 --set pipeline.schedule=interleaved --set pipeline.virtual_stages=2 \
-  --set pipeline.microbatches=2 --out v.h5
 expect 2 "exchanges the optimizer's momentum, but" -- "$bin" launch --nproc 4 -- "${small[@]}" \
   "${dp[@]}" --set compress.grad_sync=momentum --set optim.name=sgd --set optim.momentum=0 --out g.h5
 port=$((20000 + RANDOM % 20000))

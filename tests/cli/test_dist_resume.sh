@@ -9,7 +9,8 @@
 #   - rank 0 killed (SIGKILL) at a random step;
 #   - another rank killed at a random step, resumed by hand-started ranks;
 #   - launch itself killed: its workers die with it, then launch --resume;
-#   - the momentum exchange (ef(q8) both ways): rank 0 killed, resumed.
+#   - the momentum exchange (ef(q8) both ways): rank 0 killed, resumed;
+#   - interleaved virtual stages (2 chunks per process): rank 0 killed, resumed.
 # And: resuming with another number of processes is refused with the reason.
 # Usage: test_dist_resume.sh PATH/TO/slowpipe SOURCE_DIR
 bin="$1"
@@ -34,13 +35,6 @@ cols() {
 }
 attr() { "$bin" export "$1" --attrs | awk -F'\t' -v k="$2" '$1 == k { print $2 }'; }
 rows() { "$bin" export "$1" 2>/dev/null | tail -n +2 | wc -l; }
-# rank_pid LAUNCHER RANK: the pid of that worker of `slowpipe launch`.
-rank_pid() {
-  local p
-  for p in $(pgrep -P "$1"); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=$2" && echo "$p"
-  done
-}
 # until_rows H5 N: waits (at most 60 s) until the log holds N train rows.
 until_rows() {
   for _ in $(seq 1 600); do
@@ -66,16 +60,23 @@ same_as_reference() {
   done
 }
 
-"$bin" train "${run[@]}" --out ref.h5 >/dev/null 2>&1 || bad "the single-process reference failed"
+# rank0_killed NAME ARGS...: the run with ARGS in one process (ref.h5), then
+# under launch with rank 0 killed during a random step past the warm-ups
+# (SLOWPIPE_FAULT kills the process that counts the steps: rank 0; launch
+# marks the log failed), then `launch --resume` (N from the log), compared.
+rank0_killed() {
+  local name="$1" k=$((8 + RANDOM % 28))
+  shift
+  echo "test_dist_resume: $name: rank 0 killed in step $k" >&2
+  "$bin" train "${run[@]}" "$@" --out ref.h5 >/dev/null 2>&1 || bad "$name: the reference failed"
+  SLOWPIPE_FAULT=step:$k "$bin" launch --nproc 4 -- "${run[@]}" "$@" --out "$name.h5" >"$name.log" 2>&1
+  [ "$(attr "$name.h5" status)" = "failed" ] && ok ||
+    bad "$name: status $(attr "$name.h5" status) after rank 0 was killed, not failed"
+  expect 0 "the logged run's 2 stage(s) x 2 replica(s)" -- "$bin" launch --resume "$name.h5"
+  same_as_reference "$name" "$name.h5"
+}
 
-# Rank 0 killed during a random step (SLOWPIPE_FAULT kills the process that
-# counts the steps: rank 0); launch marks the log failed; --nproc comes from it.
-k=$((3 + RANDOM % 30))
-echo "test_dist_resume: rank 0 killed in step $k" >&2
-SLOWPIPE_FAULT=step:$k "$bin" launch --nproc 4 -- "${run[@]}" --out a.h5 >a.log 2>&1
-[ "$(attr a.h5 status)" = "failed" ] && ok || bad "rank 0 killed: status $(attr a.h5 status), not failed"
-expect 0 "the logged run's 2 stage(s) x 2 replica(s)" -- "$bin" launch --resume a.h5
-same_as_reference rank0 a.h5
+rank0_killed rank0
 
 # Another rank killed after a random number of logged steps; the run is
 # resumed by hand-started ranks with torchrun's variables (as Slurm starts them).
@@ -133,14 +134,11 @@ else
 fi
 
 # The momentum exchange (its worker and server channels' error feedback in
-# the checkpoint): rank 0 killed at a random step after the warm-up, resumed.
-k=$((8 + RANDOM % 25))
-echo "test_dist_resume: momentum exchange, rank 0 killed in step $k" >&2
-mom=(--set compress.grad_sync=momentum --set compress.momentum_warmup_steps=5 --set 'compress.grad=ef(q8)')
-"$bin" train "${run[@]}" "${mom[@]}" --out ref.h5 >/dev/null 2>&1 || bad "momentum: reference failed"
-SLOWPIPE_FAULT=step:$k "$bin" launch --nproc 4 -- "${run[@]}" "${mom[@]}" --out m.h5 >m.log 2>&1
-expect 0 "" -- "$bin" launch --resume m.h5
-same_as_reference momentum m.h5
+# the checkpoint), and interleaved virtual stages (2 chunks per process).
+rank0_killed momentum --set compress.grad_sync=momentum --set compress.momentum_warmup_steps=5 \
+  --set 'compress.grad=ef(q8)'
+rank0_killed interleaved --set model.layers=4 --set pipeline.schedule=interleaved \
+  --set pipeline.virtual_stages=2
 
 # Resumed with another number of processes: refused, naming the key.
 SLOWPIPE_FAULT=step:3 "$bin" launch --nproc 4 -- "${run[@]}" --out d.h5 >/dev/null 2>&1

@@ -4,7 +4,7 @@
 // then all-reduces stage by stage, then optimizer steps), decode seconds
 // attached to the sender's op, bytes summed per boundary, and each message's
 // relative error summed in the single-process order, the momentum exchange's
-// ops and errors too.
+// ops and errors too, and interleaved chunks (several per device) alike.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
@@ -76,8 +76,10 @@ sd::RankReport report(int r, int s, int M, int D) {
   }
   if (D > 1) {
     rep.ops.push_back(op(OpKind::kAllReduce, s, -1, r));
-    rep.grad.transfers = 1;
-    rep.grad.rel_error = 0.3 / (r + 1) + 0.05 * s;
+    rep.grad.resize(1);
+    rep.grad_wire.assign(1, 0);
+    rep.grad[0].transfers = 1;
+    rep.grad[0].rel_error = 0.3 / (r + 1) + 0.05 * s;
   }
   rep.ops.push_back(op(OpKind::kOptimizer, s, -1, r));
   rep.grad_norm = 1.5 + r;
@@ -101,7 +103,7 @@ TEST_CASE("dist: reports survive packing; damaged bytes are refused") {
   REQUIRE(b.decodes.size() == a.decodes.size());
   REQUIRE(b.errors.size() == a.errors.size());
   REQUIRE(b.errors.back().rel_error == a.errors.back().rel_error);
-  REQUIRE(b.grad.rel_error == a.grad.rel_error);
+  REQUIRE(b.grad.at(0).rel_error == a.grad.at(0).rel_error);
   REQUIRE(b.fw_wire == a.fw_wire);
   REQUIRE(b.grad_norm == a.grad_norm);
   sd::Bytes cut(bytes.begin(), bytes.end() - 3);
@@ -177,7 +179,8 @@ TEST_CASE("dist: merged reports are in the single-process order") {
   REQUIRE(res.bw[0].rel_error == bw / (M * D));
   for (int s = 0; s < S; ++s) {
     double g = 0;
-    for (int r = 0; r < D; ++r) g += reports[static_cast<size_t>(layout.rank(r, s))].grad.rel_error;
+    for (int r = 0; r < D; ++r)
+      g += reports[static_cast<size_t>(layout.rank(r, s))].grad[0].rel_error;
     REQUIRE(res.grad[static_cast<size_t>(s)].rel_error == g / D);
   }
   // A message without a measured error (a topk:shared backward) makes its mean NaN.
@@ -197,9 +200,9 @@ TEST_CASE("dist: a momentum exchange step merges in the single-process order") {
     rep.sharded = true;
     // The exchange op, then the optimizer step (report() put the all-reduce
     // before the optimizer already); errors that depend on the summing order.
-    rep.grad.transfers = 2 * (D - 1);
+    rep.grad[0].transfers = 2 * (D - 1);
     for (int j = 0; j < D; ++j) rep.shard_errors.push_back(j == r ? NAN : 0.1 / (j + 1) + 0.01 * r);
-    rep.server_error = 0.3 / (r + 2) + 0.02 * s;
+    rep.server_errors.push_back(0.3 / (r + 2) + 0.02 * s);
     reports.push_back(rep);
   }
   const auto order =
@@ -226,12 +229,86 @@ TEST_CASE("dist: a momentum exchange step merges in the single-process order") {
       for (int r = 0; r < D; ++r)
         if (r != j) sum += reports[static_cast<size_t>(layout.rank(r, s))].shard_errors[j];
       for (int r = 0; r + 1 < D; ++r)
-        sum += reports[static_cast<size_t>(layout.rank(j, s))].server_error;
+        sum += reports[static_cast<size_t>(layout.rank(j, s))].server_errors[0];
     }
     REQUIRE(res.grad[static_cast<size_t>(s)].rel_error == sum / (2 * D * (D - 1)));
   }
   const sd::RankReport back = sd::unpack(sd::pack(reports[4]));
   REQUIRE(back.sharded);
   REQUIRE(back.shard_errors.size() == static_cast<size_t>(D));
-  REQUIRE(back.server_error == reports[4].server_error);
+  REQUIRE(back.server_errors == reports[4].server_errors);
+}
+
+TEST_CASE("dist: interleaved chunks merge in the single-process order") {
+  const int S = 2, V = 2, M = 2, D = 1;
+  const auto schedule = slowpipe::netmodel::make_schedule("interleaved", S, M, V);
+  const int C = schedule.chunks;
+  REQUIRE(C == S * V);
+  const sd::Layout layout{S, D};
+  // Each device reports its chunks' ops in its own order, a send after every
+  // forward but the last chunk's and after every backward but chunk 0's.
+  std::vector<sd::RankReport> reports(static_cast<size_t>(S));
+  for (int d = 0; d < S; ++d) {
+    sd::RankReport& rep = reports[static_cast<size_t>(d)];
+    rep.fw.resize(static_cast<size_t>(C - 1));
+    rep.bw.resize(static_cast<size_t>(C - 1));
+    rep.fw_wire.assign(static_cast<size_t>(C - 1), 0);
+    rep.bw_wire.assign(static_cast<size_t>(C - 1), 0);
+    for (const auto& p : schedule.per_device[static_cast<size_t>(d)]) {
+      const int c = p.chunk, m = p.microbatch;
+      const bool fwd = p.pass == slowpipe::netmodel::Pass::kForward;
+      TraceOp o = op(fwd ? OpKind::kForward : OpKind::kBackward, d, m, 0);
+      o.chunk = c;
+      rep.ops.push_back(o);
+      if (fwd && c + 1 < C) {
+        TraceOp send = op(OpKind::kSendActivation, d, m, 0);
+        send.chunk = c;
+        rep.ops.push_back(send);
+        rep.fw[static_cast<size_t>(c)].bytes += 100 + c;
+        rep.fw[static_cast<size_t>(c)].transfers += 1;
+        rep.errors.push_back({OpKind::kSendActivation, c, m, fw_error(m, c)});
+      }
+      if (!fwd && c > 0) {
+        TraceOp send = op(OpKind::kSendGradient, d, m, 0);
+        send.chunk = c;
+        rep.ops.push_back(send);
+        rep.errors.push_back({OpKind::kSendGradient, c, m, bw_error(m, c)});
+        rep.bw[static_cast<size_t>(c - 1)].transfers += 1;
+      }
+      if (!fwd && c == C - 1) rep.losses.push_back(0.25 + m);
+    }
+    for (int c = d; c < C; c += S) {
+      TraceOp o = op(OpKind::kOptimizer, d, -1, 0);
+      o.chunk = c;
+      rep.ops.push_back(o);
+    }
+  }
+  const auto order = slowpipe::netmodel::single_process_order(schedule);
+  const slowpipe::sim::StepResult res = sd::merge(reports, layout, order, schedule.device_of);
+  std::vector<std::string> got, expect;
+  for (const auto& o : res.trace.ops) got.push_back(key(o.kind, o.chunk, o.microbatch, o.replica));
+  for (const auto& p : order) {
+    const bool fwd = p.pass == slowpipe::netmodel::Pass::kForward;
+    expect.push_back(key(fwd ? OpKind::kForward : OpKind::kBackward, p.chunk, p.microbatch, 0));
+    if (fwd && p.chunk + 1 < C)
+      expect.push_back(key(OpKind::kSendActivation, p.chunk, p.microbatch, 0));
+    if (!fwd && p.chunk > 0) expect.push_back(key(OpKind::kSendGradient, p.chunk, p.microbatch, 0));
+  }
+  for (int c = 0; c < C; ++c) expect.push_back(key(OpKind::kOptimizer, c, -1, 0));
+  REQUIRE(got == expect);
+  // Losses from the device of the last chunk; bytes and errors per boundary.
+  REQUIRE(res.loss == 0.25 + 1.25);
+  REQUIRE(res.fw.size() == static_cast<size_t>(C - 1));
+  for (int b = 0; b + 1 < C; ++b) {
+    REQUIRE(res.fw[static_cast<size_t>(b)].bytes == static_cast<uint64_t>(M * (100 + b)));
+    double fw = 0, bw = 0;
+    for (const auto& p : order) {
+      if (p.pass == slowpipe::netmodel::Pass::kForward && p.chunk == b)
+        fw += fw_error(p.microbatch, b);
+      if (p.pass != slowpipe::netmodel::Pass::kForward && p.chunk == b + 1)
+        bw += bw_error(p.microbatch, b + 1);
+    }
+    REQUIRE(res.fw[static_cast<size_t>(b)].rel_error == fw / M);
+    REQUIRE(res.bw[static_cast<size_t>(b)].rel_error == bw / M);
+  }
 }
