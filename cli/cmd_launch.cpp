@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "common/errors.h"
 #include "common/options.h"
 #include "config/logged_config.h"
 #include "config/train_config.h"
@@ -65,6 +66,15 @@ config::TrainConfig worker_config(const std::vector<std::string>& args) {
   return config;
 }
 
+// The run log after --resume (or --resume=) in the workers' options; "" if none.
+std::string resume_path(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--resume" && i + 1 < args.size()) return args[i + 1];
+    if (args[i].rfind("--resume=", 0) == 0) return args[i].substr(9);
+  }
+  return "";
+}
+
 // Rank 0 died by a signal, so it could not end its log: launch marks it
 // failed, naming rank 0 and the last logged step (a log already ended, or
 // none, is left as it is).
@@ -109,6 +119,13 @@ int cmd_launch(const Args& args) {
   const config::TrainConfig workers = worker_config(options.train_args);
   options.timeout_s = workers.dist.timeout_s;
   if (options.nproc == 0) {  // --resume without --nproc: the logged run's layout
+    const std::string log = resume_path(options.train_args);
+    try {
+      (void)runlog::read_attributes(log);
+    } catch (const std::exception& e) {
+      throw UsageError("--resume " + log + ": " + e.what() +
+                       " (launch takes the number of processes from the run log)");
+    }
     options.nproc = workers.pipeline.stages * workers.pipeline.replicas;
     std::fprintf(stderr,
                  "slowpipe launch: %d processes (the logged run's %d stage(s) x %d replica(s))\n",
