@@ -32,7 +32,9 @@ set -euo pipefail
 # RESULTS FOLDERS: the claim's own (d_model 128) and its ladder's; METRIC: the
 # summary column the claim's checks read; REFERENCE_LABEL: the run.label the
 # gap is taken to; PAIR_KEY: a key whose value must match the reference's too
-# ("" for none; e.g. optim.name where one claim runs two optimizers); LABEL_SED:
+# ("" for none; e.g. optim.name where one claim runs two optimizers; KEY=VALUE
+# gives the value of a folder that does not sweep KEY, so RB1's AdamW-only
+# ladder joins its d_model 128 AdamW arm); LABEL_SED:
 # a sed script applied to run.label so one method has one name at every size;
 # DECIDING: the labels of the claim's "like fp32" checks, ';'-separated, whose
 # worst gap is the claim's trend; MARGIN_PCT: the claim's percentage margin, drawn.
@@ -41,7 +43,7 @@ claims() {
   claim a1-long "a1-long a1-long-scale" train_loss fp32 "" "" "AQ-SGD q2;AQ-SGD q3;AQ-SGD q4" 2
   claim p1m "p1m p1m-scale" train_loss fp32 "" 's#k=16#d/8#;s#k=8#d/16#' "subspace d/8, matched;subspace d/16, matched" 2
   claim t1 "t1 t1-scale" train_loss fp32 "" "" "TAH-Quant 3;TAH-Quant 4" 2
-  claim rb1 "rb1 rb1-scale" train_loss fp32 optim.name 's#r=8 #d/16 #;s#r=4 #d/32 #' "ResBM d/16 + q8 (64x);ResBM d/32 + q8 (128x)" 2
+  claim rb1 "rb1 rb1-scale" train_loss fp32 optim.name=adamw 's#r=8 #d/16 #;s#r=4 #d/32 #' "ResBM d/16 + q8 (64x);ResBM d/32 + q8 (128x)" 2
   claim m1 "m1 m1-scale" eval_loss fp32 "" 's#k=32 #d/4 #;s#k=16 #d/8 #;s#k=16,#d/8,#' "learned d/4 + anchors (4x);learned d/8 + anchors (8x)" 2
 }
 
@@ -87,7 +89,10 @@ runs_of() {  # NAME METRIC PAIR_KEY
               next }
     {
       d = ("model.d_model" in col) ? $col["model.d_model"] : 128
-      p = (pair != "" && (pair in col)) ? $col[pair] : ""
+      # PAIR_KEY=DEFAULT: the value of a folder that does not sweep the key.
+      key = pair; dflt = ""
+      if (index(pair, "=") > 0) { key = substr(pair, 1, index(pair, "=") - 1); dflt = substr(pair, index(pair, "=") + 1) }
+      p = (key != "" && (key in col)) ? $col[key] : dflt
       s = ("run.seed" in col) ? $col["run.seed"] : 1
       print $col["run.label"], p, d, s, $col["status"], $col[metric]
     }'
@@ -114,6 +119,7 @@ claim() {
     END {
       print "method", "d_model", "parameters", "n", "mean_" metric, "std", "fp32_mean", "fp32_std", "gap_pct", "err_pct"
       for (k in n) {
+        if (!((pv[k], dm[k]) in sizes)) { sizes[pv[k], dm[k]] = 1; npv[pv[k]]++ }
         m[k] = sum[k] / n[k]
         v[k] = n[k] > 1 ? (sq[k] - n[k] * m[k] * m[k]) / (n[k] - 1) : 0
         if (v[k] < 0) v[k] = 0
@@ -123,7 +129,9 @@ claim() {
         if (!(r in n)) continue
         dof = (n[k] - 1) + (n[r] - 1)
         s = dof > 0 ? sqrt(((n[k] - 1) * v[k] + (n[r] - 1) * v[r]) / dof) : 0
-        method = pv[k] == "" ? lab[k] : lab[k] " (" pv[k] ")"
+        # A pair value that runs at one size only (the Muon arm of RB1 at d 128) is
+        # named; the one the ladder runs (at every size) is not: its lines join.
+        method = (pv[k] == "" || npv[pv[k]] > 1) ? lab[k] : lab[k] " (" pv[k] ")"
         c = dm[k]
         printf "%s\t%d\t%d\t%d\t%.6f\t%.6f\t%.6f\t%.6f\t%.4f\t%.4f\n", method, c, 48 * c * c + 630 * c, n[k],
           m[k], sqrt(v[k]), m[r], sqrt(v[r]), 100 * (m[k] - m[r]) / m[r], 100 * s / m[r]
