@@ -72,11 +72,6 @@ std::string config_differences(const std::string& theirs, const std::string& ran
 
 namespace {
 
-// What a distributed run cannot do (each runs in one process instead).
-void refuse_unsupported(const sim::EngineSetup& setup) {
-  config::validate(setup.pipeline);
-}
-
 // dist.world_size and dist.rank against the pipeline's layout.
 void check_world(const config::DistConfig& cfg, const Layout& layout) {
   if (cfg.world_size != layout.world())
@@ -93,7 +88,7 @@ void check_world(const config::DistConfig& cfg, const Layout& layout) {
 DistEngine::DistEngine(sim::EngineSetup setup, const config::DistConfig& cfg,
                        const std::string& config_text)
     : setup_(std::move(setup)) {
-  refuse_unsupported(setup_);
+  config::validate(setup_.pipeline);
   layout_ = {setup_.pipeline.stages, setup_.pipeline.replicas};
   check_world(cfg, layout_);
   if (setup_.channel_factory) throw std::logic_error("DistEngine: channel factories unsupported");

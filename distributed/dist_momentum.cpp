@@ -24,14 +24,6 @@ namespace {
 
 constexpr int kShardTag = 1200000;  // + the chunk
 
-// Shard j of a flat [1, N] moment over D replicas: [j * L, min(N, (j + 1) * L)),
-// as sim/engine_momentum.cpp cuts it.
-std::pair<int64_t, int64_t> shard_range(int64_t n, int d, int j) {
-  const int64_t len = (n + d - 1) / d;
-  const int64_t begin = std::min(n, j * len);
-  return {begin, std::min(n, begin + len) - begin};
-}
-
 }  // namespace
 
 void DistEngine::build_momentum_channels(Part& p) {
@@ -110,7 +102,7 @@ void DistEngine::send_shards(MomentumRound& round, RankReport& rep) {
   Part& p = round.part;
   const int64_t n = round.local.size(1);
   for (int j = 0; j < D; ++j) {
-    const auto [begin, len] = shard_range(n, D, j);
+    const auto [begin, len] = sim::shard_range(n, D, j);
     if (len == 0) continue;
     const at::Tensor x = round.local.narrow(1, begin, len).contiguous();
     compressors::TransferStats st;
@@ -138,7 +130,7 @@ void DistEngine::send_shards(MomentumRound& round, RankReport& rep) {
 void DistEngine::serve_shard(MomentumRound& round, RankReport& rep) {
   const int D = layout_.replicas, r = replica_;
   Part& p = round.part;
-  const auto [begin, len] = shard_range(round.local.size(1), D, r);
+  const auto [begin, len] = sim::shard_range(round.local.size(1), D, r);
   if (len == 0) return;
   at::Tensor sum;
   for (int q = 0; q < D; ++q) {
@@ -171,7 +163,7 @@ at::Tensor DistEngine::gather_mean(MomentumRound& round, RankReport& rep) {
   rep.grad_wire[round.k] += round.server_msg.size() + sizeof(int64_t);
   at::Tensor mean = at::empty({1, n}, at::kFloat);
   for (int j = 0; j < D; ++j) {
-    const auto [b, l] = shard_range(n, D, j);
+    const auto [b, l] = sim::shard_range(n, D, j);
     if (l == 0) continue;
     if (j == r) {
       mean.narrow(1, b, l).copy_(round.own_mean);

@@ -20,13 +20,6 @@
 namespace slowpipe::sim {
 namespace {
 
-// Shard j of a flat [1, N] moment over D replicas: [j * L, min(N, (j + 1) * L)).
-std::pair<int64_t, int64_t> shard_range(int64_t n, int d, int j) {
-  const int64_t len = (n + d - 1) / d;
-  const int64_t begin = std::min(n, j * len);
-  return {begin, std::min(n, begin + len) - begin};
-}
-
 // One chunk's averaged moment [1, N] from the replicas' `local` moments:
 // replica j serves shard j, every replica r sends it shard j through
 // `workers[r * D + j]` and j sends the average back through `servers[j]`.

@@ -115,6 +115,12 @@ void finish_means(std::vector<ChannelSummary>& v) {
   }
 }
 
+std::pair<int64_t, int64_t> shard_range(int64_t n, int d, int j) {
+  const int64_t len = (n + d - 1) / d;
+  const int64_t begin = std::min(n, j * len);
+  return {begin, std::min(n, begin + len) - begin};
+}
+
 at::Tensor flat_gradient(const std::vector<at::Tensor>& params, int stage, int replica) {
   std::vector<at::Tensor> flat;
   flat.reserve(params.size());

@@ -6,7 +6,9 @@
 #include <ATen/Tensor.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compressors/channels/factory.h"
@@ -76,6 +78,10 @@ bool all_finite(const at::Tensor& t);
 at::Tensor flat_gradient(const std::vector<at::Tensor>& params, int stage, int replica);
 // Writes `flat` ([N] or [1, N], on the parameters' device) back as their gradients.
 void set_gradients(const std::vector<at::Tensor>& params, const at::Tensor& flat);
+// The momentum exchange's shard j of a flat [1, N] moment over D replicas, as
+// (begin, length): [j * L, min(N, (j + 1) * L)) with L = ceil(N / D); both
+// engines cut alike (docs/grad-sync.md).
+std::pair<int64_t, int64_t> shard_range(int64_t n, int d, int j);
 
 // OpenBLAS's thread pool size (found at run time; 1 for another BLAS).
 int blas_threads();
