@@ -18,7 +18,6 @@
 #include "compressors/channels/factory.h"
 #include "config/optim_registry.h"
 #include "distributed/internal/watchdog.h"
-#include "models/facts/bottleneck_spec.h"
 #include "models/torch/cuts.h"
 #include "models/torch/model_registry.h"
 #include "pipeline/schedule.h"
@@ -104,15 +103,6 @@ DistEngine::DistEngine(sim::EngineSetup setup, const config::DistConfig& cfg,
                  "masks, so the losses will not equal a single-process run's "
                  "(docs/distributed.md)\n",
                  setup_.model.dropout);
-  // A learned projection's U and anchors are read on both sides of a cut; no
-  // message here synchronises them between ranks yet (docs/distributed.md).
-  if (models::parse_bottleneck(setup_.model.bottleneck, setup_.model.layers, setup_.model.d_model)
-          .kind == models::BottleneckKind::kLearned) {
-    throw UsageError("model.bottleneck=" + setup_.model.bottleneck +
-                     " shares its projection between the stages on both sides of a cut, which "
-                     "distributed runs do not synchronise yet; run it in one process "
-                     "(slowpipe train) or use model.bottleneck=resbm:...");
-  }
   comm_ = std::make_unique<Comm>(cfg, layout_);
   watchdog_ = std::make_unique<Watchdog>(*comm_);
   check_configs(config_text);
@@ -129,6 +119,7 @@ DistEngine::DistEngine(sim::EngineSetup setup, const config::DistConfig& cfg,
   order_ = netmodel::single_process_order(schedule);
   my_ops_ = schedule.per_device[static_cast<size_t>(stage_)];
   build_parts();
+  build_shared_cuts();
 }
 
 void DistEngine::build_parts() {
@@ -411,6 +402,7 @@ sim::EvalResult DistEngine::evaluate(const models::Batch& batch, bool compressed
 
 sim::EvalResult DistEngine::local_eval(const models::Batch& batch, bool compressed) {
   if (replica_ != 0) return {};
+  share_projections(nullptr);
   torch::NoGradGuard no_grad;
   model_.train(false);  // no dropout draw while evaluating
   struct TrainAgain {

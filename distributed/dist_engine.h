@@ -23,6 +23,7 @@
 // replica order, with a receiver copy per sender. docs/distributed.md.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -150,6 +151,24 @@ class DistEngine : public sim::StepEngine {
   void serve_shard(MomentumRound& round, RankReport& rep);
   at::Tensor gather_mean(MomentumRound& round, RankReport& rep);
   sim::EvalResult local_eval(const models::Batch& batch, bool compressed);
+  // A learned projection (model.bottleneck = learned:..., dist_shared.cpp):
+  // its parameters at cut b belong to chunk b and are read by chunk b + 1 too.
+  // Each backward or weight op of either chunk gives its gradient
+  // contribution up (run_capturing); the owner adds them all in one process's
+  // op order after the step's ops (add_shared_gradients), and sends the values
+  // to the reader before each step and evaluation (share_projections).
+  struct SharedCut {
+    int boundary = 0;
+    int owner = 0, reader = 0;       // the ranks of chunks b and b + 1 (this replica)
+    std::vector<at::Tensor> params;  // U and the anchors: those with a gradient
+    // This step's contributions taken here: (the op's place in order_, one
+    // gradient per parameter, undefined where the op gave none).
+    std::vector<std::pair<int64_t, std::vector<at::Tensor>>> taken;
+  };
+  void build_shared_cuts();
+  void run_capturing(const netmodel::ScheduledOp& op, const std::function<void()>& run);
+  void add_shared_gradients(RankReport& rep);
+  void share_projections(RankReport* rep);
   // `inputs`: the model inputs of the same samples (the boundary map's token ids).
   at::Tensor chunk_forward(const Part& p, const at::Tensor& x, const at::Tensor& inputs);
 
@@ -165,6 +184,7 @@ class DistEngine : public sim::StepEngine {
   std::vector<netmodel::ScheduledOp> my_ops_;  // this device's own order
   std::vector<size_t> params_per_chunk_;       // tensors with a gradient slot, per chunk
   std::vector<Part> parts_;                    // this rank's chunks, in chunk order
+  std::vector<SharedCut> shared_;              // learned projections at cuts this rank touches
   bool grad_plain_ = true;                     // compress.grad = none: a c10d all-reduce
   uint64_t state_bytes_ = 0;
   bool finished_ = false;

@@ -49,9 +49,11 @@ RankReport DistEngine::local_step(const models::Batch& batch, int64_t step, int6
   rep.bw_wire.assign(boundaries, 0);
   rep.grad.resize(parts_.size());
   rep.grad_wire.assign(parts_.size(), 0);
+  share_projections(&rep);
   for (Part& p : parts_) p.optimizer->zero_grad();
   pipeline_ops(batch, step, rep);
   comm_->wait_sends();
+  add_shared_gradients(rep);
   if (momentum_active(step)) {
     exchange_momentum(step, total, rep);
   } else {
@@ -133,9 +135,11 @@ void DistEngine::pipeline_ops(const models::Batch& batch, int64_t step, RankRepo
     if (op.pass == netmodel::Pass::kForward) {
       forward_op(c, p, op.microbatch, rep);
     } else if (op.pass == netmodel::Pass::kBackwardWeight) {
-      weight_op(c, p, op.microbatch, rep);
+      run_capturing(op, [&] { weight_op(c, p, op.microbatch, rep); });
     } else {
-      backward_op(c, p, op.microbatch, op.pass == netmodel::Pass::kBackwardInput, rep);
+      run_capturing(op, [&] {
+        backward_op(c, p, op.microbatch, op.pass == netmodel::Pass::kBackwardInput, rep);
+      });
     }
   }
   comm_->end_prefetch();
@@ -303,6 +307,13 @@ void DistEngine::weight_op(StepSlices& c, Part& p, int m, RankReport& rep) {
   std::vector<at::Tensor> params;
   for (const auto& t : p.params)
     if (t.requires_grad()) params.push_back(t);
+  // A learned projection's parameters this chunk reads at its entry (owned
+  // by the chunk before; dist_shared.cpp takes their gradient from here).
+  if (const models::BoundaryMap* map =
+          k > 0 ? models::boundary_at(model_, cuts_[static_cast<size_t>(k)]) : nullptr) {
+    for (const auto& t : map->parameters())
+      if (t.requires_grad()) params.push_back(t);
+  }
   torch::autograd::backward({c.outputs[i]}, {k == C - 1 ? at::Tensor() : c.grads_in[i]},
                             /*retain_graph=*/false, /*create_graph=*/false, params);
   c.sync();

@@ -72,8 +72,8 @@ class BoundaryMap {
   virtual uint64_t side_bytes(const at::Tensor& /*inputs*/) const { return 0; }
   // True when the map has trainable parameters that the stages on both sides
   // of the cut read (a learned projection, models/torch/internal/bottleneck.h):
-  // one process sums their gradient from both sides; a distributed run would
-  // need to synchronise them and refuses such a model.
+  // one process sums their gradient from both sides; a distributed run sends
+  // the reader's contributions to their owner (distributed/dist_shared.cpp).
   virtual bool shared_parameters() const { return false; }
   // Those parameters (owned by the block in front of the cut); none by default.
   // A split backward's weight pass on the receiving side must reach them too.

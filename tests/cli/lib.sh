@@ -8,6 +8,25 @@ cd "$work" || exit 1
 export OMP_NUM_THREADS=1
 passed=0
 failed=0
+# free_port: a TCP port nothing on this host holds now, below Linux's
+# ephemeral range (32768 on), so no outgoing connection takes it meanwhile.
+free_port() {
+  python3 -c '
+import random, socket
+for _ in range(200):
+    p = random.randrange(20000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("0.0.0.0", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(p)
+    break
+else:
+    raise SystemExit("free_port: no free port")'
+}
 ok() { passed=$((passed + 1)); }
 bad() { failed=$((failed + 1)); echo "FAILED: $1" >&2; }
 # How expect matches its pattern: grep options (-F for fixed strings).

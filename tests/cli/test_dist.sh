@@ -11,7 +11,8 @@
 #     stages with topk:shared) alike; a subspace-constrained GPT
 #     (model.subspace, k coefficients across each cut) alike; Muon (both
 #     variants, 2 and 4 processes) alike; ResBM (model.bottleneck) alike; a
-#     learned projection (read on both sides of a cut) refused with its reason;
+#     learned projection (read on both sides of a cut: 2x2 1F1B, 4 stages
+#     zb-h1, interleaved) alike;
 #   - a rank killed with SIGKILL: every other rank exits within the promised
 #     time, naming the dead rank and the step; the log is readable, status failed;
 #   - a rank stopped with SIGSTOP (a vanished host): rank 0 logs status failed
@@ -116,11 +117,16 @@ same_as_single momentum-sgd 4 "${dp[@]}" "${mom[@]}" --set optim.name=sgd --set 
 same_as_single subspace 4 "${dp[@]}" --set model.subspace=4 --fw q8 --bw none --grad none
 # ResBM (model.bottleneck, docs/models.md): the cut carries 4 values per token.
 same_as_single resbm 4 "${dp[@]}" --set model.bottleneck=resbm:r=4 --fw q8 --bw q8 --grad none
-# A learned projection is read on both sides of its cut: refused, with the reason.
-out=$("$bin" launch --nproc 2 -- "${small[@]}" --set pipeline.stages=2 \
-  --set model.bottleneck=learned:k=4 --out learned-n.h5 2>&1) &&
-  bad "launch accepted a learned projection" ||
-  { grep -q "do not synchronise" <<<"$out" && ok || bad "learned projection refusal: $(tail -2 <<<"$out")"; }
+# A learned projection (U and anchors read on both sides of each cut): the
+# reader's gradient contributions go back to the owner, which adds them in one
+# process's op order, and the new values go forward (docs/distributed.md):
+# 2 x 2 with 1F1B, 4 stages with zb-h1 (split backwards), interleaved chunks.
+lp=(--set model.bottleneck=learned:k=4:anchor=4)
+same_as_single learned 4 "${dp[@]}" "${lp[@]}" --fw q8 --bw q8 --grad none
+same_as_single learned-zb 4 --set model.layers=4 --set pipeline.stages=4 \
+  --set pipeline.microbatches=4 --set pipeline.schedule=zb-h1 "${lp[@]}" --fw 'aq(q4)' --bw q8
+same_as_single learned-inter 2 "${inter[@]}" --set pipeline.stages=2 \
+  --set pipeline.microbatches=4 "${lp[@]}" --fw q8 --bw q8
 # Muon (docs/optimizers.md): 2 processes (2 stages), and 2 x 2 with the other variant.
 muon=(--set optim.name=muon --set optim.lr=0.02 --set optim.schedule=stable-linear)
 same_as_single muon 2 --set pipeline.stages=2 --set pipeline.microbatches=2 \
@@ -268,7 +274,7 @@ wait "$launcher" 2>/dev/null
 # Rank 0 of ranks started by hand killed: the others end at once; its log
 # stays `running`, which export and summary qualify once the heartbeat is
 # older than the threshold.
-port=$((30000 + RANDOM % 20000))
+port=$(free_port)
 ( WORLD_SIZE=2 RANK=1 MASTER_PORT=$port "$bin" train "${small[@]}" --set pipeline.stages=2 "${fast[@]}" \
     --out dead0.h5 >dead0.1.log 2>&1 ) &
 rank1=$!
@@ -305,7 +311,7 @@ wait 2>/dev/null
 
 # A stray process with a rank already in use, started once the run trains:
 # refused (exit 2) without touching the run, which completes.
-port=$((port + 1))
+port=$(free_port)
 for r in 0 1; do
   ( WORLD_SIZE=2 RANK=$r MASTER_PORT=$port "$bin" train "${small[@]}" --set pipeline.stages=2 \
       --set dist.timeout=3s --set run.steps=600 --set eval.every=0 --set run.flush_every=1 \
@@ -328,7 +334,7 @@ expect 2 "pipeline.stages x pipeline.replicas" -- "$bin" launch --nproc 3 -- "${
 expect 2 "needs --nproc" -- "$bin" launch -- "${small[@]}"
 expect 2 "exchanges the optimizer's momentum, but" -- "$bin" launch --nproc 4 -- "${small[@]}" \
   "${dp[@]}" --set compress.grad_sync=momentum --set optim.name=sgd --set optim.momentum=0 --out g.h5
-port=$((20000 + RANDOM % 20000))
+port=$(free_port)
 # Every rank exits 2 (the documented code of a usage error), whichever of
 # its threads reads the reason first: tried three times.
 for k in 1 2 3; do
@@ -339,18 +345,18 @@ for k in 1 2 3; do
     env WORLD_SIZE=2 RANK=0 MASTER_PORT=$port "$bin" train "${small[@]}" --set pipeline.stages=2 --out m.h5
   wait
   [ "$(cat m1.rc)" = 2 ] && ok || bad "another configuration: rank 1 exited $(cat m1.rc), not 2: $(tail -1 m1.log)"
-  port=$((port + 10))
+  port=$(free_port)
 done
 start=$(date +%s)
-expect 1 "could not reach the rendezvous" -- env WORLD_SIZE=2 RANK=1 MASTER_PORT=$((port + 1)) \
+expect 1 "could not reach the rendezvous" -- env WORLD_SIZE=2 RANK=1 MASTER_PORT=$(free_port) \
   "$bin" train "${small[@]}" --set pipeline.stages=2 --set dist.timeout=2s --out r.h5
 [ $(($(date +%s) - start)) -le 15 ] && ok || bad "rendezvous timeout took too long"
-expect 1 "only 1 of 2 ranks joined" -- env WORLD_SIZE=2 RANK=0 MASTER_PORT=$((port + 2)) \
+expect 1 "only 1 of 2 ranks joined" -- env WORLD_SIZE=2 RANK=0 MASTER_PORT=$(free_port) \
   "$bin" train "${small[@]}" --set pipeline.stages=2 --set dist.timeout=2s --out r.h5
 
 # Two processes started as rank 1 (and none as 3): refused at the rendezvous,
 # every process exits 2 naming the rank, within dist.timeout.
-port=$((port + 3))
+port=$(free_port)
 start=$(now)
 for r in 0 1 1 2; do
   ( WORLD_SIZE=4 RANK=$r MASTER_PORT=$port timeout 60 "$bin" train "${small[@]}" "${dp[@]}" \
@@ -369,7 +375,7 @@ within "$start" 10 "a doubled rank: every process's exit" && ok || bad "a double
 # A port another process holds: rank 0 cannot serve it; launch ends with
 # rank 0's "Address already in use" within dist.timeout; a rank started by
 # hand against it gives up within dist.timeout too.
-port=$((port + 1))
+port=$(free_port)
 python3 -c "
 import socket, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -403,7 +409,7 @@ kill "$holder" 2>/dev/null
 wait "$holder" 2>/dev/null
 # A second launch on the port of a running one: refused at once, and the
 # first run goes on undisturbed (it ends interrupted by our SIGTERM, not failed).
-port=$((port + 1))
+port=$(free_port)
 "$bin" launch --nproc 2 --port "$port" -- "${small[@]}" --set pipeline.stages=2 "${fast[@]}" \
   --out first.h5 >first.log 2>&1 &
 launcher=$!

@@ -10,7 +10,8 @@
 #   - another rank killed at a random step, resumed by hand-started ranks;
 #   - launch itself killed: its workers die with it, then launch --resume;
 #   - the momentum exchange (ef(q8) both ways): rank 0 killed, resumed;
-#   - interleaved virtual stages (2 chunks per process): rank 0 killed, resumed.
+#   - interleaved virtual stages (2 chunks per process): rank 0 killed, resumed;
+#   - a learned projection (model.bottleneck = learned:...): rank 0 killed, resumed.
 # And: resuming with another number of processes is refused with the reason.
 # Usage: test_dist_resume.sh PATH/TO/slowpipe SOURCE_DIR
 bin="$1"
@@ -92,7 +93,7 @@ if until_rows b.h5 "$k" && [ -n "$(rank_pid "$launcher" "$victim")" ]; then
     echo "test_dist_resume: the run ended before the kill; nothing to resume" >&2
   else
     [ "$(attr b.h5 status)" = "failed" ] && ok || bad "rank $victim killed: status $(attr b.h5 status)"
-    port=$((30000 + RANDOM % 20000))
+    port=$(free_port)
     for r in 1 2 3; do
       ( WORLD_SIZE=4 RANK=$r MASTER_PORT=$port timeout 120 "$bin" train --resume b.h5 >/dev/null 2>&1 ) &
     done
@@ -139,6 +140,9 @@ rank0_killed momentum --set compress.grad_sync=momentum --set compress.momentum_
   --set 'compress.grad=ef(q8)'
 rank0_killed interleaved --set model.layers=4 --set pipeline.schedule=interleaved \
   --set pipeline.virtual_stages=2
+# A learned projection: the reader's copy of U and the anchors comes from the
+# owner's restored values.
+rank0_killed learned --set model.bottleneck=learned:k=4:anchor=4
 
 # Resumed with another number of processes: refused, naming the key.
 SLOWPIPE_FAULT=step:3 "$bin" launch --nproc 4 -- "${run[@]}" --out d.h5 >/dev/null 2>&1
