@@ -59,21 +59,34 @@ uint64_t Qsgd::payload_bytes(const Shape& shape) const {
   return 4 * static_cast<uint64_t>(buckets_of(n, config_.bucket)) + packed_bytes(n, code_bits());
 }
 
+float norm_from_sum(const float* v, int64_t n, double approx) {
+  // |approx - the element-order sum| <= (n + 8) 2^-52 of the sum
+  // (qsgd_kernels.h); the stored norm is monotone in the sum, so where both
+  // ends of that interval give one norm it is the norm.
+  const double delta = static_cast<double>(n + 8) * 0x1p-51;
+  const float lo = norm_of_sum(approx * (1 - delta)), hi = norm_of_sum(approx * (1 + delta));
+  return lo == hi ? lo : qsgd_norm(v, n);
+}
+
 void Qsgd::encode_payload(const float* x, const Shape& shape, uint8_t* out) {
   const int64_t n = shape_numel(shape);
-  if (const int64_t bad = first_non_finite(x, n); bad >= 0) refuse_non_finite(spec(), x, n, bad);
   const int64_t d = config_.bucket, buckets = buckets_of(n, d);
-  const uint32_t seed = encode_seed(seed_, encodes_++);
-  codes_.resize(static_cast<size_t>(n));
-  sums_.resize(static_cast<size_t>(buckets));
+  const simd::Level isa = simd_ ? simd::Level::kAvx512 : simd::Level::kPortable;
   // The squared norms of the whole buckets, then of the last (possibly short) one.
   const int64_t whole = n / d;
-  const simd::Level isa = simd_ ? simd::Level::kAvx512 : simd::Level::kPortable;
-  qsgd::bucket_sums(x, d, whole, sums_.data());
-  if (whole < buckets) qsgd::bucket_sums(x + whole * d, n - whole * d, 1, sums_.data() + whole);
+  sums_.resize(static_cast<size_t>(buckets));
+  qsgd::bucket_sums_fast(x, d, whole, sums_.data(), isa);
+  if (whole < buckets)
+    qsgd::bucket_sums_fast(x + whole * d, n - whole * d, 1, sums_.data() + whole, isa);
+  // A non-finite element makes its bucket's sum non-finite (squares of finite
+  // floats cannot overflow a double): no separate pass looks for one.
+  for (int64_t b = 0; b < buckets; ++b)
+    if (!std::isfinite(sums_[b])) refuse_non_finite(spec(), x, n, first_non_finite(x, n));
+  const uint32_t seed = encode_seed(seed_, encodes_++);
+  codes_.resize(static_cast<size_t>(n));
   for (int64_t b = 0; b < buckets; ++b) {
     const int64_t start = b * d, len = std::min(d, n - start);
-    const float norm = norm_of_sum(sums_[b]);
+    const float norm = simd_ ? norm_from_sum(x + start, len, sums_[b]) : norm_of_sum(sums_[b]);
     std::memcpy(out + 4 * b, &norm, 4);
     if (!(norm > 0)) {
       std::memset(codes_.data() + start, 0, static_cast<size_t>(len));

@@ -13,8 +13,8 @@
 
 #include "common/errors.h"
 #include "compressors/codecs/channel_spec.h"
-#include "compressors/codecs/internal/qsgd_kernels.h"
 #include "compressors/codecs/internal/qsgd.h"
+#include "compressors/codecs/internal/qsgd_kernels.h"
 #include "compressors/codecs/quant_kernels.h"
 #include "spec_checks.h"
 #include "tests/common/parsed_spec.h"
@@ -208,6 +208,10 @@ TEST_CASE("QSGD: the SIMD level loops give the portable loop's bytes; the codec'
           std::vector<uint8_t> got(n, 0xFF);
           sq::bucket_codes(x.data(), n, norm, levels, seed, index0, got.data(), isa);
           REQUIRE(got == want);
+          // Every vector group recomputed with the division (the fallback path).
+          std::vector<uint8_t> exact(n, 0xFF);
+          sq::bucket_codes(x.data(), n, norm, levels, seed, index0, exact.data(), isa, 0.5);
+          REQUIRE(exact == want);
         }
       }
     }
@@ -222,6 +226,26 @@ TEST_CASE("QSGD: the SIMD level loops give the portable loop's bytes; the codec'
     for (int64_t j = 0; j < 37; ++j) s += static_cast<double>(x[b * 37 + j]) * x[b * 37 + j];
     REQUIRE(sums[b] == s);
   }
+  // Vector partial sums give the element-order sum's stored norm, for every
+  // bucket length and path; and where the bound straddles two norms (sqrt 25
+  // is exactly 5, a float) the element-order sum decides.
+  for (int64_t len : {1, 5, 8, 16, 100, 128, 1000}) {
+    std::vector<float> v(len * 50);
+    for (float& e : v) e = normal(rng) * (len % 3 == 0 ? 1e-20F : 1.0F);
+    for (sc::simd::Level isa :
+         {sc::simd::Level::kPortable, sc::simd::Level::kAvx2, sc::simd::Level::kAvx512}) {
+      std::vector<double> fast(50);
+      sq::bucket_sums_fast(v.data(), len, 50, fast.data(), isa);
+      for (int64_t b = 0; b < 50; ++b) {
+        INFO("len=" << len << " bucket " << b << " isa=" << static_cast<int>(isa));
+        REQUIRE(sc::norm_from_sum(v.data() + b * len, len, fast[b]) ==
+                sc::qsgd_norm(v.data() + b * len, len));
+      }
+    }
+  }
+  const float three_four[] = {3.0F, 4.0F};
+  for (double approx : {25.0, std::nextafter(25.0, 0.0), std::nextafter(25.0, 30.0)})
+    REQUIRE(sc::norm_from_sum(three_four, 2, approx) == 5.0F);
   // The codec: SIMD loops on or off, the same message.
   for (const std::string spec : {"qsgd:s=4", "qsgd:s=7:bucket=100", "qsgd:s=2:bucket=5"}) {
     INFO(spec);

@@ -60,6 +60,10 @@ class Qsgd : public Codec {
 // saturated at FLT_MAX. norm_of_sum: the same from the sum of squares.
 float qsgd_norm(const float* v, int64_t n);
 float norm_of_sum(double sum_of_squares);
+// qsgd_norm(v, n) from `approx`, a sum of the squares in another order
+// (qsgd::bucket_sums_fast): exact, recomputed in element order only where the
+// bound on approx's error straddles two stored norms.
+float norm_from_sum(const float* v, int64_t n, double approx);
 
 std::unique_ptr<Codec> make_qsgd(const SpecStage& stage, const CodecBuildContext& ctx);
 

@@ -12,6 +12,7 @@
 // GCC 12 warns about the deliberately undefined upper halves inside the
 // AVX-512 conversion intrinsics.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #define SLOWPIPE_QSGD_SIMD 1
 #define SLOWPIPE_AVX512 __attribute__((target("avx512f")))
 #define SLOWPIPE_AVX2 __attribute__((target("avx2")))
@@ -38,10 +39,43 @@ void codes_portable(const float* x, int64_t begin, int64_t n, float norm, int le
 
 #ifdef SLOWPIPE_QSGD_SIMD
 
-// 16 lanes: two halves of 8 doubles.
+SLOWPIPE_AVX512 inline __m256 upper(__m512 v) {
+  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+
+// The levels of 16 lanes exactly as the portable loop: floor((S |x|) / norm + u)
+// in double (S |x| is exact in double).
+SLOWPIPE_AVX512 inline __m512i exact_levels512(__m512 ax, __m512 u, __m512d vs, __m512d vnorm) {
+  const __m512d a0 = _mm512_mul_pd(vs, _mm512_cvtps_pd(_mm512_castps512_ps256(ax)));
+  const __m512d a1 = _mm512_mul_pd(vs, _mm512_cvtps_pd(upper(ax)));
+  const __m512d y0 =
+      _mm512_add_pd(_mm512_div_pd(a0, vnorm), _mm512_cvtps_pd(_mm512_castps512_ps256(u)));
+  const __m512d y1 = _mm512_add_pd(_mm512_div_pd(a1, vnorm), _mm512_cvtps_pd(upper(u)));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvttpd_epi32(y0)),
+                            _mm512_cvttpd_epi32(y1), 1);
+}
+SLOWPIPE_AVX2 inline __m256i exact_levels256(__m256 ax, __m256 u, __m256d vs, __m256d vnorm) {
+  const __m256d a0 = _mm256_mul_pd(vs, _mm256_cvtps_pd(_mm256_castps256_ps128(ax)));
+  const __m256d a1 = _mm256_mul_pd(vs, _mm256_cvtps_pd(_mm256_extractf128_ps(ax, 1)));
+  const __m256d y0 =
+      _mm256_add_pd(_mm256_div_pd(a0, vnorm), _mm256_cvtps_pd(_mm256_castps256_ps128(u)));
+  const __m256d y1 =
+      _mm256_add_pd(_mm256_div_pd(a1, vnorm), _mm256_cvtps_pd(_mm256_extractf128_ps(u, 1)));
+  return _mm256_set_m128i(_mm256_cvttpd_epi32(y1), _mm256_cvttpd_epi32(y0));
+}
+
+// 16 lanes. t + u first in float, |x| times the float of S / norm: within
+// 2e-5 of the double t + u (qsgd_kernels.h), so its floor is the exact level
+// unless t + u lies within `margin` of an integer; a group with such a lane,
+// or with a non-finite one (S / norm beyond the float range), is recomputed
+// in double, exactly as the portable loop.
 SLOWPIPE_AVX512 int64_t codes_avx512(const float* x, int64_t n, float norm, int levels,
-                                     uint32_t lo_index, uint32_t key, uint8_t* codes) {
+                                     uint32_t lo_index, uint32_t key, double margin,
+                                     uint8_t* codes) {
   const __m512d vs = _mm512_set1_pd(levels), vnorm = _mm512_set1_pd(norm);
+  const __m512 vc = _mm512_set1_ps(static_cast<float>(levels / static_cast<double>(norm)));
+  const __m512 vlo = _mm512_set1_ps(static_cast<float>(margin));
+  const __m512 vhi = _mm512_set1_ps(static_cast<float>(1.0 - margin));
   const __m512i vkey = _mm512_set1_epi32(static_cast<int>(key));
   const __m512i m1 = _mm512_set1_epi32(0x7feb352d), m2 = _mm512_set1_epi32(0x846ca68bU);
   const __m512i vtop = _mm512_set1_epi32(levels), one = _mm512_set1_epi32(1);
@@ -60,17 +94,12 @@ SLOWPIPE_AVX512 int64_t codes_avx512(const float* x, int64_t n, float norm, int 
     const __m512 u = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(h, 8)), scale);
     const __m512 xv = _mm512_loadu_ps(x + i);
     const __m512 ax = _mm512_abs_ps(xv);
-    const __m512d t0 =
-        _mm512_div_pd(_mm512_mul_pd(vs, _mm512_cvtps_pd(_mm512_castps512_ps256(ax))), vnorm);
-    const __m512d t1 = _mm512_div_pd(
-        _mm512_mul_pd(
-            vs, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(ax), 1)))),
-        vnorm);
-    const __m256i l0 =
-        _mm512_cvttpd_epi32(_mm512_add_pd(t0, _mm512_cvtps_pd(_mm512_castps512_ps256(u))));
-    const __m256i l1 = _mm512_cvttpd_epi32(_mm512_add_pd(
-        t1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(u), 1)))));
-    __m512i level = _mm512_inserti64x4(_mm512_castsi256_si512(l0), l1, 1);
+    const __m512 y = _mm512_add_ps(_mm512_mul_ps(ax, vc), u);
+    const __m512 fl = _mm512_roundscale_ps(y, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __m512 r = _mm512_sub_ps(y, fl);
+    const __mmask16 near =
+        _mm512_cmp_ps_mask(r, vlo, _CMP_NGE_UQ) | _mm512_cmp_ps_mask(r, vhi, _CMP_GT_OQ);
+    __m512i level = near != 0 ? exact_levels512(ax, u, vs, vnorm) : _mm512_cvttps_epi32(fl);
     level = _mm512_min_epi32(level, vtop);
     const __mmask16 neg = _mm512_cmp_ps_mask(xv, _mm512_setzero_ps(), _CMP_LT_OQ) &
                           _mm512_cmpgt_epi32_mask(level, _mm512_setzero_si512());
@@ -82,10 +111,13 @@ SLOWPIPE_AVX512 int64_t codes_avx512(const float* x, int64_t n, float norm, int 
   return i;
 }
 
-// 8 lanes: two halves of 4 doubles.
+// 8 lanes, as codes_avx512.
 SLOWPIPE_AVX2 int64_t codes_avx2(const float* x, int64_t n, float norm, int levels,
-                                 uint32_t lo_index, uint32_t key, uint8_t* codes) {
+                                 uint32_t lo_index, uint32_t key, double margin, uint8_t* codes) {
   const __m256d vs = _mm256_set1_pd(levels), vnorm = _mm256_set1_pd(norm);
+  const __m256 vc = _mm256_set1_ps(static_cast<float>(levels / static_cast<double>(norm)));
+  const __m256 vlo = _mm256_set1_ps(static_cast<float>(margin));
+  const __m256 vhi = _mm256_set1_ps(static_cast<float>(1.0 - margin));
   const __m256i vkey = _mm256_set1_epi32(static_cast<int>(key));
   const __m256i m1 = _mm256_set1_epi32(0x7feb352d);
   const __m256i m2 = _mm256_set1_epi32(static_cast<int>(0x846ca68bU));
@@ -109,15 +141,13 @@ SLOWPIPE_AVX2 int64_t codes_avx2(const float* x, int64_t n, float norm, int leve
     const __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(h, 8)), scale);
     const __m256 xv = _mm256_loadu_ps(x + i);
     const __m256 ax = _mm256_and_ps(xv, abs_mask);
-    const __m256d t0 =
-        _mm256_div_pd(_mm256_mul_pd(vs, _mm256_cvtps_pd(_mm256_castps256_ps128(ax))), vnorm);
-    const __m256d t1 =
-        _mm256_div_pd(_mm256_mul_pd(vs, _mm256_cvtps_pd(_mm256_extractf128_ps(ax, 1))), vnorm);
-    const __m128i l0 =
-        _mm256_cvttpd_epi32(_mm256_add_pd(t0, _mm256_cvtps_pd(_mm256_castps256_ps128(u))));
-    const __m128i l1 =
-        _mm256_cvttpd_epi32(_mm256_add_pd(t1, _mm256_cvtps_pd(_mm256_extractf128_ps(u, 1))));
-    __m256i level = _mm256_min_epi32(_mm256_set_m128i(l1, l0), vtop);
+    const __m256 y = _mm256_add_ps(_mm256_mul_ps(ax, vc), u);
+    const __m256 fl = _mm256_round_ps(y, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __m256 r = _mm256_sub_ps(y, fl);
+    const int near = _mm256_movemask_ps(
+        _mm256_or_ps(_mm256_cmp_ps(r, vlo, _CMP_NGE_UQ), _mm256_cmp_ps(r, vhi, _CMP_GT_OQ)));
+    __m256i level = near != 0 ? exact_levels256(ax, u, vs, vnorm) : _mm256_cvttps_epi32(fl);
+    level = _mm256_min_epi32(level, vtop);
     const __m256i neg =
         _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(xv, _mm256_setzero_ps(), _CMP_LT_OQ)),
                          _mm256_cmpgt_epi32(level, _mm256_setzero_si256()));
@@ -129,6 +159,42 @@ SLOWPIPE_AVX2 int64_t codes_avx2(const float* x, int64_t n, float norm, int leve
     idx = _mm256_add_epi32(idx, _mm256_set1_epi32(8));
   }
   return i;
+}
+
+// Sums of squares within one bucket in 16 (AVX-512) or 8 (AVX2) interleaved
+// partial sums, then the rest in order: not the element-order sum (see
+// bucket_sums_fast).
+SLOWPIPE_AVX512 double sum_avx512(const float* x, int64_t n) {
+  __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    const __m512d hi =
+        _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    a0 = _mm512_add_pd(a0, _mm512_mul_pd(lo, lo));
+    a1 = _mm512_add_pd(a1, _mm512_mul_pd(hi, hi));
+  }
+  double s = _mm512_reduce_add_pd(_mm512_add_pd(a0, a1));
+  for (; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
+  return s;
+}
+
+SLOWPIPE_AVX2 double sum_avx2(const float* x, int64_t n) {
+  __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+    const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+    a0 = _mm256_add_pd(a0, _mm256_mul_pd(lo, lo));
+    a1 = _mm256_add_pd(a1, _mm256_mul_pd(hi, hi));
+  }
+  const __m256d a = _mm256_add_pd(a0, a1);
+  const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+  double s = _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+  for (; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
+  return s;
 }
 
 #endif
@@ -159,8 +225,21 @@ void bucket_sums(const float* x, int64_t d, int64_t count, double* sums) {
   }
 }
 
+void bucket_sums_fast(const float* x, int64_t d, int64_t count, double* sums, simd::Level isa) {
+#ifdef SLOWPIPE_QSGD_SIMD
+  const auto allowed = static_cast<int>(std::min(isa, simd::level()));
+  if (allowed >= static_cast<int>(simd::Level::kAvx2)) {
+    const bool wide = allowed == static_cast<int>(simd::Level::kAvx512);
+    for (int64_t b = 0; b < count; ++b)
+      sums[b] = wide ? sum_avx512(x + b * d, d) : sum_avx2(x + b * d, d);
+    return;
+  }
+#endif
+  bucket_sums(x, d, count, sums);
+}
+
 void bucket_codes(const float* x, int64_t n, float norm, int levels, uint32_t seed, uint64_t index0,
-                  uint8_t* codes, simd::Level isa) {
+                  uint8_t* codes, simd::Level isa, double margin) {
   int64_t done = 0;
 #ifdef SLOWPIPE_QSGD_SIMD
   // The vector loops add lane offsets to the low 32 bits of the index: only
@@ -172,8 +251,8 @@ void bucket_codes(const float* x, int64_t n, float norm, int levels, uint32_t se
     const uint32_t key = rounding::run_key(seed, index0);
     const auto lo = static_cast<uint32_t>(index0);
     done = allowed == static_cast<int>(simd::Level::kAvx512)
-               ? codes_avx512(x, n, norm, levels, lo, key, codes)
-               : codes_avx2(x, n, norm, levels, lo, key, codes);
+               ? codes_avx512(x, n, norm, levels, lo, key, margin, codes)
+               : codes_avx2(x, n, norm, levels, lo, key, margin, codes);
   }
 #endif
   codes_portable(x, done, n, norm, levels, seed, index0, codes);

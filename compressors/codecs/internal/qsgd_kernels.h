@@ -3,12 +3,21 @@
 // arithmetic Qsgd::encode_payload always did) and AVX2 and AVX-512 paths picked
 // at run time (simd::level(), so SLOWPIPE_SIMD caps them).
 //
-// Numeric contract: every path gives the same bytes. Levels are computed in
-// double exactly as the portable loop writes them, t = (S * |x|) / norm, then
-// floor(t + u) with u the float of rounding_hash.h for the element's global
-// index, clamped to S; a vector lane does the same IEEE operations (no
-// contraction: the codecs build with -ffp-contract=off). Bucket sums add the
-// squares in element order, eight buckets side by side (scalar chains). Left out: wider
+// Numeric contract: every path gives the same bytes. Levels are those of the
+// portable loop, computed in double as t = (S * |x|) / norm, then floor(t + u)
+// with u the float of rounding_hash.h for the element's global index, clamped
+// to S (no contraction: the codecs build with -ffp-contract=off). The vector
+// loops first compute t + u in float, |x| times the float of S / norm: at
+// most 2^-23 relative on t <= S <= 127 (2^-21 where S / norm is a subnormal
+// float, which needs S <= 4), and 2^-18 on the sum below 128, so within 2e-5
+// of the double t + u, and its floor can differ from the exact level
+// only where t + u lies that close to an integer. A vector group with a lane
+// within `margin` (1e-4) of one, or a non-finite lane, is recomputed in double
+// exactly as the portable loop. Bucket sums: bucket_sums adds the squares in element
+// order (eight buckets side by side, scalar chains: the reference);
+// bucket_sums_fast adds them in vector partial sums, which differ from it by
+// at most (d + 8) 2^-52 of the sum (Qsgd::encode_payload uses it only where
+// that bound cannot move the stored norm, docs/codec-spec.md). Left out: wider
 // than one bucket's vector loop (buckets shorter than a vector run the
 // portable loop).
 #pragma once
@@ -25,7 +34,17 @@ void bucket_sums(const float* x, int64_t d, int64_t count, double* sums);
 
 // codes[i] = level << 1 | (level > 0 && x[i] < 0), level = min(S, floor((S |x[i]|) / norm +
 // u(seed, index0 + i))), for one bucket of n elements with norm > 0. x, codes: [n].
+// The same sums in vector partial sums (isa: the widest path allowed; the
+// portable level is bucket_sums itself).
+void bucket_sums_fast(const float* x, int64_t d, int64_t count, double* sums,
+                      simd::Level isa = simd::Level::kAvx512);
+
+// How close to an integer the float t + u may come before a vector group is
+// recomputed in double (tests pass 0.5 to recompute every group).
+constexpr double kExactMargin = 1e-4;
+
 void bucket_codes(const float* x, int64_t n, float norm, int levels, uint32_t seed, uint64_t index0,
-                  uint8_t* codes, simd::Level isa = simd::Level::kAvx512);
+                  uint8_t* codes, simd::Level isa = simd::Level::kAvx512,
+                  double margin = kExactMargin);
 
 }  // namespace slowpipe::compressors::qsgd
