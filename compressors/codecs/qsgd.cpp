@@ -36,7 +36,13 @@ float norm_of_sum(double sum_of_squares) {
   const double norm = std::sqrt(sum_of_squares);
   if (norm >= FLT_MAX) return FLT_MAX;
   float f = static_cast<float>(norm);
-  if (static_cast<double>(f) < norm) f = std::nextafter(f, FLT_MAX);
+  if (static_cast<double>(f) < norm) {
+    // The next float up (f >= 0 and below FLT_MAX here): its bits plus one.
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    ++bits;
+    std::memcpy(&f, &bits, 4);
+  }
   return f;
 }
 
@@ -72,21 +78,19 @@ void Qsgd::encode_payload(const float* x, const Shape& shape, uint8_t* out) {
   const int64_t n = shape_numel(shape);
   const int64_t d = config_.bucket, buckets = buckets_of(n, d);
   const simd::Level isa = simd_ ? simd::Level::kAvx512 : simd::Level::kPortable;
-  // The squared norms of the whole buckets, then of the last (possibly short) one.
-  const int64_t whole = n / d;
-  sums_.resize(static_cast<size_t>(buckets));
-  qsgd::bucket_sums_fast(x, d, whole, sums_.data(), isa);
-  if (whole < buckets)
-    qsgd::bucket_sums_fast(x + whole * d, n - whole * d, 1, sums_.data() + whole, isa);
-  // A non-finite element makes its bucket's sum non-finite (squares of finite
-  // floats cannot overflow a double): no separate pass looks for one.
-  for (int64_t b = 0; b < buckets; ++b)
-    if (!std::isfinite(sums_[b])) refuse_non_finite(spec(), x, n, first_non_finite(x, n));
-  const uint32_t seed = encode_seed(seed_, encodes_++);
+  // The encode's seed; the counter moves only once the message is made.
+  const uint32_t seed = encode_seed(seed_, encodes_);
   codes_.resize(static_cast<size_t>(n));
+  // One bucket at a time, its sum of squares then its levels, so the second
+  // pass over the bucket reads it from cache.
   for (int64_t b = 0; b < buckets; ++b) {
     const int64_t start = b * d, len = std::min(d, n - start);
-    const float norm = simd_ ? norm_from_sum(x + start, len, sums_[b]) : norm_of_sum(sums_[b]);
+    double sum = 0;
+    qsgd::bucket_sums_fast(x + start, len, 1, &sum, isa);
+    // A non-finite element makes its bucket's sum non-finite (squares of
+    // finite floats cannot overflow a double): no separate pass looks for one.
+    if (!std::isfinite(sum)) refuse_non_finite(spec(), x, n, first_non_finite(x, n));
+    const float norm = simd_ ? norm_from_sum(x + start, len, sum) : norm_of_sum(sum);
     std::memcpy(out + 4 * b, &norm, 4);
     if (!(norm > 0)) {
       std::memset(codes_.data() + start, 0, static_cast<size_t>(len));
@@ -96,6 +100,7 @@ void Qsgd::encode_payload(const float* x, const Shape& shape, uint8_t* out) {
                        codes_.data() + start, isa);
   }
   pack_codes(codes_.data(), n, code_bits(), out + 4 * buckets);
+  ++encodes_;
 }
 
 void Qsgd::decode_payload(const uint8_t* p, const Shape& shape, float* out) const {

@@ -53,7 +53,6 @@ class Qsgd : public Codec {
   uint64_t encodes_ = 0;
   bool simd_ = true;
   std::vector<uint8_t> codes_;  // [n] scratch of encode_payload
-  std::vector<double> sums_;    // [buckets] squared norms
 };
 
 // The bucket's L2 norm as stored: computed in double, rounded up to fp32,
