@@ -27,6 +27,10 @@
 #else
 #define TAH_CLONES
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define TAH_F16C 1
+#endif
 
 namespace slowpipe::compressors {
 
@@ -104,13 +108,32 @@ uint32_t get_bits(const uint8_t* in, uint64_t pos, int bits) {
   return value;
 }
 
+// The W-bit fields of 8 codes, one code (< 2^W) per byte of x, packed
+// LSB-first into the low 8W bits (little-endian): neighbours paired in 16-,
+// 32- and 64-bit lanes, three steps for 8 codes (W = 1..8).
+constexpr uint64_t lanes(uint64_t pattern, int width) {  // pattern in every width-bit lane
+  uint64_t out = 0;
+  for (int at = 0; at < 64; at += width) out |= pattern << at;
+  return out;
+}
+constexpr uint64_t low_bits(int n) {
+  return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+}
+template <int W>
+uint64_t gather_fields(uint64_t x) {
+  x = (x & lanes(0xFF, 16)) | ((x >> (8 - W)) & lanes(low_bits(W) << W, 16));
+  x = (x & lanes(0xFFFF, 32)) | ((x >> (16 - 2 * W)) & lanes(low_bits(2 * W) << (2 * W), 32));
+  return (x & low_bits(32)) | ((x >> (32 - 4 * W)) & (low_bits(4 * W) << (4 * W)));
+}
+
 // Codes of a tile that starts on a byte boundary and has a multiple of 8
 // elements: groups of 8 codes in W bytes (the LSB-first stream, as pack_codes).
 template <int W>
 void pack_groups(const uint8_t* codes, int64_t len, uint8_t* out) {
   for (int64_t g = 0; g < len / 8; ++g) {
-    uint64_t acc = 0;
-    for (int j = 0; j < 8; ++j) acc |= static_cast<uint64_t>(codes[8 * g + j]) << (W * j);
+    uint64_t x;
+    std::memcpy(&x, codes + 8 * g, 8);
+    const uint64_t acc = gather_fields<W>(x);
     std::memcpy(out + W * g, &acc, W);
   }
 }
@@ -181,9 +204,10 @@ TAH_CLONES void dequantize_tile(const uint8_t* stream, uint64_t pos, int64_t len
         static_cast<float>(get_bits(stream, pos + static_cast<uint64_t>(i * bits), bits)) * step;
 }
 
-// Reductions in 16 interleaved lanes (vectorizable; min, max and the top two
+// Reductions in 8 interleaved lanes (vectorizable, one AVX2 vector, a short
+// tree; min, max and the top two
 // are exact, so the order does not change the result).
-constexpr int kRedLanes = 16;
+constexpr int kRedLanes = 8;
 
 // One pass over a tile: the two largest |x| (with multiplicity: two equal
 // peaks give top1 = top2), and min and max of x.
@@ -244,13 +268,42 @@ inline uint16_t to_half(float v) {
 inline float from_half(uint16_t h) {
   return static_cast<float>(c10::Half(h, c10::Half::from_bits()));
 }
-inline uint16_t half_up(float v) {  // v finite
+inline uint16_t half_up_software(float v) {  // v finite
   if (v > 65504.0F) return 0x7BFF;
   if (v < -65504.0F) return 0xFBFF;
   const uint16_t h = to_half(v);
   if (from_half(h) >= v) return h;
   if (h == 0x8000) return 0x0001;
   return (h & 0x8000) ? h - 1 : h + 1;
+}
+#ifdef TAH_F16C
+// The same rounding in one instruction: F16C converts toward +inf directly
+// (the smallest fp16 >= v, -0 for -tiny, 0x0001 for +tiny); and the exact
+// widening back.
+__attribute__((target("f16c"))) uint16_t half_up_f16c(float v) {
+  if (v > 65504.0F) return 0x7BFF;
+  if (v < -65504.0F) return 0xFBFF;
+  return static_cast<uint16_t>(_cvtss_sh(v, _MM_FROUND_TO_POS_INF));
+}
+__attribute__((target("f16c"))) float from_half_f16c(uint16_t h) {
+  return _cvtsh_ss(h);
+}
+bool have_f16c() {
+  static const bool yes = __builtin_cpu_supports("f16c");
+  return yes;
+}
+#endif
+inline uint16_t half_up(float v) {
+#ifdef TAH_F16C
+  if (have_f16c()) return half_up_f16c(v);
+#endif
+  return half_up_software(v);
+}
+inline float widen(uint16_t h) {
+#ifdef TAH_F16C
+  if (have_f16c()) return from_half_f16c(h);
+#endif
+  return from_half(h);
 }
 inline uint16_t half_down(float v) {
   return half_up(-v) ^ 0x8000;
@@ -272,10 +325,10 @@ TAH_CLONES void round_codes(const float* v, int64_t len, float zero, float inv, 
 void quantize_tile(const float* v, int64_t len, float lo, float hi, int bits, uint8_t* scales,
                    uint8_t* codes) {
   const uint16_t zero_half = half_down(lo);
-  const float zero = from_half(zero_half);
+  const float zero = widen(zero_half);
   const auto max_code = static_cast<float>((1 << bits) - 1);
   const uint16_t step_half = half_up(std::max(0.0F, (hi - zero) / max_code));
-  const float step = from_half(step_half);
+  const float step = widen(step_half);
   std::memcpy(scales, &zero_half, 2);
   std::memcpy(scales + 2, &step_half, 2);
   round_codes(v, len, zero, step > 0.0F ? 1.0F / step : 0.0F, max_code, codes);
@@ -406,6 +459,14 @@ TAH_CLONES void tah_hadamard(float* v, int64_t g) {
       }
   const float scale = hadamard_scale(g);
   for (int64_t j = 0; j < g; ++j) v[j] *= scale;
+}
+
+uint16_t tah_half_up(float v, bool hardware) {
+#ifdef TAH_F16C
+  if (hardware && have_f16c()) return half_up_f16c(v);
+#endif
+  (void)hardware;
+  return half_up_software(v);
 }
 
 TahQuant::TahQuant(TahConfig config) : config_(config) {}
@@ -539,7 +600,7 @@ void TahQuant::decode_payload(const uint8_t* p, const Shape& shape, float* out) 
       uint16_t zero_half, step_half;
       std::memcpy(&zero_half, p + 4 * t, 2);
       std::memcpy(&step_half, p + 4 * t + 2, 2);
-      const float zero = from_half(zero_half), step = from_half(step_half);
+      const float zero = widen(zero_half), step = widen(step_half);
       if (!std::isfinite(zero) || !std::isfinite(step) || step < 0.0F)
         bad("tile " + std::to_string(t) + " has a non-finite zero point or a bad step");
       float* v = out + tok * l.channels + j * g;

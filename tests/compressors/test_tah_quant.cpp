@@ -5,6 +5,7 @@
 // falling with bits; what the rotation and the adaptive widths buy on inputs
 // built to show it; the spec and its errors; the decoder's checks.
 #include <ATen/ATen.h>
+#include <c10/util/Half.h>
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -14,8 +15,8 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "compressors/codecs/channel_spec.h"
 #include "compressors/channels/factory.h"
+#include "compressors/codecs/channel_spec.h"
 #include "compressors/codecs/internal/tah_quant.h"
 #include "spec_checks.h"
 #include "tah_reference.h"
@@ -189,6 +190,40 @@ TEST_CASE("TAH-Quant: the Walsh-Hadamard step is Sylvester's orthonormal matrix,
       REQUIRE(y != x);  // the control: not bit-exact in general, so the bounds do the work
     }
   }
+}
+
+TEST_CASE("TAH-Quant: the fp16 rounding up is the same in hardware (F16C) and software") {
+  // Every fp16 value, its neighbours in float, and random floats of every
+  // magnitude, both signs; zeros, subnormals and the ends of the range.
+  std::vector<float> vs = {0.0F,     -0.0F,     1e-45F,   -1e-45F,   1e-8F,    -1e-8F,
+                           5.96e-8F, -5.96e-8F, 65504.0F, -65504.0F, 65505.0F, -65505.0F,
+                           65520.0F, -65520.0F, 1e30F,    -1e30F,    3.4e38F,  -3.4e38F};
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    if ((h & 0x7C00) == 0x7C00) continue;  // inf and NaN
+    const auto bits = static_cast<uint16_t>(h);
+    const float f = static_cast<float>(c10::Half(bits, c10::Half::from_bits()));
+    vs.push_back(f);
+    vs.push_back(std::nextafter(f, 1e9F));
+    vs.push_back(std::nextafter(f, -1e9F));
+  }
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> mant(1.0F, 2.0F);
+  std::uniform_int_distribution<int> expo(-40, 20);
+  for (int i = 0; i < 200000; ++i)
+    vs.push_back((i % 2 ? -1.0F : 1.0F) * std::ldexp(mant(rng), expo(rng)));
+  size_t differ = 0;
+  for (float v : vs) {
+    const uint16_t hw = sc::tah_half_up(v, true), sw = sc::tah_half_up(v, false);
+    if (hw != sw) {
+      ++differ;
+      INFO("v = " << v << " hardware " << hw << " software " << sw);
+      CHECK(hw == sw);
+    }
+    // The rounding's contract: the smallest fp16 >= v (within the finite range).
+    const float up = static_cast<float>(c10::Half(sw, c10::Half::from_bits()));
+    if (std::fabs(v) <= 65504.0F) REQUIRE(up >= v);
+  }
+  REQUIRE(differ == 0);
 }
 
 TEST_CASE("TAH-Quant: the entropy estimate is close to Shannon's entropy") {

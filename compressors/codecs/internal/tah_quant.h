@@ -83,6 +83,12 @@ float tah_log2(float u);
 // Shannon entropy (bits) of |x| / sum |x| over x[0..len), estimated as the
 // documented float recipe (0 for a tile of zeros). The allocator's key.
 float tah_entropy(const float* x, int64_t len);
+// The tile's fp16 zero point and step rounding: the smallest fp16 >= v (v
+// finite; beyond +-65504 the largest finite fp16 of that sign). `hardware`:
+// F16C's round-toward-+inf conversion where the CPU has it (the codec's
+// choice), else the software rounding (c10::Half to nearest, then one step up
+// where that fell below v); both give the same bits (tested).
+uint16_t tah_half_up(float v, bool hardware);
 
 std::unique_ptr<Codec> make_tah_quant(const SpecStage& stage, const CodecBuildContext& ctx);
 // The summary plots' facts of a `tah` stage: bits = B (scales and tile
