@@ -5,63 +5,45 @@
 //
 // Work is per tile in a local buffer (G <= 1024 floats): one pass computes the
 // entropies (adaptive mode, fractional B only) and picks the high-width tiles,
-// a second rotates, quantizes and packs. Reductions run in 16 lanes, the
-// entropy's terms branch-free, so the loops vectorize. A tile that starts on a
+// a second rotates, quantizes and packs; the per-tile kernels (statistics,
+// fp16 roundings, entropy, Walsh-Hadamard) are tah_kernels.cpp. A tile that starts on a
 // byte boundary of the code stream with a multiple of 8 elements (every full
 // tile when G >= 8 and C is a multiple of G) is packed 8 codes in W bytes at a
 // time, and unpacked fused with its dequantization; others go bit by bit.
 #include "compressors/codecs/internal/tah_quant.h"
 
-#include <c10/util/Half.h>
-
 #include <algorithm>
+#include <array>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "common/errors.h"
+#include "compressors/codecs/internal/tah_kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define TAH_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define TAH_CLONES
 #endif
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define TAH_F16C 1
-#endif
 
 namespace slowpipe::compressors {
 
 namespace {
 
-constexpr int64_t kMinTile = 2, kMaxTile = 1024;
+using tah::half_down;
+using tah::half_up;
+using tah::kMaxTile;
+using tah::kMinTile;
+using tah::log2_of;
+using tah::stats_of;
+using tah::TileStats;
+using tah::widen;
 constexpr int kDefaultTile = 64;
 // Tiles whose largest |x| is beyond the fp16 range (they clip anyway) are not
 // rotated, so that the transform never overflows.
 constexpr float kRotateLimit = 65504.0F;
-// log2(1 + t) ~ t (c1 + t (c2 + t (c3 + t c4))) on [0, 1): a least-squares
-// fit, |error| < 1.1e-4 (docs/codec-spec.md).
-constexpr float kC1 = 1.4390145F, kC2 = -0.67994287F, kC3 = 0.32559363F, kC4 = -0.084767579F;
-constexpr int kLanes = 8;  // the entropy's interleaved partial sums
-
-int log2_of(int64_t g) {
-  int k = 0;
-  while ((int64_t{1} << k) < g) ++k;
-  return k;
-}
-
-// (float)(1 / sqrt(G)) for G = 2^k, k = 0..10, computed once.
-float hadamard_scale(int64_t g) {
-  static const std::vector<float> scales = [] {
-    std::vector<float> s;
-    for (int k = 0; k <= 10; ++k)
-      s.push_back(static_cast<float>(1.0 / std::sqrt(static_cast<double>(int64_t{1} << k))));
-    return s;
-  }();
-  return scales[static_cast<size_t>(log2_of(g))];
-}
 
 // Byte offsets of the three sections of a message.
 struct Sections {
@@ -204,48 +186,6 @@ TAH_CLONES void dequantize_tile(const uint8_t* stream, uint64_t pos, int64_t len
         static_cast<float>(get_bits(stream, pos + static_cast<uint64_t>(i * bits), bits)) * step;
 }
 
-// Reductions in 8 interleaved lanes (vectorizable, one AVX2 vector, a short
-// tree; min, max and the top two
-// are exact, so the order does not change the result).
-constexpr int kRedLanes = 8;
-
-// One pass over a tile: the two largest |x| (with multiplicity: two equal
-// peaks give top1 = top2), and min and max of x.
-struct TileStats {
-  float top1 = 0, top2 = 0, lo = 0, hi = 0;
-};
-TAH_CLONES TileStats tile_stats(const float* x, int64_t len) {
-  float m1[kRedLanes] = {}, m2[kRedLanes] = {}, mn[kRedLanes], mx[kRedLanes];
-  for (int j = 0; j < kRedLanes; ++j) mn[j] = mx[j] = x[0];
-  const auto step = [&](int j, float v) {
-    const float a = std::fabs(v);
-    const float low = a < m1[j] ? a : m1[j];
-    m2[j] = low > m2[j] ? low : m2[j];
-    m1[j] = a > m1[j] ? a : m1[j];
-    mn[j] = v < mn[j] ? v : mn[j];
-    mx[j] = v > mx[j] ? v : mx[j];
-  };
-  const int64_t whole = len / kRedLanes * kRedLanes;
-  for (int64_t i = 0; i < whole; i += kRedLanes)
-    for (int j = 0; j < kRedLanes; ++j) step(j, x[i + j]);
-  for (int64_t i = whole; i < len; ++i) step(0, x[i]);
-  for (int w = kRedLanes / 2; w >= 1; w /= 2)  // lanes j and j + w, as a tree
-    for (int j = 0; j < w; ++j) {
-      const float low = m1[j] < m1[j + w] ? m1[j] : m1[j + w];
-      const float high2 = m2[j] > m2[j + w] ? m2[j] : m2[j + w];
-      m2[j] = low > high2 ? low : high2;
-      m1[j] = m1[j] > m1[j + w] ? m1[j] : m1[j + w];
-      mn[j] = mn[j + w] < mn[j] ? mn[j + w] : mn[j];
-      mx[j] = mx[j + w] > mx[j] ? mx[j + w] : mx[j];
-    }
-  TileStats s;
-  s.top1 = m1[0];
-  s.top2 = m2[0];
-  s.lo = mn[0] + 0.0F;  // -0 reads as +0, whatever the lanes' order
-  s.hi = mx[0];
-  return s;
-}
-
 // The rotation decision of a full tile: the pivot is the first index of the
 // largest |x|; rotate when it is at least twice every other |x|.
 struct PivotChoice {
@@ -258,55 +198,6 @@ PivotChoice choose_pivot(const float* x, const TileStats& s) {
   if (c.rotate)
     while (std::fabs(x[c.index]) != s.top1) ++c.index;
   return c;
-}
-
-// fp16 bits, inline (c10's header-only conversions; the same roundings as
-// half_round_down / half_round_up of quantizer.h, which the tests compare).
-inline uint16_t to_half(float v) {
-  return c10::Half(v).x;
-}
-inline float from_half(uint16_t h) {
-  return static_cast<float>(c10::Half(h, c10::Half::from_bits()));
-}
-inline uint16_t half_up_software(float v) {  // v finite
-  if (v > 65504.0F) return 0x7BFF;
-  if (v < -65504.0F) return 0xFBFF;
-  const uint16_t h = to_half(v);
-  if (from_half(h) >= v) return h;
-  if (h == 0x8000) return 0x0001;
-  return (h & 0x8000) ? h - 1 : h + 1;
-}
-#ifdef TAH_F16C
-// The same rounding in one instruction: F16C converts toward +inf directly
-// (the smallest fp16 >= v, -0 for -tiny, 0x0001 for +tiny); and the exact
-// widening back.
-__attribute__((target("f16c"))) uint16_t half_up_f16c(float v) {
-  if (v > 65504.0F) return 0x7BFF;
-  if (v < -65504.0F) return 0xFBFF;
-  return static_cast<uint16_t>(_cvtss_sh(v, _MM_FROUND_TO_POS_INF));
-}
-__attribute__((target("f16c"))) float from_half_f16c(uint16_t h) {
-  return _cvtsh_ss(h);
-}
-bool have_f16c() {
-  static const bool yes = __builtin_cpu_supports("f16c");
-  return yes;
-}
-#endif
-inline uint16_t half_up(float v) {
-#ifdef TAH_F16C
-  if (have_f16c()) return half_up_f16c(v);
-#endif
-  return half_up_software(v);
-}
-inline float widen(uint16_t h) {
-#ifdef TAH_F16C
-  if (have_f16c()) return from_half_f16c(h);
-#endif
-  return from_half(h);
-}
-inline uint16_t half_down(float v) {
-  return half_up(-v) ^ 0x8000;
 }
 
 TAH_CLONES void round_codes(const float* v, int64_t len, float zero, float inv, float max_code,
@@ -375,99 +266,6 @@ int parse_centi(const std::string& v) {
 }
 
 }  // namespace
-
-float tah_log2(float u) {
-  uint32_t b;
-  std::memcpy(&b, &u, 4);
-  const int e = static_cast<int>(b >> 23) - 127;
-  const uint32_t mb = (b & 0x7FFFFFU) | 0x3F800000U;
-  float m;
-  std::memcpy(&m, &mb, 4);
-  const float t = m - 1.0F;
-  return static_cast<float>(e) + (((kC4 * t + kC3) * t + kC2) * t + kC1) * t;
-}
-
-TAH_CLONES float tah_entropy(const float* x, int64_t len) {
-  const float top = tile_stats(x, len).top1;
-  if (!(top >= FLT_MIN)) return 0.0F;
-  uint32_t tb;
-  std::memcpy(&tb, &top, 4);
-  // 2^-e with e the exponent of the largest |x|: u = |x| * k lies in [0, 2),
-  // exactly scaled wherever u >= FLT_MIN (the entropy is scale invariant).
-  const float k = std::ldexp(1.0F, 127 - static_cast<int>(tb >> 23));
-  // Element-wise first (vectorized), then the documented lane sums.
-  float us[kMaxTile], terms[kMaxTile];
-  for (int64_t i = 0; i < len; ++i) {
-    const float u = std::fabs(x[i]) * k;
-    uint32_t b;
-    std::memcpy(&b, &u, 4);
-    const uint32_t mb = (b & 0x7FFFFFU) | 0x3F800000U;
-    float m;
-    std::memcpy(&m, &mb, 4);
-    const float f = m - 1.0F;
-    const float lg = static_cast<float>(static_cast<int>(b >> 23) - 127) +
-                     (((kC4 * f + kC3) * f + kC2) * f + kC1) * f;  // tah_log2(u)
-    // u < FLT_MIN (zero or subnormal) counts as 0: an integer mask on the bits,
-    // so that the loop has no branch (u >= 0, so its bits order like its value).
-    const float term = u * lg;
-    const uint32_t keep = b >= 0x00800000U ? 0xFFFFFFFFU : 0U;
-    uint32_t tb_bits;
-    std::memcpy(&tb_bits, &term, 4);
-    const uint32_t ub = b & keep, qb = tb_bits & keep;
-    std::memcpy(&us[i], &ub, 4);
-    std::memcpy(&terms[i], &qb, 4);
-  }
-  float s[kLanes] = {}, t[kLanes] = {};
-  const int64_t whole = len / kLanes * kLanes;
-  for (int64_t i = 0; i < whole; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) {
-      s[j] += us[i + j];
-      t[j] += terms[i + j];
-    }
-  for (int64_t i = whole; i < len; ++i) {
-    s[i - whole] += us[i];
-    t[i - whole] += terms[i];
-  }
-  const float sum_s = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-  const float sum_t = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
-  return tah_log2(sum_s) - sum_t / sum_s;
-}
-
-TAH_CLONES void tah_hadamard(float* v, int64_t g) {
-  int64_t h = 1;
-  if (g >= 8) {  // stages 1, 2, 4 inside each group of 8, in registers
-    for (int64_t i = 0; i < g; i += 8) {
-      float a[8];
-      for (int j = 0; j < 8; ++j) a[j] = v[i + j];
-      for (int w = 1; w < 8; w *= 2)
-        for (int j = 0; j < 8; ++j)
-          if ((j & w) == 0) {
-            const float x = a[j], y = a[j + w];
-            a[j] = x + y;
-            a[j + w] = x - y;
-          }
-      for (int j = 0; j < 8; ++j) v[i + j] = a[j];
-    }
-    h = 8;
-  }
-  for (; h < g; h *= 2)
-    for (int64_t i = 0; i < g; i += 2 * h)
-      for (int64_t j = i; j < i + h; ++j) {
-        const float a = v[j], b = v[j + h];
-        v[j] = a + b;
-        v[j + h] = a - b;
-      }
-  const float scale = hadamard_scale(g);
-  for (int64_t j = 0; j < g; ++j) v[j] *= scale;
-}
-
-uint16_t tah_half_up(float v, bool hardware) {
-#ifdef TAH_F16C
-  if (hardware && have_f16c()) return half_up_f16c(v);
-#endif
-  (void)hardware;
-  return half_up_software(v);
-}
 
 TahQuant::TahQuant(TahConfig config) : config_(config) {}
 
@@ -545,7 +343,7 @@ void TahQuant::encode_payload(const float* x, const Shape& shape, uint8_t* out) 
       const float* v = x + tok * l.channels + j * g;
       const int bits = high[t] ? l.high_bits : l.low_bits;
       if (high[t] && l.width_map) put_bits(header, static_cast<uint64_t>(t), 1, 1);
-      TileStats stats = tile_stats(v, len);
+      TileStats stats = stats_of(v, len);
       if (full) {
         const PivotChoice p = choose_pivot(v, stats);
         if (p.rotate) {
@@ -553,7 +351,7 @@ void TahQuant::encode_payload(const float* x, const Shape& shape, uint8_t* out) 
           std::swap(rotated[0], rotated[p.index]);
           tah_hadamard(rotated, g);
           v = rotated;
-          stats = tile_stats(v, len);
+          stats = stats_of(v, len);
           const uint64_t at = sec.width_bits + static_cast<uint64_t>(full_index) * (1 + pivot_bits);
           put_bits(header, at, 1, 1);
           put_bits(header, at + 1, static_cast<uint32_t>(p.index), pivot_bits);

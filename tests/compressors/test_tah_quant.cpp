@@ -7,6 +7,8 @@
 #include <ATen/ATen.h>
 #include <c10/util/Half.h>
 
+#include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -188,6 +190,39 @@ TEST_CASE("TAH-Quant: the Walsh-Hadamard step is Sylvester's orthonormal matrix,
       for (int64_t i = 0; i < g; ++i) diff = std::max(diff, std::fabs(double(y[i]) - x[i]));
       REQUIRE(diff <= 1e-5 * std::sqrt(nx));
       REQUIRE(y != x);  // the control: not bit-exact in general, so the bounds do the work
+    }
+  }
+}
+
+TEST_CASE("TAH-Quant: tile statistics, vector path against the portable loop and a sort") {
+  std::mt19937 rng(12);
+  std::normal_distribution<float> normal;
+  std::uniform_int_distribution<int> pick(0, 5);
+  for (int64_t len : {2, 5, 8, 16, 24, 64, 1024}) {
+    for (int trial = 0; trial < 300; ++trial) {
+      std::vector<float> x(static_cast<size_t>(len));
+      for (float& v : x) {
+        const int kind = pick(rng);  // ties, zeros of both signs, spikes
+        v = kind == 0   ? 1.5F
+            : kind == 1 ? -0.0F
+            : kind == 2 ? 0.0F
+                        : normal(rng) * (kind == 5 ? 100.0F : 1.0F);
+      }
+      if (trial % 3 == 0) x[static_cast<size_t>(trial) % x.size()] = -1e4F;  // one dominant element
+      std::vector<float> mags(x.size());
+      for (size_t i = 0; i < x.size(); ++i) mags[i] = std::fabs(x[i]);
+      std::sort(mags.rbegin(), mags.rend());
+      const std::array<float, 4> want = {mags[0], mags.size() > 1 ? mags[1] : 0.0F,
+                                         *std::min_element(x.begin(), x.end()) + 0.0F,
+                                         *std::max_element(x.begin(), x.end())};
+      for (bool vector : {false, true}) {
+        INFO("len " << len << " trial " << trial << " vector " << vector);
+        const std::array<float, 4> got = sc::tah_tile_stats(x.data(), len, vector);
+        REQUIRE(got[0] == want[0]);
+        REQUIRE(got[1] == want[1]);
+        REQUIRE(got[2] == want[2]);
+        REQUIRE(got[3] == want[3]);  // +0 == -0: the sign of a zero max is not used
+      }
     }
   }
 }

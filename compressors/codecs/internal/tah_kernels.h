@@ -1,0 +1,34 @@
+// TAH-Quant's per-tile kernels (tah_quant.cpp uses them; tah_kernels.cpp):
+// the tile statistics, the fp16 roundings of the zero point and step, and the
+// public pieces of internal/tah_quant.h (entropy, log2, Walsh-Hadamard). Each
+// fast path (AVX2 statistics, F16C roundings) gives the portable result
+// exactly; test_tah_quant.cpp compares them. docs/codec-spec.md, "TAH-Quant".
+#pragma once
+
+#include <cstdint>
+
+namespace slowpipe::compressors::tah {
+
+constexpr int64_t kMinTile = 2, kMaxTile = 1024;
+
+inline int log2_of(int64_t g) {
+  int k = 0;
+  while ((int64_t{1} << k) < g) ++k;
+  return k;
+}
+
+// One pass over a tile: the two largest |x| (with multiplicity: two equal
+// peaks give top1 = top2), and min (-0 read as +0) and max of x.
+struct TileStats {
+  float top1 = 0, top2 = 0, lo = 0, hi = 0;
+};
+// By the fastest path this CPU has (`vector` false: the portable loop).
+TileStats stats_of(const float* x, int64_t len, bool vector = true);
+
+// The smallest fp16 >= v (v finite; beyond +-65504 the largest finite fp16
+// of that sign), the largest fp16 <= v likewise, and an fp16's float value.
+uint16_t half_up(float v);
+uint16_t half_down(float v);
+float widen(uint16_t h);
+
+}  // namespace slowpipe::compressors::tah
