@@ -172,6 +172,48 @@ uint16_t half_down(float v) {
   return half_up(-v) ^ 0x8000;
 }
 
+#ifdef TAH_F16C
+namespace {
+template <int W>
+__attribute__((target("avx2"))) void dequantize_w(const uint8_t* in, int64_t len, float zero,
+                                                  float step, float* out) {
+  const __m256i shifts = _mm256_setr_epi32(0, W, 2 * W, 3 * W, 4 * W, 5 * W, 6 * W, 7 * W);
+  const __m256i mask = _mm256_set1_epi32((1 << W) - 1);
+  const __m256 vz = _mm256_set1_ps(zero), vs = _mm256_set1_ps(step);
+  for (int64_t g = 0; g < len / 8; ++g) {
+    uint32_t acc = 0;  // W byte loads: never past the group's last byte
+    for (int k = 0; k < W; ++k) acc |= static_cast<uint32_t>(in[W * g + k]) << (8 * k);
+    const __m256i c =
+        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(acc)), shifts), mask);
+    // zero + code * step: a product then a sum, as the scalar loop.
+    _mm256_storeu_ps(out + 8 * g, _mm256_add_ps(vz, _mm256_mul_ps(_mm256_cvtepi32_ps(c), vs)));
+  }
+}
+}  // namespace
+#endif
+
+bool dequantize_groups_avx2(const uint8_t* in, int64_t len, int bits, float zero, float step,
+                            float* out) {
+#ifdef TAH_F16C
+  if (!have_avx2()) return false;
+  switch (bits) {
+    case 1:
+      return dequantize_w<1>(in, len, zero, step, out), true;
+    case 2:
+      return dequantize_w<2>(in, len, zero, step, out), true;
+    case 3:
+      return dequantize_w<3>(in, len, zero, step, out), true;
+    case 4:
+      return dequantize_w<4>(in, len, zero, step, out), true;
+    default:
+      return false;
+  }
+#else
+  (void)in, (void)len, (void)bits, (void)zero, (void)step, (void)out;
+  return false;
+#endif
+}
+
 }  // namespace tah
 
 namespace {

@@ -161,6 +161,7 @@ TAH_CLONES void dequantize_tile(const uint8_t* stream, uint64_t pos, int64_t len
                                 float zero, float step, float* out) {
   if (pos % 8 == 0 && len % 8 == 0) {
     const uint8_t* in = stream + pos / 8;
+    if (tah::dequantize_groups_avx2(in, len, bits, zero, step, out)) return;
     switch (bits) {
       case 1:
         return dequantize_groups<1>(in, len, zero, step, out);

@@ -31,4 +31,11 @@ uint16_t half_up(float v);
 uint16_t half_down(float v);
 float widen(uint16_t h);
 
+// A byte-aligned run of len codes (len a multiple of 8, W = bits bits each,
+// LSB-first, 8 codes in W bytes) to values zero + code * step, in AVX2 for
+// W <= 4 (8 codes from one broadcast word by variable shifts). False, and
+// nothing written, where this CPU lacks AVX2 or W > 4: the caller's loop then.
+bool dequantize_groups_avx2(const uint8_t* in, int64_t len, int bits, float zero, float step,
+                            float* out);
+
 }  // namespace slowpipe::compressors::tah
