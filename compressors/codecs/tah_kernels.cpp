@@ -36,8 +36,10 @@ constexpr int kRedLanes = 8;
 TAH_CLONES TileStats tile_stats(const float* x, int64_t len) {
   float m1[kRedLanes] = {}, m2[kRedLanes] = {}, mn[kRedLanes], mx[kRedLanes];
   for (int j = 0; j < kRedLanes; ++j) mn[j] = mx[j] = x[0];
+  int bad = 0;  // a NaN or inf seen (which min and max would pass over)
   const auto step = [&](int j, float v) {
     const float a = std::fabs(v);
+    bad |= !(a <= FLT_MAX);
     const float low = a < m1[j] ? a : m1[j];
     m2[j] = low > m2[j] ? low : m2[j];
     m1[j] = a > m1[j] ? a : m1[j];
@@ -62,6 +64,7 @@ TAH_CLONES TileStats tile_stats(const float* x, int64_t len) {
   s.top2 = m2[0];
   s.lo = mn[0] + 0.0F;  // -0 reads as +0, whatever the lanes' order
   s.hi = mx[0];
+  s.finite = bad == 0;
   return s;
 }
 
@@ -82,9 +85,12 @@ __attribute__((target("avx2"))) TileStats tile_stats_avx2(const float* x, int64_
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   __m256 m1 = _mm256_setzero_ps(), m2 = _mm256_setzero_ps();
   __m256 mn = _mm256_set1_ps(x[0]), mx = mn;
+  const __m256 largest = _mm256_set1_ps(FLT_MAX);
+  __m256 bad = _mm256_setzero_ps();  // lanes that saw a NaN or inf
   for (int64_t i = 0; i < len; i += 8) {
     const __m256 v = _mm256_loadu_ps(x + i);
     const __m256 a = _mm256_and_ps(v, abs_mask);
+    bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, largest, _CMP_NLE_UQ));
     m2 = _mm256_max_ps(_mm256_min_ps(a, m1), m2);
     m1 = _mm256_max_ps(a, m1);
     mn = _mm256_min_ps(v, mn);
@@ -101,6 +107,7 @@ __attribute__((target("avx2"))) TileStats tile_stats_avx2(const float* x, int64_
   s.top2 = _mm256_cvtss_f32(m2);
   s.lo = _mm256_cvtss_f32(mn) + 0.0F;  // -0 reads as +0, as tile_stats
   s.hi = _mm256_cvtss_f32(mx);
+  s.finite = _mm256_movemask_ps(bad) == 0;
   return s;
 }
 bool have_avx2() {
@@ -323,9 +330,9 @@ TAH_CLONES void tah_hadamard(float* v, int64_t g) {
   for (int64_t j = 0; j < g; ++j) v[j] *= scale;
 }
 
-std::array<float, 4> tah_tile_stats(const float* x, int64_t len, bool vector) {
+std::array<float, 5> tah_tile_stats(const float* x, int64_t len, bool vector) {
   const tah::TileStats s = tah::stats_of(x, len, vector);
-  return {s.top1, s.top2, s.lo, s.hi};
+  return {s.top1, s.top2, s.lo, s.hi, s.finite ? 1.0F : 0.0F};
 }
 
 uint16_t tah_half_up(float v, bool hardware) {

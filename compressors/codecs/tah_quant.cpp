@@ -308,8 +308,11 @@ uint64_t TahQuant::payload_bytes(const Shape& shape) const {
 void TahQuant::encode_payload(const float* x, const Shape& shape, uint8_t* out) {
   const int64_t n = shape_numel(shape);
   if (n == 0) return;
-  if (const int64_t bad = first_non_finite(x, n); bad >= 0) refuse_non_finite(spec(), x, n, bad);
   const TahLayout l = layout(shape);
+  // The entropy pass needs finite input; otherwise each tile's statistics say
+  // whether it is finite, and no separate pass looks.
+  if (l.width_map)
+    if (const int64_t bad = first_non_finite(x, n); bad >= 0) refuse_non_finite(spec(), x, n, bad);
   const Sections sec = sections_of(l, config_.tile);
   std::memset(out + sec.header, 0, sec.total - sec.header);
   const int64_t g = config_.tile, per_token = l.full_per_token + (l.tail > 0 ? 1 : 0);
@@ -345,6 +348,7 @@ void TahQuant::encode_payload(const float* x, const Shape& shape, uint8_t* out) 
       const int bits = high[t] ? l.high_bits : l.low_bits;
       if (high[t] && l.width_map) put_bits(header, static_cast<uint64_t>(t), 1, 1);
       TileStats stats = stats_of(v, len);
+      if (!stats.finite) refuse_non_finite(spec(), x, n, first_non_finite(x, n));
       if (full) {
         const PivotChoice p = choose_pivot(v, stats);
         if (p.rotate) {

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -217,11 +218,17 @@ TEST_CASE("TAH-Quant: tile statistics, vector path against the portable loop and
                                          *std::max_element(x.begin(), x.end())};
       for (bool vector : {false, true}) {
         INFO("len " << len << " trial " << trial << " vector " << vector);
-        const std::array<float, 4> got = sc::tah_tile_stats(x.data(), len, vector);
+        const std::array<float, 5> got = sc::tah_tile_stats(x.data(), len, vector);
         REQUIRE(got[0] == want[0]);
         REQUIRE(got[1] == want[1]);
         REQUIRE(got[2] == want[2]);
         REQUIRE(got[3] == want[3]);  // +0 == -0: the sign of a zero max is not used
+        REQUIRE(got[4] == 1.0F);
+        // One NaN or inf anywhere (every lane, the tail): not finite.
+        std::vector<float> y = x;
+        y[static_cast<size_t>(trial) % y.size()] =
+            trial % 2 ? std::numeric_limits<float>::quiet_NaN() : -INFINITY;
+        REQUIRE(sc::tah_tile_stats(y.data(), len, vector)[4] == 0.0F);
       }
     }
   }

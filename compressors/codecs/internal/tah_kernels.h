@@ -18,9 +18,11 @@ inline int log2_of(int64_t g) {
 }
 
 // One pass over a tile: the two largest |x| (with multiplicity: two equal
-// peaks give top1 = top2), and min (-0 read as +0) and max of x.
+// peaks give top1 = top2), min (-0 read as +0) and max of x, and whether
+// every element is finite (the others are meaningless when not).
 struct TileStats {
   float top1 = 0, top2 = 0, lo = 0, hi = 0;
+  bool finite = true;
 };
 // By the fastest path this CPU has (`vector` false: the portable loop).
 TileStats stats_of(const float* x, int64_t len, bool vector = true);

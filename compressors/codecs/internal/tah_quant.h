@@ -91,9 +91,10 @@ float tah_entropy(const float* x, int64_t len);
 // where that fell below v); both give the same bits (tested).
 uint16_t tah_half_up(float v, bool hardware);
 // A tile's {largest |x|, second largest |x| (equal to the first for two equal
-// peaks), min x (-0 as +0), max x}: `vector` the AVX2 path where the CPU has
-// it (tiles of a multiple of 8), else the portable loop; the same values.
-std::array<float, 4> tah_tile_stats(const float* x, int64_t len, bool vector);
+// peaks), min x (-0 as +0), max x, 1 if every x is finite else 0}: `vector`
+// the AVX2 path where the CPU has it (tiles of a multiple of 8), else the
+// portable loop; the same values.
+std::array<float, 5> tah_tile_stats(const float* x, int64_t len, bool vector);
 
 std::unique_ptr<Codec> make_tah_quant(const SpecStage& stage, const CodecBuildContext& ctx);
 // The summary plots' facts of a `tah` stage: bits = B (scales and tile
