@@ -305,6 +305,25 @@ uint64_t TahQuant::payload_bytes(const Shape& shape) const {
   return sections_of(layout(shape), config_.tile).total;
 }
 
+std::vector<uint8_t> TahQuant::entropy_widths(const float* x, const TahLayout& l) const {
+  // The entropy pass and the choice of high-width tiles per class.
+  const int64_t g = config_.tile, per_token = l.full_per_token + (l.tail > 0 ? 1 : 0);
+  std::vector<uint8_t> high(static_cast<size_t>(l.tiles()), 0);
+  std::vector<float> entropy(high.size());
+  std::vector<int64_t> full_ids, tail_ids;
+  full_ids.reserve(static_cast<size_t>(l.full_tiles));
+  tail_ids.reserve(static_cast<size_t>(l.tail_tiles));
+  for (int64_t tok = 0, t = 0; tok < l.tokens; ++tok)
+    for (int64_t j = 0; j < per_token; ++j, ++t) {
+      const bool full = j < l.full_per_token;
+      entropy[t] = tah_entropy(x + tok * l.channels + j * g, full ? g : l.tail);
+      (full ? full_ids : tail_ids).push_back(t);
+    }
+  mark_highest(full_ids, l.high_full, entropy, high);
+  mark_highest(tail_ids, l.high_tail, entropy, high);
+  return high;
+}
+
 void TahQuant::encode_payload(const float* x, const Shape& shape, uint8_t* out) {
   const int64_t n = shape_numel(shape);
   if (n == 0) return;
@@ -318,22 +337,7 @@ void TahQuant::encode_payload(const float* x, const Shape& shape, uint8_t* out) 
   const int64_t g = config_.tile, per_token = l.full_per_token + (l.tail > 0 ? 1 : 0);
   const int pivot_bits = log2_of(g);
 
-  // Widths: the entropy pass and the choice of high-width tiles per class.
-  std::vector<uint8_t> high = fixed_widths(l);
-  if (l.width_map) {
-    std::vector<float> entropy(high.size());
-    std::vector<int64_t> full_ids, tail_ids;
-    full_ids.reserve(static_cast<size_t>(l.full_tiles));
-    tail_ids.reserve(static_cast<size_t>(l.tail_tiles));
-    for (int64_t tok = 0, t = 0; tok < l.tokens; ++tok)
-      for (int64_t j = 0; j < per_token; ++j, ++t) {
-        const bool full = j < l.full_per_token;
-        entropy[t] = tah_entropy(x + tok * l.channels + j * g, full ? g : l.tail);
-        (full ? full_ids : tail_ids).push_back(t);
-      }
-    mark_highest(full_ids, l.high_full, entropy, high);
-    mark_highest(tail_ids, l.high_tail, entropy, high);
-  }
+  const std::vector<uint8_t> high = l.width_map ? entropy_widths(x, l) : fixed_widths(l);
 
   uint8_t* header = out + sec.header;
   uint8_t* stream = out + sec.codes;
