@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "compressors/codecs/internal/quant_simd.h"
 #include "compressors/codecs/internal/tah_quant.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -110,9 +111,10 @@ __attribute__((target("avx2"))) TileStats tile_stats_avx2(const float* x, int64_
   s.finite = _mm256_movemask_ps(bad) == 0;
   return s;
 }
+// The AVX2 and F16C paths follow the library's dispatch level, so that
+// SLOWPIPE_SIMD=portable runs the portable loops (quant_simd.h).
 bool have_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
-  return yes;
+  return simd::level() >= simd::Level::kAvx2;
 }
 #endif
 }  // namespace
@@ -156,8 +158,8 @@ __attribute__((target("f16c"))) float from_half_f16c(uint16_t h) {
   return _cvtsh_ss(h);
 }
 bool have_f16c() {
-  static const bool yes = __builtin_cpu_supports("f16c");
-  return yes;
+  static const bool cpu = __builtin_cpu_supports("f16c");
+  return cpu && simd::level() >= simd::Level::kAvx2;
 }
 #endif
 

@@ -10,7 +10,8 @@
 namespace slowpipe::compressors::simd {
 
 // The widest instruction set the run-time-dispatched kernels of this library
-// may use (these kernels, aq_kernels.h, the TopK sweeps, QSGD's loop): the
+// may use (these kernels, aq_kernels.h, the TopK sweeps, QSGD's loop,
+// TAH-Quant's tile statistics, unpacking and F16C roundings): the
 // CPU's, capped by the environment variable SLOWPIPE_SIMD = avx2 | portable
 // (read once; any other value is ignored with a warning on stderr), so that
 // a developer on an AVX-512 host can measure what an AVX2-only host runs.
