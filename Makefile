@@ -47,7 +47,7 @@ $(addprefix reproduce-,$(REPRODUCTIONS) $(LONG_REPRODUCTIONS)): reproduce-%: bui
 	@SCALE=$(SCALE) DTYPE=$(DTYPE) JOBS=$(JOBS) ./scripts/reproduce.sh $(BUILD_DIR) $*
 
 test: build
-	@cd $(BUILD_DIR) && ctest --output-on-failure -j 1 -LE long
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE long
 
 # The full-strength variants the default suite leaves out (ctest label `long`).
 test-long: build

@@ -91,6 +91,11 @@ endfunction()
 # passes would not count); such sources of test targets get c10's logging
 # header forced first, so Catch2's definition stays in force as with the
 # precompiled header.
+# With SLOWPIPE_UNITY, the target's sources that reach tensor headers are
+# compiled in batches of SLOWPIPE_UNITY_BATCH (one translation unit each): a
+# libtorch source spends most of its compile time instantiating and generating
+# the same inline torch and Catch2 code, once per unit (docs/performance.md,
+# "Build time"). The sources that do not reach them compile one by one.
 function(slowpipe_torch_pch target)
   set(kind torch)
   if(ARGC GREATER 1)
@@ -98,7 +103,11 @@ function(slowpipe_torch_pch target)
   endif()
   if(SLOWPIPE_PCH)
     target_precompile_headers(${target} REUSE_FROM slowpipe_pch_${kind})
-  elseif(NOT target MATCHES "^test_")
+  endif()
+  if(SLOWPIPE_UNITY)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON
+                                               UNITY_BUILD_BATCH_SIZE ${SLOWPIPE_UNITY_BATCH})
+  elseif(NOT SLOWPIPE_PCH AND NOT target MATCHES "^test_")
     return()
   endif()
   get_target_property(sources ${target} SOURCES)
@@ -109,10 +118,14 @@ function(slowpipe_torch_pch target)
     endif()
     get_filename_component(path ${source} ABSOLUTE BASE_DIR ${dir})
     slowpipe_reaches_tensor_headers(${path} tensor)
+    if(SLOWPIPE_UNITY AND NOT tensor)
+      set_source_files_properties(${source} TARGET_DIRECTORY ${target}
+                                  PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+    endif()
     if(SLOWPIPE_PCH AND NOT tensor)
       set_source_files_properties(${source} TARGET_DIRECTORY ${target}
                                   PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
-    elseif(NOT SLOWPIPE_PCH AND tensor)
+    elseif(NOT SLOWPIPE_PCH AND tensor AND target MATCHES "^test_")
       set_source_files_properties(${source} TARGET_DIRECTORY ${target}
                                   PROPERTIES COMPILE_OPTIONS "-include;c10/util/Logging.h")
     endif()

@@ -34,7 +34,7 @@ Bytes tensor_bytes(const at::Tensor& t) {
   return Bytes(p, p + c.numel());
 }
 
-std::string rank_key(int r) {
+std::string rank_state_key(int r) {
   return "dist.rank" + std::to_string(r);
 }
 
@@ -190,9 +190,9 @@ void DistEngine::save_state(torch::serialize::OutputArchive& archive) const {
   command(kSave, 0, 0, at::Tensor());
   archive.write("dist.layout",
                 torch::tensor(std::vector<int64_t>{layout_.stages, layout_.replicas}));
-  archive.write(rank_key(0), bytes_tensor(local_state()));
+  archive.write(rank_state_key(0), bytes_tensor(local_state()));
   for (int r = 1; r < layout_.world(); ++r)
-    archive.write(rank_key(r), bytes_tensor(comm_->recv(r, kStateTag, nullptr)));
+    archive.write(rank_state_key(r), bytes_tensor(comm_->recv(r, kStateTag, nullptr)));
 }
 
 void DistEngine::load_state(torch::serialize::InputArchive& archive) {
@@ -205,7 +205,7 @@ void DistEngine::load_state(torch::serialize::InputArchive& archive) {
   std::vector<Bytes> states;
   for (int r = 0; r < layout_.world(); ++r) {
     at::Tensor t;
-    if (!archive.try_read(rank_key(r), t))
+    if (!archive.try_read(rank_state_key(r), t))
       throw DataError("it holds no state of rank " + std::to_string(r));
     states.push_back(tensor_bytes(t));
   }

@@ -19,7 +19,7 @@ if ! command -v run-clang-tidy >/dev/null 2>&1; then
   echo "lint: run-clang-tidy not found: scripts/install-deps.sh --lint installs clang-tidy" >&2
   exit 1
 fi
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLOWPIPE_PCH=OFF \
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLOWPIPE_PCH=OFF -DSLOWPIPE_UNITY=OFF \
   -DSLOWPIPE_BUILD_TESTS=ON -DSLOWPIPE_BUILD_BENCH=ON >/dev/null
 log="$build/clang-tidy.log"
 # .clang-tidy sets WarningsAsErrors, so a finding makes clang-tidy, and

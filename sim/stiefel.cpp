@@ -23,7 +23,7 @@ at::Tensor sym(const at::Tensor& a) {
   return (a + a.t()) * 0.5;
 }
 
-at::Tensor scalar_tensor(double x) {
+at::Tensor double_scalar(double x) {
   return torch::tensor(x, torch::kDouble);
 }
 
@@ -146,8 +146,8 @@ double StiefelStep::memory_bytes(const at::Tensor& p) {
 }
 
 void StiefelStep::save(torch::serialize::OutputArchive& archive) const {
-  archive.write("stiefel/lr", scalar_tensor(lr_), /*is_buffer=*/true);
-  archive.write("stiefel/count", scalar_tensor(static_cast<double>(slots_.size())), true);
+  archive.write("stiefel/lr", double_scalar(lr_), /*is_buffer=*/true);
+  archive.write("stiefel/count", double_scalar(static_cast<double>(slots_.size())), true);
   for (size_t i = 0; i < slots_.size(); ++i) {
     archive.write(slot_key(i) + "step", torch::tensor(slots_[i].step, torch::kLong), true);
     if (slots_[i].step > 0) archive.write(slot_key(i) + "momentum", slots_[i].momentum, true);

@@ -8,7 +8,7 @@
 namespace slowpipe::models {
 namespace {
 
-constexpr double kInitStd = 0.02;  // as every other GPT weight (models/torch/gpt.cpp)
+constexpr double kProjectionInitStd = 0.02;  // as every other GPT weight (models/torch/gpt.cpp)
 
 // Every bottleneck draws from a generator of its own, so the rest of the
 // model is drawn exactly as without bottlenecks (same run.seed, same draws).
@@ -24,7 +24,7 @@ torch::nn::Linear plain_linear(int64_t in, int64_t out, uint64_t seed) {
   torch::nn::Linear l(torch::nn::LinearOptions(in, out).bias(false));
   global.set_state(state);
   torch::NoGradGuard g;
-  l->weight.normal_(0.0, kInitStd, own_generator(seed));
+  l->weight.normal_(0.0, kProjectionInitStd, own_generator(seed));
   return l;
 }
 
@@ -73,8 +73,9 @@ LearnedProjectionImpl::LearnedProjectionImpl(int64_t d_model, int64_t k, int64_t
   at::Generator gen = own_generator(seed);
   basis_ = register_parameter("U", orthonormal_columns(d_model, k, gen));  // [C, k]
   if (anchor_rank > 0) {
-    anchor_tok_ = register_parameter(
-        "anchor_tok", at::randn({vocab, anchor_rank}, gen, torch::kFloat) * kInitStd);  // [V, A]
+    anchor_tok_ =
+        register_parameter("anchor_tok", at::randn({vocab, anchor_rank}, gen, torch::kFloat) *
+                                             kProjectionInitStd);  // [V, A]
     anchor_lift_ =
         register_parameter("anchor_lift", torch::zeros({anchor_rank, d_model}));  // [A, C]
   }

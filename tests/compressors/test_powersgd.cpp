@@ -19,6 +19,7 @@
 #include "powersgd_reference.h"
 #include "spec_checks.h"
 #include "tests/common/parsed_spec.h"
+#include "tests/compressors/tensor_values.h"
 
 namespace sc = slowpipe::compressors;
 
@@ -34,10 +35,7 @@ Reference naive_step(const Matrix& mat, int64_t n, int64_t m, const Matrix& q0, 
   return sc::naive::power_step(mat, n, m, q0, r);
 }
 
-std::vector<float> floats(const at::Tensor& t) {
-  at::Tensor c = t.contiguous().to(at::kFloat);
-  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-}
+using slowpipe::test::floats;
 
 // The matrix the codec sees (zero-padded to rows * cols).
 Matrix as_matrix(const std::vector<float>& x, const sc::LowRankGeometry& g) {

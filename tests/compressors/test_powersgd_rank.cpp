@@ -20,6 +20,7 @@
 #include "compressors/codecs/internal/powersgd.h"
 #include "powersgd_reference.h"
 #include "tests/common/parsed_spec.h"
+#include "tests/compressors/tensor_values.h"
 
 namespace sc = slowpipe::compressors;
 namespace nv = slowpipe::compressors::naive;
@@ -28,10 +29,7 @@ using slowpipe::test::parsed;
 
 namespace {
 
-std::vector<float> floats(const at::Tensor& t) {
-  at::Tensor c = t.contiguous().to(at::kFloat);
-  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-}
+using slowpipe::test::floats;
 
 nv::Matrix as_matrix(const at::Tensor& x, const sc::LowRankGeometry& g) {
   const std::vector<float> v = floats(x);
@@ -97,7 +95,7 @@ at::Tensor repeated_tokens(int64_t b, int64_t t, int64_t c, int distinct) {
   return x;
 }
 
-sc::ChannelContext context(uint64_t seed) {
+sc::ChannelContext rank_context(uint64_t seed) {
   sc::ChannelContext ctx;
   ctx.seed = seed;
   return ctx;
@@ -227,8 +225,8 @@ TEST_CASE("PowerSGD: a zero tensor does not stop the channel") {
     CHECK(err < err_fresh * 1.01);
   }
   SECTION("ef(powersgd:2) whose first input is zero") {
-    auto ch = sc::make_channel(parsed("ef(powersgd:2)"), context(7)),
-         fresh = sc::make_channel(parsed("ef(powersgd:2)"), context(7));
+    auto ch = sc::make_channel(parsed("ef(powersgd:2)"), rank_context(7)),
+         fresh = sc::make_channel(parsed("ef(powersgd:2)"), rank_context(7));
     REQUIRE(at::equal(ch->transfer(zero, at::Tensor(), nullptr), zero));
     for (const at::Tensor& x : xs)
       REQUIRE(at::equal(ch->transfer(x, at::Tensor(), nullptr),
@@ -237,15 +235,15 @@ TEST_CASE("PowerSGD: a zero tensor does not stop the channel") {
     REQUIRE(ef.error() == dynamic_cast<const sc::EfChannel&>(*fresh).error());
   }
   SECTION("a checkpoint with zero columns in Q resumes bit for bit") {
-    auto a = sc::make_channel(parsed("ef(powersgd:3)"), context(7));
+    auto a = sc::make_channel(parsed("ef(powersgd:3)"), rank_context(7));
     a->transfer(at::ones(at::IntArrayRef(shape)), at::Tensor(), nullptr);
     sc::StateDict state;
     a->save_state("g.", state);
     REQUIRE(
         state.at("g.codec_f32.q").view({20, 3}).abs().sum(0).eq(0).any().item<bool>());  // a zero
                                                                                          // column
-    auto b = sc::make_channel(parsed("ef(powersgd:3)"), context(7)),
-         other = sc::make_channel(parsed("ef(powersgd:3)"), context(7));
+    auto b = sc::make_channel(parsed("ef(powersgd:3)"), rank_context(7)),
+         other = sc::make_channel(parsed("ef(powersgd:3)"), rank_context(7));
     b->load_state("g.", state);
     bool other_differs = false;
     for (const at::Tensor& x : xs) {
@@ -260,7 +258,7 @@ TEST_CASE("PowerSGD: a zero tensor does not stop the channel") {
 TEST_CASE("PowerSGD under ef(): rank-deficient inputs cross exactly, the residual stays ~0") {
   for (const std::string spec : {"ef(powersgd:2)", "ef(powersgd:4)"}) {
     INFO(spec);
-    auto ch = sc::make_channel(parsed(spec), context(0));
+    auto ch = sc::make_channel(parsed(spec), rank_context(0));
     const at::Tensor x = at::ones({16, 16});
     for (int step = 0; step < 5; ++step) {
       CHECK(rel_error(ch->transfer(x, at::Tensor(), nullptr), x) < 1e-6);
@@ -289,7 +287,7 @@ TEST_CASE("PowerSGD: a short training run whose gradients cross ef(powersgd:2)")
     const at::Tensor residual = at::matmul(x, w.t()) - at::matmul(x, w_star.t());
     return at::matmul(residual.t(), x) / batch;  // [d_out, d_in]
   };
-  auto ch = sc::make_channel(parsed("ef(powersgd:2)"), context(3));
+  auto ch = sc::make_channel(parsed("ef(powersgd:2)"), rank_context(3));
   at::Tensor w = at::zeros({d_out, d_in}), w_plain = at::zeros({d_out, d_in});
   const double lr = 0.5, start = loss(w);
   for (int step = 0; step < 80; ++step) {

@@ -18,6 +18,7 @@
 #include "compressors/codecs/quant_kernels.h"
 #include "spec_checks.h"
 #include "tests/common/parsed_spec.h"
+#include "tests/compressors/tensor_values.h"
 
 namespace sc = slowpipe::compressors;
 
@@ -25,10 +26,7 @@ using slowpipe::test::parsed;
 
 namespace {
 
-std::vector<float> floats(const at::Tensor& t) {
-  at::Tensor c = t.contiguous();
-  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-}
+using slowpipe::test::floats;
 
 // The naive norm: sum of squares in double, square root, rounded up to fp32.
 float naive_norm(const std::vector<float>& x, size_t start, size_t len) {

@@ -24,6 +24,7 @@
 #include "spec_checks.h"
 #include "tah_reference.h"
 #include "tests/common/parsed_spec.h"
+#include "tests/compressors/tensor_values.h"
 
 namespace sc = slowpipe::compressors;
 namespace nv = slowpipe::compressors::naive;
@@ -32,10 +33,7 @@ using slowpipe::test::parsed;
 
 namespace {
 
-std::vector<float> floats(const at::Tensor& t) {
-  at::Tensor c = t.contiguous();
-  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-}
+using slowpipe::test::floats;
 
 // Activations with structure: Gaussian, a few channels 30x larger (outlier
 // features), some tokens scaled, some exact zeros and one-hot tiles.

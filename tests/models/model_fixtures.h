@@ -4,9 +4,9 @@
 #include <torch/types.h>  // tensor factories (randint, randn, arange)
 #include <torch/utils.h>  // manual_seed
 
+#include "models/facts/model_config.h"
 #include "models/torch/dataset.h"
 #include "models/torch/model.h"
-#include "models/facts/model_config.h"
 
 namespace slowpipe::models::testing {
 
@@ -51,6 +51,16 @@ inline Batch random_batch(Task task, int64_t b, int64_t seq_len, uint64_t seed) 
   }
   batch.ids = torch::arange(b, torch::kLong);
   return batch;
+}
+
+// Bitwise the same parameters, in the same order.
+inline bool same_params(const Model& a, const Model& b) {
+  auto pa = a.parameters(), pb = b.parameters();
+  if (pa.size() != pb.size()) return false;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    if (!pa[i].equal(pb[i])) return false;
+  }
+  return true;
 }
 
 }  // namespace slowpipe::models::testing

@@ -15,18 +15,7 @@ namespace sm = slowpipe::models;
 namespace st = slowpipe::models::testing;
 using slowpipe::models::testing::WhatContains;
 
-namespace {
-
-bool same_params(const sm::Model& a, const sm::Model& b) {
-  auto pa = a.parameters(), pb = b.parameters();
-  if (pa.size() != pb.size()) return false;
-  for (size_t i = 0; i < pa.size(); ++i) {
-    if (!torch::equal(pa[i], pb[i])) return false;
-  }
-  return true;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("Checkpoint: save then load restores every parameter") {
   st::TempFile file(".pt");
@@ -39,13 +28,13 @@ TEST_CASE("Checkpoint: save then load restores every parameter") {
     }
     sm::save_checkpoint(a, file.path());
     sm::Model b = sm::build_model(cfg, info, 2);
-    REQUIRE_FALSE(same_params(a, b));
+    REQUIRE_FALSE(st::same_params(a, b));
     sm::load_checkpoint(b, file.path());
-    CHECK(same_params(a, b));
+    CHECK(st::same_params(a, b));
     // The fine-tuning path: build_model with init_from.
     auto cfg2 = cfg;
     cfg2.init_from = file.path();
-    CHECK(same_params(a, sm::build_model(cfg2, info, 3)));
+    CHECK(st::same_params(a, sm::build_model(cfg2, info, 3)));
   }
 }
 

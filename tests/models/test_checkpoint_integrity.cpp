@@ -3,7 +3,6 @@
 // controls show why: libtorch's own archive loads a flipped tensor byte without
 // a word, so only the checksum catches it.
 #include <sys/stat.h>
-
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
@@ -29,15 +28,6 @@ using st::WhatContains;
 namespace {
 
 constexpr float kMarker = 0.375f;  // fills one tensor, to find its data in the file
-
-bool same_params(const sm::Model& a, const sm::Model& b) {
-  auto pa = a.parameters(), pb = b.parameters();
-  if (pa.size() != pb.size()) return false;
-  for (size_t i = 0; i < pa.size(); ++i) {
-    if (!torch::equal(pa[i], pb[i])) return false;
-  }
-  return true;
-}
 
 // A tiny GPT whose token embedding [256, 32] holds kMarker everywhere, saved.
 sm::Model saved_marked_gpt(const std::string& path) {
@@ -80,7 +70,7 @@ TEST_CASE("Checkpoint: 32 random flipped bytes are refused, the model untouched"
     CHECK_THROWS_MATCHES(sm::load_checkpoint(target, bad.path()), slowpipe::DataError,
                          WhatContains(bad.path()) && WhatContains("model.init_from"));
   }
-  CHECK(same_params(target, fresh));
+  CHECK(st::same_params(target, fresh));
 }
 
 TEST_CASE("Checkpoint: one flipped byte in the middle of a tensor's data is caught") {
@@ -103,7 +93,7 @@ TEST_CASE("Checkpoint: one flipped byte in the middle of a tensor's data is caug
   CHECK(tok.ne(kMarker).sum().item<int64_t>() == 1);  // one wrong value, no error
   // And the intact file loads.
   sm::load_checkpoint(target, file.path());
-  CHECK(same_params(target, saved));
+  CHECK(st::same_params(target, saved));
 }
 
 TEST_CASE("Checkpoint: truncated, foreign, old-format and other-kind files are refused") {
@@ -112,8 +102,8 @@ TEST_CASE("Checkpoint: truncated, foreign, old-format and other-kind files are r
   const std::string good = st::slurp(file.path());
   sm::Model target = sm::build_model(st::tiny_gpt(), st::text_info(16), 9);
 
-  for (size_t keep : {size_t{0}, size_t{5}, size_t{30}, size_t{200}, good.size() / 2,
-                      good.size() - 1}) {
+  for (size_t keep :
+       {size_t{0}, size_t{5}, size_t{30}, size_t{200}, good.size() / 2, good.size() - 1}) {
     bad.write(good.substr(0, keep));
     CHECK_THROWS_MATCHES(sm::load_checkpoint(target, bad.path()), slowpipe::DataError,
                          WhatContains(bad.path()));
@@ -129,14 +119,14 @@ TEST_CASE("Checkpoint: truncated, foreign, old-format and other-kind files are r
   torch::serialize::OutputArchive old;
   old.write("slowpipe_model", c10::IValue(std::string("gpt")));
   old.save_to(bad.path());
-  CHECK_THROWS_MATCHES(sm::load_checkpoint(target, bad.path()), slowpipe::DataError,
-                       WhatContains(bad.path()) && WhatContains("old format") &&
-                           WhatContains("re-create"));
+  CHECK_THROWS_MATCHES(
+      sm::load_checkpoint(target, bad.path()), slowpipe::DataError,
+      WhatContains(bad.path()) && WhatContains("old format") && WhatContains("re-create"));
 
   sm::write_checked_file(bad.path(), "slowpipe.resume", "{}", "state");
   CHECK_THROWS_MATCHES(sm::load_checkpoint(target, bad.path()), slowpipe::UsageError,
                        WhatContains(bad.path()) && WhatContains("not a model checkpoint"));
-  CHECK_FALSE(same_params(target, saved));  // nothing was loaded
+  CHECK_FALSE(st::same_params(target, saved));  // nothing was loaded
 }
 
 TEST_CASE("Checkpoint: model.init_from naming a directory, a device or a FIFO is a usage error") {
@@ -144,9 +134,9 @@ TEST_CASE("Checkpoint: model.init_from naming a directory, a device or a FIFO is
   const std::string dir = std::filesystem::temp_directory_path().string();
   CHECK_THROWS_MATCHES(sm::load_checkpoint(target, dir), slowpipe::UsageError,
                        WhatContains("model.init_from") && WhatContains("directory"));
-  CHECK_THROWS_MATCHES(sm::load_checkpoint(target, "/dev/zero"), slowpipe::UsageError,
-                       WhatContains("model.init_from") && WhatContains("/dev/zero") &&
-                           WhatContains("device"));
+  CHECK_THROWS_MATCHES(
+      sm::load_checkpoint(target, "/dev/zero"), slowpipe::UsageError,
+      WhatContains("model.init_from") && WhatContains("/dev/zero") && WhatContains("device"));
   TempFile fifo(".fifo");
   REQUIRE(::mkfifo(fifo.path().c_str(), 0600) == 0);
   CHECK_THROWS_MATCHES(sm::load_checkpoint(target, fifo.path()), slowpipe::UsageError,
@@ -170,10 +160,10 @@ TEST_CASE("Checkpoint: validate_model_config checks model.init_from before anyth
   cfg.init_from = file.path();
   CHECK_NOTHROW(sm::validate_model_config(cfg));
   cfg.d_model = 64;
-  CHECK_THROWS_MATCHES(sm::validate_model_config(cfg), slowpipe::UsageError,
-                       WhatContains(file.path()) &&
-                           WhatContains("written for model.d_model=32, this run has "
-                                        "model.d_model=64"));
+  CHECK_THROWS_MATCHES(
+      sm::validate_model_config(cfg), slowpipe::UsageError,
+      WhatContains(file.path()) && WhatContains("written for model.d_model=32, this run has "
+                                                "model.d_model=64"));
   cfg = st::tiny_cnn();
   cfg.init_from = file.path();
   CHECK_THROWS_MATCHES(sm::validate_model_config(cfg), slowpipe::UsageError,

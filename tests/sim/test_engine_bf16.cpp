@@ -9,22 +9,13 @@
 #include <cmath>
 
 #include "engine_fixture.h"
+#include "tests/sim/shape_channel.h"
 
 using slowpipe::sim::PipelineEngine;
 
 namespace {
 
-std::vector<slowpipe::models::Batch> batches(const slowpipe::models::Dataset& data, int n,
-                                             int64_t size) {
-  slowpipe::models::EpochSampler sampler(data.size(slowpipe::models::Split::kTrain), size, 7, true,
-                                         true);
-  std::vector<slowpipe::models::Batch> out;
-  out.reserve(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    out.push_back(data.get(slowpipe::models::Split::kTrain, sampler.next().indices));
-  }
-  return out;
-}
+using slowpipe::test::batches;
 
 slowpipe::sim::EngineSetup bf16_setup(const slowpipe::models::Dataset& data, int stages) {
   auto s = slowpipe::test::gpt_setup(data, stages);

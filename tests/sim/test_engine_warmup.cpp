@@ -71,7 +71,7 @@ namespace {
 
 // A tiny 2-stage GPT run on the test corpus (batch 8, 3 epochs, the first one
 // a warm-up), logging to `out`.
-std::pair<cf::TrainConfig, sim::ResolvedConfig> tiny_run(
+std::pair<cf::TrainConfig, sim::ResolvedConfig> warmup_run(
     const std::string& out, const std::map<std::string, std::string>& extra) {
   cf::TrainConfig cfg;
   slowpipe::OptionSet opts;
@@ -120,7 +120,7 @@ TEST_CASE("Trainer warm-up: logged bytes, eval at step 0, resume across the warm
   TempDir dir;
   const std::string ref = dir.file("ref.h5"), run = dir.file("run.h5"), late = dir.file("late.h5");
   {
-    auto [cfg, resolved] = tiny_run(ref, {});
+    auto [cfg, resolved] = warmup_run(ref, {});
     sim::train(cfg, resolved);
   }
   const auto train = runlog::read_table(ref, "train");
@@ -140,7 +140,7 @@ TEST_CASE("Trainer warm-up: logged bytes, eval at step 0, resume across the warm
   steps.push_back(n);
   CHECK(runlog::read_table(ref, "eval").column("step") == steps);
   {
-    auto [cfg, resolved] = tiny_run(late, {{"eval.at_start", "false"}});
+    auto [cfg, resolved] = warmup_run(late, {{"eval.at_start", "false"}});
     sim::train(cfg, resolved);
     CHECK(runlog::read_table(late, "eval").column("step") ==
           std::vector<double>(steps.begin() + 1, steps.end()));
@@ -152,13 +152,13 @@ TEST_CASE("Trainer warm-up: logged bytes, eval at step 0, resume across the warm
   // warm-up epoch): the resumed run crosses the warm-up boundary again and
   // equals the uninterrupted one.
   {
-    auto [cfg, resolved] = tiny_run(run, {{"run.checkpoint_every", "3"}});
+    auto [cfg, resolved] = warmup_run(run, {{"run.checkpoint_every", "3"}});
     setenv("SLOWPIPE_FAULT", "error-step:8", 1);
     CHECK_THROWS(sim::train(cfg, resolved));
     unsetenv("SLOWPIPE_FAULT");
   }
   {
-    auto [cfg, resolved] = tiny_run(run, {{"run.checkpoint_every", "3"}});
+    auto [cfg, resolved] = warmup_run(run, {{"run.checkpoint_every", "3"}});
     const auto summary = sim::train(cfg, resolved, /*resume=*/true);
     CHECK(summary.resumed_from == 6);
   }
