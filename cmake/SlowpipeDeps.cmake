@@ -54,7 +54,8 @@ if(SLOWPIPE_PCH)
 endif()
 
 # slowpipe_reaches_tensor_headers(file out): TRUE when `file` includes a torch,
-# ATen or c10 header, directly or through the repository's own headers.
+# ATen or c10 header, directly or through the repository's own headers (a
+# quoted include is looked up beside the includer, then from the top).
 function(slowpipe_reaches_tensor_headers file out)
   get_property(known GLOBAL PROPERTY "slowpipe_tensor_${file}" SET)
   if(known)
@@ -71,7 +72,12 @@ function(slowpipe_reaches_tensor_headers file out)
         set(result TRUE)
         break()
       elseif(line MATCHES "\"([^\"]+)\"")
-        slowpipe_reaches_tensor_headers(${PROJECT_SOURCE_DIR}/${CMAKE_MATCH_1} inner)
+        get_filename_component(here ${file} DIRECTORY)
+        set(included ${PROJECT_SOURCE_DIR}/${CMAKE_MATCH_1})
+        if(EXISTS ${here}/${CMAKE_MATCH_1})  # beside the includer ("engine_fixture.h")
+          set(included ${here}/${CMAKE_MATCH_1})
+        endif()
+        slowpipe_reaches_tensor_headers(${included} inner)
         if(inner)
           set(result TRUE)
           break()

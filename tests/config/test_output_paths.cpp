@@ -17,14 +17,14 @@ namespace cf = slowpipe::config;
 namespace {
 
 // A fresh folder under the temporary directory, removed at the end of the scope.
-struct TempDir {
+struct PathsTempDir {
   fs::path path =
       fs::temp_directory_path() / ("slowpipe-test-output-paths." + std::to_string(::getpid()));
-  TempDir() {
+  PathsTempDir() {
     fs::remove_all(path);
     fs::create_directories(path);
   }
-  ~TempDir() {
+  ~PathsTempDir() {
     std::error_code ec;
     fs::remove_all(path, ec);
   }
@@ -33,7 +33,7 @@ struct TempDir {
 }  // namespace
 
 TEST_CASE("check_writable_folder: a folder that exists or can be made, and takes files") {
-  TempDir dir;
+  PathsTempDir dir;
   const std::string file = (dir.path / "run.h5").string();
   std::ofstream(file) << "x";
   SECTION("an existing folder, or one to create below one: passes and makes nothing") {
@@ -65,7 +65,7 @@ TEST_CASE("check_writable_folder: a folder that exists or can be made, and takes
 }
 
 TEST_CASE("check_writable_target: a regular writable file in a folder that takes files") {
-  TempDir dir;
+  PathsTempDir dir;
   CHECK_NOTHROW(cf::check_writable_target("run.out", (dir.path / "new" / "run.h5").string()));
   CHECK_THROWS_WITH(cf::check_writable_target("run.out", dir.path.string()),
                     Catch::Contains("is a folder; name a file"));

@@ -24,7 +24,7 @@ namespace {
 constexpr int64_t kLateColumnFrom = 40;
 constexpr int kFlushEvery = 3;
 
-double loss_at(int64_t step) {
+double kill_loss_at(int64_t step) {
   return 1.0 / (1.0 + 0.01 * static_cast<double>(step));
 }
 
@@ -37,7 +37,7 @@ double loss_at(int64_t step) {
     int64_t reported = 0;
     for (int64_t s = 0;; ++s) {
       if (s == kLateColumnFrom) log.declare("train", {{"sim_time_s", "s", ""}});
-      std::map<std::string, double> row = {{"step", double(s)}, {"loss", loss_at(s)}};
+      std::map<std::string, double> row = {{"step", double(s)}, {"loss", kill_loss_at(s)}};
       if (s >= kLateColumnFrom) row["sim_time_s"] = 0.25 * double(s);
       log.append("train", row);
       if (log.flushed_rows("train") != reported) {
@@ -105,7 +105,7 @@ TEST_CASE("RunLog: a run killed with SIGKILL keeps every flushed row") {
     for (size_t s = 0; s < table.rows(); ++s) {
       INFO("row " << s);
       REQUIRE(step[s] == double(s));
-      REQUIRE(loss[s] == loss_at(int64_t(s)));
+      REQUIRE(loss[s] == kill_loss_at(int64_t(s)));
       if (late) {
         const double t = table.column("sim_time_s")[s];
         if (int64_t(s) < kLateColumnFrom) {

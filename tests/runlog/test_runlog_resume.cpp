@@ -152,13 +152,13 @@ TEST_CASE("RunLog::reopen: refusals leave the file as it was") {
 
 namespace {
 
-constexpr int kFlushEvery = 3;
+constexpr int kResumeFlushEvery = 3;
 
 // The child: reopens `path` cut to `keep` rows and appends resumed rows
 // forever, reporting flushed_rows after each flush.
 [[noreturn]] void resume_until_killed(const std::string& path, int64_t keep, int report_fd) {
   try {
-    auto log = RunLog::reopen(path, {{"train", keep}, {"eval", 0}}, kFlushEvery);
+    auto log = RunLog::reopen(path, {{"train", keep}, {"eval", 0}}, kResumeFlushEvery);
     log->set_attribute("status", "running");
     int64_t reported = keep;
     for (int64_t s = keep;; ++s) {

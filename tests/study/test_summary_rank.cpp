@@ -21,8 +21,8 @@ namespace st = slowpipe::study;
 
 namespace {
 
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
-const double kInf = std::numeric_limits<double>::infinity();
+const double kRankNaN = std::numeric_limits<double>::quiet_NaN();
+const double kRankInf = std::numeric_limits<double>::infinity();
 
 struct Spec {
   std::string fw, seed, label, status;
@@ -50,7 +50,7 @@ void write_log(const std::string& path, const Spec& s) {
   for (int i = 1; i <= s.rows; ++i) {
     const bool nan = s.status == "diverged" && i >= 10;
     log.append("train", {{"step", i},
-                         {"loss", nan ? kNaN : 3 - 0.1 * i + s.loss_offset},
+                         {"loss", nan ? kRankNaN : 3 - 0.1 * i + s.loss_offset},
                          {"sim_time_s", s.sim_time_s * i / s.rows},
                          {"fw0_bytes", s.fw_bytes},
                          {"bw0_bytes", 80}});
@@ -96,8 +96,8 @@ TEST_CASE("pareto_front: dominated points, ties, and non-finite points") {
   // (1,5) and (3,2) are on it, (2,5) is dominated by (1,5), (3,3) by (3,2);
   // the two (4,1) are equal and both on it; NaN and inf points never are,
   // and (0.5, inf) dominates nothing.
-  const std::vector<double> x = {1, 2, 3, 3, 4, 4, kNaN, 0.5, 0.1};
-  const std::vector<double> y = {5, 5, 2, 3, 1, 1, 0, kInf, kNaN};
+  const std::vector<double> x = {1, 2, 3, 3, 4, 4, kRankNaN, 0.5, 0.1};
+  const std::vector<double> y = {5, 5, 2, 3, 1, 1, 0, kRankInf, kRankNaN};
   const std::vector<bool> expected = {true, false, true, false, true, true, false, false, false};
   CHECK(st::pareto_front(x, y) == expected);
   CHECK(st::pareto_front({}, {}).empty());

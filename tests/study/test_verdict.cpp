@@ -23,7 +23,7 @@ using Catch::Detail::Approx;
 
 namespace {
 
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const double kVerdictNaN = std::numeric_limits<double>::quiet_NaN();
 
 st::VerdictRow row(const std::string& fw, double mean, double std, size_t n,
                    const std::string& column = "eval_loss") {
@@ -109,11 +109,11 @@ TEST_CASE("verdict: a check is parsed into sides, comparison and tolerance") {
 }
 
 TEST_CASE("verdict: pooled seed spread by hand") {
-  const auto s = st::pooled_spread({{1.6, 0.01, 3}, {2.0, 0.02, 3}, {1.0, kNaN, 1}});
+  const auto s = st::pooled_spread({{1.6, 0.01, 3}, {2.0, 0.02, 3}, {1.0, kVerdictNaN, 1}});
   CHECK(s.std == Approx(std::sqrt((2 * 0.0001 + 2 * 0.0004) / 4)));
   CHECK(s.groups == 2);
   CHECK(s.runs == 6);
-  CHECK(std::isnan(st::pooled_spread({{1.0, kNaN, 1}}).std));
+  CHECK(std::isnan(st::pooled_spread({{1.0, kVerdictNaN, 1}}).std));
 }
 
 TEST_CASE("verdict: 'A > B by t' is reproduced, inconclusive or not by the margin") {
@@ -169,7 +169,7 @@ TEST_CASE("verdict: missing, unfinished and diverged runs") {
   auto running = row("q3", 1.7, 0.01, 3);
   running.incomplete = "run q3.h5 is interrupted";
   const auto t = tables_with({row("none", 1.60, 0.01, 3), diverged, running,
-                              row("q4", 1.7, kNaN, 1), row("q8", 1.61, kNaN, 1)});
+                              row("q4", 1.7, kVerdictNaN, 1), row("q8", 1.61, kVerdictNaN, 1)});
   SECTION("a diverged group is the worst value of its column") {
     const auto r = eval("eval_loss[compress.fw=q2] > eval_loss[compress.fw=none] by 2 spreads", t);
     CHECK(r.outcome == st::Outcome::kReproduced);
@@ -209,9 +209,10 @@ TEST_CASE("verdict: missing, unfinished and diverged runs") {
 TEST_CASE("verdict: with one seed per group, what every spread would give is decided") {
   // One seed each: no spread, so t = max(K x spread, P% of |B|) is only known
   // to be >= P% of |B| (and finite). 2% of 1.60 = 0.032.
-  const auto t = tables_with({row("none", 1.60, kNaN, 1), row("aq(q4)", 1.61, kNaN, 1),
-                              row("aq(q2)", 1.65, kNaN, 1), row("q2", 1.90, kNaN, 1),
-                              row("q4", 1.60, kNaN, 1), row("q8", 1.55, kNaN, 1)});
+  const auto t =
+      tables_with({row("none", 1.60, kVerdictNaN, 1), row("aq(q4)", 1.61, kVerdictNaN, 1),
+                   row("aq(q2)", 1.65, kVerdictNaN, 1), row("q2", 1.90, kVerdictNaN, 1),
+                   row("q4", 1.60, kVerdictNaN, 1), row("q8", 1.55, kVerdictNaN, 1)});
   const std::string none = "eval_loss[compress.fw=none]";
   const auto check = [&](const std::string& lhs, const std::string& op_and_rhs_tail) {
     return eval("eval_loss[compress.fw=" + lhs + "] " + op_and_rhs_tail, t);
@@ -252,9 +253,9 @@ TEST_CASE("verdict: with one seed per group, what every spread would give is dec
           st::Outcome::kInconclusive);
   }
   SECTION("a diverged side is beyond any finite tolerance") {
-    auto gone = row("q3", kNaN, kNaN, 1);
+    auto gone = row("q3", kVerdictNaN, kVerdictNaN, 1);
     gone.diverged = true;
-    const auto td = tables_with({row("none", 1.60, kNaN, 1), gone});
+    const auto td = tables_with({row("none", 1.60, kVerdictNaN, 1), gone});
     CHECK(eval("eval_loss[compress.fw=q3] > " + none + " by 2 spreads", td).outcome ==
           st::Outcome::kReproduced);
     CHECK(eval("eval_loss[compress.fw=q3] ~ " + none + " within 2 spreads or 2%", td).outcome ==
@@ -469,7 +470,7 @@ TEST_CASE("verdict results: runs.tsv and checks.tsv read back bit for bit") {
   };
   const std::vector<st::RunStats> runs = {run("none", 1, 0.1 + 0.2, "complete"),
                                           run("none", 2, 1.0 / 3, "complete"),
-                                          run("q2", 1, kNaN, "diverged")};
+                                          run("q2", 1, kVerdictNaN, "diverged")};
   st::Claim claim;
   claim.checks.push_back(
       st::parse_check("eval_loss[compress.fw=q2] > eval_loss[compress.fw=none]"));

@@ -22,8 +22,8 @@ namespace wi = slowpipe::whatif;
 
 namespace {
 
-uint64_t wire_bytes(const slowpipe::compressors::ChannelSpec& spec_,
-                    const std::vector<int64_t>& shape) {
+uint64_t swarm_wire_bytes(const slowpipe::compressors::ChannelSpec& spec_,
+                          const std::vector<int64_t>& shape) {
   const std::string& spec = spec_.text();
   uint64_t n = 1;
   for (int64_t d : shape) n *= static_cast<uint64_t>(d);
@@ -97,8 +97,8 @@ TEST_CASE("Swarm: the preset runs at its replica count and prints the same twice
   c.spec_texts = {"q8", "q8", "q8"};
   c.specs = wi::parse_specs(c.spec_texts);
   std::ostringstream a, b;
-  wi::run_timing(c, net, wire_bytes, a);
-  wi::run_timing(c, net, wire_bytes, b);
+  wi::run_timing(c, net, swarm_wire_bytes, a);
+  wi::run_timing(c, net, swarm_wire_bytes, b);
   CHECK(a.str() == b.str());
   CHECK_THAT(a.str(), Catch::Contains("home links per host") &&
                           Catch::Contains(std::to_string(c.replicas) + " replica(s)"));
@@ -108,8 +108,8 @@ TEST_CASE("Swarm: the preset runs at its replica count and prints the same twice
   c.replicas = 16;  // a quick one: only the printout is compared
   c.replicas_given = true;
   std::ostringstream s1, s2;
-  wi::run_timing(c, net, wire_bytes, s1);
-  wi::run_timing(c, other, wire_bytes, s2);
+  wi::run_timing(c, net, swarm_wire_bytes, s1);
+  wi::run_timing(c, other, swarm_wire_bytes, s2);
   CHECK(s1.str() != s2.str());
 }
 
@@ -135,8 +135,8 @@ TEST_CASE("Swarm: home links that differ replay in full; repeated per replica th
     repeated.host_uplink_bps[h] = drawn.host_uplink_bps[h % static_cast<size_t>(S)];
   }
   REQUIRE(nm::net_asymmetry(repeated, S, D).empty());
-  const auto trace = wi::make_synthetic_trace(r.shape, r.schedule, D, wi::CodecSpecs{}, wire_bytes,
-                                              nm::find_device("test", r.device));
+  const auto trace = wi::make_synthetic_trace(r.shape, r.schedule, D, wi::CodecSpecs{},
+                                              swarm_wire_bytes, nm::find_device("test", r.device));
   const double folded = nm::Simulator(repeated).replay(trace).step_s;
   const double full = nm::Simulator(repeated, /*fold_replicas=*/false).replay(trace).step_s;
   CHECK(folded == Approx(full).epsilon(1e-9));
@@ -152,7 +152,7 @@ TEST_CASE("Swarm: home links that differ replay in full; repeated per replica th
   CHECK(nm::Simulator(fast).replay(trace).step_s < drawn_s);
   // The run through `slowpipe timing` gives the full replay's step.
   c.bandwidths_bps = {net.bandwidth_bps > 0 ? net.bandwidth_bps : 10e9};
-  const wi::WhatIfResult res = wi::run_what_if(c, net, wire_bytes);
+  const wi::WhatIfResult res = wi::run_what_if(c, net, swarm_wire_bytes);
   nm::NetConfig point = drawn;
   point.bandwidth_bps = c.bandwidths_bps[0];
   CHECK(res.rows.at(0).step_s ==

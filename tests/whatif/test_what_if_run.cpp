@@ -16,8 +16,8 @@ namespace md = slowpipe::models;
 
 namespace {
 
-uint64_t wire_bytes(const slowpipe::compressors::ChannelSpec& spec_,
-                    const std::vector<int64_t>& shape) {
+uint64_t run_wire_bytes(const slowpipe::compressors::ChannelSpec& spec_,
+                        const std::vector<int64_t>& shape) {
   const std::string& spec = spec_.text();
   uint64_t n = 1;
   for (int64_t d : shape) n *= static_cast<uint64_t>(d);
@@ -35,7 +35,7 @@ double step_s(const wi::ResolvedWhatIf& r, const wi::CodecSpecs& specs, double b
   net.bandwidth_bps = bps;
   net.compute =
       nm::parse_compute_spec("analytic:" + r.device);  // what run_what_if times by default
-  const auto trace = wi::make_synthetic_trace(r.shape, r.schedule, 1, specs, wire_bytes,
+  const auto trace = wi::make_synthetic_trace(r.shape, r.schedule, 1, specs, run_wire_bytes,
                                               nm::find_device("test", r.device));
   nm::Simulator sim(net);
   return sim.replay(trace).step_s;
@@ -55,15 +55,15 @@ TEST_CASE("What-if baseline: fp16 messages are half of fp32's, and both are repo
   w.specs = specs("q4", "q8");
   w.baseline = "both";
   w.bandwidths_bps = {100e6};
-  const auto r = wi::run_what_if(w, nm::NetConfig{}, wire_bytes);
+  const auto r = wi::run_what_if(w, nm::NetConfig{}, run_wire_bytes);
   CHECK(r.messages.fp32_activation == 4ull * 1024 * 1600);
   CHECK(r.messages.fp16_activation * 2 == r.messages.fp32_activation);
   // The baseline traces carry those sizes on every activation and gradient send.
   const auto device = nm::find_device("test", "A100");
   const auto t16 = wi::make_synthetic_trace(r.setup.shape, "gpipe", 1, wi::baseline_specs("fp16"),
-                                            wire_bytes, device);
+                                            run_wire_bytes, device);
   const auto t32 = wi::make_synthetic_trace(r.setup.shape, "gpipe", 1, wi::baseline_specs("fp32"),
-                                            wire_bytes, device);
+                                            run_wire_bytes, device);
   REQUIRE(t16.ops.size() == t32.ops.size());
   int sends = 0;
   for (size_t i = 0; i < t16.ops.size(); ++i) {
@@ -98,7 +98,7 @@ TEST_CASE("What-if whole run: E epochs, W warm-up, from the step times by hand")
   SECTION("aq(q4) forward warms up 1 epoch (AQ-SGD's default), the q8 backward does not") {
     w.specs = specs("aq(q4)", "q8");
     w.epochs = 3;
-    const auto r = wi::run_what_if(w, nm::NetConfig{}, wire_bytes);
+    const auto r = wi::run_what_if(w, nm::NetConfig{}, run_wire_bytes);
     CHECK(r.setup.warmup[0] == 1);
     CHECK(r.setup.warmup[1] == 0);
     for (const auto& row : r.rows) {
@@ -120,7 +120,7 @@ TEST_CASE("What-if whole run: E epochs, W warm-up, from the step times by hand")
     w.epochs = 3;
     w.warmup_epochs = 1;
     w.baseline = "both";
-    const auto r = wi::run_what_if(w, nm::NetConfig{}, wire_bytes);
+    const auto r = wi::run_what_if(w, nm::NetConfig{}, run_wire_bytes);
     for (const auto& row : r.rows) {
       for (const auto& b : row.baselines) {
         const double tb = b.step_s, tc = row.step_s;
@@ -135,7 +135,7 @@ TEST_CASE("What-if whole run: E epochs, W warm-up, from the step times by hand")
   SECTION("no warm-up: the whole-run speed-up is the per-step one") {
     w.specs = specs("q4", "q8");
     w.epochs = 5;
-    const auto r = wi::run_what_if(w, nm::NetConfig{}, wire_bytes);
+    const auto r = wi::run_what_if(w, nm::NetConfig{}, run_wire_bytes);
     for (const auto& row : r.rows) {
       CHECK(row.baselines[0].run_speedup == Approx(row.baselines[0].speedup).epsilon(1e-12));
     }
@@ -146,7 +146,7 @@ TEST_CASE("What-if whole run: E epochs, W warm-up, from the step times by hand")
     w.warmup_epochs = 1;     // both channels in epoch 0
     w.aq_warmup_epochs = 2;  // the aq forward in epochs 0 and 1
     w.baseline = "fp16";
-    const auto r = wi::run_what_if(w, nm::NetConfig{}, wire_bytes);
+    const auto r = wi::run_what_if(w, nm::NetConfig{}, run_wire_bytes);
     CHECK(r.setup.warmup[0] == 2);
     CHECK(r.setup.warmup[1] == 1);
     for (const auto& row : r.rows) {
@@ -227,7 +227,7 @@ TEST_CASE("What-if: the printout states every assumption") {
   w.epochs = 3;
   w.bandwidths_bps = {10e9, 100e6};
   std::ostringstream os;
-  wi::run_timing(w, nm::NetConfig{}, wire_bytes, os);
+  wi::run_timing(w, nm::NetConfig{}, run_wire_bytes, os);
   const std::string out = os.str();
   for (const char* fact :
        {"set-up aqsgd-gpt2xl", "per stage 6,6,6,6,7,7,7,3", "schedule gpipe",
@@ -262,7 +262,7 @@ TEST_CASE("What-if: bad baselines, presets and epoch counts are usage errors") {
   o.set("timing.aq_warmup_epochs", "1");
   CHECK(wi::resolve_what_if(w).warmup[0] == 1);  // W = E is allowed
   o.set("timing.warmup_epochs", "3");
-  CHECK_THROWS_WITH(wi::run_what_if(w, nm::NetConfig{}, wire_bytes),
+  CHECK_THROWS_WITH(wi::run_what_if(w, nm::NetConfig{}, run_wire_bytes),
                     Catch::Contains("timing.warmup_epochs"));
   o.set("timing.warmup_epochs", "0");
   o.set("timing.stages", "64");  // more stages than GPT-2 XL has layers
@@ -284,12 +284,12 @@ TEST_CASE("What-if: net.compute at its default times timing.device; another mode
   wi::WhatIfConfig w;
   w.preset = "aqsgd-gpt2xl";
   w.bandwidths_bps = {1e9};
-  const auto r = wi::run_what_if(w, nm::NetConfig{}, wire_bytes);
+  const auto r = wi::run_what_if(w, nm::NetConfig{}, run_wire_bytes);
   REQUIRE(r.setup.device == "V100");
   CHECK(r.rows[0].step_s == step_s(r.setup, wi::CodecSpecs{}, 1e9));
   nm::NetConfig h100;
   h100.compute = nm::parse_compute_spec("analytic:H100");
-  CHECK(wi::run_what_if(w, h100, wire_bytes).rows[0].step_s < r.rows[0].step_s);
+  CHECK(wi::run_what_if(w, h100, run_wire_bytes).rows[0].step_s < r.rows[0].step_s);
 }
 
 TEST_CASE("What-if: many replicas replay one of them, the same step as the full replay") {
@@ -300,12 +300,12 @@ TEST_CASE("What-if: many replicas replay one of them, the same step as the full 
   nm::NetConfig net;
   net.nic_bandwidth_bps = 2e9;
   c.replicas = 6;
-  const wi::WhatIfResult r = wi::run_what_if(c, net, wire_bytes);
+  const wi::WhatIfResult r = wi::run_what_if(c, net, run_wire_bytes);
   // By hand: the full trace of 6 replicas through the full replay.
   nm::NetConfig point = wi::with_timing_device(net, r.setup.device);
   point.bandwidth_bps = 1e9;
   auto trace = wi::make_synthetic_trace(r.setup.shape, r.setup.schedule, 6, wi::CodecSpecs{},
-                                        wire_bytes, nm::find_device("test", r.setup.device));
+                                        run_wire_bytes, nm::find_device("test", r.setup.device));
   trace.sharded_exchange = true;
   const double full = nm::Simulator(point, /*fold_replicas=*/false).replay(trace).step_s;
   CHECK(r.rows.at(0).step_s == Approx(full).epsilon(1e-9));
@@ -313,10 +313,10 @@ TEST_CASE("What-if: many replicas replay one of them, the same step as the full 
   // and the limit is the full replay's.
   c.grad_sync = slowpipe::compressors::GradSync::kAllReduce;
   c.replicas = wi::kMaxTimingReplicas;
-  CHECK(wi::run_what_if(c, nm::NetConfig{}, wire_bytes).rows.at(0).step_s > 0);
+  CHECK(wi::run_what_if(c, nm::NetConfig{}, run_wire_bytes).rows.at(0).step_s > 0);
   nm::NetConfig jitter;
   jitter.jitter_s = 1e-3;
   c.replicas = wi::kMaxTimingReplicasAsymmetric + 1;
-  CHECK_THROWS_WITH(wi::run_what_if(c, jitter, wire_bytes),
+  CHECK_THROWS_WITH(wi::run_what_if(c, jitter, run_wire_bytes),
                     Catch::Contains("timing.replicas") && Catch::Contains("net.jitter"));
 }

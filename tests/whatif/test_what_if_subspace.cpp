@@ -14,8 +14,8 @@ namespace wi = slowpipe::whatif;
 
 namespace {
 
-uint64_t wire_bytes(const slowpipe::compressors::ChannelSpec& spec_,
-                    const std::vector<int64_t>& shape) {
+uint64_t subspace_wire_bytes(const slowpipe::compressors::ChannelSpec& spec_,
+                             const std::vector<int64_t>& shape) {
   const std::string& spec = spec_.text();
   uint64_t n = 1;
   for (int64_t d : shape) n *= static_cast<uint64_t>(d);
@@ -31,18 +31,18 @@ TEST_CASE("What-if subspace: k values per token cross each cut; baselines stay f
   wi::WhatIfConfig w;  // GPT-2 XL shape: d 1600, seq 1024, micro-batch 1
   w.subspace = 160;
   w.bandwidths_bps = {100e6};
-  const auto r = wi::run_what_if(w, nm::NetConfig{}, wire_bytes);
+  const auto r = wi::run_what_if(w, nm::NetConfig{}, subspace_wire_bytes);
   CHECK(r.messages.activation == 4ull * 1024 * 160);
   CHECK(r.messages.activation_gradient == 4ull * 1024 * 160);
   CHECK(r.messages.fp32_activation == 4ull * 1024 * 1600);
   // The compressed step replays a trace whose sends carry k-wide messages.
   const auto device = nm::find_device("test", "A100");
-  const auto sub =
-      wi::make_synthetic_trace(r.setup.shape, "gpipe", 1, wi::CodecSpecs{}, wire_bytes, device);
+  const auto sub = wi::make_synthetic_trace(r.setup.shape, "gpipe", 1, wi::CodecSpecs{},
+                                            subspace_wire_bytes, device);
   auto full_shape = r.setup.shape;
   full_shape.subspace = 0;
-  const auto full =
-      wi::make_synthetic_trace(full_shape, "gpipe", 1, wi::CodecSpecs{}, wire_bytes, device);
+  const auto full = wi::make_synthetic_trace(full_shape, "gpipe", 1, wi::CodecSpecs{},
+                                             subspace_wire_bytes, device);
   REQUIRE(sub.ops.size() == full.ops.size());
   int sends = 0;
   for (size_t i = 0; i < sub.ops.size(); ++i) {
@@ -56,7 +56,7 @@ TEST_CASE("What-if subspace: k values per token cross each cut; baselines stay f
   REQUIRE(r.rows.size() == 1);
   wi::WhatIfConfig plain = w;
   plain.subspace = 0;
-  const auto base = wi::run_what_if(plain, nm::NetConfig{}, wire_bytes);
+  const auto base = wi::run_what_if(plain, nm::NetConfig{}, subspace_wire_bytes);
   CHECK(r.rows[0].baselines[0].step_s == base.rows[0].baselines[0].step_s);
   CHECK(r.rows[0].baselines[0].speedup > 3.0);
   CHECK(base.rows[0].baselines[0].speedup == Approx(1.0));
@@ -75,7 +75,7 @@ TEST_CASE("What-if bottleneck: timing.bottleneck sizes the messages from the spe
   w.bandwidths_bps = {100e6};
   nm::NetConfig net;
   wi::apply_preset_defaults(w, net);
-  const auto r = wi::run_what_if(w, net, wire_bytes);
+  const auto r = wi::run_what_if(w, net, subspace_wire_bytes);
   CHECK(r.messages.activation == 4ull * 1024 * 160);
   CHECK(r.messages.fp32_activation == 4ull * 1024 * 1600);
   // Anchors: 2 bytes of token id per token on top, each way.
@@ -83,7 +83,7 @@ TEST_CASE("What-if bottleneck: timing.bottleneck sizes the messages from the spe
   a.bottleneck = "learned:k=160:anchor=16";
   a.bandwidths_bps = {100e6};
   wi::apply_preset_defaults(a, net);
-  const auto ra = wi::run_what_if(a, net, wire_bytes);
+  const auto ra = wi::run_what_if(a, net, subspace_wire_bytes);
   CHECK(ra.messages.activation == 4ull * 1024 * 160 + 2ull * 1024);
   CHECK(ra.messages.activation_gradient == ra.messages.activation);
   // Refusals name the key.
