@@ -5,7 +5,7 @@
 namespace slowpipe::models {
 namespace {
 
-void register_builtins() {
+void register_builtin_datasets() {
   register_dataset_facts({"gcide",
                           "GCIDE dictionary (Webster 1913 + WordNet) as raw bytes, ~40 MB of text",
                           kGcidePath, kGcidePackage});
@@ -21,19 +21,19 @@ void register_builtins() {
                           "", "", /*path_is_directory=*/false, /*path_is_glob=*/true});
 }
 
-Registry<DatasetFacts>& filled() {
-  static LazyRegistry<DatasetFacts> facts("data set", &register_builtins);
+Registry<DatasetFacts>& filled_datasets() {
+  static LazyRegistry<DatasetFacts> facts("data set", &register_builtin_datasets);
   return facts.get();
 }
 
 }  // namespace
 
 const Registry<DatasetFacts>& dataset_facts_registry() {
-  return filled();
+  return filled_datasets();
 }
 
 void register_dataset_facts(DatasetFacts facts) {
-  filled().add(std::move(facts));
+  filled_datasets().add(std::move(facts));
 }
 
 }  // namespace slowpipe::models

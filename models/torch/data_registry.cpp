@@ -43,7 +43,7 @@ std::unique_ptr<Dataset> make_tokens(const DataConfig& cfg, const std::string& p
 // The built-ins, registered as any other data set is: their names, files and
 // packages are their facts (data_facts.cpp, no libtorch); here each gets its
 // factory.
-void register_builtins() {
+void register_builtin_datasets() {
   const std::pair<const char*, DatasetFactory> factories[] = {{"gcide", &make_gcide},
                                                               {"fashion-mnist", &make_fashion},
                                                               {"text", &make_text},
@@ -72,23 +72,23 @@ void check_glob(const std::string& pattern, const std::string& key) {
 
 // The registry with the built-ins in it: they are registered on first use,
 // before any other data set; register_dataset reaches here again while they are.
-Registry<DatasetEntry>& filled() {
-  static LazyRegistry<DatasetEntry> datasets("data set", &register_builtins);
+Registry<DatasetEntry>& filled_datasets() {
+  static LazyRegistry<DatasetEntry> datasets("data set", &register_builtin_datasets);
   return datasets.get();
 }
 
 }  // namespace
 
 const Registry<DatasetEntry>& dataset_registry() {
-  return filled();
+  return filled_datasets();
 }
 
 std::vector<std::string> dataset_names() {
-  return filled().names();
+  return filled_datasets().names();
 }
 
 void register_dataset(DatasetEntry entry) {
-  const DatasetEntry& added = filled().add(std::move(entry));
+  const DatasetEntry& added = filled_datasets().add(std::move(entry));
   // The option set's data.name choices are the facts' names.
   if (dataset_facts_registry().find(added.name) == nullptr) {
     register_dataset_facts({added.name, added.description, added.default_path, added.debian_package,
@@ -97,7 +97,7 @@ void register_dataset(DatasetEntry entry) {
 }
 
 const DatasetEntry& find_dataset(const std::string& name) {
-  return filled().at("data.name", name);
+  return filled_datasets().at("data.name", name);
 }
 
 std::string data_path_key(const DataConfig& cfg) {

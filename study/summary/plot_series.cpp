@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <limits>
 #include <set>
 
 #include "common/errors.h"
+#include "common/numbers.h"
 #include "common/units.h"
 #include "compressors/codecs/channel_spec.h"
 #include "compressors/codecs/codec.h"
@@ -18,8 +18,6 @@
 
 namespace slowpipe::study {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 std::string config_value(const RunStats& run, const std::string& key) {
   auto it = run.config.find(key);

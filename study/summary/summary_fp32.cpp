@@ -3,17 +3,15 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <limits>
 #include <sstream>
 #include <vector>
 
+#include "common/numbers.h"
 #include "compressors/codecs/codec.h"
 #include "models/facts/model_facts.h"
 
 namespace slowpipe::study {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Bytes per element of the reference codec (none: fp32, 4).
 double fp32_bytes_per_element() {

@@ -3,18 +3,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <map>
 #include <numeric>
 
+#include "common/numbers.h"
 #include "study/summary/internal/plot_series.h"
 #include "study/summary/summary_columns.h"
 
 namespace slowpipe::study {
 namespace {
-
-const double kInf = std::numeric_limits<double>::infinity();
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // The mean over the group's finite values of `column_id`; NaN when none.
 double group_mean(const RunGroup& group, const std::string& column_id) {

@@ -6,21 +6,18 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
-#include <limits>
 #include <regex>
 
 #include "common/errors.h"
+#include "common/numbers.h"
 #include "runlog/export.h"
 #include "runlog/runlog.h"
-#include "study/summary/summary_columns.h"
 #include "study/summary/internal/summary_fp32.h"
+#include "study/summary/summary_columns.h"
 #include "study/summary/summary_target.h"
 
 namespace slowpipe::study {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 double last_finite(const std::vector<double>& v) {
   for (auto it = v.rbegin(); it != v.rend(); ++it) {

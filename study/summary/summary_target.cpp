@@ -3,16 +3,14 @@
 #include "study/summary/summary_target.h"
 
 #include <cmath>
-#include <limits>
 #include <sstream>
 
 #include "common/errors.h"
+#include "common/numbers.h"
 
 namespace slowpipe::study {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 const char* const kEvalPrefix = "eval_";
 
 const TargetReach kNotReached{kInf, kInf, kInf, kInf};

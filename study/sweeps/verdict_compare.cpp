@@ -4,15 +4,15 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
-#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "common/numbers.h"
+
 namespace slowpipe::study {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr size_t kMaxReasons = 8;
 
 bool same_number(double a, double b) {

@@ -9,14 +9,12 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "common/numbers.h"
 #include "study/summary/summary_columns.h"
 #include "study/summary/summary_group.h"
 
 namespace slowpipe::study {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 bool parse_cell(const std::string& text, double& out) {
   if (text.empty()) return false;

@@ -10,19 +10,17 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <set>
 #include <sstream>
 
 #include "common/errors.h"
 #include "common/host_info.h"
+#include "common/numbers.h"
 #include "study/summary/summary_group.h"
 #include "study/sweeps/verdict_report.h"
 
 namespace slowpipe::study {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 std::string cell(double v) {
   if (std::isnan(v)) return "";
