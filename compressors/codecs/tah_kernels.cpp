@@ -149,12 +149,12 @@ inline uint16_t half_up_software(float v) {  // v finite
 // The same rounding in one instruction: F16C converts toward +inf directly
 // (the smallest fp16 >= v, -0 for -tiny, 0x0001 for +tiny); and the exact
 // widening back.
-__attribute__((target("f16c"))) uint16_t half_up_f16c(float v) {
+__attribute__((target("f16c"))) inline uint16_t half_up_f16c(float v) {
   if (v > 65504.0F) return 0x7BFF;
   if (v < -65504.0F) return 0xFBFF;
   return static_cast<uint16_t>(_cvtss_sh(v, _MM_FROUND_TO_POS_INF));
 }
-__attribute__((target("f16c"))) float from_half_f16c(uint16_t h) {
+__attribute__((target("f16c"))) inline float from_half_f16c(uint16_t h) {
   return _cvtsh_ss(h);
 }
 bool have_f16c() {
@@ -179,6 +179,127 @@ float widen(uint16_t h) {
 }
 uint16_t half_down(float v) {
   return half_up(-v) ^ 0x8000;
+}
+
+namespace {
+Grid grid_portable(float lo, float hi, int bits) {
+  Grid g;
+  g.zero_half = half_down(lo);
+  g.zero = widen(g.zero_half);
+  g.step_half = half_up(std::max(0.0F, (hi - g.zero) / static_cast<float>((1 << bits) - 1)));
+  g.step = widen(g.step_half);
+  return g;
+}
+#ifdef TAH_F16C
+__attribute__((target("f16c"))) void grids_f16c(const float* lo, const float* hi, const int* bits,
+                                                int n, Grid* out) {
+  for (int i = 0; i < n; ++i) {
+    Grid& g = out[i];
+    g.zero_half = half_up_f16c(-lo[i]) ^ 0x8000;
+    g.zero = from_half_f16c(g.zero_half);
+    const auto max_code = static_cast<float>((1 << bits[i]) - 1);
+    g.step_half = half_up_f16c(std::max(0.0F, (hi[i] - g.zero) / max_code));
+    g.step = from_half_f16c(g.step_half);
+  }
+}
+#endif
+}  // namespace
+
+void grids_of(const float* lo, const float* hi, const int* bits, int n, Grid* out) {
+#ifdef TAH_F16C
+  if (have_f16c()) return grids_f16c(lo, hi, bits, n, out);
+#endif
+  for (int i = 0; i < n; ++i) out[i] = grid_portable(lo[i], hi[i], bits[i]);
+}
+
+#ifdef TAH_F16C
+namespace {
+// Bytes of the 8-bit lanes: b[j] in lane j mod 2 of each pair, for maddubs.
+constexpr int8_t pair_weight(int w, int j) {
+  return static_cast<int8_t>(j % 2 == 0 ? 1 : 1 << w);
+}
+// 32 codes (four vectors of 8 in 32-bit lanes, each < 2^W) to four groups of
+// 8 W-bit fields, group k in the low 8W bits of 64-bit lane k: bytes in
+// order, then neighbours joined in 16-, 32- and 64-bit lanes (as
+// tah_quant.cpp's gather_fields).
+template <int W>
+__attribute__((target("avx2"))) __m256i join_fields(__m256i c0, __m256i c1, __m256i c2,
+                                                    __m256i c3) {
+  const __m256i bytes = _mm256_packus_epi16(_mm256_packs_epi32(c0, c1), _mm256_packs_epi32(c2, c3));
+  const __m256i in_order =
+      _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  const __m256i w16 = _mm256_maddubs_epi16(
+      in_order, _mm256_set1_epi16(static_cast<int16_t>((pair_weight(W, 1) << 8) | 1)));
+  const __m256i w32 = _mm256_madd_epi16(w16, _mm256_set1_epi32((1 << (2 * W)) << 16 | 1));
+  const __m256i high = _mm256_and_si256(
+      _mm256_srli_epi64(w32, 32 - 4 * W),
+      _mm256_set1_epi64x(static_cast<int64_t>(((uint64_t{1} << (4 * W)) - 1) << (4 * W))));
+  return _mm256_or_si256(_mm256_and_si256(w32, _mm256_set1_epi64x(0xFFFFFFFF)), high);
+}
+__attribute__((target("avx2"))) inline __m256i codes8(const float* v, __m256 vz, __m256 vi,
+                                                      __m256 half, __m256 top) {
+  __m256 t = _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v), vz), vi), half);
+  t = _mm256_min_ps(_mm256_max_ps(t, _mm256_setzero_ps()), top);  // max(+-0, 0) is +0
+  return _mm256_cvttps_epi32(t);
+}
+template <int W>
+__attribute__((target("avx2"))) void quantize_pack_w(const float* v, int64_t len, float zero,
+                                                     float inv, uint8_t* out) {
+  const __m256 vz = _mm256_set1_ps(zero), vi = _mm256_set1_ps(inv);
+  const __m256 half = _mm256_set1_ps(0.5F), top = _mm256_set1_ps((1 << W) - 1);
+  // Per 128-bit half: the W low bytes of its two 64-bit lanes, side by side.
+  alignas(32) int8_t pick[32];
+  for (int h = 0; h < 2; ++h)
+    for (int j = 0; j < 16; ++j)
+      pick[16 * h + j] = static_cast<int8_t>(j < W ? j : j < 2 * W ? 8 + j - W : -1);
+  const __m256i gather = _mm256_load_si256(reinterpret_cast<const __m256i*>(pick));
+  for (int64_t i = 0; i < len; i += 32, out += 4 * W) {
+    const __m256i groups = _mm256_shuffle_epi8(
+        join_fields<W>(codes8(v + i, vz, vi, half, top), codes8(v + i + 8, vz, vi, half, top),
+                       codes8(v + i + 16, vz, vi, half, top),
+                       codes8(v + i + 24, vz, vi, half, top)),
+        gather);
+    const uint64_t lo = static_cast<uint64_t>(_mm256_extract_epi64(groups, 0));
+    const uint64_t hi = static_cast<uint64_t>(_mm256_extract_epi64(groups, 2));
+    // Exactly 4W bytes: the stream's next bytes are not this tile's.
+    constexpr int kFirst = 2 * W > 8 ? 8 : 2 * W;
+    std::memcpy(out, &lo, kFirst);
+    std::memcpy(out + 2 * W, &hi, kFirst);
+    if constexpr (2 * W > 8) {
+      const auto lo2 = static_cast<uint64_t>(_mm256_extract_epi64(groups, 1));
+      const auto hi2 = static_cast<uint64_t>(_mm256_extract_epi64(groups, 3));
+      std::memcpy(out + 8, &lo2, 2 * W - 8);
+      std::memcpy(out + 2 * W + 8, &hi2, 2 * W - 8);
+    }
+  }
+}
+}  // namespace
+#endif
+
+bool quantize_pack_avx2(const float* v, int64_t len, float zero, float inv, int bits,
+                        uint8_t* out) {
+#ifdef TAH_F16C
+  if (!have_avx2() || len % 32 != 0) return false;
+  switch (bits) {
+    case 1:
+      return quantize_pack_w<1>(v, len, zero, inv, out), true;
+    case 2:
+      return quantize_pack_w<2>(v, len, zero, inv, out), true;
+    case 3:
+      return quantize_pack_w<3>(v, len, zero, inv, out), true;
+    case 4:
+      return quantize_pack_w<4>(v, len, zero, inv, out), true;
+    case 5:
+      return quantize_pack_w<5>(v, len, zero, inv, out), true;
+    case 6:
+      return quantize_pack_w<6>(v, len, zero, inv, out), true;
+    default:
+      return false;
+  }
+#else
+  (void)v, (void)len, (void)zero, (void)inv, (void)bits, (void)out;
+  return false;
+#endif
 }
 
 #ifdef TAH_F16C
@@ -258,14 +379,70 @@ float tah_log2(float u) {
   return static_cast<float>(e) + (((kC4 * t + kC3) * t + kC2) * t + kC1) * t;
 }
 
-TAH_CLONES float tah_entropy(const float* x, int64_t len) {
-  const float top = tah::stats_of(x, len).top1;
-  if (!(top >= FLT_MIN)) return 0.0F;
+namespace {
+
+// 2^-e with e the exponent of `top` (a normal float): u = |x| * k lies in [0, 2).
+float entropy_scale(float top) {
   uint32_t tb;
   std::memcpy(&tb, &top, 4);
+  const uint32_t e = tb >> 23;                                       // 1..254 for a finite top
+  if (e >= 254) return std::ldexp(1.0F, 127 - static_cast<int>(e));  // not a normal scale
+  const uint32_t kb = (254 - e) << 23;                               // 2^(127 - e), a normal float
+  float k;
+  std::memcpy(&k, &kb, 4);
+  return k;
+}
+
+#ifdef TAH_F16C
+// tah_entropy in AVX2 for len a positive multiple of 8: the same element-wise
+// arithmetic, operation for operation (no fused multiply-add), and the same 8
+// lane sums in the same order, so the same float. The scale is built from its
+// bits where it is a normal float (every top below 2^127).
+__attribute__((target("avx2"))) float entropy_avx2(const float* x, int64_t len) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  __m256 top8 = _mm256_setzero_ps();
+  for (int64_t i = 0; i < len; i += 8)
+    top8 = _mm256_max_ps(top8, _mm256_and_ps(_mm256_loadu_ps(x + i), abs_mask));
+  top8 = _mm256_max_ps(top8, _mm256_permute2f128_ps(top8, top8, 1));
+  top8 = _mm256_max_ps(top8, _mm256_permute_ps(top8, 0x4E));
+  top8 = _mm256_max_ps(top8, _mm256_permute_ps(top8, 0xB1));
+  const float top = _mm256_cvtss_f32(top8);
+  if (!(top >= FLT_MIN)) return 0.0F;
+  const __m256 k = _mm256_set1_ps(entropy_scale(top));
+  const __m256i mant = _mm256_set1_epi32(0x7FFFFF), one_bits = _mm256_set1_epi32(0x3F800000);
+  const __m256i bias = _mm256_set1_epi32(127), below_normal = _mm256_set1_epi32(0x007FFFFF);
+  const __m256 one = _mm256_set1_ps(1.0F), c1 = _mm256_set1_ps(kC1), c2 = _mm256_set1_ps(kC2),
+               c3 = _mm256_set1_ps(kC3), c4 = _mm256_set1_ps(kC4);
+  __m256 s = _mm256_setzero_ps(), t = _mm256_setzero_ps();
+  for (int64_t i = 0; i < len; i += 8) {
+    const __m256 u = _mm256_mul_ps(_mm256_and_ps(_mm256_loadu_ps(x + i), abs_mask), k);
+    const __m256i b = _mm256_castps_si256(u);
+    const __m256 f = _mm256_sub_ps(
+        _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(b, mant), one_bits)), one);
+    __m256 poly = _mm256_add_ps(_mm256_mul_ps(c4, f), c3);
+    poly = _mm256_add_ps(_mm256_mul_ps(poly, f), c2);
+    poly = _mm256_add_ps(_mm256_mul_ps(poly, f), c1);
+    const __m256 e = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(b, 23), bias));
+    const __m256 lg = _mm256_add_ps(e, _mm256_mul_ps(poly, f));
+    const __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(b, below_normal));
+    s = _mm256_add_ps(s, _mm256_and_ps(u, keep));
+    t = _mm256_add_ps(t, _mm256_and_ps(_mm256_mul_ps(u, lg), keep));
+  }
+  alignas(32) float sl[8], tl[8];
+  _mm256_store_ps(sl, s);
+  _mm256_store_ps(tl, t);
+  const float sum_s = ((sl[0] + sl[1]) + (sl[2] + sl[3])) + ((sl[4] + sl[5]) + (sl[6] + sl[7]));
+  const float sum_t = ((tl[0] + tl[1]) + (tl[2] + tl[3])) + ((tl[4] + tl[5]) + (tl[6] + tl[7]));
+  return tah_log2(sum_s) - sum_t / sum_s;
+}
+#endif
+
+TAH_CLONES float tah_entropy_portable(const float* x, int64_t len) {
+  const float top = tah::stats_of(x, len, false).top1;
+  if (!(top >= FLT_MIN)) return 0.0F;
   // 2^-e with e the exponent of the largest |x|: u = |x| * k lies in [0, 2),
   // exactly scaled wherever u >= FLT_MIN (the entropy is scale invariant).
-  const float k = std::ldexp(1.0F, 127 - static_cast<int>(tb >> 23));
+  const float k = entropy_scale(top);
   // Element-wise first (vectorized), then the documented lane sums.
   float us[kMaxTile], terms[kMaxTile];
   for (int64_t i = 0; i < len; ++i) {
@@ -302,6 +479,16 @@ TAH_CLONES float tah_entropy(const float* x, int64_t len) {
   const float sum_s = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
   const float sum_t = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
   return tah_log2(sum_s) - sum_t / sum_s;
+}
+
+}  // namespace
+
+float tah_entropy(const float* x, int64_t len, bool vector) {
+#ifdef TAH_F16C
+  if (vector && len >= 8 && len % 8 == 0 && tah::have_avx2()) return entropy_avx2(x, len);
+#endif
+  (void)vector;
+  return tah_entropy_portable(x, len);
 }
 
 TAH_CLONES void tah_hadamard(float* v, int64_t g) {

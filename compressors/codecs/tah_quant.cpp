@@ -32,8 +32,6 @@ namespace slowpipe::compressors {
 
 namespace {
 
-using tah::half_down;
-using tah::half_up;
 using tah::kMaxTile;
 using tah::kMinTile;
 using tah::log2_of;
@@ -211,20 +209,58 @@ TAH_CLONES void round_codes(const float* v, int64_t len, float zero, float inv, 
   }
 }
 
-// One tile's grid and codes: zero = min rounded down to fp16, step = (max -
-// zero) / (2^bits - 1) rounded up to fp16; code = floor((v - zero) / step + 1/2)
-// clamped to [0, 2^bits - 1], with 1/step as a float (0 when step is 0).
-void quantize_tile(const float* v, int64_t len, float lo, float hi, int bits, uint8_t* scales,
-                   uint8_t* codes) {
-  const uint16_t zero_half = half_down(lo);
-  const float zero = widen(zero_half);
-  const auto max_code = static_cast<float>((1 << bits) - 1);
-  const uint16_t step_half = half_up(std::max(0.0F, (hi - zero) / max_code));
-  const float step = widen(step_half);
-  std::memcpy(scales, &zero_half, 2);
-  std::memcpy(scales + 2, &step_half, 2);
-  round_codes(v, len, zero, step > 0.0F ? 1.0F / step : 0.0F, max_code, codes);
+// One tile's grid (tah::grids_of: zero = min rounded down to fp16, step =
+// (max - zero) / (2^bits - 1) rounded up to fp16) into `scales`, and its codes
+// at bit `pos` of the stream: code = floor((v - zero) / step + 1/2) clamped to
+// [0, 2^bits - 1], with 1/step as a float (0 when step is 0). A byte-aligned
+// tile goes through the AVX2 kernel where it can (the same bytes), else these
+// loops.
+void encode_tile(const float* v, int64_t len, const tah::Grid& grid, int bits, uint8_t* scales,
+                 uint8_t* stream, uint64_t pos) {
+  std::memcpy(scales, &grid.zero_half, 2);
+  std::memcpy(scales + 2, &grid.step_half, 2);
+  const float inv = grid.step > 0.0F ? 1.0F / grid.step : 0.0F;
+  if (pos % 8 == 0 && tah::quantize_pack_avx2(v, len, grid.zero, inv, bits, stream + pos / 8))
+    return;
+  uint8_t codes[kMaxTile];
+  round_codes(v, len, grid.zero, inv, static_cast<float>((1 << bits) - 1), codes);
+  write_codes(codes, len, bits, stream, pos);
 }
+
+// Tiles wait here until a batch is full: their statistics (and rotations)
+// first, then the batch's grids, then its codes.
+struct TileBatch {
+  static constexpr int kSize = 8;
+  struct Tile {
+    const float* v;
+    int64_t len, index;
+    uint64_t pos;
+  };
+  Tile tiles[kSize];
+  float lo[kSize], hi[kSize];
+  int bits[kSize];
+  int count = 0;
+  std::vector<float> rotated;  // [kSize, G]: the rotated tiles of the batch
+
+  explicit TileBatch(int64_t g) : rotated(static_cast<size_t>(kSize * g)) {}
+  float* rotation_slot(int64_t g) { return rotated.data() + count * g; }
+  // Adds a tile; encodes the batch once it is full (flush: any left).
+  void add(const Tile& t, const TileStats& s, int b, uint8_t* out, uint8_t* stream) {
+    tiles[count] = t;
+    lo[count] = s.lo;
+    hi[count] = s.hi;
+    bits[count] = b;
+    if (++count == kSize) flush(out, stream);
+  }
+  void flush(uint8_t* out, uint8_t* stream) {
+    tah::Grid grids[kSize];
+    tah::grids_of(lo, hi, bits, count, grids);
+    for (int i = 0; i < count; ++i)
+      encode_tile(tiles[i].v, tiles[i].len, grids[i], bits[i], out + 4 * tiles[i].index, stream,
+                  tiles[i].pos);
+    count = 0;
+  }
+};
 
 // `:fixed` with a fractional B: the i-th of `count` tiles of a class is high
 // when floor((i + 1) h / count) > floor(i h / count), h high tiles spread evenly.
@@ -341,8 +377,7 @@ void TahQuant::encode_payload(const float* x, const Shape& shape, uint8_t* out) 
 
   uint8_t* header = out + sec.header;
   uint8_t* stream = out + sec.codes;
-  float rotated[kMaxTile];
-  uint8_t codes[kMaxTile];
+  TileBatch batch(g);
   uint64_t pos = 0;
   for (int64_t tok = 0, t = 0, full_index = 0; tok < l.tokens; ++tok)
     for (int64_t j = 0; j < per_token; ++j, ++t) {
@@ -356,6 +391,7 @@ void TahQuant::encode_payload(const float* x, const Shape& shape, uint8_t* out) 
       if (full) {
         const PivotChoice p = choose_pivot(v, stats);
         if (p.rotate) {
+          float* rotated = batch.rotation_slot(g);
           std::memcpy(rotated, v, static_cast<size_t>(g) * 4);
           std::swap(rotated[0], rotated[p.index]);
           tah_hadamard(rotated, g);
@@ -367,10 +403,10 @@ void TahQuant::encode_payload(const float* x, const Shape& shape, uint8_t* out) 
         }
         ++full_index;
       }
-      quantize_tile(v, len, stats.lo, stats.hi, bits, out + 4 * t, codes);
-      write_codes(codes, len, bits, stream, pos);
+      batch.add({v, len, t, pos}, stats, bits, out, stream);
       pos += static_cast<uint64_t>(len * bits);
     }
+  batch.flush(out, stream);
 }
 
 void TahQuant::decode_payload(const uint8_t* p, const Shape& shape, float* out) const {

@@ -33,6 +33,23 @@ uint16_t half_up(float v);
 uint16_t half_down(float v);
 float widen(uint16_t h);
 
+// Tile grids: zero = lo rounded down to fp16, step = max(0, (hi - zero) /
+// (2^bits - 1)) rounded up to fp16, and their float values; out[i] from
+// lo[i], hi[i], bits[i] for i < n (F16C where the CPU has it, as half_up; a
+// batch at a time, so that the tiles' chains of roundings and divisions overlap).
+struct Grid {
+  uint16_t zero_half = 0, step_half = 0;
+  float zero = 0, step = 0;
+};
+void grids_of(const float* lo, const float* hi, const int* bits, int n, Grid* out);
+
+// The codes clamp(floor((v - zero) * inv + 1/2), 0, 2^bits - 1) of len
+// values (the scalar loop's arithmetic, operation for operation), packed
+// LSB-first, 8 codes in W = bits bytes, to out[0, len W / 8), in AVX2, 32
+// codes at a time. False, and nothing written, where this CPU lacks AVX2, len
+// is not a multiple of 32 or W > 6: the caller's loops then.
+bool quantize_pack_avx2(const float* v, int64_t len, float zero, float inv, int bits, uint8_t* out);
+
 // A byte-aligned run of len codes (len a multiple of 8, W = bits bits each,
 // LSB-first, 8 codes in W bytes) to values zero + code * step, in AVX2 for
 // W <= 4 (8 codes from one broadcast word by variable shifts). False, and

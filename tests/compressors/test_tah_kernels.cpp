@@ -1,0 +1,150 @@
+// TAH-Quant's AVX2 quantize-and-pack kernel and its grid (internal/tah_kernels.h)
+// against a naive loop written here: the codes of docs/codec-spec.md
+// ("TAH-Quant"), packed bit by bit LSB-first.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "compressors/codecs/internal/quant_simd.h"
+#include "compressors/codecs/internal/tah_kernels.h"
+#include "compressors/codecs/internal/tah_quant.h"
+
+namespace sc = slowpipe::compressors;
+namespace tah = slowpipe::compressors::tah;
+
+namespace {
+
+// code = clamp(floor((v - zero) * inv + 1/2), 0, 2^bits - 1), each
+// code's bits at bit position i * bits of the stream, LSB first.
+std::vector<uint8_t> naive_pack(const std::vector<float>& v, float zero, float inv, int bits) {
+  std::vector<uint8_t> out((v.size() * static_cast<size_t>(bits) + 7) / 8, 0);
+  const auto top = static_cast<float>((1 << bits) - 1);
+  for (size_t i = 0; i < v.size(); ++i) {
+    float t = (v[i] - zero) * inv + 0.5F;
+    t = t > 0.0F ? t : 0.0F;
+    t = t < top ? t : top;
+    const auto code = static_cast<uint32_t>(static_cast<int>(t));
+    for (int b = 0; b < bits; ++b) {
+      const size_t pos = i * static_cast<size_t>(bits) + static_cast<size_t>(b);
+      out[pos / 8] |= static_cast<uint8_t>(((code >> b) & 1U) << (pos % 8));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("TAH-Quant: the AVX2 quantize-and-pack kernel gives the naive loop's bytes") {
+  std::mt19937 rng(23);
+  std::normal_distribution<float> normal;
+  std::uniform_int_distribution<int> pick(0, 9);
+  int64_t ran = 0;
+  for (int bits = 1; bits <= 8; ++bits)
+    for (int64_t len : {32, 64, 96, 256, 1024})
+      for (int trial = 0; trial < 40; ++trial) {
+        std::vector<float> v(static_cast<size_t>(len));
+        for (float& e : v) {  // zeros of both signs, huge values, the rest normal
+          const int kind = pick(rng);
+          e = kind == 0 ? -0.0F : kind == 1 ? 3e38F : kind == 2 ? -3e38F : normal(rng);
+        }
+        float lo = v[0], hi = v[0];
+        for (float e : v) lo = std::min(lo, e), hi = std::max(hi, e);
+        if (trial % 4 == 0) lo = -1.0F, hi = 1.0F;  // codes clamped at both ends
+        tah::Grid grid;
+        tah::grids_of(&lo, &hi, &bits, 1, &grid);
+        // inv = 0: the codes of a step of 0.
+        const float inv = trial % 5 == 0 ? 0.0F : grid.step > 0.0F ? 1.0F / grid.step : 0.0F;
+        INFO("bits " << bits << " len " << len << " trial " << trial << " inv " << inv);
+        const std::vector<uint8_t> want = naive_pack(v, grid.zero, inv, bits);
+        // Room after the tile holds a sentinel the kernel must leave alone.
+        std::vector<uint8_t> got(want.size() + 16, 0xA5);
+        const bool done = tah::quantize_pack_avx2(v.data(), len, grid.zero, inv, bits, got.data());
+        for (size_t i = want.size(); i < got.size(); ++i) REQUIRE(got[i] == 0xA5);
+        if (!done) {
+          REQUIRE(got[0] == 0xA5);  // nothing written
+          continue;
+        }
+        ++ran;
+        got.resize(want.size());
+        REQUIRE(got == want);
+      }
+  // W = 7, 8 and lengths off a multiple of 32 always take the caller's loops.
+  std::vector<float> v(48, 1.0F);
+  std::vector<uint8_t> out(64, 0);
+  REQUIRE_FALSE(tah::quantize_pack_avx2(v.data(), 48, 0.0F, 1.0F, 3, out.data()));
+  REQUIRE_FALSE(tah::quantize_pack_avx2(v.data(), 32, 0.0F, 1.0F, 7, out.data()));
+  if (sc::simd::level() >= sc::simd::Level::kAvx2)
+    REQUIRE(ran == 6 * 5 * 40);
+  else
+    WARN("no AVX2 here (or SLOWPIPE_SIMD caps it): the kernel was not run");
+}
+
+TEST_CASE("TAH-Quant: a tile's grid is its fp16 roundings of min and step") {
+  std::mt19937 rng(29);
+  std::normal_distribution<float> normal;
+  constexpr int kBatch = 5;  // batches of several tiles, as the encoder passes them
+  for (int trial = 0; trial < 4000; ++trial) {
+    float lo[kBatch], hi[kBatch];
+    int bits[kBatch];
+    for (int i = 0; i < kBatch; ++i) {
+      const float scale = std::ldexp(1.0F, (trial + i) % 40 - 20);
+      lo[i] = normal(rng) * scale, hi[i] = normal(rng) * scale;
+      if (lo[i] > hi[i]) std::swap(lo[i], hi[i]);
+      if ((trial + i) % 7 == 0) hi[i] = lo[i];  // a constant tile: step 0
+      if ((trial + i) % 11 == 0) lo[i] = -0.0F;
+      bits[i] = 1 + (trial + i) % 8;
+    }
+    tah::Grid grids[kBatch];
+    tah::grids_of(lo, hi, bits, kBatch, grids);
+    for (int i = 0; i < kBatch; ++i) {
+      const tah::Grid& g = grids[i];
+      INFO("lo " << lo[i] << " hi " << hi[i] << " bits " << bits[i]);
+      REQUIRE(g.zero_half == tah::half_down(lo[i]));
+      REQUIRE(g.zero == tah::widen(g.zero_half));
+      if (std::fabs(lo[i]) <= 65504.0F) {  // the largest fp16 <= lo: the next one up lies above
+        REQUIRE(g.zero <= lo[i]);
+        const auto up = static_cast<uint16_t>(g.zero_half == 0x8000    ? 0x0001
+                                              : (g.zero_half & 0x8000) ? g.zero_half - 1
+                                                                       : g.zero_half + 1);
+        REQUIRE(tah::widen(up) > lo[i]);
+      }
+      const auto top = static_cast<float>((1 << bits[i]) - 1);
+      REQUIRE(g.step_half == tah::half_up(std::max(0.0F, (hi[i] - g.zero) / top)));
+      REQUIRE(g.step == tah::widen(g.step_half));
+      REQUIRE(g.step >= 0.0F);
+    }
+  }
+}
+
+TEST_CASE("TAH-Quant: the entropy's vector path gives the portable loop's float") {
+  std::mt19937 rng(31);
+  std::normal_distribution<float> normal;
+  std::uniform_int_distribution<int> pick(0, 9);
+  int64_t compared = 0;
+  for (int64_t len : {8, 16, 40, 64, 256, 1024})
+    for (int trial = 0; trial < 300; ++trial) {
+      std::vector<float> x(static_cast<size_t>(len));
+      // Zeros of both signs, subnormals, a tile scale from 2^-140 to 2^127.
+      const float scale = std::ldexp(1.0F, trial % 268 - 140);
+      for (float& e : x) {
+        const int kind = pick(rng);
+        e = kind == 0 ? -0.0F : kind == 1 ? 1e-42F : normal(rng) * scale;
+      }
+      if (trial % 50 == 0) std::fill(x.begin(), x.end(), 0.0F);
+      INFO("len " << len << " trial " << trial);
+      const float vec = sc::tah_entropy(x.data(), len, true);
+      const float port = sc::tah_entropy(x.data(), len, false);
+      if (std::isnan(port)) {
+        REQUIRE(std::isnan(vec));
+      } else {
+        REQUIRE(vec == port);
+      }
+      ++compared;
+    }
+  REQUIRE(compared == 6 * 300);
+  if (sc::simd::level() < sc::simd::Level::kAvx2)
+    WARN("no AVX2 here (or SLOWPIPE_SIMD caps it): both sides ran the portable loop");
+}
