@@ -304,42 +304,117 @@ bool quantize_pack_avx2(const float* v, int64_t len, float zero, float inv, int 
 
 #ifdef TAH_F16C
 namespace {
+// Byte picks of the wide loop below: lane j of group k (k < 4) takes the byte
+// holding its field's first bit and, where the field crosses into the next
+// byte, that one too (-1: a zero byte).
 template <int W>
-__attribute__((target("avx2"))) void dequantize_w(const uint8_t* in, int64_t len, float zero,
-                                                  float step, float* out) {
+struct UnpackTables {
+  int8_t pick[4][32];
+  int32_t shift[8];
+  constexpr UnpackTables() : pick(), shift() {
+    for (int k = 0; k < 4; ++k)
+      for (int half = 0; half < 2; ++half)
+        for (int lane = 0; lane < 4; ++lane) {
+          const int j = 4 * half + lane, first = W * k + (W * j) / 8, at = (W * j) % 8;
+          int8_t* b = pick[k] + 16 * half + 4 * lane;
+          b[0] = static_cast<int8_t>(first);
+          b[1] = static_cast<int8_t>(at + W > 8 ? first + 1 : -1);
+          b[2] = b[3] = -1;
+        }
+    for (int j = 0; j < 8; ++j) shift[j] = (W * j) % 8;
+  }
+};
+template <int W>
+constexpr UnpackTables<W> kUnpack{};
+
+// len codes (8 per W bytes) to zero + code * step; `avail` bytes of `in` may
+// be read. Four groups (4W <= 16 bytes) from one 16-byte load while 16 bytes
+// remain, then a group at a time from its own W bytes.
+template <int W>
+__attribute__((target("avx2"))) void dequantize_w(const uint8_t* in, int64_t len, int64_t avail,
+                                                  float zero, float step, float* out) {
   const __m256i shifts = _mm256_setr_epi32(0, W, 2 * W, 3 * W, 4 * W, 5 * W, 6 * W, 7 * W);
   const __m256i mask = _mm256_set1_epi32((1 << W) - 1);
   const __m256 vz = _mm256_set1_ps(zero), vs = _mm256_set1_ps(step);
-  for (int64_t g = 0; g < len / 8; ++g) {
+  const UnpackTables<W>& t = kUnpack<W>;
+  const __m256i byte_shifts = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.shift));
+  int64_t g = 0;
+  for (; 8 * (g + 4) <= len && W * g + 16 <= avail; g += 4) {
+    const __m256i bytes =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + W * g)));
+    for (int k = 0; k < 4; ++k) {
+      const __m256i picked = _mm256_shuffle_epi8(
+          bytes, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.pick[k])));
+      const __m256i c = _mm256_and_si256(_mm256_srlv_epi32(picked, byte_shifts), mask);
+      // zero + code * step: a product then a sum, as the scalar loop.
+      _mm256_storeu_ps(out + 8 * (g + k),
+                       _mm256_add_ps(vz, _mm256_mul_ps(_mm256_cvtepi32_ps(c), vs)));
+    }
+  }
+  for (; g < len / 8; ++g) {
     uint32_t acc = 0;  // W byte loads: never past the group's last byte
     for (int k = 0; k < W; ++k) acc |= static_cast<uint32_t>(in[W * g + k]) << (8 * k);
     const __m256i c =
         _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(acc)), shifts), mask);
-    // zero + code * step: a product then a sum, as the scalar loop.
     _mm256_storeu_ps(out + 8 * g, _mm256_add_ps(vz, _mm256_mul_ps(_mm256_cvtepi32_ps(c), vs)));
   }
 }
 }  // namespace
 #endif
 
-bool dequantize_groups_avx2(const uint8_t* in, int64_t len, int bits, float zero, float step,
-                            float* out) {
+#ifdef TAH_F16C
+namespace {
+__attribute__((target("avx2,f16c"))) int64_t widen_scales_f16c(const uint8_t* scales, int64_t n,
+                                                               float* zero, float* step) {
+  // 8 tiles = 16 halves: zero points in the even 16-bit slots, steps in the odd.
+  const __m256i split = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0, 1,
+                                         4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+  int64_t t = 0;
+  for (; t + 8 <= n; t += 8) {
+    const __m256i h = _mm256_permute4x64_epi64(
+        _mm256_shuffle_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 4 * t)),
+                            split),
+        0xD8);  // qwords 0, 2 (zero points), 1, 3 (steps)
+    _mm256_storeu_ps(zero + t, _mm256_cvtph_ps(_mm256_castsi256_si128(h)));
+    _mm256_storeu_ps(step + t, _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)));
+  }
+  return t;
+}
+}  // namespace
+#endif
+
+void widen_scales(const uint8_t* scales, int64_t n, float* zero, float* step) {
+  int64_t t = 0;
+#ifdef TAH_F16C
+  if (have_f16c()) t = widen_scales_f16c(scales, n, zero, step);
+#endif
+  for (; t < n; ++t) {
+    uint16_t z, s;
+    std::memcpy(&z, scales + 4 * t, 2);
+    std::memcpy(&s, scales + 4 * t + 2, 2);
+    zero[t] = widen(z);
+    step[t] = widen(s);
+  }
+}
+
+bool dequantize_groups_avx2(const uint8_t* in, int64_t len, int64_t avail, int bits, float zero,
+                            float step, float* out) {
 #ifdef TAH_F16C
   if (!have_avx2()) return false;
   switch (bits) {
     case 1:
-      return dequantize_w<1>(in, len, zero, step, out), true;
+      return dequantize_w<1>(in, len, avail, zero, step, out), true;
     case 2:
-      return dequantize_w<2>(in, len, zero, step, out), true;
+      return dequantize_w<2>(in, len, avail, zero, step, out), true;
     case 3:
-      return dequantize_w<3>(in, len, zero, step, out), true;
+      return dequantize_w<3>(in, len, avail, zero, step, out), true;
     case 4:
-      return dequantize_w<4>(in, len, zero, step, out), true;
+      return dequantize_w<4>(in, len, avail, zero, step, out), true;
     default:
       return false;
   }
 #else
-  (void)in, (void)len, (void)bits, (void)zero, (void)step, (void)out;
+  (void)in, (void)len, (void)avail, (void)bits, (void)zero, (void)step, (void)out;
   return false;
 #endif
 }

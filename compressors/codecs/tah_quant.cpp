@@ -37,7 +37,6 @@ using tah::kMinTile;
 using tah::log2_of;
 using tah::stats_of;
 using tah::TileStats;
-using tah::widen;
 constexpr int kDefaultTile = 64;
 // Tiles whose largest |x| is beyond the fp16 range (they clip anyway) are not
 // rotated, so that the transform never overflows.
@@ -76,6 +75,16 @@ void put_bits(uint8_t* out, uint64_t pos, uint32_t value, int bits) {
     pos += static_cast<uint64_t>(take);
     bits -= take;
   }
+}
+uint32_t get_bits(const uint8_t* in, uint64_t pos, int bits);
+// get_bits by one 8-byte load where 8 bytes from its byte lie before `end`
+// (bits <= 32).
+uint32_t get_field(const uint8_t* in, const uint8_t* end, uint64_t pos, int bits) {
+  const uint8_t* at = in + pos / 8;
+  if (end - at < 8) return get_bits(in, pos, bits);
+  uint64_t word;
+  std::memcpy(&word, at, 8);
+  return static_cast<uint32_t>((word >> (pos % 8)) & ((uint64_t{1} << bits) - 1));
 }
 uint32_t get_bits(const uint8_t* in, uint64_t pos, int bits) {
   uint32_t value = 0;
@@ -155,11 +164,12 @@ void write_codes(const uint8_t* codes, int64_t len, int bits, uint8_t* stream, u
     put_bits(stream, pos + static_cast<uint64_t>(i * bits), codes[i], bits);
 }
 
-TAH_CLONES void dequantize_tile(const uint8_t* stream, uint64_t pos, int64_t len, int bits,
-                                float zero, float step, float* out) {
+// `end`: the end of the message (the vector loop reads whole 16 bytes before it).
+TAH_CLONES void dequantize_tile(const uint8_t* stream, const uint8_t* end, uint64_t pos,
+                                int64_t len, int bits, float zero, float step, float* out) {
   if (pos % 8 == 0 && len % 8 == 0) {
     const uint8_t* in = stream + pos / 8;
-    if (tah::dequantize_groups_avx2(in, len, bits, zero, step, out)) return;
+    if (tah::dequantize_groups_avx2(in, len, end - in, bits, zero, step, out)) return;
     switch (bits) {
       case 1:
         return dequantize_groups<1>(in, len, zero, step, out);
@@ -425,34 +435,36 @@ void TahQuant::decode_payload(const uint8_t* p, const Shape& shape, float* out) 
   if (l.width_map) {  // the width map must hold the layout's counts
     int64_t high_full = 0, high_tail = 0;
     for (int64_t t = 0; t < l.tiles(); ++t)
-      if (get_bits(header, static_cast<uint64_t>(t), 1))
+      if (get_field(header, p + sec.total, static_cast<uint64_t>(t), 1))
         ++(t % per_token < l.full_per_token ? high_full : high_tail);
     if (high_full != l.high_full || high_tail != l.high_tail)
       bad("the width map marks " + std::to_string(high_full) + " + " + std::to_string(high_tail) +
           " high-width tiles, expected " + std::to_string(l.high_full) + " + " +
           std::to_string(l.high_tail));
   }
+  // Every tile's zero point and step first (F16C, 8 tiles at a time).
+  std::vector<float> zeros(static_cast<size_t>(l.tiles())), steps(zeros.size());
+  tah::widen_scales(p, l.tiles(), zeros.data(), steps.data());
+  const uint8_t* end = p + sec.total;
   uint64_t pos = 0;
   for (int64_t tok = 0, t = 0, full_index = 0; tok < l.tokens; ++tok)
     for (int64_t j = 0; j < per_token; ++j, ++t) {
       const bool full = j < l.full_per_token;
       const int64_t len = full ? g : l.tail;
       const bool high =
-          l.width_map ? get_bits(header, static_cast<uint64_t>(t), 1) != 0 : spread[t] != 0;
+          l.width_map ? get_field(header, end, static_cast<uint64_t>(t), 1) != 0 : spread[t] != 0;
       const int bits = high ? l.high_bits : l.low_bits;
-      uint16_t zero_half, step_half;
-      std::memcpy(&zero_half, p + 4 * t, 2);
-      std::memcpy(&step_half, p + 4 * t + 2, 2);
-      const float zero = widen(zero_half), step = widen(step_half);
+      const float zero = zeros[t], step = steps[t];
       if (!std::isfinite(zero) || !std::isfinite(step) || step < 0.0F)
         bad("tile " + std::to_string(t) + " has a non-finite zero point or a bad step");
       float* v = out + tok * l.channels + j * g;
-      dequantize_tile(stream, pos, len, bits, zero, step, v);
+      dequantize_tile(stream, end, pos, len, bits, zero, step, v);
       pos += static_cast<uint64_t>(len * bits);
       if (!full) continue;
       const uint64_t at = sec.width_bits + static_cast<uint64_t>(full_index++) * (1 + pivot_bits);
-      const uint32_t pivot = get_bits(header, at + 1, pivot_bits);
-      if (get_bits(header, at, 1) == 0) {
+      const uint32_t field = get_field(header, end, at, 1 + pivot_bits);
+      const uint32_t pivot = field >> 1;
+      if ((field & 1) == 0) {
         if (pivot != 0) bad("tile " + std::to_string(t) + " is not rotated but names a pivot");
         continue;
       }

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -147,4 +148,65 @@ TEST_CASE("TAH-Quant: the entropy's vector path gives the portable loop's float"
   REQUIRE(compared == 6 * 300);
   if (sc::simd::level() < sc::simd::Level::kAvx2)
     WARN("no AVX2 here (or SLOWPIPE_SIMD caps it): both sides ran the portable loop");
+}
+
+TEST_CASE("TAH-Quant: the AVX2 unpacking gives the naive loop's values") {
+  std::mt19937 rng(37);
+  std::uniform_int_distribution<int> byte(0, 255);
+  int64_t ran = 0;
+  for (int bits = 1; bits <= 4; ++bits)
+    for (int64_t len : {8, 24, 32, 64, 96, 256, 1024}) {
+      const size_t bytes = static_cast<size_t>(len * bits / 8);
+      std::vector<uint8_t> in(bytes + 16);
+      for (uint8_t& b : in) b = static_cast<uint8_t>(byte(rng));
+      const float zero = -1.25F, step = 0.0625F;
+      std::vector<float> want(static_cast<size_t>(len));
+      for (size_t i = 0; i < want.size(); ++i) {
+        uint32_t code = 0;
+        for (int b = 0; b < bits; ++b) {
+          const size_t pos = i * static_cast<size_t>(bits) + static_cast<size_t>(b);
+          code |= static_cast<uint32_t>((in[pos / 8] >> (pos % 8)) & 1U) << b;
+        }
+        want[i] = zero + static_cast<float>(code) * step;
+      }
+      // Only the run's own bytes readable (the tail loop), then 16 spare ones (the wide loop).
+      for (int64_t avail : {static_cast<int64_t>(bytes), static_cast<int64_t>(bytes) + 16}) {
+        INFO("bits " << bits << " len " << len << " avail " << avail);
+        std::vector<float> got(want.size(), NAN);
+        if (!tah::dequantize_groups_avx2(in.data(), len, avail, bits, zero, step, got.data()))
+          continue;
+        ++ran;
+        REQUIRE(got == want);
+      }
+    }
+  if (sc::simd::level() >= sc::simd::Level::kAvx2)
+    REQUIRE(ran == 4 * 7 * 2);
+  else
+    WARN("no AVX2 here (or SLOWPIPE_SIMD caps it): the unpacking was not run");
+}
+
+TEST_CASE("TAH-Quant: the scales widened 8 tiles at a time equal widen's, tile by tile") {
+  std::mt19937 rng(41);
+  std::uniform_int_distribution<int> half(0, 0xFFFF);  // every fp16: inf, NaN, subnormals too
+  for (int64_t n : {1, 7, 8, 9, 16, 100, 1000}) {
+    std::vector<uint8_t> scales(static_cast<size_t>(4 * n));
+    for (int64_t t = 0; t < n; ++t) {
+      const auto z = static_cast<uint16_t>(half(rng)), s = static_cast<uint16_t>(half(rng));
+      std::memcpy(scales.data() + 4 * t, &z, 2);
+      std::memcpy(scales.data() + 4 * t + 2, &s, 2);
+    }
+    std::vector<float> zero(static_cast<size_t>(n)), step(zero.size());
+    tah::widen_scales(scales.data(), n, zero.data(), step.data());
+    for (int64_t t = 0; t < n; ++t) {
+      uint16_t z, s;
+      std::memcpy(&z, scales.data() + 4 * t, 2);
+      std::memcpy(&s, scales.data() + 4 * t + 2, 2);
+      INFO("n " << n << " tile " << t << " halves " << z << " " << s);
+      const float wz = tah::widen(z), ws = tah::widen(s);
+      REQUIRE((std::memcmp(&zero[static_cast<size_t>(t)], &wz, 4) == 0 ||
+               (std::isnan(wz) && std::isnan(zero[static_cast<size_t>(t)]))));
+      REQUIRE((std::memcmp(&step[static_cast<size_t>(t)], &ws, 4) == 0 ||
+               (std::isnan(ws) && std::isnan(step[static_cast<size_t>(t)]))));
+    }
+  }
 }

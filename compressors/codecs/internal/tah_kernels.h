@@ -50,11 +50,18 @@ void grids_of(const float* lo, const float* hi, const int* bits, int n, Grid* ou
 // is not a multiple of 32 or W > 6: the caller's loops then.
 bool quantize_pack_avx2(const float* v, int64_t len, float zero, float inv, int bits, uint8_t* out);
 
+// The float values of n tiles' fp16 zero points and steps (scales: 4 bytes a
+// tile, the zero point's fp16 then the step's, little-endian), by F16C 8
+// tiles at a time where the CPU has it (widen's values either way).
+void widen_scales(const uint8_t* scales, int64_t n, float* zero, float* step);
+
 // A byte-aligned run of len codes (len a multiple of 8, W = bits bits each,
 // LSB-first, 8 codes in W bytes) to values zero + code * step, in AVX2 for
-// W <= 4 (8 codes from one broadcast word by variable shifts). False, and
-// nothing written, where this CPU lacks AVX2 or W > 4: the caller's loop then.
-bool dequantize_groups_avx2(const uint8_t* in, int64_t len, int bits, float zero, float step,
-                            float* out);
+// W <= 4: 32 codes from one 16-byte load (byte shuffles, variable shifts)
+// where `avail` >= 16 bytes of `in` remain readable, else 8 codes from one
+// broadcast word. False, and nothing written, where this CPU lacks AVX2 or
+// W > 4: the caller's loop then.
+bool dequantize_groups_avx2(const uint8_t* in, int64_t len, int64_t avail, int bits, float zero,
+                            float step, float* out);
 
 }  // namespace slowpipe::compressors::tah
