@@ -566,7 +566,48 @@ float tah_entropy(const float* x, int64_t len, bool vector) {
   return tah_entropy_portable(x, len);
 }
 
-TAH_CLONES void tah_hadamard(float* v, int64_t g) {
+namespace {
+
+#ifdef TAH_F16C
+// One butterfly stage inside each vector: lanes with bit w clear get x + y,
+// the others y' - x' (the partner's value minus their own), as the scalar
+// loop's (v[j], v[j + w]) <- (v[j] + v[j + w], v[j] - v[j + w]).
+__attribute__((target("avx2"))) inline __m256 butterfly(__m256 v, __m256 partner, int odd_lanes) {
+  const __m256 sum = _mm256_add_ps(v, partner), diff = _mm256_sub_ps(partner, v);
+  switch (odd_lanes) {  // immediate blend masks
+    case 0xAA:
+      return _mm256_blend_ps(sum, diff, 0xAA);
+    case 0xCC:
+      return _mm256_blend_ps(sum, diff, 0xCC);
+    default:
+      return _mm256_blend_ps(sum, diff, 0xF0);
+  }
+}
+// tah_hadamard in AVX2 for g a multiple of 8: stages 1, 2 and 4 inside each
+// vector by lane permutes, the wider ones between vectors, then the scale:
+// the portable loop's additions, subtractions and products, in its order.
+__attribute__((target("avx2"))) void hadamard_avx2(float* v, int64_t g, float scale) {
+  for (int64_t i = 0; i < g; i += 8) {
+    __m256 x = _mm256_loadu_ps(v + i);
+    x = butterfly(x, _mm256_permute_ps(x, 0xB1), 0xAA);
+    x = butterfly(x, _mm256_permute_ps(x, 0x4E), 0xCC);
+    x = butterfly(x, _mm256_permute2f128_ps(x, x, 1), 0xF0);
+    _mm256_storeu_ps(v + i, x);
+  }
+  for (int64_t h = 8; h < g; h *= 2)
+    for (int64_t i = 0; i < g; i += 2 * h)
+      for (int64_t j = i; j < i + h; j += 8) {
+        const __m256 a = _mm256_loadu_ps(v + j), b = _mm256_loadu_ps(v + j + h);
+        _mm256_storeu_ps(v + j, _mm256_add_ps(a, b));
+        _mm256_storeu_ps(v + j + h, _mm256_sub_ps(a, b));
+      }
+  const __m256 s = _mm256_set1_ps(scale);
+  for (int64_t j = 0; j < g; j += 8)
+    _mm256_storeu_ps(v + j, _mm256_mul_ps(_mm256_loadu_ps(v + j), s));
+}
+#endif
+
+TAH_CLONES void hadamard_portable(float* v, int64_t g) {
   int64_t h = 1;
   if (g >= 8) {  // stages 1, 2, 4 inside each group of 8, in registers
     for (int64_t i = 0; i < g; i += 8) {
@@ -592,6 +633,16 @@ TAH_CLONES void tah_hadamard(float* v, int64_t g) {
       }
   const float scale = hadamard_scale(g);
   for (int64_t j = 0; j < g; ++j) v[j] *= scale;
+}
+
+}  // namespace
+
+void tah_hadamard(float* v, int64_t g, bool vector) {
+#ifdef TAH_F16C
+  if (vector && g >= 8 && tah::have_avx2()) return hadamard_avx2(v, g, hadamard_scale(g));
+#endif
+  (void)vector;
+  hadamard_portable(v, g);
 }
 
 std::array<float, 5> tah_tile_stats(const float* x, int64_t len, bool vector) {

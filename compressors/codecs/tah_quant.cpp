@@ -379,8 +379,12 @@ void TahQuant::encode_payload(const float* x, const Shape& shape, uint8_t* out) 
   if (l.width_map)
     if (const int64_t bad = first_non_finite(x, n); bad >= 0) refuse_non_finite(spec(), x, n, bad);
   const Sections sec = sections_of(l, config_.tile);
-  std::memset(out + sec.header, 0, sec.total - sec.header);
   const int64_t g = config_.tile, per_token = l.full_per_token + (l.tail > 0 ? 1 : 0);
+  // The bit fields are ORed into zeroed memory. The codes too, unless every
+  // tile holds a multiple of 8 elements: then each starts on a byte and its
+  // groups of 8 codes overwrite every byte of the section (write_codes).
+  const bool whole_bytes = g % 8 == 0 && l.tail % 8 == 0;
+  std::memset(out + sec.header, 0, (whole_bytes ? sec.codes : sec.total) - sec.header);
   const int pivot_bits = log2_of(g);
 
   const std::vector<uint8_t> high = l.width_map ? entropy_widths(x, l) : fixed_widths(l);

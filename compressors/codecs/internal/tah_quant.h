@@ -79,8 +79,9 @@ class TahQuant : public Codec {
 // Orthonormal Walsh-Hadamard transform of v[0..g) in place, g a power of two:
 // the butterfly stages h = 1, 2, 4, ... (v[j], v[j+h]) <- (v[j] + v[j+h],
 // v[j] - v[j+h]), then every value times (float)(1 / sqrt(g)). Its own inverse
-// (up to rounding): H is symmetric and H * H = I.
-void tah_hadamard(float* v, int64_t g);
+// (up to rounding): H is symmetric and H * H = I. `vector`: the AVX2 path
+// where the CPU has it (g >= 8), else the portable loop; the same floats.
+void tah_hadamard(float* v, int64_t g, bool vector = true);
 // log2 approximation of a normal float u > 0 (|error| < 1.1e-4): exponent plus
 // a degree-4 polynomial of the mantissa.
 float tah_log2(float u);
