@@ -127,6 +127,18 @@ TileStats stats_of(const float* x, int64_t len, bool vector) {
   return tile_stats(x, len);
 }
 
+void stats_many(const float* const* x, const int64_t* len, int n, TileStats* out) {
+#ifdef TAH_F16C
+  if (have_avx2()) {
+    for (int i = 0; i < n; ++i)
+      out[i] =
+          len[i] >= 8 && len[i] % 8 == 0 ? tile_stats_avx2(x[i], len[i]) : tile_stats(x[i], len[i]);
+    return;
+  }
+#endif
+  for (int i = 0; i < n; ++i) out[i] = tile_stats(x[i], len[i]);
+}
+
 namespace {
 
 // fp16 bits, inline (c10's header-only conversions; the same roundings as
@@ -183,7 +195,7 @@ uint16_t half_down(float v) {
 
 namespace {
 Grid grid_portable(float lo, float hi, int bits) {
-  Grid g;
+  Grid g{};
   g.zero_half = half_down(lo);
   g.zero = widen(g.zero_half);
   g.step_half = half_up(std::max(0.0F, (hi - g.zero) / static_cast<float>((1 << bits) - 1)));

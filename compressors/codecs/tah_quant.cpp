@@ -237,39 +237,81 @@ void encode_tile(const float* v, int64_t len, const tah::Grid& grid, int bits, u
   write_codes(codes, len, bits, stream, pos);
 }
 
-// Tiles wait here until a batch is full: their statistics (and rotations)
-// first, then the batch's grids, then its codes.
-struct TileBatch {
+// Tiles wait here until a batch is full. A batch is encoded in passes: the
+// statistics of its tiles (the vector path chosen once), the rotations where
+// the rule says (with their header fields), the grids, then the codes.
+class TileBatch {
+ public:
   static constexpr int kSize = 8;
   struct Tile {
     const float* v;
     int64_t len, index;
+    int64_t full_index;  // among the full tiles; -1 for a tail tile (never rotated)
     uint64_t pos;
+    int bits;
   };
-  Tile tiles[kSize];
-  float lo[kSize], hi[kSize];
-  int bits[kSize];
-  int count = 0;
-  std::vector<float> rotated;  // [kSize, G]: the rotated tiles of the batch
-
-  explicit TileBatch(int64_t g) : rotated(static_cast<size_t>(kSize * g)) {}
-  float* rotation_slot(int64_t g) { return rotated.data() + count * g; }
-  // Adds a tile; encodes the batch once it is full (flush: any left).
-  void add(const Tile& t, const TileStats& s, int b, uint8_t* out, uint8_t* stream) {
-    tiles[count] = t;
-    lo[count] = s.lo;
-    hi[count] = s.hi;
-    bits[count] = b;
-    if (++count == kSize) flush(out, stream);
+  TileBatch(int64_t g, uint64_t rotation_bits, uint8_t* out, uint8_t* header, uint8_t* stream)
+      : g_(g),
+        pivot_bits_(log2_of(g)),
+        rotation_bits_(rotation_bits),
+        out_(out),
+        header_(header),
+        stream_(stream),
+        rotated_(static_cast<size_t>(kSize * g)) {}
+  // Adds a tile; encodes the batch once it is full (flush: any left). False
+  // when a tile holds a NaN or inf (nothing of its batch written).
+  bool add(const Tile& t) {
+    tiles_[count_] = t;
+    return ++count_ < kSize || flush();
   }
-  void flush(uint8_t* out, uint8_t* stream) {
+  bool flush() {
+    const float* v[kSize];
+    int64_t len[kSize];
+    for (int i = 0; i < count_; ++i) v[i] = tiles_[i].v, len[i] = tiles_[i].len;
+    TileStats stats[kSize];
+    tah::stats_many(v, len, count_, stats);
+    float lo[kSize], hi[kSize];
+    int bits[kSize];
+    for (int i = 0; i < count_; ++i) {
+      if (!stats[i].finite) return false;
+      if (tiles_[i].full_index >= 0) rotate_if_chosen(i, v[i], stats[i]);
+      lo[i] = stats[i].lo, hi[i] = stats[i].hi, bits[i] = tiles_[i].bits;
+    }
     tah::Grid grids[kSize];
-    tah::grids_of(lo, hi, bits, count, grids);
-    for (int i = 0; i < count; ++i)
-      encode_tile(tiles[i].v, tiles[i].len, grids[i], bits[i], out + 4 * tiles[i].index, stream,
-                  tiles[i].pos);
-    count = 0;
+    tah::grids_of(lo, hi, bits, count_, grids);
+    for (int i = 0; i < count_; ++i)
+      encode_tile(v[i], len[i], grids[i], bits[i], out_ + 4 * tiles_[i].index, stream_,
+                  tiles_[i].pos);
+    count_ = 0;
+    return true;
   }
+
+ private:
+  // A full tile with one dominant element: pivot to position 0, rotated into
+  // this batch's slot (v and s then describe the rotated tile), flagged with
+  // its pivot in the header.
+  void rotate_if_chosen(int i, const float*& v, TileStats& s) {
+    const PivotChoice p = choose_pivot(v, s);
+    if (!p.rotate) return;
+    float* r = rotated_.data() + i * g_;
+    std::memcpy(r, v, static_cast<size_t>(g_) * 4);
+    std::swap(r[0], r[p.index]);
+    tah_hadamard(r, g_);
+    v = r;
+    s = stats_of(r, g_);
+    const uint64_t at =
+        rotation_bits_ + static_cast<uint64_t>(tiles_[i].full_index) * (1 + pivot_bits_);
+    put_bits(header_, at, 1, 1);
+    put_bits(header_, at + 1, static_cast<uint32_t>(p.index), pivot_bits_);
+  }
+
+  int64_t g_;
+  int pivot_bits_;
+  uint64_t rotation_bits_;  // where the rotation fields start in the header
+  uint8_t *out_, *header_, *stream_;
+  std::vector<float> rotated_;  // [kSize, G]: the rotated tiles of the batch
+  Tile tiles_[kSize];
+  int count_ = 0;
 };
 
 // `:fixed` with a fractional B: the i-th of `count` tiles of a class is high
@@ -385,42 +427,24 @@ void TahQuant::encode_payload(const float* x, const Shape& shape, uint8_t* out) 
   // groups of 8 codes overwrite every byte of the section (write_codes).
   const bool whole_bytes = g % 8 == 0 && l.tail % 8 == 0;
   std::memset(out + sec.header, 0, (whole_bytes ? sec.codes : sec.total) - sec.header);
-  const int pivot_bits = log2_of(g);
 
   const std::vector<uint8_t> high = l.width_map ? entropy_widths(x, l) : fixed_widths(l);
 
   uint8_t* header = out + sec.header;
-  uint8_t* stream = out + sec.codes;
-  TileBatch batch(g);
+  TileBatch batch(g, sec.width_bits, out, header, out + sec.codes);
+  const auto refuse = [&] { refuse_non_finite(spec(), x, n, first_non_finite(x, n)); };
   uint64_t pos = 0;
   for (int64_t tok = 0, t = 0, full_index = 0; tok < l.tokens; ++tok)
     for (int64_t j = 0; j < per_token; ++j, ++t) {
       const bool full = j < l.full_per_token;
       const int64_t len = full ? g : l.tail;
-      const float* v = x + tok * l.channels + j * g;
       const int bits = high[t] ? l.high_bits : l.low_bits;
       if (high[t] && l.width_map) put_bits(header, static_cast<uint64_t>(t), 1, 1);
-      TileStats stats = stats_of(v, len);
-      if (!stats.finite) refuse_non_finite(spec(), x, n, first_non_finite(x, n));
-      if (full) {
-        const PivotChoice p = choose_pivot(v, stats);
-        if (p.rotate) {
-          float* rotated = batch.rotation_slot(g);
-          std::memcpy(rotated, v, static_cast<size_t>(g) * 4);
-          std::swap(rotated[0], rotated[p.index]);
-          tah_hadamard(rotated, g);
-          v = rotated;
-          stats = stats_of(v, len);
-          const uint64_t at = sec.width_bits + static_cast<uint64_t>(full_index) * (1 + pivot_bits);
-          put_bits(header, at, 1, 1);
-          put_bits(header, at + 1, static_cast<uint32_t>(p.index), pivot_bits);
-        }
-        ++full_index;
-      }
-      batch.add({v, len, t, pos}, stats, bits, out, stream);
+      if (!batch.add({x + tok * l.channels + j * g, len, t, full ? full_index++ : -1, pos, bits}))
+        refuse();
       pos += static_cast<uint64_t>(len * bits);
     }
-  batch.flush(out, stream);
+  if (!batch.flush()) refuse();
 }
 
 void TahQuant::decode_payload(const uint8_t* p, const Shape& shape, float* out) const {

@@ -26,6 +26,8 @@ struct TileStats {
 };
 // By the fastest path this CPU has (`vector` false: the portable loop).
 TileStats stats_of(const float* x, int64_t len, bool vector = true);
+// stats_of(x[i], len[i]) into out[i] for i < n, the path chosen once.
+void stats_many(const float* const* x, const int64_t* len, int n, TileStats* out);
 
 // The smallest fp16 >= v (v finite; beyond +-65504 the largest finite fp16
 // of that sign), the largest fp16 <= v likewise, and an fp16's float value.
@@ -37,9 +39,9 @@ float widen(uint16_t h);
 // (2^bits - 1)) rounded up to fp16, and their float values; out[i] from
 // lo[i], hi[i], bits[i] for i < n (F16C where the CPU has it, as half_up; a
 // batch at a time, so that the tiles' chains of roundings and divisions overlap).
-struct Grid {
-  uint16_t zero_half = 0, step_half = 0;
-  float zero = 0, step = 0;
+struct Grid {  // no initializers: grids_of fills every field
+  uint16_t zero_half, step_half;
+  float zero, step;
 };
 void grids_of(const float* lo, const float* hi, const int* bits, int n, Grid* out);
 
