@@ -409,26 +409,32 @@ void widen_scales(const uint8_t* scales, int64_t n, float* zero, float* step) {
   }
 }
 
-bool dequantize_groups_avx2(const uint8_t* in, int64_t len, int64_t avail, int bits, float zero,
-                            float step, float* out) {
+DequantizeGroups dequantize_groups_avx2_for(int bits) {
 #ifdef TAH_F16C
-  if (!have_avx2()) return false;
+  if (!have_avx2()) return nullptr;
   switch (bits) {
     case 1:
-      return dequantize_w<1>(in, len, avail, zero, step, out), true;
+      return dequantize_w<1>;
     case 2:
-      return dequantize_w<2>(in, len, avail, zero, step, out), true;
+      return dequantize_w<2>;
     case 3:
-      return dequantize_w<3>(in, len, avail, zero, step, out), true;
+      return dequantize_w<3>;
     case 4:
-      return dequantize_w<4>(in, len, avail, zero, step, out), true;
+      return dequantize_w<4>;
     default:
-      return false;
+      return nullptr;
   }
 #else
-  (void)in, (void)len, (void)avail, (void)bits, (void)zero, (void)step, (void)out;
-  return false;
+  (void)bits;
+  return nullptr;
 #endif
+}
+
+bool dequantize_groups_avx2(const uint8_t* in, int64_t len, int64_t avail, int bits, float zero,
+                            float step, float* out) {
+  const DequantizeGroups f = dequantize_groups_avx2_for(bits);
+  if (f != nullptr) f(in, len, avail, zero, step, out);
+  return f != nullptr;
 }
 
 }  // namespace tah

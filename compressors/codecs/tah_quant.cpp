@@ -474,6 +474,8 @@ void TahQuant::decode_payload(const uint8_t* p, const Shape& shape, float* out) 
   std::vector<float> zeros(static_cast<size_t>(l.tiles())), steps(zeros.size());
   tah::widen_scales(p, l.tiles(), zeros.data(), steps.data());
   const uint8_t* end = p + sec.total;
+  const tah::DequantizeGroups unpack[2] = {tah::dequantize_groups_avx2_for(l.low_bits),
+                                           tah::dequantize_groups_avx2_for(l.high_bits)};
   uint64_t pos = 0;
   for (int64_t tok = 0, t = 0, full_index = 0; tok < l.tokens; ++tok)
     for (int64_t j = 0; j < per_token; ++j, ++t) {
@@ -486,7 +488,11 @@ void TahQuant::decode_payload(const uint8_t* p, const Shape& shape, float* out) 
       if (!std::isfinite(zero) || !std::isfinite(step) || step < 0.0F)
         bad("tile " + std::to_string(t) + " has a non-finite zero point or a bad step");
       float* v = out + tok * l.channels + j * g;
-      dequantize_tile(stream, end, pos, len, bits, zero, step, v);
+      const uint8_t* in = stream + pos / 8;
+      if (pos % 8 == 0 && len % 8 == 0 && unpack[high])
+        unpack[high](in, len, end - in, zero, step, v);
+      else
+        dequantize_tile(stream, end, pos, len, bits, zero, step, v);
       pos += static_cast<uint64_t>(len * bits);
       if (!full) continue;
       const uint64_t at = sec.width_bits + static_cast<uint64_t>(full_index++) * (1 + pivot_bits);

@@ -65,5 +65,10 @@ void widen_scales(const uint8_t* scales, int64_t n, float* zero, float* step);
 // W > 4: the caller's loop then.
 bool dequantize_groups_avx2(const uint8_t* in, int64_t len, int64_t avail, int bits, float zero,
                             float step, float* out);
+// The same for one width, picked once (a decoder's loop over tiles): null
+// where this CPU lacks AVX2 or W > 4.
+using DequantizeGroups = void (*)(const uint8_t* in, int64_t len, int64_t avail, float zero,
+                                  float step, float* out);
+DequantizeGroups dequantize_groups_avx2_for(int bits);
 
 }  // namespace slowpipe::compressors::tah
