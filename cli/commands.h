@@ -18,6 +18,9 @@ constexpr int kExitDiverged = 4;
 constexpr int kExitInterrupted = 130;
 
 int cmd_train(const Args& args);
+// The front's checks of `train` before it hands the run to slowpipe-torch
+// (train_options.h): 0, or an exception as cmd_train would throw it.
+int cmd_train_preflight(const Args& args);
 int cmd_launch(const Args& args);
 int cmd_export(const Args& args);
 int cmd_codecs(const Args& args);

@@ -31,6 +31,8 @@ struct Command {
   const char* name;
   const char* summary;
   int (*run)(const slowpipe::cli::Args&);  // null in the front: run by slowpipe-torch
+  // The front's torch-free checks before a hand-off (0: go on), where it has some.
+  int (*preflight)(const slowpipe::cli::Args&) = nullptr;
 };
 
 // A command that needs libtorch: its function in slowpipe-torch, the hand-off in the front.
@@ -44,7 +46,7 @@ namespace cli = slowpipe::cli;
 
 const Command kCommands[] = {
     {"train", "train a model cut into pipeline stages; log to HDF5",
-     SLOWPIPE_NEEDS_TORCH(cli::cmd_train)},
+     SLOWPIPE_NEEDS_TORCH(cli::cmd_train), cli::cmd_train_preflight},
     {"launch", "run `train` as one process per stage and replica on this host (c10d)",
      SLOWPIPE_NEEDS_TORCH(cli::cmd_launch)},
     {"sweep", "run a sweep file's grid of training runs, resumably, in parallel", cli::cmd_sweep},
@@ -75,9 +77,10 @@ void usage(std::FILE* out) {
 }
 
 // Runs one command with the exit-code mapping of the file comment.
-int run_command(const Command& c, const slowpipe::cli::Args& args) {
+int run_command(const Command& c, const slowpipe::cli::Args& args,
+                int (*run)(const slowpipe::cli::Args&)) {
   try {
-    return c.run(args);
+    return run(args);
   } catch (const slowpipe::UsageError& e) {
     std::fprintf(stderr, "slowpipe %s: error: %s\n", c.name, e.what());
     return 2;
@@ -124,8 +127,14 @@ int main(int argc, char** argv) {
   }
   for (const auto& c : kCommands) {
     if (name != c.name) continue;
-    if (c.run == nullptr) return slowpipe::cli::hand_off(c.name, argv);
-    return run_command(c, slowpipe::cli::Args(argv + 2, argv + argc));
+    if (c.run == nullptr) {
+      if (c.preflight != nullptr) {  // checks that need no libtorch, before loading it
+        const int rc = run_command(c, slowpipe::cli::Args(argv + 2, argv + argc), c.preflight);
+        if (rc != 0) return rc;
+      }
+      return slowpipe::cli::hand_off(c.name, argv);
+    }
+    return run_command(c, slowpipe::cli::Args(argv + 2, argv + argc), c.run);
   }
   std::fprintf(stderr, "slowpipe: unknown command '%s'\n\n", name.c_str());
   usage(stderr);

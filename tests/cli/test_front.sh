@@ -45,6 +45,27 @@ for cmd in "--version" "--help" "codecs" "timing --preset aqsgd-gpt2xl --fw aq(q
     bad "slowpipe and slowpipe-torch differ on '$cmd'"
 done
 
+# A train that its torch-free checks refuse (docs/cli-startup.md, "Checks
+# before the hand-off") is refused by the front itself, before any torch-side
+# library loads, with slowpipe-torch's message and exit code; one that passes
+# them is handed over (libtorch loads: the check can fire).
+for cmd in "--set run.stesp=3" "--bogus-flag" "--set pipeline.microbatches=3" \
+  "--out /proc/x.h5" "--set net.bandwidth=10Gbsp" "--fw topk:shared"; do
+  read -r -a args <<<"$cmd"
+  front=$("$bin" train "${small[@]}" "${args[@]}" 2>&1)
+  front_rc=$?
+  full=$("$torch_bin" train "${small[@]}" "${args[@]}" 2>&1)
+  full_rc=$?
+  [ "$front_rc" -eq 2 ] && [ "$front_rc" -eq "$full_rc" ] && [ "$front" = "$full" ] && ok ||
+    bad "train $cmd: the front gave exit $front_rc '$front', slowpipe-torch exit $full_rc '$full'"
+  loaded=$(LD_DEBUG=files "$bin" train "${small[@]}" "${args[@]}" 2>&1 >/dev/null |
+    grep -oE 'file=[^ ]+' | torch_libs)
+  [ -z "$loaded" ] && ok || bad "slowpipe train $cmd loaded $(echo "$loaded" | head -1) before refusing"
+done
+loaded=$(LD_DEBUG=files "$bin" train "${small[@]}" --set run.steps=0 --out zero.h5 2>&1 >/dev/null |
+  grep -oE 'file=[^ ]+' | torch_libs)
+grep -q libtorch <<<"$loaded" && ok || bad "a valid train through the front loaded no libtorch (check the check)"
+
 # Every command through the front, with the exit codes of the full binary:
 # 0, 2 usage, 3 data, 4 diverged, 1 failure (the codes of main.cpp).
 expect 0 "final loss" -- "$bin" train "${small[@]}" --steps 3 --out t0.h5
