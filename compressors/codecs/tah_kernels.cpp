@@ -200,18 +200,51 @@ Grid grid_portable(float lo, float hi, int bits) {
   g.zero = widen(g.zero_half);
   g.step_half = half_up(std::max(0.0F, (hi - g.zero) / static_cast<float>((1 << bits) - 1)));
   g.step = widen(g.step_half);
+  g.inv = g.step > 0.0F ? 1.0F / g.step : 0.0F;
   return g;
 }
 #ifdef TAH_F16C
-__attribute__((target("f16c"))) void grids_f16c(const float* lo, const float* hi, const int* bits,
-                                                int n, Grid* out) {
-  for (int i = 0; i < n; ++i) {
-    Grid& g = out[i];
-    g.zero_half = half_up_f16c(-lo[i]) ^ 0x8000;
-    g.zero = from_half_f16c(g.zero_half);
-    const auto max_code = static_cast<float>((1 << bits[i]) - 1);
-    g.step_half = half_up_f16c(std::max(0.0F, (hi[i] - g.zero) / max_code));
-    g.step = from_half_f16c(g.step_half);
+// fp16 bits of v rounded up, 8 lanes: F16C's conversion toward +inf, which
+// already gives -65504 below the range; above it (+inf, 0x7C00, which no
+// finite v <= 65504 gives) the largest finite fp16 instead, as half_up_f16c.
+__attribute__((target("avx2,f16c"))) inline __m128i halves_up(__m256 v) {
+  const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_POS_INF);
+  return _mm_add_epi16(h, _mm_cmpeq_epi16(h, _mm_set1_epi16(0x7C00)));
+}
+// grids_of for up to 8 tiles at once: the scalar recipe lane by lane (the
+// same roundings, the same division), unused lanes padded with a zero tile.
+__attribute__((target("avx2,f16c"))) void grids_f16c(const float* lo, const float* hi,
+                                                     const int* bits, int n, Grid* out) {
+  for (int i0 = 0; i0 < n; i0 += 8) {
+    const int m = std::min(8, n - i0);
+    alignas(32) float l8[8] = {}, h8[8] = {};
+    alignas(32) int b8[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    std::copy(lo + i0, lo + i0 + m, l8);
+    std::copy(hi + i0, hi + i0 + m, h8);
+    std::copy(bits + i0, bits + i0 + m, b8);
+    const __m256 vlo = _mm256_load_ps(l8), vhi = _mm256_load_ps(h8);
+    const __m256 max_code = _mm256_cvtepi32_ps(
+        _mm256_sub_epi32(_mm256_sllv_epi32(_mm256_set1_epi32(1),
+                                           _mm256_load_si256(reinterpret_cast<const __m256i*>(b8))),
+                         _mm256_set1_epi32(1)));
+    const __m256 minus = _mm256_set1_ps(-0.0F);
+    const __m128i zero_half = _mm_xor_si128(halves_up(_mm256_xor_ps(vlo, minus)),
+                                            _mm_set1_epi16(static_cast<short>(0x8000)));
+    const __m256 zero = _mm256_cvtph_ps(zero_half);
+    // max(x, 0) is (x > 0) ? x : 0, as std::max(0.0F, x)
+    const __m128i step_half = halves_up(
+        _mm256_max_ps(_mm256_div_ps(_mm256_sub_ps(vhi, zero), max_code), _mm256_setzero_ps()));
+    const __m256 step = _mm256_cvtph_ps(step_half);
+    const __m256 inv = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0F), step),
+                                     _mm256_cmp_ps(step, _mm256_setzero_ps(), _CMP_GT_OQ));
+    alignas(16) uint16_t zh[8], sh[8];
+    alignas(32) float z[8], st[8], iv[8];
+    _mm_store_si128(reinterpret_cast<__m128i*>(zh), zero_half);
+    _mm_store_si128(reinterpret_cast<__m128i*>(sh), step_half);
+    _mm256_store_ps(z, zero);
+    _mm256_store_ps(st, step);
+    _mm256_store_ps(iv, inv);
+    for (int j = 0; j < m; ++j) out[i0 + j] = {zh[j], sh[j], z[j], st[j], iv[j]};
   }
 }
 #endif
@@ -219,7 +252,7 @@ __attribute__((target("f16c"))) void grids_f16c(const float* lo, const float* hi
 
 void grids_of(const float* lo, const float* hi, const int* bits, int n, Grid* out) {
 #ifdef TAH_F16C
-  if (have_f16c()) return grids_f16c(lo, hi, bits, n, out);
+  if (have_f16c() && have_avx2()) return grids_f16c(lo, hi, bits, n, out);
 #endif
   for (int i = 0; i < n; ++i) out[i] = grid_portable(lo[i], hi[i], bits[i]);
 }
@@ -288,30 +321,36 @@ __attribute__((target("avx2"))) void quantize_pack_w(const float* v, int64_t len
 }  // namespace
 #endif
 
-bool quantize_pack_avx2(const float* v, int64_t len, float zero, float inv, int bits,
-                        uint8_t* out) {
+QuantizePack quantize_pack_avx2_for(int bits) {
 #ifdef TAH_F16C
-  if (!have_avx2() || len % 32 != 0) return false;
+  if (!have_avx2()) return nullptr;
   switch (bits) {
     case 1:
-      return quantize_pack_w<1>(v, len, zero, inv, out), true;
+      return quantize_pack_w<1>;
     case 2:
-      return quantize_pack_w<2>(v, len, zero, inv, out), true;
+      return quantize_pack_w<2>;
     case 3:
-      return quantize_pack_w<3>(v, len, zero, inv, out), true;
+      return quantize_pack_w<3>;
     case 4:
-      return quantize_pack_w<4>(v, len, zero, inv, out), true;
+      return quantize_pack_w<4>;
     case 5:
-      return quantize_pack_w<5>(v, len, zero, inv, out), true;
+      return quantize_pack_w<5>;
     case 6:
-      return quantize_pack_w<6>(v, len, zero, inv, out), true;
+      return quantize_pack_w<6>;
     default:
-      return false;
+      return nullptr;
   }
 #else
-  (void)v, (void)len, (void)zero, (void)inv, (void)bits, (void)out;
-  return false;
+  (void)bits;
+  return nullptr;
 #endif
+}
+
+bool quantize_pack_avx2(const float* v, int64_t len, float zero, float inv, int bits,
+                        uint8_t* out) {
+  const QuantizePack f = len % 32 == 0 ? quantize_pack_avx2_for(bits) : nullptr;
+  if (f != nullptr) f(v, len, zero, inv, out);
+  return f != nullptr;
 }
 
 #ifdef TAH_F16C

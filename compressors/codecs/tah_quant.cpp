@@ -223,17 +223,16 @@ TAH_CLONES void round_codes(const float* v, int64_t len, float zero, float inv, 
 // (max - zero) / (2^bits - 1) rounded up to fp16) into `scales`, and its codes
 // at bit `pos` of the stream: code = floor((v - zero) / step + 1/2) clamped to
 // [0, 2^bits - 1], with 1/step as a float (0 when step is 0). A byte-aligned
-// tile goes through the AVX2 kernel where it can (the same bytes), else these
-// loops.
-void encode_tile(const float* v, int64_t len, const tah::Grid& grid, int bits, uint8_t* scales,
-                 uint8_t* stream, uint64_t pos) {
+// tile of a multiple of 32 goes through `pack`, the AVX2 kernel for its
+// width, where there is one (the same bytes), else these loops.
+void encode_tile(const float* v, int64_t len, const tah::Grid& grid, int bits,
+                 tah::QuantizePack pack, uint8_t* scales, uint8_t* stream, uint64_t pos) {
   std::memcpy(scales, &grid.zero_half, 2);
   std::memcpy(scales + 2, &grid.step_half, 2);
-  const float inv = grid.step > 0.0F ? 1.0F / grid.step : 0.0F;
-  if (pos % 8 == 0 && tah::quantize_pack_avx2(v, len, grid.zero, inv, bits, stream + pos / 8))
-    return;
+  if (pack != nullptr && pos % 8 == 0 && len % 32 == 0)
+    return pack(v, len, grid.zero, grid.inv, stream + pos / 8);
   uint8_t codes[kMaxTile];
-  round_codes(v, len, grid.zero, inv, static_cast<float>((1 << bits) - 1), codes);
+  round_codes(v, len, grid.zero, grid.inv, static_cast<float>((1 << bits) - 1), codes);
   write_codes(codes, len, bits, stream, pos);
 }
 
@@ -257,7 +256,9 @@ class TileBatch {
         out_(out),
         header_(header),
         stream_(stream),
-        rotated_(static_cast<size_t>(kSize * g)) {}
+        rotated_(static_cast<size_t>(kSize * g)) {
+    for (int b = 1; b <= 8; ++b) packers_[b] = tah::quantize_pack_avx2_for(b);
+  }
   // Adds a tile; encodes the batch once it is full (flush: any left). False
   // when a tile holds a NaN or inf (nothing of its batch written).
   bool add(const Tile& t) {
@@ -280,8 +281,8 @@ class TileBatch {
     tah::Grid grids[kSize];
     tah::grids_of(lo, hi, bits, count_, grids);
     for (int i = 0; i < count_; ++i)
-      encode_tile(v[i], len[i], grids[i], bits[i], out_ + 4 * tiles_[i].index, stream_,
-                  tiles_[i].pos);
+      encode_tile(v[i], len[i], grids[i], bits[i], packers_[bits[i]], out_ + 4 * tiles_[i].index,
+                  stream_, tiles_[i].pos);
     count_ = 0;
     return true;
   }
@@ -309,7 +310,8 @@ class TileBatch {
   int pivot_bits_;
   uint64_t rotation_bits_;  // where the rotation fields start in the header
   uint8_t *out_, *header_, *stream_;
-  std::vector<float> rotated_;  // [kSize, G]: the rotated tiles of the batch
+  std::vector<float> rotated_;         // [kSize, G]: the rotated tiles of the batch
+  tah::QuantizePack packers_[9] = {};  // by width
   Tile tiles_[kSize];
   int count_ = 0;
 };

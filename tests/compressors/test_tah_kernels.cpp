@@ -58,7 +58,7 @@ TEST_CASE("TAH-Quant: the AVX2 quantize-and-pack kernel gives the naive loop's b
         tah::Grid grid;
         tah::grids_of(&lo, &hi, &bits, 1, &grid);
         // inv = 0: the codes of a step of 0.
-        const float inv = trial % 5 == 0 ? 0.0F : grid.step > 0.0F ? 1.0F / grid.step : 0.0F;
+        const float inv = trial % 5 == 0 ? 0.0F : grid.inv;
         INFO("bits " << bits << " len " << len << " trial " << trial << " inv " << inv);
         const std::vector<uint8_t> want = naive_pack(v, grid.zero, inv, bits);
         // Room after the tile holds a sentinel the kernel must leave alone.
@@ -117,6 +117,7 @@ TEST_CASE("TAH-Quant: a tile's grid is its fp16 roundings of min and step") {
       REQUIRE(g.step_half == tah::half_up(std::max(0.0F, (hi[i] - g.zero) / top)));
       REQUIRE(g.step == tah::widen(g.step_half));
       REQUIRE(g.step >= 0.0F);
+      REQUIRE(g.inv == (g.step > 0.0F ? 1.0F / g.step : 0.0F));
     }
   }
 }

@@ -36,12 +36,13 @@ uint16_t half_down(float v);
 float widen(uint16_t h);
 
 // Tile grids: zero = lo rounded down to fp16, step = max(0, (hi - zero) /
-// (2^bits - 1)) rounded up to fp16, and their float values; out[i] from
-// lo[i], hi[i], bits[i] for i < n (F16C where the CPU has it, as half_up; a
-// batch at a time, so that the tiles' chains of roundings and divisions overlap).
+// (2^bits - 1)) rounded up to fp16, their float values, and inv = 1 / step (0
+// for a step of 0); out[i] from lo[i], hi[i], bits[i] for i < n (AVX2 + F16C
+// 8 tiles at a time where the CPU has them: the same roundings and divisions,
+// lane by lane).
 struct Grid {  // no initializers: grids_of fills every field
   uint16_t zero_half, step_half;
-  float zero, step;
+  float zero, step, inv;
 };
 void grids_of(const float* lo, const float* hi, const int* bits, int n, Grid* out);
 
@@ -51,6 +52,10 @@ void grids_of(const float* lo, const float* hi, const int* bits, int n, Grid* ou
 // codes at a time. False, and nothing written, where this CPU lacks AVX2, len
 // is not a multiple of 32 or W > 6: the caller's loops then.
 bool quantize_pack_avx2(const float* v, int64_t len, float zero, float inv, int bits, uint8_t* out);
+// The same for one width, picked once (an encoder's loop over tiles; len a
+// multiple of 32): null where this CPU lacks AVX2 or W > 6.
+using QuantizePack = void (*)(const float* v, int64_t len, float zero, float inv, uint8_t* out);
+QuantizePack quantize_pack_avx2_for(int bits);
 
 // The float values of n tiles' fp16 zero points and steps (scales: 4 bytes a
 // tile, the zero point's fp16 then the step's, little-endian), by F16C 8
