@@ -17,6 +17,12 @@ inline int log2_of(int64_t g) {
   return k;
 }
 
+// Whether the AVX2 (and F16C) paths may run: the CPU has them and the
+// library's dispatch level allows them (SLOWPIPE_SIMD=portable runs the
+// portable loops; quant_simd.h).
+bool avx2_allowed();
+bool f16c_allowed();
+
 // One pass over a tile: the two largest |x| (with multiplicity: two equal
 // peaks give top1 = top2), min (-0 read as +0) and max of x, and whether
 // every element is finite (the others are meaningless when not).
