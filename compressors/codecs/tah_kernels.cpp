@@ -75,42 +75,46 @@ TAH_CLONES TileStats tile_stats(const float* x, int64_t len) {
 // tile_stats in explicit AVX2 (len a positive multiple of 8): the same lane
 // updates, then the tree across lanes by shuffles instead of scalar code.
 // Exact whatever the order (min, max and the top two), so the same stats.
-__attribute__((target("avx2"))) inline void fold_stats(__m256& m1, __m256& m2, __m256& mn,
-                                                       __m256& mx, __m256 o1, __m256 o2, __m256 on,
+__attribute__((target("avx2"))) inline void fold_tops(__m256i& m1, __m256i& m2, __m256i o1,
+                                                      __m256i o2) {
+  const __m256i low = _mm256_min_epu32(m1, o1);
+  m2 = _mm256_max_epu32(low, _mm256_max_epu32(m2, o2));
+  m1 = _mm256_max_epu32(m1, o1);
+}
+__attribute__((target("avx2"))) inline void fold_range(__m256& mn, __m256& mx, __m256 on,
                                                        __m256 ox) {
-  const __m256 low = _mm256_min_ps(m1, o1);
-  m2 = _mm256_max_ps(low, _mm256_max_ps(m2, o2));
-  m1 = _mm256_max_ps(m1, o1);
   mn = _mm256_min_ps(on, mn);
   mx = _mm256_max_ps(ox, mx);
 }
+// Magnitudes are compared as the bits of |x|, unsigned: they order like the
+// values (equal values, equal bits), and an inf or NaN (bits >= 0x7F800000)
+// is above every finite one, so the largest also says whether all are finite.
 __attribute__((target("avx2"))) TileStats tile_stats_avx2(const float* x, int64_t len) {
-  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-  __m256 m1 = _mm256_setzero_ps(), m2 = _mm256_setzero_ps();
+  const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+  __m256i m1 = _mm256_setzero_si256(), m2 = _mm256_setzero_si256();
   __m256 mn = _mm256_set1_ps(x[0]), mx = mn;
-  const __m256 largest = _mm256_set1_ps(FLT_MAX);
-  __m256 bad = _mm256_setzero_ps();  // lanes that saw a NaN or inf
   for (int64_t i = 0; i < len; i += 8) {
     const __m256 v = _mm256_loadu_ps(x + i);
-    const __m256 a = _mm256_and_ps(v, abs_mask);
-    bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, largest, _CMP_NLE_UQ));
-    m2 = _mm256_max_ps(_mm256_min_ps(a, m1), m2);
-    m1 = _mm256_max_ps(a, m1);
+    const __m256i a = _mm256_and_si256(_mm256_castps_si256(v), abs_mask);
+    m2 = _mm256_max_epu32(_mm256_min_epu32(a, m1), m2);
+    m1 = _mm256_max_epu32(a, m1);
     mn = _mm256_min_ps(v, mn);
     mx = _mm256_max_ps(v, mx);
   }
-  fold_stats(m1, m2, mn, mx, _mm256_permute2f128_ps(m1, m1, 1), _mm256_permute2f128_ps(m2, m2, 1),
-             _mm256_permute2f128_ps(mn, mn, 1), _mm256_permute2f128_ps(mx, mx, 1));
-  fold_stats(m1, m2, mn, mx, _mm256_permute_ps(m1, 0x4E), _mm256_permute_ps(m2, 0x4E),
-             _mm256_permute_ps(mn, 0x4E), _mm256_permute_ps(mx, 0x4E));
-  fold_stats(m1, m2, mn, mx, _mm256_permute_ps(m1, 0xB1), _mm256_permute_ps(m2, 0xB1),
-             _mm256_permute_ps(mn, 0xB1), _mm256_permute_ps(mx, 0xB1));
+  fold_tops(m1, m2, _mm256_permute2x128_si256(m1, m1, 1), _mm256_permute2x128_si256(m2, m2, 1));
+  fold_range(mn, mx, _mm256_permute2f128_ps(mn, mn, 1), _mm256_permute2f128_ps(mx, mx, 1));
+  fold_tops(m1, m2, _mm256_shuffle_epi32(m1, 0x4E), _mm256_shuffle_epi32(m2, 0x4E));
+  fold_range(mn, mx, _mm256_permute_ps(mn, 0x4E), _mm256_permute_ps(mx, 0x4E));
+  fold_tops(m1, m2, _mm256_shuffle_epi32(m1, 0xB1), _mm256_shuffle_epi32(m2, 0xB1));
+  fold_range(mn, mx, _mm256_permute_ps(mn, 0xB1), _mm256_permute_ps(mx, 0xB1));
+  const auto top1 = static_cast<uint32_t>(_mm256_cvtsi256_si32(m1));
+  const auto top2 = static_cast<uint32_t>(_mm256_cvtsi256_si32(m2));
   TileStats s;
-  s.top1 = _mm256_cvtss_f32(m1);
-  s.top2 = _mm256_cvtss_f32(m2);
+  std::memcpy(&s.top1, &top1, 4);
+  std::memcpy(&s.top2, &top2, 4);
   s.lo = _mm256_cvtss_f32(mn) + 0.0F;  // -0 reads as +0, as tile_stats
   s.hi = _mm256_cvtss_f32(mx);
-  s.finite = _mm256_movemask_ps(bad) == 0;
+  s.finite = top1 < 0x7F800000U;
   return s;
 }
 bool have_avx2() {
