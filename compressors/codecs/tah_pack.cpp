@@ -80,29 +80,27 @@ __attribute__((target("avx2"))) void quantize_pack_w(const float* v, int64_t len
 }  // namespace
 #endif
 
-QuantizePack quantize_pack_avx2_for(int bits) {
+namespace {
+// table[W] for a width W the table holds, where the AVX2 paths may run; else null.
+template <typename Fn, size_t N>
+Fn by_width(const Fn (&table)[N], int bits) {
+  return avx2_allowed() && bits >= 1 && static_cast<size_t>(bits) < N ? table[bits] : nullptr;
+}
 #ifdef TAH_F16C
-  if (!avx2_allowed()) return nullptr;
-  switch (bits) {
-    case 1:
-      return quantize_pack_w<1>;
-    case 2:
-      return quantize_pack_w<2>;
-    case 3:
-      return quantize_pack_w<3>;
-    case 4:
-      return quantize_pack_w<4>;
-    case 5:
-      return quantize_pack_w<5>;
-    case 6:
-      return quantize_pack_w<6>;
-    default:
-      return nullptr;
-  }
+constexpr QuantizePack kPackByWidth[] = {nullptr,
+                                         quantize_pack_w<1>,
+                                         quantize_pack_w<2>,
+                                         quantize_pack_w<3>,
+                                         quantize_pack_w<4>,
+                                         quantize_pack_w<5>,
+                                         quantize_pack_w<6>};
 #else
-  (void)bits;
-  return nullptr;
+constexpr QuantizePack kPackByWidth[] = {nullptr};
 #endif
+}  // namespace
+
+QuantizePack quantize_pack_avx2_for(int bits) {
+  return by_width(kPackByWidth, bits);
 }
 
 bool quantize_pack_avx2(const float* v, int64_t len, float zero, float inv, int bits,
@@ -207,25 +205,17 @@ void widen_scales(const uint8_t* scales, int64_t n, float* zero, float* step) {
   }
 }
 
-DequantizeGroups dequantize_groups_avx2_for(int bits) {
+namespace {
 #ifdef TAH_F16C
-  if (!avx2_allowed()) return nullptr;
-  switch (bits) {
-    case 1:
-      return dequantize_w<1>;
-    case 2:
-      return dequantize_w<2>;
-    case 3:
-      return dequantize_w<3>;
-    case 4:
-      return dequantize_w<4>;
-    default:
-      return nullptr;
-  }
+constexpr DequantizeGroups kUnpackByWidth[] = {nullptr, dequantize_w<1>, dequantize_w<2>,
+                                               dequantize_w<3>, dequantize_w<4>};
 #else
-  (void)bits;
-  return nullptr;
+constexpr DequantizeGroups kUnpackByWidth[] = {nullptr};
 #endif
+}  // namespace
+
+DequantizeGroups dequantize_groups_avx2_for(int bits) {
+  return by_width(kUnpackByWidth, bits);
 }
 
 bool dequantize_groups_avx2(const uint8_t* in, int64_t len, int64_t avail, int bits, float zero,
