@@ -46,17 +46,25 @@ __attribute__((target("avx2"))) inline __m256i codes8(const float* v, __m256 vz,
   t = _mm256_min_ps(_mm256_max_ps(t, _mm256_setzero_ps()), top);  // max(+-0, 0) is +0
   return _mm256_cvttps_epi32(t);
 }
+// Per 128-bit half: the W low bytes of its two 64-bit lanes, side by side.
+template <int W>
+struct PackPicks {
+  int8_t pick[32];
+  constexpr PackPicks() : pick() {
+    for (int h = 0; h < 2; ++h)
+      for (int j = 0; j < 16; ++j)
+        pick[16 * h + j] = static_cast<int8_t>(j < W ? j : j < 2 * W ? 8 + j - W : -1);
+  }
+};
+template <int W>
+constexpr PackPicks<W> kPackPicks{};
+
 template <int W>
 __attribute__((target("avx2"))) void quantize_pack_w(const float* v, int64_t len, float zero,
                                                      float inv, uint8_t* out) {
   const __m256 vz = _mm256_set1_ps(zero), vi = _mm256_set1_ps(inv);
   const __m256 half = _mm256_set1_ps(0.5F), top = _mm256_set1_ps((1 << W) - 1);
-  // Per 128-bit half: the W low bytes of its two 64-bit lanes, side by side.
-  alignas(32) int8_t pick[32];
-  for (int h = 0; h < 2; ++h)
-    for (int j = 0; j < 16; ++j)
-      pick[16 * h + j] = static_cast<int8_t>(j < W ? j : j < 2 * W ? 8 + j - W : -1);
-  const __m256i gather = _mm256_load_si256(reinterpret_cast<const __m256i*>(pick));
+  const __m256i gather = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kPackPicks<W>.pick));
   for (int64_t i = 0; i < len; i += 32, out += 4 * W) {
     const __m256i groups = _mm256_shuffle_epi8(
         join_fields<W>(codes8(v + i, vz, vi, half, top), codes8(v + i + 8, vz, vi, half, top),
@@ -101,13 +109,6 @@ constexpr QuantizePack kPackByWidth[] = {nullptr};
 
 QuantizePack quantize_pack_avx2_for(int bits) {
   return by_width(kPackByWidth, bits);
-}
-
-bool quantize_pack_avx2(const float* v, int64_t len, float zero, float inv, int bits,
-                        uint8_t* out) {
-  const QuantizePack f = len % 32 == 0 ? quantize_pack_avx2_for(bits) : nullptr;
-  if (f != nullptr) f(v, len, zero, inv, out);
-  return f != nullptr;
 }
 
 #ifdef TAH_F16C
@@ -216,13 +217,6 @@ constexpr DequantizeGroups kUnpackByWidth[] = {nullptr};
 
 DequantizeGroups dequantize_groups_avx2_for(int bits) {
   return by_width(kUnpackByWidth, bits);
-}
-
-bool dequantize_groups_avx2(const uint8_t* in, int64_t len, int64_t avail, int bits, float zero,
-                            float step, float* out) {
-  const DequantizeGroups f = dequantize_groups_avx2_for(bits);
-  if (f != nullptr) f(in, len, avail, zero, step, out);
-  return f != nullptr;
 }
 
 }  // namespace slowpipe::compressors::tah

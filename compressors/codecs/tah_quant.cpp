@@ -164,12 +164,11 @@ void write_codes(const uint8_t* codes, int64_t len, int bits, uint8_t* stream, u
     put_bits(stream, pos + static_cast<uint64_t>(i * bits), codes[i], bits);
 }
 
-// `end`: the end of the message (the vector loop reads whole 16 bytes before it).
-TAH_CLONES void dequantize_tile(const uint8_t* stream, const uint8_t* end, uint64_t pos,
-                                int64_t len, int bits, float zero, float step, float* out) {
+// The portable loops (the decoder runs the AVX2 unpacking first where it can).
+TAH_CLONES void dequantize_tile(const uint8_t* stream, uint64_t pos, int64_t len, int bits,
+                                float zero, float step, float* out) {
   if (pos % 8 == 0 && len % 8 == 0) {
     const uint8_t* in = stream + pos / 8;
-    if (tah::dequantize_groups_avx2(in, len, end - in, bits, zero, step, out)) return;
     switch (bits) {
       case 1:
         return dequantize_groups<1>(in, len, zero, step, out);
@@ -494,7 +493,7 @@ void TahQuant::decode_payload(const uint8_t* p, const Shape& shape, float* out) 
       if (pos % 8 == 0 && len % 8 == 0 && unpack[high])
         unpack[high](in, len, end - in, zero, step, v);
       else
-        dequantize_tile(stream, end, pos, len, bits, zero, step, v);
+        dequantize_tile(stream, pos, len, bits, zero, step, v);
       pos += static_cast<uint64_t>(len * bits);
       if (!full) continue;
       const uint64_t at = sec.width_bits + static_cast<uint64_t>(full_index++) * (1 + pivot_bits);

@@ -53,13 +53,11 @@ struct Grid {  // no initializers: grids_of fills every field
 void grids_of(const float* lo, const float* hi, const int* bits, int n, Grid* out);
 
 // The codes clamp(floor((v - zero) * inv + 1/2), 0, 2^bits - 1) of len
-// values (the scalar loop's arithmetic, operation for operation), packed
-// LSB-first, 8 codes in W = bits bytes, to out[0, len W / 8), in AVX2, 32
-// codes at a time. False, and nothing written, where this CPU lacks AVX2, len
-// is not a multiple of 32 or W > 6: the caller's loops then.
-bool quantize_pack_avx2(const float* v, int64_t len, float zero, float inv, int bits, uint8_t* out);
-// The same for one width, picked once (an encoder's loop over tiles; len a
-// multiple of 32): null where this CPU lacks AVX2 or W > 6.
+// values (len a multiple of 32; the scalar loop's arithmetic, operation for
+// operation), packed LSB-first, 8 codes in W = bits bytes, to exactly
+// out[0, len W / 8), in AVX2, 32 codes at a time: the kernel for one width,
+// picked once (an encoder's loop over tiles); null where this CPU lacks AVX2
+// or W > 6 (the caller's loops then).
 using QuantizePack = void (*)(const float* v, int64_t len, float zero, float inv, uint8_t* out);
 QuantizePack quantize_pack_avx2_for(int bits);
 
@@ -72,12 +70,8 @@ void widen_scales(const uint8_t* scales, int64_t n, float* zero, float* step);
 // LSB-first, 8 codes in W bytes) to values zero + code * step, in AVX2 for
 // W <= 4: 32 codes from one 16-byte load (byte shuffles, variable shifts)
 // where `avail` >= 16 bytes of `in` remain readable, else 8 codes from one
-// broadcast word. False, and nothing written, where this CPU lacks AVX2 or
-// W > 4: the caller's loop then.
-bool dequantize_groups_avx2(const uint8_t* in, int64_t len, int64_t avail, int bits, float zero,
-                            float step, float* out);
-// The same for one width, picked once (a decoder's loop over tiles): null
-// where this CPU lacks AVX2 or W > 4.
+// broadcast word. The kernel for one width, picked once (a decoder's loop over
+// tiles); null where this CPU lacks AVX2 or W > 4 (the caller's loops then).
 using DequantizeGroups = void (*)(const uint8_t* in, int64_t len, int64_t avail, float zero,
                                   float step, float* out);
 DequantizeGroups dequantize_groups_avx2_for(int bits);
