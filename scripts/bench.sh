@@ -31,4 +31,6 @@ MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184 \
 # whole processes, wall time and peak RSS).
 echo "== start-up of the light commands (bench/cli/startup.sh)"
 "$(dirname "$0")/../bench/cli/startup.sh" "$build" | tee "$out/startup.txt"
+echo "== start-up of slowpipe-torch (bench/cli/torch_startup.sh)"
+"$(dirname "$0")/../bench/cli/torch_startup.sh" "$build" | tee "$out/torch_startup.txt"
 echo "bench.sh: results in $out/"
