@@ -76,5 +76,6 @@ function(slowpipe_link_order target)
     return()
   endif()
   target_link_options(${target} PRIVATE "LINKER:--push-state,--no-as-needed" ${paths} "LINKER:--pop-state")
+  set_property(GLOBAL PROPERTY slowpipe_link_order_applied ON)  # test_link_order checks it
   message(STATUS "slowpipe: ${target} names ${n} of libtorch's libraries first (cmake/link_order.txt)")
 endfunction()

@@ -6,7 +6,7 @@
 #     in REFERENCE, a torch binary linked in the default order (all references
 #     bound at start with LD_BIND_NOW; a data symbol copied into an executable
 #     is left out: each executable copies its own);
-#   - with the order on (ORDER = ON), slowpipe-torch names the listed libraries
+#   - where the order was applied (ORDER = ON), slowpipe-torch names the listed libraries
 #     first (bench/cli/startup.sh measures what that saves).
 # Usage: test_link_order.sh PATH/TO/slowpipe SOURCE_DIR REFERENCE ORDER
 bin="$1"
