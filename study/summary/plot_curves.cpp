@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
-#include <regex>
 #include <sstream>
 
 #include "runlog/runlog.h"
@@ -54,9 +53,9 @@ void write_train_data(PlotContext& ctx, const RunStats& run, const std::string& 
   }
   write_text_file(ctx.out / "data" / (stem + ".train.tsv"), t.str());
   if (!train.has_column("epoch")) return;
-  static const std::regex channel_column("fw[0-9]+_(delta_norm|rel_error)");
   for (const auto& col : train.columns) {
-    if (std::regex_match(col.name, channel_column)) {
+    if (numbered_column(col.name, "fw", "_delta_norm") ||
+        numbered_column(col.name, "fw", "_rel_error")) {
       ctx.epoch_curve[&run][col.name] = epoch_means(train.column("epoch"), train.column(col.name));
     }
   }

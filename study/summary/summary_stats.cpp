@@ -6,7 +6,6 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
-#include <regex>
 
 #include "common/errors.h"
 #include "common/numbers.h"
@@ -35,12 +34,12 @@ double best_finite(const std::vector<double>& v, bool higher_is_better) {
   return best;
 }
 
-// Mean over the rows of the sum of every column whose name matches `pattern`
-// (e.g. fw0_bytes + fw1_bytes); NaN when no column matches or no row exists.
-double mean_row_sum(const runlog::Table& table, const std::regex& pattern) {
+// Mean over the rows of the sum of every column PREFIX<digits>SUFFIX (e.g.
+// fw0_bytes + fw1_bytes); NaN when no column matches or no row exists.
+double mean_row_sum(const runlog::Table& table, std::string_view prefix, std::string_view suffix) {
   std::vector<const std::vector<double>*> cols;
   for (size_t c = 0; c < table.columns.size(); ++c) {
-    if (std::regex_match(table.columns[c].name, pattern)) cols.push_back(&table.values[c]);
+    if (numbered_column(table.columns[c].name, prefix, suffix)) cols.push_back(&table.values[c]);
   }
   if (cols.empty() || table.rows() == 0) return kNaN;
   double total = 0;
@@ -93,9 +92,9 @@ void add_eval_stats(RunStats& run, const runlog::Table& eval) {
 }
 
 void add_traffic_stats(RunStats& run, const runlog::Table& train) {
-  const double fw = mean_row_sum(train, std::regex("fw[0-9]+_bytes"));
-  const double bw = mean_row_sum(train, std::regex("bw[0-9]+_bytes"));
-  const double grad = mean_row_sum(train, std::regex("grad[0-9]+_bytes"));
+  const double fw = mean_row_sum(train, "fw", "_bytes");
+  const double bw = mean_row_sum(train, "bw", "_bytes");
+  const double grad = mean_row_sum(train, "grad", "_bytes");
   run.values["fw_bytes"] = fw;
   run.values["bw_bytes"] = bw;
   run.values["grad_bytes"] = grad;
@@ -129,6 +128,15 @@ void add_traffic_stats(RunStats& run, const runlog::Table& train) {
 }
 
 }  // namespace
+
+bool numbered_column(std::string_view name, std::string_view prefix, std::string_view suffix) {
+  if (name.size() <= prefix.size() + suffix.size()) return false;
+  if (name.substr(0, prefix.size()) != prefix) return false;
+  if (name.substr(name.size() - suffix.size()) != suffix) return false;
+  const std::string_view digits =
+      name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  return std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+}
 
 double tail_mean(const std::vector<double>& values, double fraction) {
   if (values.empty()) return kNaN;

@@ -11,9 +11,14 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace slowpipe::study {
+
+// True when `name` is `prefix`, one or more digits, then `suffix`: a
+// per-channel run-log column ("fw", "_bytes": fw0_bytes, fw12_bytes).
+bool numbered_column(std::string_view name, std::string_view prefix, std::string_view suffix);
 
 // Mean of the last ceil(fraction x n) values (at least 1); NaN for no values.
 // A NaN among them makes the mean NaN (a diverged step is not hidden).

@@ -10,6 +10,7 @@
 #include "runlog/runlog.h"
 #include "study/summary/internal/summary_fp32.h"
 #include "study/summary/summary_inputs.h"
+#include "study/summary/summary_stats.h"
 #include "study/summary/summary_table.h"
 #include "tests/runlog/runlog_scratch.h"
 
@@ -78,6 +79,20 @@ st::SummaryOptions with_target(double target, int window) {
 }
 
 }  // namespace
+
+TEST_CASE("summary: per-channel columns are PREFIX, digits, SUFFIX") {
+  CHECK(st::numbered_column("fw0_bytes", "fw", "_bytes"));
+  CHECK(st::numbered_column("fw12_bytes", "fw", "_bytes"));
+  CHECK(st::numbered_column("grad3_bytes", "grad", "_bytes"));
+  CHECK(st::numbered_column("fw1_rel_error", "fw", "_rel_error"));
+  CHECK_FALSE(st::numbered_column("fw_bytes", "fw", "_bytes"));   // no digit
+  CHECK_FALSE(st::numbered_column("fwx_bytes", "fw", "_bytes"));  // not a digit
+  CHECK_FALSE(st::numbered_column("fw0_sent_bytes", "fw", "_bytes"));
+  CHECK_FALSE(st::numbered_column("bw0_bytes", "fw", "_bytes"));
+  CHECK_FALSE(st::numbered_column("fw0_bytes_x", "fw", "_bytes"));
+  CHECK_FALSE(st::numbered_column("fw", "fw", ""));
+  CHECK(st::numbered_column("fw7", "fw", ""));
+}
 
 TEST_CASE("summary: tail mean over the last 10% of steps, at least one") {
   std::vector<double> v;
