@@ -54,6 +54,7 @@ test-long: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j 1 -L long
 
 bench: build
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target benches
 	@./scripts/bench.sh $(BUILD_DIR)
 
 fuzz:

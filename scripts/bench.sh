@@ -12,7 +12,8 @@ export OMP_NUM_THREADS=1
 for b in bench_netmodel bench_compressors bench_models bench_engine; do
   exe=$(find "$build/bench" -type f -name "$b" | head -1)
   if [ -z "$exe" ]; then
-    echo "bench.sh: $b not built (configure with -DSLOWPIPE_BUILD_BENCH=ON)" >&2
+    echo "bench.sh: $b not built (make bench builds them: cmake --build $build --target benches;" \
+      "configured with -DSLOWPIPE_BUILD_BENCH=ON)" >&2
     exit 2
   fi
   echo "== $b"
