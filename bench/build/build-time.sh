@@ -30,7 +30,7 @@ timed() {  # timed LABEL COMMAND...: wall and CPU (user + sys, children included
 }
 
 echo "build-time: $(git log --oneline -1), $jobs jobs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-timed "clean build (everything)" cmake --build build -j "$jobs"
+timed "clean build (all: everything but the benchmarks)" cmake --build build -j "$jobs"
 touch netmodel/flow_network.cpp
 timed "rebuild after touching netmodel/flow_network.cpp" cmake --build build -j "$jobs"
 echo "slowest compile steps (s, wall of each job):"
