@@ -48,7 +48,7 @@ const Command kCommands[] = {
     {"train", "train a model cut into pipeline stages; log to HDF5",
      SLOWPIPE_NEEDS_TORCH(cli::cmd_train), cli::cmd_train_preflight},
     {"launch", "run `train` as one process per stage and replica on this host (c10d)",
-     SLOWPIPE_NEEDS_TORCH(cli::cmd_launch)},
+     cli::cmd_launch},
     {"sweep", "run a sweep file's grid of training runs, resumably, in parallel", cli::cmd_sweep},
     {"summary", "one table row per run (or per seed group) of run logs or a sweep folder",
      cli::cmd_summary},
