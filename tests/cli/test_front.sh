@@ -28,7 +28,7 @@ small=(--set model.layers=2 --set model.d_model=32 --set model.heads=2 --set mod
 light=("--version" "codecs" "timing --fw q4 --bw topk:0.1 --bandwidth 1Gbps"
        "netsim $src/experiments/netsim/three_flows.json" "export run.h5 --table train"
        "clock $src/experiments/clock/published.csv"
-       "summary run.h5" "--help")
+       "summary run.h5" "--help" "launch --help")
 for cmd in "${light[@]}"; do
   read -r -a args <<<"$cmd"
   loaded=$(LD_DEBUG=files "$bin" "${args[@]}" 2>&1 >/dev/null | grep -oE 'file=[^ ]+' | torch_libs)
