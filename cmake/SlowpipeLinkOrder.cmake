@@ -45,19 +45,14 @@ function(slowpipe_link_order target)
   # OpenMP and the collective libraries (gloo, tensorpipe) as libtorch loads
   # them (ldd's order). Then the busiest of the rest.
   set(sonames "")
-  foreach(name "libm[.]so" "libtorch_cpu[.]" "libc10[.]" "libtorch[.]so" "libstdc[+][+]" "libgcc_s[.]" "libc[.]so")
-    foreach(pair IN LISTS pairs)
+  foreach(name "libm[.]so" "libtorch_cpu[.]" "libc10[.]" "libtorch[.]so" "libstdc[+][+]" "libgcc_s[.]"
+          "libc[.]so" "lib(blas|cblas|lapack|lapacke|openblas|blis|mkl|atlas|flexiblas|gomp|omp|iomp|tbb|gloo|tensorpipe)")
+    foreach(pair IN LISTS pairs)  # ldd's order within each pattern
       if(pair MATCHES "^${name}")
         string(REGEX REPLACE " => .*" "" soname "${pair}")
         list(APPEND sonames ${soname})
       endif()
     endforeach()
-  endforeach()
-  foreach(pair IN LISTS pairs)
-    if(pair MATCHES "^lib(blas|cblas|lapack|lapacke|openblas|blis|mkl|atlas|flexiblas|gomp|omp|iomp|tbb|gloo|tensorpipe)")
-      string(REGEX REPLACE " => .*" "" soname "${pair}")
-      list(APPEND sonames ${soname})
-    endif()
   endforeach()
   file(STRINGS ${PROJECT_SOURCE_DIR}/cmake/link_order.txt lines REGEX "^[^#]")
   foreach(line IN LISTS lines)
