@@ -57,12 +57,13 @@ void Sparsifier::select_rows(const float* x, const Shape& shape, float* gathered
   for (int64_t r = 0; r < rows; ++r) {
     int32_t* idx = selection_.indices.data() + r * k;
     const float* row = x + r * m;
-    if (config_.kind == SparseKind::kTopk)
-      selector_.select(row, m, k, idx);
-    else
+    if (config_.kind == SparseKind::kTopk) {
+      selector_.select(row, m, k, idx, gathered ? gathered + r * k : nullptr);
+    } else {
       select_randk(m, k, rng_state_, idx);
-    if (gathered)  // while the row is still in cache from the selection's sweeps
-      for (int64_t j = 0; j < k; ++j) gathered[r * k + j] = row[idx[j]];
+      if (gathered)  // while the row is still in cache
+        for (int64_t j = 0; j < k; ++j) gathered[r * k + j] = row[idx[j]];
+    }
   }
 }
 

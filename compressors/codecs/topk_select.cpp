@@ -64,12 +64,13 @@ int64_t emit_scalar(const float* x, int64_t begin, int64_t m, uint32_t t, int64_
 }
 
 // The AVX2 sweeps fuse the two: sweep 1 also writes the kept stream, the
-// indices and magnitudes of every element >= lo in index order (the sure ones
-// and the candidates, about k plus the bracket: a sixth of the row at K = 10%),
-// and sweep 2 filters that stream instead of the row.
+// indices and values (their bits) of every element >= lo in index order (the
+// sure ones and the candidates, about k plus the bracket: a sixth of the row at
+// K = 10%), and sweep 2 filters that stream instead of the row, writing the
+// kept values beside their indices when asked (no gather from the row).
 struct Kept {
   int32_t* idx;   // [n + 16]
-  uint32_t* mag;  // [n + 16]
+  uint32_t* raw;  // [n + 16]: the bits of x[idx]
   int64_t n = 0;
 };
 
@@ -84,19 +85,21 @@ int64_t collect_kept_scalar(const float* x, int64_t begin, int64_t m, uint32_t l
     cmag[nc] = u;
     nc += (u >= lo) & (u <= hi);
     kept.idx[kept.n] = static_cast<int32_t>(i);
-    kept.mag[kept.n] = u;
+    std::memcpy(kept.raw + kept.n, x + i, 4);
     kept.n += u >= lo;
   }
   return above;
 }
-// Sweep 2 over kept entries [begin, end): as emit_scalar.
+// Sweep 2 over kept entries [begin, end): as emit_scalar; the values too
+// when `values` is not null.
 int64_t filter_scalar(const Kept& kept, int64_t begin, int64_t end, uint32_t t, int64_t& ties,
-                      int32_t* out) {
+                      int32_t* out, float* values) {
   int64_t w = 0;
   for (int64_t j = begin; j < end; ++j) {
-    const uint32_t u = kept.mag[j];
+    const uint32_t u = kept.raw[j] & 0x7FFFFFFFU;
     if (u > t || (u == t && ties > 0)) {
       if (u == t) --ties;
+      if (values) std::memcpy(values + w, kept.raw + j, 4);
       out[w++] = kept.idx[j];
     }
   }
@@ -203,28 +206,32 @@ SLOWPIPE_AVX2 int64_t collect_avx2(const float* x, int64_t m, uint32_t lo, uint3
     const int g = lane_mask(ge);
     const __m256i perm = pack_permutation(g);
     store8(kept.idx + kept.n, _mm256_permutevar8x32_epi32(idx, perm));
-    store8(kept.mag + kept.n, _mm256_permutevar8x32_epi32(u, perm));
+    store8(kept.raw + kept.n, _mm256_permutevar8x32_epi32(load8(x + i), perm));
     kept.n += __builtin_popcount(g);
     idx = _mm256_add_epi32(idx, step);
   }
   return above + collect_kept_scalar(x, i, m, lo, hi, cmag, nc, kept);
 }
 SLOWPIPE_AVX2 int64_t filter_avx2(const Kept& kept, uint32_t t, int64_t& ties, int64_t k,
-                                  int32_t* out) {
+                                  int32_t* out, float* values) {
   const __m256i vt = _mm256_set1_epi32(static_cast<int>(std::min(t, 0x7FFFFFFFU)));
+  const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
   int64_t w = 0, j = 0;
   for (; j + 8 <= kept.n; j += 8) {
-    const __m256i u = load8(kept.mag + j);
+    const __m256i raw = load8(kept.raw + j);
+    const __m256i u = _mm256_and_si256(raw, abs_mask);
     const int gt = lane_mask(_mm256_cmpgt_epi32(u, vt));
     const int eq = lane_mask(_mm256_cmpeq_epi32(u, vt));
     if ((eq && ties > 0) || w + 8 > k) {  // rare: ties to settle in order, or the last stores
-      w += filter_scalar(kept, j, j + 8, t, ties, out + w);
+      w += filter_scalar(kept, j, j + 8, t, ties, out + w, values ? values + w : nullptr);
     } else {
-      store8(out + w, _mm256_permutevar8x32_epi32(load8(kept.idx + j), pack_permutation(gt)));
+      const __m256i perm = pack_permutation(gt);
+      store8(out + w, _mm256_permutevar8x32_epi32(load8(kept.idx + j), perm));
+      if (values) store8(values + w, _mm256_permutevar8x32_epi32(raw, perm));
       w += __builtin_popcount(gt);
     }
   }
-  return w + filter_scalar(kept, j, kept.n, t, ties, out + w);
+  return w + filter_scalar(kept, j, kept.n, t, ties, out + w, values ? values + w : nullptr);
 }
 #endif
 
@@ -370,10 +377,17 @@ void TopkSelector::select_exact(const float* x, int64_t m, int64_t k, int32_t* o
   }
 }
 
-void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
+void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out, float* values) {
   if (k <= 0) return;
+  // The paths that emit from the row gather the values after it (while a
+  // small row is still in cache); the AVX2 sweeps write them as they emit.
+  const auto gather = [&] {
+    if (values)
+      for (int64_t j = 0; j < k; ++j) values[j] = x[out[j]];
+  };
   if (k >= m || m <= kSmallRow) {
     select_exact(x, m, k, out);
+    gather();
     return;
   }
   // 1. Bracket the k-th largest magnitude (bracket_kth).
@@ -389,8 +403,8 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
   Kept kept{nullptr, nullptr};
   if (isa == Sweeps::kAvx2) {
     kept_idx_.resize(m + 16);
-    kept_mags_.resize(m + 16);
-    kept = Kept{kept_idx_.data(), kept_mags_.data()};
+    kept_raw_.resize(m + 16);
+    kept = Kept{kept_idx_.data(), kept_raw_.data()};
   }
 #ifdef SLOWPIPE_HAVE_SIMD_SWEEP
   if (isa == Sweeps::kAvx512)
@@ -403,6 +417,7 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
   if (ns > k || ns + nc < k) {
     ++fallbacks_;
     select_exact(x, m, k, out);
+    gather();
     return;
   }
   // 3. The exact threshold t: the (k - ns)-th largest candidate; ties at t are
@@ -418,17 +433,22 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out) {
   // 4. Sweep 2: emit in index order (AVX2: from the kept stream, which holds
   // every element >= t in index order, since t >= lo).
   int64_t written;
+  bool with_values = false;
 #ifdef SLOWPIPE_HAVE_SIMD_SWEEP
-  if (isa == Sweeps::kAvx512)
+  if (isa == Sweeps::kAvx512) {
     written = emit_avx512(x, m, t, ties, k, out);
-  else if (isa == Sweeps::kAvx2)
-    written = filter_avx2(kept, t, ties, k, out);
-  else
+  } else if (isa == Sweeps::kAvx2) {
+    written = filter_avx2(kept, t, ties, k, out, values);
+    with_values = true;
+  } else
 #endif
+  {
     written = emit_scalar(x, 0, m, t, ties, out);
+  }
   if (written != k)
     throw std::logic_error("TopkSelector: selected " + std::to_string(written) + " of " +
                            std::to_string(k));
+  if (!with_values) gather();
 }
 
 void select_randk(int64_t m, int64_t k, uint64_t& state, int32_t* out) {

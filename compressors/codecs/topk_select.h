@@ -10,9 +10,10 @@
 // candidates (a 2048-bin histogram over the bracket, then nth_element in one
 // bin); and emits the indices in order. The portable loops emit with a second
 // sweep of the row; the SIMD ones (AVX-512 compresses, or AVX2 with a table
-// of lane permutations, picked at run time) keep the indices and magnitudes
+// of lane permutations, picked at run time) keep the indices and values
 // of every element above the lower threshold during the first sweep and
-// filter those (about a sixth of the row at K = 10%). If the bracket missed
+// filter those (about a sixth of the row at K = 10%), writing the kept values
+// beside the indices (the other paths gather them from the row). If the bracket missed
 // (rare, checked exactly), it falls back to nth_element over the whole row.
 // Either way the result is exact, the same indices on every path. The kept
 // indices are coded on the wire by index_coding.h.
@@ -25,8 +26,10 @@ namespace slowpipe::compressors {
 
 class TopkSelector {
  public:
-  // x: [m] fp32; out: [k] ascending indices. 0 <= k <= m.
-  void select(const float* x, int64_t m, int64_t k, int32_t* out);
+  // x: [m] fp32; out: [k] ascending indices. 0 <= k <= m. values (optional):
+  // [k], x[out[j]] bit for bit (the AVX2 sweeps write them from the kept
+  // stream, without a gather from the row).
+  void select(const float* x, int64_t m, int64_t k, int32_t* out, float* values = nullptr);
   // The same result by nth_element over the whole row (the fallback; tests).
   void select_exact(const float* x, int64_t m, int64_t k, int32_t* out);
   int64_t fallbacks() const { return fallbacks_; }
@@ -39,7 +42,7 @@ class TopkSelector {
   Sweeps sweeps() const;  // the sweeps select() runs
 
  private:
-  std::vector<uint32_t> mags_, cand_mags_, sample_, counts_, kept_mags_;
+  std::vector<uint32_t> mags_, cand_mags_, sample_, counts_, kept_raw_;
   std::vector<int32_t> kept_idx_;
   int64_t fallbacks_ = 0;
   Sweeps widest_ = Sweeps::kAvx512;

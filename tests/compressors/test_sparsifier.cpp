@@ -102,10 +102,21 @@ TEST_CASE("TopK: the AVX2 and AVX-512 sweeps keep the portable sweeps' indices, 
         for (double frac : {0.0005, 0.05, 0.1, 0.3, 0.9}) {
           INFO("isa=" << static_cast<int>(isa) << " m=" << m << " kind=" << kind << " K=" << frac);
           const int64_t k = sc::kept_count(frac, m);
-          std::vector<int32_t> want(k), got(k);
+          std::vector<int32_t> want(k), got(k), got_again(k);
           portable.select(x.data(), m, k, want.data());
           fast.select(x.data(), m, k, got.data());
           REQUIRE(got == want);
+          // The values written beside the indices (the AVX2 sweeps from their
+          // kept stream, the others by a gather): x[idx] bit for bit, NaN
+          // payloads and signs included; the indices are the same with them.
+          std::vector<float> values(k), values_portable(k);
+          fast.select(x.data(), m, k, got_again.data(), values.data());
+          portable.select(x.data(), m, k, want.data(), values_portable.data());
+          REQUIRE(got_again == got);
+          for (int64_t j = 0; j < k; ++j) {
+            REQUIRE(std::memcmp(&values[j], &x[got[j]], 4) == 0);
+            REQUIRE(std::memcmp(&values_portable[j], &x[want[j]], 4) == 0);
+          }
           std::vector<int32_t> exact(k);
           portable.select_exact(x.data(), m, k, exact.data());
           REQUIRE(want == exact);
