@@ -235,6 +235,24 @@ SLOWPIPE_AVX2 int64_t filter_avx2(const Kept& kept, uint32_t t, int64_t& ties, i
 }
 #endif
 
+// Sweep 2 on `isa`'s path: indices > t, and the first `ties` at t, in order;
+// *with_values: whether it wrote their values too (the AVX2 filter does).
+int64_t emit_in_order(TopkSelector::Sweeps isa, const float* x, int64_t m, const Kept& kept,
+                      uint32_t t, int64_t ties, int64_t k, int32_t* out, float* values,
+                      bool* with_values) {
+  using Sweeps = TopkSelector::Sweeps;
+#ifdef SLOWPIPE_HAVE_SIMD_SWEEP
+  if (isa == Sweeps::kAvx512) return emit_avx512(x, m, t, ties, k, out);
+  if (isa == Sweeps::kAvx2) {
+    *with_values = values != nullptr;
+    return filter_avx2(kept, t, ties, k, out, values);
+  }
+#else
+  (void)isa, (void)kept, (void)k, (void)values;
+#endif
+  return emit_scalar(x, 0, m, t, ties, out);
+}
+
 // Radix-assisted selection of ranks (0 = largest) in a[0..n): one pass builds a
 // histogram over 2048 bins of the value range; each rank then lies in one bin,
 // whose elements are copied to `scratch` and settled with nth_element. `a` is
@@ -432,19 +450,8 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out, fl
   }
   // 4. Sweep 2: emit in index order (AVX2: from the kept stream, which holds
   // every element >= t in index order, since t >= lo).
-  int64_t written;
   bool with_values = false;
-#ifdef SLOWPIPE_HAVE_SIMD_SWEEP
-  if (isa == Sweeps::kAvx512) {
-    written = emit_avx512(x, m, t, ties, k, out);
-  } else if (isa == Sweeps::kAvx2) {
-    written = filter_avx2(kept, t, ties, k, out, values);
-    with_values = true;
-  } else
-#endif
-  {
-    written = emit_scalar(x, 0, m, t, ties, out);
-  }
+  const int64_t written = emit_in_order(isa, x, m, kept, t, ties, k, out, values, &with_values);
   if (written != k)
     throw std::logic_error("TopkSelector: selected " + std::to_string(written) + " of " +
                            std::to_string(k));
