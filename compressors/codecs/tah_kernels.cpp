@@ -131,6 +131,31 @@ bool f16c_allowed() {
   return cpu && avx2_allowed();
 }
 
+#ifdef TAH_F16C
+namespace {
+__attribute__((target("avx2"))) int64_t first_magnitude_avx2(const float* x, int64_t len,
+                                                             float top) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  const __m256 t = _mm256_set1_ps(top);
+  for (int64_t i = 0; i < len; i += 8) {
+    const __m256 a = _mm256_and_ps(_mm256_loadu_ps(x + i), abs_mask);
+    const int eq = _mm256_movemask_ps(_mm256_cmp_ps(a, t, _CMP_EQ_OQ));
+    if (eq != 0) return i + __builtin_ctz(static_cast<unsigned>(eq));
+  }
+  return len;
+}
+}  // namespace
+#endif
+
+int64_t first_magnitude(const float* x, int64_t len, float top) {
+#ifdef TAH_F16C
+  if (len % 8 == 0 && have_avx2()) return first_magnitude_avx2(x, len, top);
+#endif
+  int64_t i = 0;
+  while (i < len && std::fabs(x[i]) != top) ++i;
+  return i;
+}
+
 TileStats stats_of(const float* x, int64_t len, bool vector) {
 #ifdef TAH_F16C
   if (vector && len >= 8 && len % 8 == 0 && have_avx2()) return tile_stats_avx2(x, len);
@@ -279,15 +304,17 @@ using tah::log2_of;
 constexpr float kC1 = 1.4390145F, kC2 = -0.67994287F, kC3 = 0.32559363F, kC4 = -0.084767579F;
 constexpr int kLanes = 8;  // the entropy's interleaved partial sums
 
-// (float)(1 / sqrt(G)) for G = 2^k, k = 0..10, computed once.
+// (float)(1 / sqrt(G)) for G = 2^k, k = 0..10, computed once (g a power of
+// two, so its exponent is its count of trailing zeros).
 float hadamard_scale(int64_t g) {
-  static const std::vector<float> scales = [] {
-    std::vector<float> s;
+  static const std::array<float, 11> scales = [] {
+    std::array<float, 11> s{};
     for (int k = 0; k <= 10; ++k)
-      s.push_back(static_cast<float>(1.0 / std::sqrt(static_cast<double>(int64_t{1} << k))));
+      s[static_cast<size_t>(k)] =
+          static_cast<float>(1.0 / std::sqrt(static_cast<double>(int64_t{1} << k)));
     return s;
   }();
-  return scales[static_cast<size_t>(log2_of(g))];
+  return scales[static_cast<size_t>(__builtin_ctzll(static_cast<uint64_t>(g)))];
 }
 
 }  // namespace
@@ -359,6 +386,80 @@ __attribute__((target("avx2"))) float entropy_avx2(const float* x, int64_t len) 
   const float sum_t = ((tl[0] + tl[1]) + (tl[2] + tl[3])) + ((tl[4] + tl[5]) + (tl[6] + tl[7]));
   return tah_log2(sum_s) - sum_t / sum_s;
 }
+
+// entropy_avx2 of four tiles of the same length at once: each tile's
+// operations exactly as entropy_avx2's, in its order, interleaved so that the
+// tiles' dependency chains (the max, the two lane sums) overlap; the same
+// floats. Named registers, not arrays (which the compiler kept in memory).
+struct EntropyTerms {  // entropy_avx2's constants
+  __m256 abs_mask, one, c1, c2, c3, c4;
+  __m256i mant, one_bits, bias, below_normal;
+};
+__attribute__((target("avx2"), always_inline)) inline void entropy_terms(const EntropyTerms& c,
+                                                                         const float* x, __m256 k,
+                                                                         __m256& s, __m256& t) {
+  const __m256 u = _mm256_mul_ps(_mm256_and_ps(_mm256_loadu_ps(x), c.abs_mask), k);
+  const __m256i b = _mm256_castps_si256(u);
+  const __m256 f = _mm256_sub_ps(
+      _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(b, c.mant), c.one_bits)), c.one);
+  __m256 poly = _mm256_add_ps(_mm256_mul_ps(c.c4, f), c.c3);
+  poly = _mm256_add_ps(_mm256_mul_ps(poly, f), c.c2);
+  poly = _mm256_add_ps(_mm256_mul_ps(poly, f), c.c1);
+  const __m256 e = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(b, 23), c.bias));
+  const __m256 lg = _mm256_add_ps(e, _mm256_mul_ps(poly, f));
+  const __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(b, c.below_normal));
+  s = _mm256_add_ps(s, _mm256_and_ps(u, keep));
+  t = _mm256_add_ps(t, _mm256_and_ps(_mm256_mul_ps(u, lg), keep));
+}
+// The scale of a tile from its lanes' largest |x| (0 for a dead tile).
+__attribute__((target("avx2"))) inline __m256 entropy_k(__m256 m, bool& live) {
+  m = _mm256_max_ps(m, _mm256_permute2f128_ps(m, m, 1));
+  m = _mm256_max_ps(m, _mm256_permute_ps(m, 0x4E));
+  m = _mm256_max_ps(m, _mm256_permute_ps(m, 0xB1));
+  const float top = _mm256_cvtss_f32(m);
+  live = top >= FLT_MIN;
+  return _mm256_set1_ps(live ? entropy_scale(top) : 0.0F);
+}
+__attribute__((target("avx2"))) inline float entropy_of(__m256 s, __m256 t, bool live) {
+  alignas(32) float sl[8], tl[8];
+  _mm256_store_ps(sl, s);
+  _mm256_store_ps(tl, t);
+  const float sum_s = ((sl[0] + sl[1]) + (sl[2] + sl[3])) + ((sl[4] + sl[5]) + (sl[6] + sl[7]));
+  const float sum_t = ((tl[0] + tl[1]) + (tl[2] + tl[3])) + ((tl[4] + tl[5]) + (tl[6] + tl[7]));
+  return live ? tah_log2(sum_s) - sum_t / sum_s : 0.0F;
+}
+constexpr int kWays = 4;
+__attribute__((target("avx2"))) void entropy_ways_avx2(const float* const* x, int64_t len,
+                                                       float* out) {
+  EntropyTerms c;
+  c.abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+  __m256 m0 = _mm256_setzero_ps(), m1 = m0, m2 = m0, m3 = m0;
+  for (int64_t i = 0; i < len; i += 8) {
+    m0 = _mm256_max_ps(m0, _mm256_and_ps(_mm256_loadu_ps(x0 + i), c.abs_mask));
+    m1 = _mm256_max_ps(m1, _mm256_and_ps(_mm256_loadu_ps(x1 + i), c.abs_mask));
+    m2 = _mm256_max_ps(m2, _mm256_and_ps(_mm256_loadu_ps(x2 + i), c.abs_mask));
+    m3 = _mm256_max_ps(m3, _mm256_and_ps(_mm256_loadu_ps(x3 + i), c.abs_mask));
+  }
+  bool live[kWays];
+  const __m256 k0 = entropy_k(m0, live[0]), k1 = entropy_k(m1, live[1]),
+               k2 = entropy_k(m2, live[2]), k3 = entropy_k(m3, live[3]);
+  c.mant = _mm256_set1_epi32(0x7FFFFF), c.one_bits = _mm256_set1_epi32(0x3F800000);
+  c.bias = _mm256_set1_epi32(127), c.below_normal = _mm256_set1_epi32(0x007FFFFF);
+  c.one = _mm256_set1_ps(1.0F), c.c1 = _mm256_set1_ps(kC1), c.c2 = _mm256_set1_ps(kC2);
+  c.c3 = _mm256_set1_ps(kC3), c.c4 = _mm256_set1_ps(kC4);
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, t0 = s0, t1 = s0, t2 = s0, t3 = s0;
+  for (int64_t i = 0; i < len; i += 8) {
+    entropy_terms(c, x0 + i, k0, s0, t0);
+    entropy_terms(c, x1 + i, k1, s1, t1);
+    entropy_terms(c, x2 + i, k2, s2, t2);
+    entropy_terms(c, x3 + i, k3, s3, t3);
+  }
+  out[0] = entropy_of(s0, t0, live[0]);
+  out[1] = entropy_of(s1, t1, live[1]);
+  out[2] = entropy_of(s2, t2, live[2]);
+  out[3] = entropy_of(s3, t3, live[3]);
+}
 #endif
 
 TAH_CLONES float tah_entropy_portable(const float* x, int64_t len) {
@@ -415,6 +516,17 @@ float tah_entropy(const float* x, int64_t len, bool vector) {
   return tah_entropy_portable(x, len);
 }
 
+void tah::entropies(const float* const* x, int64_t len, int64_t n, float* out) {
+  int64_t i = 0;
+#ifdef TAH_F16C
+  if (len >= 8 && len % 8 == 0 && tah::have_avx2()) {
+    for (; i + kWays <= n; i += kWays) entropy_ways_avx2(x + i, len, out + i);
+    for (; i < n; ++i) out[i] = entropy_avx2(x[i], len);
+  }
+#endif
+  for (; i < n; ++i) out[i] = tah_entropy_portable(x[i], len);
+}
+
 namespace {
 
 #ifdef TAH_F16C
@@ -435,7 +547,44 @@ __attribute__((target("avx2"))) inline __m256 butterfly(__m256 v, __m256 partner
 // tah_hadamard in AVX2 for g a multiple of 8: stages 1, 2 and 4 inside each
 // vector by lane permutes, the wider ones between vectors, then the scale:
 // the portable loop's additions, subtractions and products, in its order.
+// hadamard_avx2 for g = 8 N, N a power of two up to 8: the tile held in N
+// registers from load to store (the same operations on the same pairs).
+template <int N>
+__attribute__((target("avx2"))) void hadamard_regs_avx2(float* v, float scale) {
+  __m256 x[N];
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) {
+    __m256 y = _mm256_loadu_ps(v + 8 * i);
+    y = butterfly(y, _mm256_permute_ps(y, 0xB1), 0xAA);
+    y = butterfly(y, _mm256_permute_ps(y, 0x4E), 0xCC);
+    x[i] = butterfly(y, _mm256_permute2f128_ps(y, y, 1), 0xF0);
+  }
+#pragma GCC unroll 4
+  for (int h = 1; h < N; h *= 2)  // N / 2 pairs (j, j + h) per stage
+#pragma GCC unroll 4
+    for (int p = 0; p < N / 2; ++p) {
+      const int j = p / h * 2 * h + p % h;
+      const __m256 a = x[j], b = x[j + h];
+      x[j] = _mm256_add_ps(a, b);
+      x[j + h] = _mm256_sub_ps(a, b);
+    }
+  const __m256 s = _mm256_set1_ps(scale);
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) _mm256_storeu_ps(v + 8 * i, _mm256_mul_ps(x[i], s));
+}
 __attribute__((target("avx2"))) void hadamard_avx2(float* v, int64_t g, float scale) {
+  switch (g) {
+    case 8:
+      return hadamard_regs_avx2<1>(v, scale);
+    case 16:
+      return hadamard_regs_avx2<2>(v, scale);
+    case 32:
+      return hadamard_regs_avx2<4>(v, scale);
+    case 64:
+      return hadamard_regs_avx2<8>(v, scale);
+    default:
+      break;
+  }
   for (int64_t i = 0; i < g; i += 8) {
     __m256 x = _mm256_loadu_ps(v + i);
     x = butterfly(x, _mm256_permute_ps(x, 0xB1), 0xAA);

@@ -200,11 +200,10 @@ struct PivotChoice {
   bool rotate = false;
   int64_t index = 0;
 };
-PivotChoice choose_pivot(const float* x, const TileStats& s) {
+PivotChoice choose_pivot(const float* x, int64_t len, const TileStats& s) {
   PivotChoice c;
   c.rotate = s.top1 > 0.0F && s.top1 <= kRotateLimit && s.top1 >= 2.0F * s.top2;
-  if (c.rotate)
-    while (std::fabs(x[c.index]) != s.top1) ++c.index;
+  if (c.rotate) c.index = tah::first_magnitude(x, len, s.top1);
   return c;
 }
 
@@ -268,7 +267,7 @@ class TileBatch {
     const float* v[kSize];
     int64_t len[kSize];
     for (int i = 0; i < count_; ++i) v[i] = tiles_[i].v, len[i] = tiles_[i].len;
-    TileStats stats[kSize];
+    TileStats* stats = stats_;  // a member: a local array would be zeroed at every batch
     tah::stats_many(v, len, count_, stats);
     float lo[kSize], hi[kSize];
     int bits[kSize];
@@ -291,7 +290,7 @@ class TileBatch {
   // this batch's slot (v and s then describe the rotated tile), flagged with
   // its pivot in the header.
   void rotate_if_chosen(int i, const float*& v, TileStats& s) {
-    const PivotChoice p = choose_pivot(v, s);
+    const PivotChoice p = choose_pivot(v, g_, s);
     if (!p.rotate) return;
     float* r = rotated_.data() + i * g_;
     std::memcpy(r, v, static_cast<size_t>(g_) * 4);
@@ -312,6 +311,7 @@ class TileBatch {
   std::vector<float> rotated_;         // [kSize, G]: the rotated tiles of the batch
   tah::QuantizePack packers_[9] = {};  // by width
   Tile tiles_[kSize];
+  TileStats stats_[kSize];
   int count_ = 0;
 };
 
@@ -321,16 +321,25 @@ bool spread_high(int64_t i, int64_t count, int64_t h) {
   return (i + 1) * h / count > i * h / count;
 }
 
-// The tiles of one class (`ids`) with the `count` largest entropies, ties to
-// the lower tile index, are marked in `high`.
-void mark_highest(std::vector<int64_t>& ids, int64_t count, const std::vector<float>& entropy,
+// The tiles of one class (`ids`, ascending) with the `count` largest
+// entropies (`entropy[i]` that of ids[i]), ties to the lower tile index, are
+// marked in `high`. Each key holds the entropy's order in its high word
+// (larger first) and the class position in its low word, so that plain
+// integer order is that rule.
+void mark_highest(const std::vector<int64_t>& ids, int64_t count, const std::vector<float>& entropy,
                   std::vector<uint8_t>& high) {
   if (count <= 0) return;
-  if (count < static_cast<int64_t>(ids.size()))
-    std::nth_element(ids.begin(), ids.begin() + count, ids.end(), [&](int64_t a, int64_t b) {
-      return entropy[a] > entropy[b] || (entropy[a] == entropy[b] && a < b);
-    });
-  for (int64_t i = 0; i < count; ++i) high[ids[i]] = 1;
+  std::vector<uint64_t> keys(ids.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    uint32_t b;
+    std::memcpy(&b, &entropy[i], 4);
+    if (b == 0x80000000U) b = 0;                                      // -0 ties with +0
+    const uint32_t order = (b & 0x80000000U) ? ~b : b | 0x80000000U;  // as the float orders
+    keys[i] = (static_cast<uint64_t>(~order) << 32) | static_cast<uint64_t>(i);
+  }
+  if (count < static_cast<int64_t>(keys.size()))
+    std::nth_element(keys.begin(), keys.begin() + count, keys.end());
+  for (int64_t i = 0; i < count; ++i) high[ids[keys[i] & 0xFFFFFFFFU]] = 1;
 }
 
 std::string bits_text(int centi) {
@@ -395,21 +404,29 @@ uint64_t TahQuant::payload_bytes(const Shape& shape) const {
 }
 
 std::vector<uint8_t> TahQuant::entropy_widths(const float* x, const TahLayout& l) const {
-  // The entropy pass and the choice of high-width tiles per class.
+  // The entropy pass (one call per class of tiles) and the choice of
+  // high-width tiles per class.
   const int64_t g = config_.tile, per_token = l.full_per_token + (l.tail > 0 ? 1 : 0);
   std::vector<uint8_t> high(static_cast<size_t>(l.tiles()), 0);
-  std::vector<float> entropy(high.size());
-  std::vector<int64_t> full_ids, tail_ids;
-  full_ids.reserve(static_cast<size_t>(l.full_tiles));
-  tail_ids.reserve(static_cast<size_t>(l.tail_tiles));
+  std::vector<int64_t> ids[2];  // [full, tail]: tile indices
+  std::vector<const float*> at[2];
+  for (int c = 0; c < 2; ++c) {
+    const auto count = static_cast<size_t>(c == 0 ? l.full_tiles : l.tail_tiles);
+    ids[c].reserve(count);
+    at[c].reserve(count);
+  }
   for (int64_t tok = 0, t = 0; tok < l.tokens; ++tok)
     for (int64_t j = 0; j < per_token; ++j, ++t) {
-      const bool full = j < l.full_per_token;
-      entropy[t] = tah_entropy(x + tok * l.channels + j * g, full ? g : l.tail);
-      (full ? full_ids : tail_ids).push_back(t);
+      const int c = j < l.full_per_token ? 0 : 1;
+      ids[c].push_back(t);
+      at[c].push_back(x + tok * l.channels + j * g);
     }
-  mark_highest(full_ids, l.high_full, entropy, high);
-  mark_highest(tail_ids, l.high_tail, entropy, high);
+  for (int c = 0; c < 2; ++c) {
+    std::vector<float> entropy(ids[c].size());
+    tah::entropies(at[c].data(), c == 0 ? g : l.tail, static_cast<int64_t>(entropy.size()),
+                   entropy.data());
+    mark_highest(ids[c], c == 0 ? l.high_full : l.high_tail, entropy, high);
+  }
   return high;
 }
 

@@ -187,6 +187,9 @@ SLOWPIPE_AVX2 inline __m256i load8(const void* p) {
 SLOWPIPE_AVX2 inline void store8(void* p, __m256i v) {
   _mm256_storeu_si256(static_cast<__m256i*>(p), v);
 }
+// The counts and pointers live in locals during the loop: the vector stores
+// may alias anything, so fields behind references would be stored and
+// reloaded at every step (a chain through memory).
 SLOWPIPE_AVX2 int64_t collect_avx2(const float* x, int64_t m, uint32_t lo, uint32_t hi,
                                    uint32_t* cmag, int64_t& nc, Kept& kept) {
   const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
@@ -194,22 +197,27 @@ SLOWPIPE_AVX2 int64_t collect_avx2(const float* x, int64_t m, uint32_t lo, uint3
   const __m256i vlo1 = _mm256_set1_epi32(static_cast<int>(lo) - 1);
   const __m256i step = _mm256_set1_epi32(8);
   __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  int64_t above = 0, i = 0;
+  int64_t above = 0, i = 0, c_n = nc, k_n = kept.n;
+  int32_t* const k_idx = kept.idx;
+  uint32_t* const k_raw = kept.raw;
   for (; i + 8 <= m; i += 8) {
-    const __m256i u = _mm256_and_si256(load8(x + i), abs_mask);
+    const __m256i raw = load8(x + i);
+    const __m256i u = _mm256_and_si256(raw, abs_mask);
     const __m256i gt = _mm256_cmpgt_epi32(u, vhi);
     const __m256i ge = _mm256_cmpgt_epi32(u, vlo1);
     above += __builtin_popcount(lane_mask(gt));
     const int c = lane_mask(_mm256_andnot_si256(gt, ge));
-    store8(cmag + nc, _mm256_permutevar8x32_epi32(u, pack_permutation(c)));
-    nc += __builtin_popcount(c);
+    store8(cmag + c_n, _mm256_permutevar8x32_epi32(u, pack_permutation(c)));
+    c_n += __builtin_popcount(c);
     const int g = lane_mask(ge);
     const __m256i perm = pack_permutation(g);
-    store8(kept.idx + kept.n, _mm256_permutevar8x32_epi32(idx, perm));
-    store8(kept.raw + kept.n, _mm256_permutevar8x32_epi32(load8(x + i), perm));
-    kept.n += __builtin_popcount(g);
+    store8(k_idx + k_n, _mm256_permutevar8x32_epi32(idx, perm));
+    store8(k_raw + k_n, _mm256_permutevar8x32_epi32(raw, perm));
+    k_n += __builtin_popcount(g);
     idx = _mm256_add_epi32(idx, step);
   }
+  nc = c_n;
+  kept.n = k_n;
   return above + collect_kept_scalar(x, i, m, lo, hi, cmag, nc, kept);
 }
 SLOWPIPE_AVX2 int64_t filter_avx2(const Kept& kept, uint32_t t, int64_t& ties, int64_t k,

@@ -148,6 +148,55 @@ TEST_CASE("TAH-Quant: the entropy's vector path gives the portable loop's float"
     WARN("no AVX2 here (or SLOWPIPE_SIMD caps it): both sides ran the portable loop");
 }
 
+TEST_CASE("TAH-Quant: entropies of many tiles give each tile's portable float") {
+  std::mt19937 rng(41);
+  std::normal_distribution<float> normal;
+  std::uniform_int_distribution<int> pick(0, 9);
+  for (int64_t len : {3, 8, 64, 200})
+    for (int64_t n : {0, 1, 3, 4, 5, 11, 64}) {
+      std::vector<float> x(static_cast<size_t>(len * n));
+      for (size_t i = 0; i < x.size(); ++i) {
+        const int kind = pick(rng);
+        // Whole tiles of zeros, zeros of both signs, subnormals, scales 2^-140..2^127.
+        const float scale = std::ldexp(1.0F, static_cast<int>(i / len) * 37 % 268 - 140);
+        x[i] = (i / len) % 5 == 2 ? 0.0F
+               : kind == 0        ? -0.0F
+               : kind == 1        ? 1e-42F
+                                  : normal(rng) * scale;
+      }
+      std::vector<const float*> at;
+      for (int64_t i = 0; i < n; ++i) at.push_back(x.data() + (n - 1 - i) * len);  // any order
+      std::vector<float> out(static_cast<size_t>(n), -1.0F);
+      tah::entropies(at.data(), len, n, out.data());
+      for (int64_t i = 0; i < n; ++i) {
+        INFO("len " << len << " n " << n << " tile " << i);
+        REQUIRE(out[i] == sc::tah_entropy(at[i], len, false));
+      }
+    }
+}
+
+TEST_CASE("TAH-Quant: the pivot search finds the first largest magnitude") {
+  std::mt19937 rng(43);
+  std::normal_distribution<float> normal;
+  int64_t found = 0;
+  for (int64_t len : {2, 7, 8, 24, 64, 1024})
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<float> x(static_cast<size_t>(len));
+      for (float& e : x) e = normal(rng);
+      std::uniform_int_distribution<int64_t> at(0, len - 1);
+      const int64_t a = at(rng), b = at(rng);
+      x[static_cast<size_t>(a)] = 9.0F;
+      if (trial % 3 == 0) x[static_cast<size_t>(b)] = -9.0F;  // a tie of the other sign
+      int64_t first = 0;
+      while (std::fabs(x[static_cast<size_t>(first)]) != 9.0F) ++first;
+      INFO("len " << len << " trial " << trial);
+      REQUIRE(tah::first_magnitude(x.data(), len, 9.0F) == first);
+      REQUIRE(tah::first_magnitude(x.data(), len, 10.0F) == len);
+      found += first == std::min(a, trial % 3 == 0 ? b : a);
+    }
+  REQUIRE(found == 6 * 200);
+}
+
 TEST_CASE("TAH-Quant: the AVX2 unpacking gives the naive loop's values") {
   std::mt19937 rng(37);
   std::uniform_int_distribution<int> byte(0, 255);
