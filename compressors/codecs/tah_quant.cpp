@@ -97,6 +97,19 @@ uint32_t get_bits(const uint8_t* in, uint64_t pos, int bits) {
   return value;
 }
 
+// The set bits among the first `bits` bits of `in` (LSB-first).
+int64_t count_set_bits(const uint8_t* in, uint64_t bits) {
+  int64_t count = 0;
+  uint64_t at = 0;
+  for (; at + 64 <= bits; at += 64) {
+    uint64_t word;
+    std::memcpy(&word, in + at / 8, 8);
+    count += __builtin_popcountll(word);
+  }
+  for (; at < bits; ++at) count += (in[at / 8] >> (at % 8)) & 1;
+  return count;
+}
+
 // The W-bit fields of 8 codes, one code (< 2^W) per byte of x, packed
 // LSB-first into the low 8W bits (little-endian): neighbours paired in 16-,
 // 32- and 64-bit lanes, three steps for 8 codes (W = 1..8).
@@ -480,9 +493,14 @@ void TahQuant::decode_payload(const uint8_t* p, const Shape& shape, float* out) 
   const std::vector<uint8_t> spread = fixed_widths(l);
   if (l.width_map) {  // the width map must hold the layout's counts
     int64_t high_full = 0, high_tail = 0;
-    for (int64_t t = 0; t < l.tiles(); ++t)
-      if (get_field(header, p + sec.total, static_cast<uint64_t>(t), 1))
-        ++(t % per_token < l.full_per_token ? high_full : high_tail);
+    if (l.tail == 0) {  // every tile full: the map's set bits, a word at a time
+      high_full = count_set_bits(header, static_cast<uint64_t>(l.tiles()));
+    } else {
+      for (int64_t tok = 0, t = 0; tok < l.tokens; ++tok)
+        for (int64_t j = 0; j < per_token; ++j, ++t)
+          if (get_field(header, p + sec.total, static_cast<uint64_t>(t), 1))
+            ++(j < l.full_per_token ? high_full : high_tail);
+    }
     if (high_full != l.high_full || high_tail != l.high_tail)
       bad("the width map marks " + std::to_string(high_full) + " + " + std::to_string(high_tail) +
           " high-width tiles, expected " + std::to_string(l.high_full) + " + " +

@@ -432,6 +432,19 @@ TEST_CASE("TAH-Quant: the decoder refuses malformed messages") {
   } catch (const slowpipe::DataError& e) {
     CHECK_THAT(e.what(), Catch::Contains("high-width tiles, expected 4 + 0"));
   }
+  // Longer maps (counted a word at a time) and maps with tail tiles.
+  for (const sc::Shape& other : {sc::Shape{40, 128}, sc::Shape{4, 100}}) {
+    const sc::Message good = codec->encode(activation(other, 11));
+    REQUIRE_NOTHROW(codec->decode(good, other));
+    const size_t map_at = 4 * 2 * static_cast<size_t>(other[0]);  // two tiles a token
+    for (int bit : {0, 3, 70}) {
+      if (bit >= other[0] * 2) continue;
+      sc::Message bad = good;
+      bad[map_at + static_cast<size_t>(bit / 8)] ^= static_cast<uint8_t>(1U << (bit % 8));
+      INFO("shape [" << other[0] << ", " << other[1] << "], bit " << bit);
+      REQUIRE_THROWS_WITH(codec->decode(bad, other), Catch::Contains("high-width tiles, expected"));
+    }
+  }
   // A pivot on an unrotated tile; the rotation fields start after the 8 width bits.
   std::vector<uint8_t> bits(msg.begin() + header, msg.end());
   const auto rotated = [&](int tile) { return nv::tah_get(bits, 8 + 7 * tile, 1) != 0; };
