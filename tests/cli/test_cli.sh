@@ -219,6 +219,9 @@ ratio=$("$bin" codec --spec q4 | awk '$1=="ratio"{print $2}' | tr -d x)
 awk -v x="$ratio" 'BEGIN{exit !(x > 7.5 && x <= 8.0)}' && ok || bad "codec q4 ratio $ratio not ~8"
 expect 0 "aq" -- "$bin" codecs
 expect 2 "position" -- "$bin" codec --spec 'ef(q4'
+expect 0 "x q4's   (fastest of 2 interleaved runs each)" -- "$bin" codec --spec q8 --against q4 --repeat 2
+expect 2 "--repeat: expected a count" -- "$bin" codec --spec q8 --repeat 0
+expect 2 "position" -- "$bin" codec --spec q8 --against 'ef(q4'
 expect 0 "100Mbps" -- "$bin" timing --fw q4 --bw q8
 expect 2 "" -- "$bin" timing --fw q99
 expect 0 "" -- "$bin" netsim "$src/experiments/netsim/three_flows.json"

@@ -8,9 +8,9 @@
 
 #include "common/errors.h"
 #include "common/options.h"
-#include "compressors/codecs/config.h"
 #include "compressors/channels/factory.h"
 #include "compressors/channels/inspect.h"
+#include "compressors/codecs/config.h"
 #include "compressors/codecs/spec.h"
 #include "tests/common/parsed_spec.h"
 
@@ -184,6 +184,46 @@ TEST_CASE("Registry and inspection print what the CLI shows") {
   REQUIRE(out.str().find("ratio         7.9") != std::string::npos);
   REQUIRE(out.str().find("rel. error") != std::string::npos);
   REQUIRE_THROWS_AS(sc::run_codec_inspection("q4", {8, 64}, "from-run", 1, out),
+                    slowpipe::UsageError);
+}
+
+TEST_CASE("Codec inspection: a baseline timed in the same runs, and the count of runs") {
+  std::ostringstream out;
+  sc::run_codec_inspection("topk:0.1", {4, 64, 128}, "normal", 1, out, {3, "q8"});
+  const std::string text = out.str();
+  INFO(text);
+  // The spec's own lines stay first and unchanged; two lines follow.
+  REQUIRE(text.rfind("spec          topk:0.1\n", 0) == 0);
+  const size_t against = text.find("against       q8: encode ");
+  const size_t relative = text.find("relative      encode ");
+  REQUIRE(against != std::string::npos);
+  REQUIRE(relative > against);
+  REQUIRE(text.find("x q8's   (fastest of 3 interleaved runs each)\n") != std::string::npos);
+  // The ratios are the spec's times over the baseline's, as printed.
+  const auto number_after = [&](const std::string& key, size_t from) {
+    return std::stod(text.substr(text.find(key, from) + key.size()));
+  };
+  const double enc_ms = number_after("(", text.find("encode        "));
+  const double dec_ms = number_after("(", text.find("decode        "));
+  const double base_enc = number_after("encode ", against),
+               base_dec = number_after("decode ", against);
+  const double enc_ratio = number_after("encode ", relative);
+  const double trip_ratio = number_after("round trip ", relative);
+  REQUIRE(enc_ms > 0);
+  REQUIRE(base_enc > 0);
+  REQUIRE(enc_ratio == Approx(enc_ms / base_enc).epsilon(0.02).margin(0.006));
+  REQUIRE(trip_ratio ==
+          Approx((enc_ms + dec_ms) / (base_enc + base_dec)).epsilon(0.02).margin(0.006));
+  // Without a baseline, neither line.
+  std::ostringstream alone;
+  sc::run_codec_inspection("q4", {4, 64, 128}, "normal", 1, alone, {1, ""});
+  REQUIRE(alone.str().find("against") == std::string::npos);
+  REQUIRE(alone.str().find("relative") == std::string::npos);
+  // Bad counts and bad baselines are usage errors.
+  for (int repeat : {0, -1, 1001})
+    REQUIRE_THROWS_WITH(sc::run_codec_inspection("q4", {8, 8}, "normal", 1, alone, {repeat, ""}),
+                        Catch::Contains("--repeat: expected a count of runs in 1..1000"));
+  REQUIRE_THROWS_AS(sc::run_codec_inspection("q4", {8, 8}, "normal", 1, alone, {2, "q99"}),
                     slowpipe::UsageError);
 }
 
