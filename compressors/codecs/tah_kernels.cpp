@@ -429,21 +429,35 @@ __attribute__((target("avx2"))) inline float entropy_of(__m256 s, __m256 t, bool
   return live ? tah_log2(sum_s) - sum_t / sum_s : 0.0F;
 }
 constexpr int kWays = 4;
-__attribute__((target("avx2"))) void entropy_ways_avx2(const float* const* x, int64_t len,
+// The largest |x| is taken on the bits, unsigned: for finite values the same
+// as the float maximum, and an inf or NaN (bits >= 0x7F800000) stands above
+// every finite one, so it also says whether the four tiles are finite
+// (false: the entropies are meaningless).
+__attribute__((target("avx2"))) inline __m256i magnitude_max(__m256i m, const float* x) {
+  const __m256i abs_bits = _mm256_set1_epi32(0x7FFFFFFF);
+  return _mm256_max_epu32(
+      m, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)), abs_bits));
+}
+__attribute__((target("avx2"))) bool entropy_ways_avx2(const float* const* x, int64_t len,
                                                        float* out) {
   EntropyTerms c;
   c.abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
-  __m256 m0 = _mm256_setzero_ps(), m1 = m0, m2 = m0, m3 = m0;
+  __m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;
   for (int64_t i = 0; i < len; i += 8) {
-    m0 = _mm256_max_ps(m0, _mm256_and_ps(_mm256_loadu_ps(x0 + i), c.abs_mask));
-    m1 = _mm256_max_ps(m1, _mm256_and_ps(_mm256_loadu_ps(x1 + i), c.abs_mask));
-    m2 = _mm256_max_ps(m2, _mm256_and_ps(_mm256_loadu_ps(x2 + i), c.abs_mask));
-    m3 = _mm256_max_ps(m3, _mm256_and_ps(_mm256_loadu_ps(x3 + i), c.abs_mask));
+    m0 = magnitude_max(m0, x0 + i);
+    m1 = magnitude_max(m1, x1 + i);
+    m2 = magnitude_max(m2, x2 + i);
+    m3 = magnitude_max(m3, x3 + i);
   }
+  const __m256i top = _mm256_max_epu32(_mm256_max_epu32(m0, m1), _mm256_max_epu32(m2, m3));
+  const bool finite = _mm256_testz_si256(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(0x7F7FFFFF)),
+                                         _mm256_set1_epi32(-1));
   bool live[kWays];
-  const __m256 k0 = entropy_k(m0, live[0]), k1 = entropy_k(m1, live[1]),
-               k2 = entropy_k(m2, live[2]), k3 = entropy_k(m3, live[3]);
+  const __m256 k0 = entropy_k(_mm256_castsi256_ps(m0), live[0]),
+               k1 = entropy_k(_mm256_castsi256_ps(m1), live[1]),
+               k2 = entropy_k(_mm256_castsi256_ps(m2), live[2]),
+               k3 = entropy_k(_mm256_castsi256_ps(m3), live[3]);
   c.mant = _mm256_set1_epi32(0x7FFFFF), c.one_bits = _mm256_set1_epi32(0x3F800000);
   c.bias = _mm256_set1_epi32(127), c.below_normal = _mm256_set1_epi32(0x007FFFFF);
   c.one = _mm256_set1_ps(1.0F), c.c1 = _mm256_set1_ps(kC1), c.c2 = _mm256_set1_ps(kC2);
@@ -459,6 +473,7 @@ __attribute__((target("avx2"))) void entropy_ways_avx2(const float* const* x, in
   out[1] = entropy_of(s1, t1, live[1]);
   out[2] = entropy_of(s2, t2, live[2]);
   out[3] = entropy_of(s3, t3, live[3]);
+  return finite;
 }
 #endif
 
@@ -516,15 +531,23 @@ float tah_entropy(const float* x, int64_t len, bool vector) {
   return tah_entropy_portable(x, len);
 }
 
-void tah::entropies(const float* const* x, int64_t len, int64_t n, float* out) {
+bool tah::entropies(const float* const* x, int64_t len, int64_t n, float* out) {
+  const auto finite_tile = [len](const float* v) {
+    for (int64_t j = 0; j < len; ++j)
+      if (!std::isfinite(v[j])) return false;
+    return true;
+  };
+  bool finite = true;
   int64_t i = 0;
 #ifdef TAH_F16C
-  if (len >= 8 && len % 8 == 0 && tah::have_avx2()) {
-    for (; i + kWays <= n; i += kWays) entropy_ways_avx2(x + i, len, out + i);
-    for (; i < n; ++i) out[i] = entropy_avx2(x[i], len);
-  }
+  if (len >= 8 && len % 8 == 0 && tah::have_avx2())
+    for (; i + kWays <= n; i += kWays) finite &= entropy_ways_avx2(x + i, len, out + i);
 #endif
-  for (; i < n; ++i) out[i] = tah_entropy_portable(x[i], len);
+  for (; i < n; ++i) {
+    out[i] = tah_entropy(x[i], len);
+    finite &= finite_tile(x[i]);
+  }
+  return finite;
 }
 
 namespace {

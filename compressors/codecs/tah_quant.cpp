@@ -416,7 +416,8 @@ uint64_t TahQuant::payload_bytes(const Shape& shape) const {
   return sections_of(layout(shape), config_.tile).total;
 }
 
-std::vector<uint8_t> TahQuant::entropy_widths(const float* x, const TahLayout& l) const {
+std::vector<uint8_t> TahQuant::entropy_widths(const float* x, const TahLayout& l,
+                                              bool* finite) const {
   // The entropy pass (one call per class of tiles) and the choice of
   // high-width tiles per class.
   const int64_t g = config_.tile, per_token = l.full_per_token + (l.tail > 0 ? 1 : 0);
@@ -436,8 +437,9 @@ std::vector<uint8_t> TahQuant::entropy_widths(const float* x, const TahLayout& l
     }
   for (int c = 0; c < 2; ++c) {
     std::vector<float> entropy(ids[c].size());
-    tah::entropies(at[c].data(), c == 0 ? g : l.tail, static_cast<int64_t>(entropy.size()),
-                   entropy.data());
+    if (!tah::entropies(at[c].data(), c == 0 ? g : l.tail, static_cast<int64_t>(entropy.size()),
+                        entropy.data()))
+      *finite = false;
     mark_highest(ids[c], c == 0 ? l.high_full : l.high_tail, entropy, high);
   }
   return high;
@@ -447,10 +449,11 @@ void TahQuant::encode_payload(const float* x, const Shape& shape, uint8_t* out) 
   const int64_t n = shape_numel(shape);
   if (n == 0) return;
   const TahLayout l = layout(shape);
-  // The entropy pass needs finite input; otherwise each tile's statistics say
-  // whether it is finite, and no separate pass looks.
-  if (l.width_map)
-    if (const int64_t bad = first_non_finite(x, n); bad >= 0) refuse_non_finite(spec(), x, n, bad);
+  // The entropy pass (fractional budgets) also says whether every element is
+  // finite; otherwise each tile's statistics do. No separate pass looks.
+  bool finite = true;
+  const std::vector<uint8_t> high = l.width_map ? entropy_widths(x, l, &finite) : fixed_widths(l);
+  if (!finite) refuse_non_finite(spec(), x, n, first_non_finite(x, n));
   const Sections sec = sections_of(l, config_.tile);
   const int64_t g = config_.tile, per_token = l.full_per_token + (l.tail > 0 ? 1 : 0);
   // The bit fields are ORed into zeroed memory. The codes too, unless every
@@ -458,8 +461,6 @@ void TahQuant::encode_payload(const float* x, const Shape& shape, uint8_t* out) 
   // groups of 8 codes overwrite every byte of the section (write_codes).
   const bool whole_bytes = g % 8 == 0 && l.tail % 8 == 0;
   std::memset(out + sec.header, 0, (whole_bytes ? sec.codes : sec.total) - sec.header);
-
-  const std::vector<uint8_t> high = l.width_map ? entropy_widths(x, l) : fixed_widths(l);
 
   uint8_t* header = out + sec.header;
   TileBatch batch(g, sec.width_bits, out, header, out + sec.codes);

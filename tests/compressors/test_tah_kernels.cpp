@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -167,10 +168,18 @@ TEST_CASE("TAH-Quant: entropies of many tiles give each tile's portable float") 
       std::vector<const float*> at;
       for (int64_t i = 0; i < n; ++i) at.push_back(x.data() + (n - 1 - i) * len);  // any order
       std::vector<float> out(static_cast<size_t>(n), -1.0F);
-      tah::entropies(at.data(), len, n, out.data());
+      REQUIRE(tah::entropies(at.data(), len, n, out.data()));
       for (int64_t i = 0; i < n; ++i) {
         INFO("len " << len << " n " << n << " tile " << i);
         REQUIRE(out[i] == sc::tah_entropy(at[i], len, false));
+      }
+      // A NaN or an inf in any tile, at any place: not finite.
+      for (int64_t i = 0; i < n * len; i += std::max<int64_t>(1, n * len / 7)) {
+        const float keep = x[static_cast<size_t>(i)];
+        x[static_cast<size_t>(i)] = i % 2 ? -INFINITY : std::numeric_limits<float>::quiet_NaN();
+        INFO("len " << len << " n " << n << " bad element " << i);
+        REQUIRE_FALSE(tah::entropies(at.data(), len, n, out.data()));
+        x[static_cast<size_t>(i)] = keep;
       }
     }
 }

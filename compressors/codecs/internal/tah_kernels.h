@@ -35,10 +35,12 @@ TileStats stats_of(const float* x, int64_t len, bool vector = true);
 // stats_of(x[i], len[i]) into out[i] for i < n, the path chosen once.
 void stats_many(const float* const* x, const int64_t* len, int n, TileStats* out);
 
-// tah_entropy(x[i], len) into out[i] for i < n (internal/tah_quant.h), the
-// path chosen once: in AVX2 (len a multiple of 8) four tiles interleaved,
-// each with its own operations in their order, so the same floats.
-void entropies(const float* const* x, int64_t len, int64_t n, float* out);
+// tah_entropy(x[i], len) into out[i] for i < n (internal/tah_quant.h): in
+// AVX2 (len a multiple of 8) four tiles interleaved, each with its own
+// operations in their order, so the same floats. False when some element is
+// a NaN or an inf (the entropies are then meaningless): the pass over the
+// tiles is also the encoder's check of its input.
+bool entropies(const float* const* x, int64_t len, int64_t n, float* out);
 
 // The first i < len with |x[i]| == top (len when none), by AVX2 8 at a time
 // where the CPU has it and len is a multiple of 8.

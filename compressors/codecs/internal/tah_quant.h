@@ -69,8 +69,8 @@ class TahQuant : public Codec {
   // Per tile 1 = high width, where no width map is sent (`:fixed`, whole B).
   std::vector<uint8_t> fixed_widths(const TahLayout& l) const;
   // The adaptive widths: 1 for the tiles of each class with the largest
-  // entropies (x finite).
-  std::vector<uint8_t> entropy_widths(const float* x, const TahLayout& l) const;
+  // entropies; *finite set false when x holds a NaN or an inf.
+  std::vector<uint8_t> entropy_widths(const float* x, const TahLayout& l, bool* finite) const;
 
   TahConfig config_;
 };
