@@ -17,6 +17,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "common/errors.h"
@@ -108,6 +109,17 @@ int64_t count_set_bits(const uint8_t* in, uint64_t bits) {
   }
   for (; at < bits; ++at) count += (in[at / 8] >> (at % 8)) & 1;
   return count;
+}
+
+// The high-width tiles a width map marks: {full tiles, tail tiles}.
+std::pair<int64_t, int64_t> count_high(const uint8_t* map, const uint8_t* end, const TahLayout& l) {
+  if (l.tail == 0)  // every tile full: the map's set bits, a word at a time
+    return {count_set_bits(map, static_cast<uint64_t>(l.tiles())), 0};
+  int64_t full = 0, tail = 0;
+  for (int64_t tok = 0, t = 0; tok < l.tokens; ++tok)
+    for (int64_t j = 0; j <= l.full_per_token; ++j, ++t)
+      if (get_field(map, end, static_cast<uint64_t>(t), 1)) ++(j < l.full_per_token ? full : tail);
+  return {full, tail};
 }
 
 // The W-bit fields of 8 codes, one code (< 2^W) per byte of x, packed
@@ -493,15 +505,7 @@ void TahQuant::decode_payload(const uint8_t* p, const Shape& shape, float* out) 
   };
   const std::vector<uint8_t> spread = fixed_widths(l);
   if (l.width_map) {  // the width map must hold the layout's counts
-    int64_t high_full = 0, high_tail = 0;
-    if (l.tail == 0) {  // every tile full: the map's set bits, a word at a time
-      high_full = count_set_bits(header, static_cast<uint64_t>(l.tiles()));
-    } else {
-      for (int64_t tok = 0, t = 0; tok < l.tokens; ++tok)
-        for (int64_t j = 0; j < per_token; ++j, ++t)
-          if (get_field(header, p + sec.total, static_cast<uint64_t>(t), 1))
-            ++(j < l.full_per_token ? high_full : high_tail);
-    }
+    const auto [high_full, high_tail] = count_high(header, p + sec.total, l);
     if (high_full != l.high_full || high_tail != l.high_tail)
       bad("the width map marks " + std::to_string(high_full) + " + " + std::to_string(high_tail) +
           " high-width tiles, expected " + std::to_string(l.high_full) + " + " +
