@@ -50,7 +50,8 @@ uint32_t FlowNetwork::add_resource(const std::string& name, double capacity_bps)
   r.name = name;
   r.capacity_bps = capacity_bps;
   resources_.push_back(r);
-  filling_.emplace_back();
+  left_bps_.push_back(0);
+  unfixed_.push_back(0);
   return static_cast<uint32_t>(resources_.size() - 1);
 }
 
@@ -308,7 +309,8 @@ bool FlowNetwork::fix_lone_class(uint32_t c, double now_s) {
 // is the only class on each of its resources, the first one included.
 void FlowNetwork::fix_alone_classes(double now_s) {
   const uint64_t fixed = fill_stamp_;
-  const Filling* const filling = filling_.data();
+  const double* const left = left_bps_.data();
+  const uint32_t* const unfixed = unfixed_.data();
   const uint32_t* const paths = class_paths_.data();
   for (uint32_t r : resource_queue_) {
     if (resources_[r].classes.size() != 1) continue;
@@ -320,8 +322,8 @@ void FlowNetwork::fix_alone_classes(double now_s) {
     bool alone = true;
     double cap = kInfinite;
     for (uint32_t k = 0; k < pc.path_len && alone; ++k) {
-      alone = filling[path[k]].unfixed == n;
-      cap = std::min(cap, filling[path[k]].left_bps);
+      alone = unfixed[path[k]] == n;
+      cap = std::min(cap, left[path[k]]);
     }
     if (alone) fix_class(c, cap / n, now_s);
   }
@@ -329,11 +331,12 @@ void FlowNetwork::fix_alone_classes(double now_s) {
 
 void FlowNetwork::fill(double now_s) {
   const uint64_t fixed = ++fill_stamp_;
-  Filling* const filling = filling_.data();
+  double* const left = left_bps_.data();
+  uint32_t* const unfixed = unfixed_.data();
   // Every flow crossing a resource of the component is in the component.
   for (uint32_t r : resource_queue_) {
-    filling[r].left_bps = resources_[r].capacity_bps;
-    filling[r].unfixed = resources_[r].active;
+    left[r] = resources_[r].capacity_bps;
+    unfixed[r] = resources_[r].active;
   }
   // A class that crosses nothing is unconstrained; it is only ever a seed
   // (no resource joins it to anything), and its rate never changes after.
@@ -343,17 +346,17 @@ void FlowNetwork::fill(double now_s) {
   fix_alone_classes(now_s);
   live_.clear();
   for (uint32_t r : resource_queue_) {
-    if (filling[r].unfixed > 0) live_.push_back(r);
+    if (unfixed[r] > 0) live_.push_back(r);
   }
   live_share_.resize(live_.size());
-  auto fair_share = [](const Filling& res) { return std::max(0.0, res.left_bps) / res.unfixed; };
+  auto fair_share = [left, unfixed](uint32_t r) { return std::max(0.0, left[r]) / unfixed[r]; };
   for (;;) {
     // The bottleneck: smallest fair share among resources with unfixed flows.
     double share = kInfinite;
     size_t keep = 0;
     for (uint32_t r : live_) {
-      if (filling[r].unfixed == 0) continue;
-      const double x = fair_share(filling[r]);
+      if (unfixed[r] == 0) continue;
+      const double x = fair_share(r);
       live_share_[keep] = x;
       live_[keep++] = r;
       share = std::min(share, x);
@@ -373,8 +376,7 @@ void FlowNetwork::fill(double now_s) {
     const double limit = share * (1 + 1e-12);
     for (size_t i = 0; i < keep; ++i) {
       const uint32_t r = live_[i];
-      const Filling& res = filling[r];
-      if (live_share_[i] > limit || res.unfixed == 0 || fair_share(res) > limit) continue;
+      if (live_share_[i] > limit || unfixed[r] == 0 || fair_share(r) > limit) continue;
       for (uint32_t c : resources_[r].classes) {
         if (classes_[c].fixed != fixed) fix_class(c, share, now_s);
       }
@@ -393,10 +395,12 @@ inline void FlowNetwork::fix_class(uint32_t c, double rate_bps, double now_s) {
   const auto n = static_cast<uint32_t>(pc.members.size());
   const double used_bps = rate_bps * n;
   const uint32_t* const path = class_paths_.data() + pc.path_begin;
-  Filling* const filling = filling_.data();
+  double* const left = left_bps_.data();
+  uint32_t* const unfixed = unfixed_.data();
   for (uint32_t k = 0, len = pc.path_len; k < len; ++k) {
-    filling[path[k]].left_bps -= used_bps;
-    filling[path[k]].unfixed -= n;
+    const uint32_t r = path[k];
+    left[r] -= used_bps;
+    unfixed[r] -= n;
   }
 }
 

@@ -86,11 +86,6 @@ class FlowNetwork {
     double busy_s = 0;
     double carried_bits = 0;
   };
-  // Per resource, scratch of progressive filling (kept apart: the hot loop).
-  struct Filling {
-    double left_bps = 0;
-    uint32_t unfixed = 0;  // flows not yet fixed
-  };
   struct Member {
     double key;  // finite class: bits served to the class when this flow is done;
                  // infinite class: the time the flow started (it ends at once)
@@ -146,7 +141,10 @@ class FlowNetwork {
   bool heap_before(uint32_t a, uint32_t b) const;
 
   std::vector<Resource> resources_;
-  std::vector<Filling> filling_;    // (resources)
+  // Per resource, scratch of progressive filling, kept apart from Resource and
+  // as two arrays (the hot loop indexes each with one scaled address).
+  std::vector<double> left_bps_;    // (resources) capacity not yet given out
+  std::vector<uint32_t> unfixed_;   // (resources) flows not yet fixed
   std::vector<PathClass> classes_;  // never removed: a path seen once is likely seen again
   std::vector<uint32_t> class_paths_;
   std::vector<uint32_t> class_slots_;  // open-addressing hash of classes by path (kNone: empty)
