@@ -22,9 +22,10 @@ void check_inspection_shape(const std::vector<int64_t>& shape);
 // How the timings are taken. Each codec encodes and decodes the tensor
 // `repeat` times (1..1000) and reports its fastest; with `against` (a second
 // spec, e.g. q4) both codecs run in the same process, their runs interleaved
-// (the order swapped every round, so neither always runs second), and the
-// spec's times are also printed as multiples of the baseline's: a ratio that
-// drifts less than absolute times on a noisy machine.
+// (the order swapped every round, so neither always runs second) and
+// decoding into the same output, and the spec's times are also printed as
+// multiples of the baseline's: a ratio that drifts less than absolute times
+// on a noisy machine.
 struct InspectOptions {
   int repeat = 5;
   std::string against;  // empty: no baseline
