@@ -298,7 +298,6 @@ void grids_of(const float* lo, const float* hi, const int* bits, int n, Grid* ou
 namespace {
 
 using tah::kMaxTile;
-using tah::log2_of;
 // log2(1 + t) ~ t (c1 + t (c2 + t (c3 + t c4))) on [0, 1): a least-squares
 // fit, |error| < 1.1e-4 (docs/codec-spec.md).
 constexpr float kC1 = 1.4390145F, kC2 = -0.67994287F, kC3 = 0.32559363F, kC4 = -0.084767579F;
@@ -348,53 +347,24 @@ float entropy_scale(float top) {
 // tah_entropy in AVX2 for len a positive multiple of 8: the same element-wise
 // arithmetic, operation for operation (no fused multiply-add), and the same 8
 // lane sums in the same order, so the same float. The scale is built from its
-// bits where it is a normal float (every top below 2^127).
-__attribute__((target("avx2"))) float entropy_avx2(const float* x, int64_t len) {
-  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-  __m256 top8 = _mm256_setzero_ps();
-  for (int64_t i = 0; i < len; i += 8)
-    top8 = _mm256_max_ps(top8, _mm256_and_ps(_mm256_loadu_ps(x + i), abs_mask));
-  top8 = _mm256_max_ps(top8, _mm256_permute2f128_ps(top8, top8, 1));
-  top8 = _mm256_max_ps(top8, _mm256_permute_ps(top8, 0x4E));
-  top8 = _mm256_max_ps(top8, _mm256_permute_ps(top8, 0xB1));
-  const float top = _mm256_cvtss_f32(top8);
-  if (!(top >= FLT_MIN)) return 0.0F;
-  const __m256 k = _mm256_set1_ps(entropy_scale(top));
-  const __m256i mant = _mm256_set1_epi32(0x7FFFFF), one_bits = _mm256_set1_epi32(0x3F800000);
-  const __m256i bias = _mm256_set1_epi32(127), below_normal = _mm256_set1_epi32(0x007FFFFF);
-  const __m256 one = _mm256_set1_ps(1.0F), c1 = _mm256_set1_ps(kC1), c2 = _mm256_set1_ps(kC2),
-               c3 = _mm256_set1_ps(kC3), c4 = _mm256_set1_ps(kC4);
-  __m256 s = _mm256_setzero_ps(), t = _mm256_setzero_ps();
-  for (int64_t i = 0; i < len; i += 8) {
-    const __m256 u = _mm256_mul_ps(_mm256_and_ps(_mm256_loadu_ps(x + i), abs_mask), k);
-    const __m256i b = _mm256_castps_si256(u);
-    const __m256 f = _mm256_sub_ps(
-        _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(b, mant), one_bits)), one);
-    __m256 poly = _mm256_add_ps(_mm256_mul_ps(c4, f), c3);
-    poly = _mm256_add_ps(_mm256_mul_ps(poly, f), c2);
-    poly = _mm256_add_ps(_mm256_mul_ps(poly, f), c1);
-    const __m256 e = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(b, 23), bias));
-    const __m256 lg = _mm256_add_ps(e, _mm256_mul_ps(poly, f));
-    const __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(b, below_normal));
-    s = _mm256_add_ps(s, _mm256_and_ps(u, keep));
-    t = _mm256_add_ps(t, _mm256_and_ps(_mm256_mul_ps(u, lg), keep));
-  }
-  alignas(32) float sl[8], tl[8];
-  _mm256_store_ps(sl, s);
-  _mm256_store_ps(tl, t);
-  const float sum_s = ((sl[0] + sl[1]) + (sl[2] + sl[3])) + ((sl[4] + sl[5]) + (sl[6] + sl[7]));
-  const float sum_t = ((tl[0] + tl[1]) + (tl[2] + tl[3])) + ((tl[4] + tl[5]) + (tl[6] + tl[7]));
-  return tah_log2(sum_s) - sum_t / sum_s;
-}
-
-// entropy_avx2 of four tiles of the same length at once: each tile's
-// operations exactly as entropy_avx2's, in its order, interleaved so that the
-// tiles' dependency chains (the max, the two lane sums) overlap; the same
-// floats. Named registers, not arrays (which the compiler kept in memory).
-struct EntropyTerms {  // entropy_avx2's constants
+// bits where it is a normal float (every top below 2^127). One tile at a time
+// (entropy_avx2) or four interleaved (entropy_ways_avx2, so that the tiles'
+// dependency chains overlap), both on the pieces below: named registers, not
+// arrays (which the compiler kept in memory).
+struct EntropyTerms {  // the recipe's constants
   __m256 abs_mask, one, c1, c2, c3, c4;
   __m256i mant, one_bits, bias, below_normal;
 };
+__attribute__((target("avx2"))) inline EntropyTerms entropy_constants() {
+  EntropyTerms c;
+  c.abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  c.mant = _mm256_set1_epi32(0x7FFFFF), c.one_bits = _mm256_set1_epi32(0x3F800000);
+  c.bias = _mm256_set1_epi32(127), c.below_normal = _mm256_set1_epi32(0x007FFFFF);
+  c.one = _mm256_set1_ps(1.0F), c.c1 = _mm256_set1_ps(kC1), c.c2 = _mm256_set1_ps(kC2);
+  c.c3 = _mm256_set1_ps(kC3), c.c4 = _mm256_set1_ps(kC4);
+  return c;
+}
+// The terms of 8 elements into the lane sums s (of u) and t (of u log2 u).
 __attribute__((target("avx2"), always_inline)) inline void entropy_terms(const EntropyTerms& c,
                                                                          const float* x, __m256 k,
                                                                          __m256& s, __m256& t) {
@@ -411,8 +381,18 @@ __attribute__((target("avx2"), always_inline)) inline void entropy_terms(const E
   s = _mm256_add_ps(s, _mm256_and_ps(u, keep));
   t = _mm256_add_ps(t, _mm256_and_ps(_mm256_mul_ps(u, lg), keep));
 }
-// The scale of a tile from its lanes' largest |x| (0 for a dead tile).
-__attribute__((target("avx2"))) inline __m256 entropy_k(__m256 m, bool& live) {
+// The largest |x| is taken on the bits, unsigned: for finite values the same
+// as the float maximum, and an inf or NaN (bits >= 0x7F800000) stands above
+// every finite one, so it also says whether a tile is finite.
+__attribute__((target("avx2"))) inline __m256i magnitude_max(__m256i m, const float* x) {
+  const __m256i abs_bits = _mm256_set1_epi32(0x7FFFFFFF);
+  return _mm256_max_epu32(
+      m, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)), abs_bits));
+}
+// The scale of a tile from its lanes' largest |x| (0 for a dead tile: a top
+// below FLT_MIN, or a NaN).
+__attribute__((target("avx2"))) inline __m256 entropy_k(__m256i lanes, bool& live) {
+  __m256 m = _mm256_castsi256_ps(lanes);
   m = _mm256_max_ps(m, _mm256_permute2f128_ps(m, m, 1));
   m = _mm256_max_ps(m, _mm256_permute_ps(m, 0x4E));
   m = _mm256_max_ps(m, _mm256_permute_ps(m, 0xB1));
@@ -428,20 +408,22 @@ __attribute__((target("avx2"))) inline float entropy_of(__m256 s, __m256 t, bool
   const float sum_t = ((tl[0] + tl[1]) + (tl[2] + tl[3])) + ((tl[4] + tl[5]) + (tl[6] + tl[7]));
   return live ? tah_log2(sum_s) - sum_t / sum_s : 0.0F;
 }
-constexpr int kWays = 4;
-// The largest |x| is taken on the bits, unsigned: for finite values the same
-// as the float maximum, and an inf or NaN (bits >= 0x7F800000) stands above
-// every finite one, so it also says whether the four tiles are finite
-// (false: the entropies are meaningless).
-__attribute__((target("avx2"))) inline __m256i magnitude_max(__m256i m, const float* x) {
-  const __m256i abs_bits = _mm256_set1_epi32(0x7FFFFFFF);
-  return _mm256_max_epu32(
-      m, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)), abs_bits));
+__attribute__((target("avx2"))) float entropy_avx2(const float* x, int64_t len) {
+  __m256i m = _mm256_setzero_si256();
+  for (int64_t i = 0; i < len; i += 8) m = magnitude_max(m, x + i);
+  bool live;
+  const __m256 k = entropy_k(m, live);
+  if (!live) return 0.0F;
+  const EntropyTerms c = entropy_constants();
+  __m256 s = _mm256_setzero_ps(), t = s;
+  for (int64_t i = 0; i < len; i += 8) entropy_terms(c, x + i, k, s, t);
+  return entropy_of(s, t, live);
 }
+constexpr int kWays = 4;
+// Four tiles; false when one holds a NaN or an inf (the entropies are then
+// meaningless).
 __attribute__((target("avx2"))) bool entropy_ways_avx2(const float* const* x, int64_t len,
                                                        float* out) {
-  EntropyTerms c;
-  c.abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
   __m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;
   for (int64_t i = 0; i < len; i += 8) {
@@ -454,14 +436,9 @@ __attribute__((target("avx2"))) bool entropy_ways_avx2(const float* const* x, in
   const bool finite = _mm256_testz_si256(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(0x7F7FFFFF)),
                                          _mm256_set1_epi32(-1));
   bool live[kWays];
-  const __m256 k0 = entropy_k(_mm256_castsi256_ps(m0), live[0]),
-               k1 = entropy_k(_mm256_castsi256_ps(m1), live[1]),
-               k2 = entropy_k(_mm256_castsi256_ps(m2), live[2]),
-               k3 = entropy_k(_mm256_castsi256_ps(m3), live[3]);
-  c.mant = _mm256_set1_epi32(0x7FFFFF), c.one_bits = _mm256_set1_epi32(0x3F800000);
-  c.bias = _mm256_set1_epi32(127), c.below_normal = _mm256_set1_epi32(0x007FFFFF);
-  c.one = _mm256_set1_ps(1.0F), c.c1 = _mm256_set1_ps(kC1), c.c2 = _mm256_set1_ps(kC2);
-  c.c3 = _mm256_set1_ps(kC3), c.c4 = _mm256_set1_ps(kC4);
+  const __m256 k0 = entropy_k(m0, live[0]), k1 = entropy_k(m1, live[1]),
+               k2 = entropy_k(m2, live[2]), k3 = entropy_k(m3, live[3]);
+  const EntropyTerms c = entropy_constants();
   __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, t0 = s0, t1 = s0, t2 = s0, t3 = s0;
   for (int64_t i = 0; i < len; i += 8) {
     entropy_terms(c, x0 + i, k0, s0, t0);
@@ -567,9 +544,6 @@ __attribute__((target("avx2"))) inline __m256 butterfly(__m256 v, __m256 partner
       return _mm256_blend_ps(sum, diff, 0xF0);
   }
 }
-// tah_hadamard in AVX2 for g a multiple of 8: stages 1, 2 and 4 inside each
-// vector by lane permutes, the wider ones between vectors, then the scale:
-// the portable loop's additions, subtractions and products, in its order.
 // hadamard_avx2 for g = 8 N, N a power of two up to 8: the tile held in N
 // registers from load to store (the same operations on the same pairs).
 template <int N>
@@ -595,6 +569,9 @@ __attribute__((target("avx2"))) void hadamard_regs_avx2(float* v, float scale) {
 #pragma GCC unroll 8
   for (int i = 0; i < N; ++i) _mm256_storeu_ps(v + 8 * i, _mm256_mul_ps(x[i], s));
 }
+// tah_hadamard in AVX2 for g a multiple of 8: stages 1, 2 and 4 inside each
+// vector by lane permutes, the wider ones between vectors, then the scale:
+// the portable loop's additions, subtractions and products, in its order.
 __attribute__((target("avx2"))) void hadamard_avx2(float* v, int64_t g, float scale) {
   switch (g) {
     case 8:

@@ -111,10 +111,11 @@ SLOWPIPE_AVX512 int64_t codes_avx512(const float* x, int64_t n, float norm, int 
   return i;
 }
 
-// 8 lanes, as codes_avx512, two groups of 8 per step. The sign bit: |code| =
+// 8 lanes, as codes_avx512, two groups of 8 per step. The code is
 // level << 1 | (sign & (level > 0)) = level << 1 | min(level, sign) for
-// level >= 0 and sign in {0, 1} (-0 has its sign bit set, but its level is
-// 0). Sixteen codes (< 256) go out by two saturating packs and one permute.
+// level >= 0 and sign (x's sign bit) in {0, 1}: -0 has its sign bit set, but
+// its level is 0. Sixteen codes (< 256) go out by two saturating packs and
+// one permute.
 struct CodesAvx2 {
   __m256d vs, vnorm;
   __m256 vc, vlo, vhi, scale, abs_mask;

@@ -88,7 +88,8 @@ float tah_log2(float u);
 // Shannon entropy (bits) of |x| / sum |x| over x[0..len), estimated as the
 // documented float recipe (0 for a tile of zeros). The allocator's key.
 // `vector`: the AVX2 path where the CPU has it (len a multiple of 8), else
-// the portable loop; the same float.
+// the portable loop; the same float for finite x (the encoder refuses others
+// before it ranks: tah::entropies says when).
 float tah_entropy(const float* x, int64_t len, bool vector = true);
 // The tile's fp16 zero point and step rounding: the smallest fp16 >= v (v
 // finite; beyond +-65504 the largest finite fp16 of that sign). `hardware`:
