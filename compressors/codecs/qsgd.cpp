@@ -33,17 +33,7 @@ int64_t buckets_of(int64_t n, int64_t d) {
 }  // namespace
 
 float norm_of_sum(double sum_of_squares) {
-  const double norm = std::sqrt(sum_of_squares);
-  if (norm >= FLT_MAX) return FLT_MAX;
-  float f = static_cast<float>(norm);
-  if (static_cast<double>(f) < norm) {
-    // The next float up (f >= 0 and below FLT_MAX here): its bits plus one.
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    ++bits;
-    std::memcpy(&f, &bits, 4);
-  }
-  return f;
+  return qsgd::norm_up(sum_of_squares);
 }
 
 float qsgd_norm(const float* v, int64_t n) {
@@ -76,31 +66,41 @@ float norm_from_sum(const float* v, int64_t n, double approx) {
 
 void Qsgd::encode_payload(const float* x, const Shape& shape, uint8_t* out) {
   const int64_t n = shape_numel(shape);
-  const int64_t d = config_.bucket, buckets = buckets_of(n, d);
-  const simd::Level isa = simd_ ? simd::Level::kAvx512 : simd::Level::kPortable;
+  const int64_t d = config_.bucket, whole = n / d;
   // The encode's seed; the counter moves only once the message is made.
   const uint32_t seed = encode_seed(seed_, encodes_);
   codes_.resize(static_cast<size_t>(n));
-  // One bucket at a time, its sum of squares then its levels, so the second
-  // pass over the bucket reads it from cache.
-  for (int64_t b = 0; b < buckets; ++b) {
-    const int64_t start = b * d, len = std::min(d, n - start);
-    double sum = 0;
-    qsgd::bucket_sums_fast(x + start, len, 1, &sum, isa);
-    // A non-finite element makes its bucket's sum non-finite (squares of
-    // finite floats cannot overflow a double): no separate pass looks for one.
-    if (!std::isfinite(sum)) refuse_non_finite(spec(), x, n, first_non_finite(x, n));
-    const float norm = simd_ ? norm_from_sum(x + start, len, sum) : norm_of_sum(sum);
-    std::memcpy(out + 4 * b, &norm, 4);
-    if (!(norm > 0)) {
-      std::memset(codes_.data() + start, 0, static_cast<size_t>(len));
-      continue;
-    }
-    qsgd::bucket_codes(x + start, len, norm, config_.levels, seed, static_cast<uint64_t>(start),
-                       codes_.data() + start, isa);
-  }
-  pack_codes(codes_.data(), n, code_bits(), out + 4 * buckets);
+  for (int64_t b0 = 0; b0 < whole; b0 += kBlock)
+    encode_block(x, n, b0, std::min(kBlock, whole - b0), seed, out);
+  if (whole * d < n) encode_block(x, n, whole, 1, seed, out);  // the shorter last bucket
+  pack_codes(codes_.data(), n, code_bits(), out + 4 * buckets_of(n, d));
   ++encodes_;
+}
+
+void Qsgd::encode_block(const float* x, int64_t n, int64_t b0, int64_t count, uint32_t seed,
+                        uint8_t* out) {
+  // In passes over the block (8 KiB at D = 128, so it stays in cache): the
+  // sums of squares, the norms, the levels. The buckets' norms have no
+  // chain between them, and the vector loops' constants are set once.
+  const simd::Level isa = simd_ ? simd::Level::kAvx512 : simd::Level::kPortable;
+  const int64_t start = b0 * config_.bucket, len = std::min(config_.bucket, n - start);
+  double sums[kBlock];
+  float norms[kBlock], above[kBlock];
+  qsgd::bucket_sums_fast(x + start, len, count, sums, isa);
+  // A non-finite element makes its bucket's sum non-finite (squares of
+  // finite floats cannot overflow a double): no separate pass looks for one.
+  for (int64_t b = 0; b < count; ++b)
+    if (!std::isfinite(sums[b])) refuse_non_finite(spec(), x, n, first_non_finite(x, n));
+  // Vector partial sums: the stored norm is exact where both ends of their
+  // error bound give one norm (norm_from_sum); else the element-order sum.
+  const double delta = simd_ ? static_cast<double>(len + 8) * 0x1p-51 : 0;
+  qsgd::norms_up(sums, count, 1 - delta, norms, isa);
+  qsgd::norms_up(sums, count, 1 + delta, above, isa);
+  for (int64_t b = 0; b < count; ++b)
+    if (norms[b] != above[b]) norms[b] = qsgd_norm(x + start + b * len, len);
+  std::memcpy(out + 4 * b0, norms, static_cast<size_t>(4 * count));
+  qsgd::block_codes(x + start, len, count, norms, config_.levels, seed,
+                    static_cast<uint64_t>(start), codes_.data() + start, isa);
 }
 
 void Qsgd::decode_payload(const uint8_t* p, const Shape& shape, float* out) const {

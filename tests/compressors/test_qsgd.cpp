@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include <catch2/catch.hpp>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -254,4 +255,68 @@ TEST_CASE("QSGD: the SIMD level loops give the portable loop's bytes; the codec'
     REQUIRE(fast->encode(t) == slow->encode(t));  // second encode: the next seed
   }
   if (!sc::simd::available()) WARN("no AVX-512 here (or SLOWPIPE_SIMD caps it): not all paths ran");
+}
+
+TEST_CASE("QSGD: a block's norms and codes equal one bucket's at a time, on every path") {
+  namespace sq = sc::qsgd;
+  const sc::simd::Level isas[] = {sc::simd::Level::kPortable, sc::simd::Level::kAvx2,
+                                  sc::simd::Level::kAvx512};
+  // Rounded-up norms: exact squares, values just off them, the subnormal
+  // range, the saturation at FLT_MAX, zero; every count (vector groups and
+  // tails), every scale the encoder uses.
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> exponent(-320, 310);
+  std::vector<double> sums = {0.0,
+                              25.0,
+                              std::nextafter(25.0, 0.0),
+                              std::nextafter(25.0, 30.0),
+                              1e-90,
+                              4e-91,
+                              1.7e-308,
+                              1.2e77,
+                              1.16e77,
+                              3.4e76,
+                              1e300};
+  while (sums.size() < 203) sums.push_back(std::pow(10.0, exponent(rng)));
+  for (double scale : {1.0, 1 - 136 * 0x1p-51, 1 + 136 * 0x1p-51}) {
+    for (int64_t count : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{8}, int64_t{203}}) {
+      for (sc::simd::Level isa : isas) {
+        std::vector<float> got(count, -1.0F);
+        sq::norms_up(sums.data(), count, scale, got.data(), isa);
+        for (int64_t b = 0; b < count; ++b) {
+          INFO("sum " << sums[b] << " scale " << scale << " isa " << static_cast<int>(isa));
+          const float want = sq::norm_up(sums[b] * scale);
+          REQUIRE(std::memcmp(&got[b], &want, 4) == 0);
+        }
+      }
+    }
+  }
+  REQUIRE(sq::norm_up(25.0) == 5.0F);
+  REQUIRE(sq::norm_up(1e300) == FLT_MAX);
+  REQUIRE(static_cast<double>(sq::norm_up(2.0)) > std::sqrt(2.0));
+  REQUIRE(static_cast<double>(std::nextafter(sq::norm_up(2.0), 0.0F)) < std::sqrt(2.0));
+  // Codes: a block equals its buckets one at a time, with zero norms and a
+  // block that crosses a 2^32-element run (a new hash key) inside a bucket.
+  std::normal_distribution<float> normal;
+  for (int64_t d : {int64_t{16}, int64_t{100}, int64_t{128}}) {
+    const int64_t count = 70;  // more than one call of the vector loops
+    std::vector<float> x(count * d);
+    for (float& v : x) v = normal(rng);
+    std::vector<float> norms(count);
+    for (int64_t b = 0; b < count; ++b) norms[b] = sc::qsgd_norm(x.data() + b * d, d);
+    norms[5] = 0.0F;
+    norms[count - 1] = 0.0F;
+    for (uint64_t index0 : {uint64_t{0}, (uint64_t{1} << 32) - 7 * d - 3}) {
+      for (sc::simd::Level isa : isas) {
+        INFO("d=" << d << " index0=" << index0 << " isa=" << static_cast<int>(isa));
+        std::vector<uint8_t> want(count * d, 0), got(count * d, 0xFF);
+        for (int64_t b = 0; b < count; ++b)
+          if (norms[b] > 0)
+            sq::bucket_codes(x.data() + b * d, d, norms[b], 4, 21, index0 + b * d,
+                             want.data() + b * d, sc::simd::Level::kPortable);
+        sq::block_codes(x.data(), d, count, norms.data(), 4, 21, index0, got.data(), isa);
+        REQUIRE(got == want);
+      }
+    }
+  }
 }

@@ -53,6 +53,12 @@ class Qsgd : public Codec {
   uint64_t encodes_ = 0;
   bool simd_ = true;
   std::vector<uint8_t> codes_;  // [n] scratch of encode_payload
+
+  static constexpr int64_t kBlock = 16;  // buckets per encode_block
+  // Buckets [b0, b0 + count) (count <= kBlock) of the n-element x, all of the
+  // length of bucket b0: their norms into out, their codes into codes_.
+  void encode_block(const float* x, int64_t n, int64_t b0, int64_t count, uint32_t seed,
+                    uint8_t* out);
 };
 
 // The bucket's L2 norm as stored: computed in double, rounded up to fp32,

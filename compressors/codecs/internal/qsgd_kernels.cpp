@@ -3,7 +3,9 @@
 #include "compressors/codecs/internal/qsgd_kernels.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
+#include <cstring>
 
 #include "compressors/codecs/internal/rounding_hash.h"
 
@@ -68,39 +70,52 @@ SLOWPIPE_AVX2 inline __m256i exact_levels256(__m256 ax, __m256 u, __m256d vs, __
 // 2e-5 of the double t + u (qsgd_kernels.h), so its floor is the exact level
 // unless t + u lies within `margin` of an integer; a group with such a lane,
 // or with a non-finite one (S / norm beyond the float range), is recomputed
-// in double, exactly as the portable loop.
-SLOWPIPE_AVX512 int64_t codes_avx512(const float* x, int64_t n, float norm, int levels,
-                                     uint32_t lo_index, uint32_t key, double margin,
-                                     uint8_t* codes) {
-  const __m512d vs = _mm512_set1_pd(levels), vnorm = _mm512_set1_pd(norm);
+// in double, exactly as the portable loop. The constants of a run of buckets
+// are set once (CodesAvx512), those of a bucket (its norm) per bucket.
+struct CodesAvx512 {
+  __m512d vs;
+  __m512 vlo, vhi, scale;
+  __m512i vkey, m1, m2, vtop;
+};
+SLOWPIPE_AVX512 inline CodesAvx512 codes_avx512_setup(int levels, uint32_t key, double margin) {
+  CodesAvx512 k;
+  k.vs = _mm512_set1_pd(levels);
+  k.vlo = _mm512_set1_ps(static_cast<float>(margin));
+  k.vhi = _mm512_set1_ps(static_cast<float>(1.0 - margin));
+  k.scale = _mm512_set1_ps(1.0F / 16777216.0F);
+  k.vkey = _mm512_set1_epi32(static_cast<int>(key));
+  k.m1 = _mm512_set1_epi32(0x7feb352d);
+  k.m2 = _mm512_set1_epi32(static_cast<int>(0x846ca68bU));
+  k.vtop = _mm512_set1_epi32(levels);
+  return k;
+}
+SLOWPIPE_AVX512 inline int64_t codes_avx512_run(const CodesAvx512& k, const float* x, int64_t n,
+                                                float norm, int levels, uint32_t lo_index,
+                                                uint8_t* codes) {
+  const __m512d vnorm = _mm512_set1_pd(norm);
   const __m512 vc = _mm512_set1_ps(static_cast<float>(levels / static_cast<double>(norm)));
-  const __m512 vlo = _mm512_set1_ps(static_cast<float>(margin));
-  const __m512 vhi = _mm512_set1_ps(static_cast<float>(1.0 - margin));
-  const __m512i vkey = _mm512_set1_epi32(static_cast<int>(key));
-  const __m512i m1 = _mm512_set1_epi32(0x7feb352d), m2 = _mm512_set1_epi32(0x846ca68bU);
-  const __m512i vtop = _mm512_set1_epi32(levels), one = _mm512_set1_epi32(1);
-  const __m512 scale = _mm512_set1_ps(1.0F / 16777216.0F);
+  const __m512i one = _mm512_set1_epi32(1);
   __m512i idx =
       _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(lo_index)),
                        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    __m512i h = _mm512_add_epi32(idx, vkey);
+    __m512i h = _mm512_add_epi32(idx, k.vkey);
     h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 16));
-    h = _mm512_mullo_epi32(h, m1);
+    h = _mm512_mullo_epi32(h, k.m1);
     h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 15));
-    h = _mm512_mullo_epi32(h, m2);
+    h = _mm512_mullo_epi32(h, k.m2);
     h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 16));
-    const __m512 u = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(h, 8)), scale);
+    const __m512 u = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(h, 8)), k.scale);
     const __m512 xv = _mm512_loadu_ps(x + i);
     const __m512 ax = _mm512_abs_ps(xv);
     const __m512 y = _mm512_add_ps(_mm512_mul_ps(ax, vc), u);
     const __m512 fl = _mm512_roundscale_ps(y, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
     const __m512 r = _mm512_sub_ps(y, fl);
     const __mmask16 near =
-        _mm512_cmp_ps_mask(r, vlo, _CMP_NGE_UQ) | _mm512_cmp_ps_mask(r, vhi, _CMP_GT_OQ);
-    __m512i level = near != 0 ? exact_levels512(ax, u, vs, vnorm) : _mm512_cvttps_epi32(fl);
-    level = _mm512_min_epi32(level, vtop);
+        _mm512_cmp_ps_mask(r, k.vlo, _CMP_NGE_UQ) | _mm512_cmp_ps_mask(r, k.vhi, _CMP_GT_OQ);
+    __m512i level = near != 0 ? exact_levels512(ax, u, k.vs, vnorm) : _mm512_cvttps_epi32(fl);
+    level = _mm512_min_epi32(level, k.vtop);
     const __mmask16 neg = _mm512_cmp_ps_mask(xv, _mm512_setzero_ps(), _CMP_LT_OQ) &
                           _mm512_cmpgt_epi32_mask(level, _mm512_setzero_si512());
     const __m512i code =
@@ -141,11 +156,9 @@ SLOWPIPE_AVX2 inline __m256i codes8_avx2(const CodesAvx2& k, const float* x, __m
   const __m256i sign = _mm256_srli_epi32(_mm256_castps_si256(xv), 31);
   return _mm256_or_si256(_mm256_slli_epi32(level, 1), _mm256_min_epu32(level, sign));
 }
-SLOWPIPE_AVX2 int64_t codes_avx2(const float* x, int64_t n, float norm, int levels,
-                                 uint32_t lo_index, uint32_t key, double margin, uint8_t* codes) {
+SLOWPIPE_AVX2 inline CodesAvx2 codes_avx2_setup(int levels, uint32_t key, double margin) {
   CodesAvx2 k;
-  k.vs = _mm256_set1_pd(levels), k.vnorm = _mm256_set1_pd(norm);
-  k.vc = _mm256_set1_ps(static_cast<float>(levels / static_cast<double>(norm)));
+  k.vs = _mm256_set1_pd(levels);
   k.vlo = _mm256_set1_ps(static_cast<float>(margin));
   k.vhi = _mm256_set1_ps(static_cast<float>(1.0 - margin));
   k.vkey = _mm256_set1_epi32(static_cast<int>(key));
@@ -154,6 +167,12 @@ SLOWPIPE_AVX2 int64_t codes_avx2(const float* x, int64_t n, float norm, int leve
   k.vtop = _mm256_set1_epi32(levels);
   k.scale = _mm256_set1_ps(1.0F / 16777216.0F);
   k.abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  return k;
+}
+SLOWPIPE_AVX2 inline int64_t codes_avx2_run(CodesAvx2 k, const float* x, int64_t n, float norm,
+                                            int levels, uint32_t lo_index, uint8_t* codes) {
+  k.vnorm = _mm256_set1_pd(norm);
+  k.vc = _mm256_set1_ps(static_cast<float>(levels / static_cast<double>(norm)));
   const __m256i eight = _mm256_set1_epi32(8), in_order = _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0);
   __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(lo_index)),
                                  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -217,9 +236,68 @@ SLOWPIPE_AVX2 double sum_avx2(const float* x, int64_t n) {
   return s;
 }
 
+// norm_up of 8 (AVX-512) or 4 (AVX2) scaled sums at a time: the same double
+// product and square root; AVX-512 converts rounding up, which is the
+// nearest float bumped up where below (for the non-negative values here);
+// AVX2 converts to the nearest and bumps the bits, as norm_up. min(FLT_MAX, f)
+// saturates and keeps a NaN, as norm_up.
+SLOWPIPE_AVX512 int64_t norms_avx512(const double* sums, int64_t count, double scale, float* out) {
+  const __m512d vscale = _mm512_set1_pd(scale);
+  const __m256 vmax = _mm256_set1_ps(FLT_MAX);
+  int64_t b = 0;
+  for (; b + 8 <= count; b += 8) {
+    const __m512d v = _mm512_sqrt_pd(_mm512_mul_pd(_mm512_loadu_pd(sums + b), vscale));
+    const __m256 f = _mm512_cvt_roundpd_ps(v, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+    _mm256_storeu_ps(out + b, _mm256_min_ps(vmax, f));
+  }
+  return b;
+}
+SLOWPIPE_AVX2 int64_t norms_avx2(const double* sums, int64_t count, double scale, float* out) {
+  const __m256d vscale = _mm256_set1_pd(scale);
+  const __m128 vmax = _mm_set1_ps(FLT_MAX);
+  const __m256i evens = _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0);
+  int64_t b = 0;
+  for (; b + 4 <= count; b += 4) {
+    const __m256d v = _mm256_sqrt_pd(_mm256_mul_pd(_mm256_loadu_pd(sums + b), vscale));
+    const __m128 f = _mm256_cvtpd_ps(v);
+    const __m256i below = _mm256_castpd_si256(_mm256_cmp_pd(_mm256_cvtps_pd(f), v, _CMP_LT_OQ));
+    const __m128i minus_one =
+        _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(below, evens));  // -1 where below
+    const __m128 up = _mm_castsi128_ps(_mm_sub_epi32(_mm_castps_si128(f), minus_one));
+    _mm_storeu_ps(out + b, _mm_min_ps(vmax, up));
+  }
+  return b;
+}
+
 #endif
 
 }  // namespace
+
+float norm_up(double sum_of_squares) {
+  const double norm = std::sqrt(sum_of_squares);
+  if (norm >= FLT_MAX) return FLT_MAX;
+  float f = static_cast<float>(norm);
+  if (static_cast<double>(f) < norm) {
+    // The next float up (f >= 0 and below FLT_MAX here): its bits plus one.
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    ++bits;
+    std::memcpy(&f, &bits, 4);
+  }
+  return f;
+}
+
+void norms_up(const double* sums, int64_t count, double scale, float* out, simd::Level isa) {
+  int64_t b = 0;
+#ifdef SLOWPIPE_QSGD_SIMD
+  const auto allowed = static_cast<int>(std::min(isa, simd::level()));
+  if (allowed == static_cast<int>(simd::Level::kAvx512))
+    b = norms_avx512(sums, count, scale, out);
+  else if (allowed == static_cast<int>(simd::Level::kAvx2))
+    b = norms_avx2(sums, count, scale, out);
+#endif
+  for (; b < count; ++b) out[b] = norm_up(sums[b] * scale);
+}
 
 void bucket_sums(const float* x, int64_t d, int64_t count, double* sums) {
   // Eight buckets side by side: eight independent chains of additions, each in
@@ -258,24 +336,79 @@ void bucket_sums_fast(const float* x, int64_t d, int64_t count, double* sums, si
   bucket_sums(x, d, count, sums);
 }
 
+namespace {
+
+// The vector loops add lane offsets to the low 32 bits of the index: only
+// for a bucket inside one 2^32-element run (one key).
+bool one_run(uint64_t index0, int64_t n) {
+  const uint64_t last = index0 + static_cast<uint64_t>(n > 0 ? n - 1 : 0);
+  return (index0 >> 32) == (last >> 32);
+}
+
+#ifdef SLOWPIPE_QSGD_SIMD
+// The vector part of each bucket of a block with norm > 0 (others: zeros);
+// done[b] = the bucket's elements coded. One setup for the block's buckets
+// inside one run (one key); a bucket crossing into the next run does none.
+SLOWPIPE_AVX512 void block_avx512(const float* x, int64_t d, int64_t count, const float* norms,
+                                  int levels, uint32_t seed, uint64_t index0, uint8_t* codes,
+                                  double margin, int64_t* done) {
+  const CodesAvx512 k = codes_avx512_setup(levels, rounding::run_key(seed, index0), margin);
+  for (int64_t b = 0; b < count; ++b) {
+    const uint64_t start = index0 + static_cast<uint64_t>(b * d);
+    const bool same_key = (start >> 32) == (index0 >> 32) && one_run(start, d);
+    done[b] = !(norms[b] > 0) || !same_key
+                  ? 0
+                  : codes_avx512_run(k, x + b * d, d, norms[b], levels,
+                                     static_cast<uint32_t>(start), codes + b * d);
+  }
+}
+SLOWPIPE_AVX2 void block_avx2(const float* x, int64_t d, int64_t count, const float* norms,
+                              int levels, uint32_t seed, uint64_t index0, uint8_t* codes,
+                              double margin, int64_t* done) {
+  const CodesAvx2 k = codes_avx2_setup(levels, rounding::run_key(seed, index0), margin);
+  for (int64_t b = 0; b < count; ++b) {
+    const uint64_t start = index0 + static_cast<uint64_t>(b * d);
+    const bool same_key = (start >> 32) == (index0 >> 32) && one_run(start, d);
+    done[b] = !(norms[b] > 0) || !same_key
+                  ? 0
+                  : codes_avx2_run(k, x + b * d, d, norms[b], levels, static_cast<uint32_t>(start),
+                                   codes + b * d);
+  }
+}
+#endif
+
+}  // namespace
+
 void bucket_codes(const float* x, int64_t n, float norm, int levels, uint32_t seed, uint64_t index0,
                   uint8_t* codes, simd::Level isa, double margin) {
-  int64_t done = 0;
+  block_codes(x, n, 1, &norm, levels, seed, index0, codes, isa, margin);
+}
+
+void block_codes(const float* x, int64_t d, int64_t count, const float* norms, int levels,
+                 uint32_t seed, uint64_t index0, uint8_t* codes, simd::Level isa, double margin) {
+  constexpr int64_t kMax = 64;  // buckets per call of the vector loops
+  int64_t done[kMax] = {};
+  for (int64_t b0 = 0; b0 < count; b0 += kMax) {
+    const int64_t nb = std::min(kMax, count - b0);
+    const float* xb = x + b0 * d;
+    uint8_t* cb = codes + b0 * d;
+    const uint64_t i0 = index0 + static_cast<uint64_t>(b0 * d);
 #ifdef SLOWPIPE_QSGD_SIMD
-  // The vector loops add lane offsets to the low 32 bits of the index: only
-  // for a bucket inside one 2^32-element run (one key).
-  const uint64_t last = index0 + static_cast<uint64_t>(n > 0 ? n - 1 : 0);
-  const bool one_run = (index0 >> 32) == (last >> 32);
-  const auto allowed = static_cast<int>(std::min(isa, simd::level()));
-  if (one_run && allowed >= static_cast<int>(simd::Level::kAvx2)) {
-    const uint32_t key = rounding::run_key(seed, index0);
-    const auto lo = static_cast<uint32_t>(index0);
-    done = allowed == static_cast<int>(simd::Level::kAvx512)
-               ? codes_avx512(x, n, norm, levels, lo, key, margin, codes)
-               : codes_avx2(x, n, norm, levels, lo, key, margin, codes);
-  }
+    const auto allowed = static_cast<int>(std::min(isa, simd::level()));
+    if (allowed == static_cast<int>(simd::Level::kAvx512))
+      block_avx512(xb, d, nb, norms + b0, levels, seed, i0, cb, margin, done);
+    else if (allowed == static_cast<int>(simd::Level::kAvx2))
+      block_avx2(xb, d, nb, norms + b0, levels, seed, i0, cb, margin, done);
 #endif
-  codes_portable(x, done, n, norm, levels, seed, index0, codes);
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t at = b * d;
+      if (!(norms[b0 + b] > 0))
+        std::fill(cb + at, cb + at + d, uint8_t{0});
+      else
+        codes_portable(xb + at, done[b], d, norms[b0 + b], levels, seed, i0 + at, cb + at);
+      done[b] = 0;
+    }
+  }
 }
 
 }  // namespace slowpipe::compressors::qsgd

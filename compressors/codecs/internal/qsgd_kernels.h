@@ -39,6 +39,14 @@ void bucket_sums(const float* x, int64_t d, int64_t count, double* sums);
 void bucket_sums_fast(const float* x, int64_t d, int64_t count, double* sums,
                       simd::Level isa = simd::Level::kAvx512);
 
+// The stored norm of a bucket from its sum of squares: the square root in
+// double, rounded up to fp32, saturated at FLT_MAX (qsgd.h's norm_of_sum).
+float norm_up(double sum_of_squares);
+// out[b] = norm_up(sums[b] * scale) for b in [0, count), bit for bit on
+// every path. sums, out: [count].
+void norms_up(const double* sums, int64_t count, double scale, float* out,
+              simd::Level isa = simd::Level::kAvx512);
+
 // How close to an integer the float t + u may come before a vector group is
 // recomputed in double (tests pass 0.5 to recompute every group).
 constexpr double kExactMargin = 1e-4;
@@ -46,5 +54,13 @@ constexpr double kExactMargin = 1e-4;
 void bucket_codes(const float* x, int64_t n, float norm, int levels, uint32_t seed, uint64_t index0,
                   uint8_t* codes, simd::Level isa = simd::Level::kAvx512,
                   double margin = kExactMargin);
+
+// bucket_codes for `count` whole buckets of d elements, bucket b with
+// norms[b] (>= 0; a bucket whose norm is not > 0 gets codes 0), at global
+// indices index0 + b d + i: the same bytes, the per-run constants set once.
+// x, codes: [count * d].
+void block_codes(const float* x, int64_t d, int64_t count, const float* norms, int levels,
+                 uint32_t seed, uint64_t index0, uint8_t* codes,
+                 simd::Level isa = simd::Level::kAvx512, double margin = kExactMargin);
 
 }  // namespace slowpipe::compressors::qsgd
