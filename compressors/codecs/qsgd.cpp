@@ -106,10 +106,14 @@ void Qsgd::encode_block(const float* x, int64_t n, int64_t b0, int64_t count, ui
 void Qsgd::decode_payload(const uint8_t* p, const Shape& shape, float* out) const {
   const int64_t n = shape_numel(shape);
   const int64_t d = config_.bucket, buckets = buckets_of(n, d);
-  std::vector<uint8_t> codes(static_cast<size_t>(n));
-  unpack_codes(p + 4 * buckets, n, code_bits(), codes.data());
-  const int top_code = 2 * config_.levels + 1;
-  float value[kMaxLevels + 1];  // value[l] = norm * l / S, as the formula (docs/codec-spec.md)
+  const uint8_t* const packed = p + 4 * buckets;
+  // 4-bit codes of even-length buckets (every bucket starts on a byte) are
+  // read in place; others are unpacked first.
+  const bool in_place = code_bits() == 4 && d % 2 == 0;
+  std::vector<uint8_t> codes(in_place ? 0 : static_cast<size_t>(n));
+  if (!in_place) unpack_codes(packed, n, code_bits(), codes.data());
+  const simd::Level isa = simd_ ? simd::Level::kAvx512 : simd::Level::kPortable;
+  float value[kMaxLevels + 1] = {};  // value[l] = norm * l / S, as the formula (docs/codec-spec.md)
   for (int64_t b = 0; b < buckets; ++b) {
     float norm;
     std::memcpy(&norm, p + 4 * b, 4);
@@ -117,21 +121,32 @@ void Qsgd::decode_payload(const uint8_t* p, const Shape& shape, float* out) cons
       throw DataError("message for '" + spec() + "': bucket " + std::to_string(b) +
                       " has a negative or non-finite norm");
     const int64_t start = b * d, len = std::min(d, n - start);
-    const uint8_t* c = codes.data() + start;
-    int max_code = 0;
-    for (int64_t i = 0; i < len; ++i) max_code = std::max<int>(max_code, c[i]);
-    if (max_code > top_code)
-      for (int64_t i = 0; i < len; ++i)
-        if ((c[i] >> 1) > config_.levels)
-          throw DataError("message for '" + spec() + "': level " + std::to_string(c[i] >> 1) +
-                          " above s at element " + std::to_string(start + i));
     for (int l = 0; l <= config_.levels; ++l)
       value[l] = static_cast<float>(static_cast<double>(norm) * l / config_.levels);
     float* o = out + start;
+    if (in_place) {
+      // Levels above S read value[l] = 0 here; the message is refused below.
+      if (qsgd::decode_codes4(packed + start / 2, len, value, o, isa) > 2 * config_.levels + 1)
+        refuse_level(packed, start, len, 4);
+      continue;
+    }
+    const uint8_t* c = codes.data() + start;
+    int max_code = 0;
+    for (int64_t i = 0; i < len; ++i) max_code = std::max<int>(max_code, c[i]);
+    if (max_code > 2 * config_.levels + 1) refuse_level(codes.data(), start, len, 8);
     for (int64_t i = 0; i < len; ++i) {
       const float v = value[c[i] >> 1];
       o[i] = (c[i] & 1) ? -v : v;
     }
+  }
+}
+
+void Qsgd::refuse_level(const uint8_t* codes, int64_t start, int64_t len, int bits) const {
+  for (int64_t i = start; i < start + len; ++i) {
+    const int c = bits == 8 ? codes[i] : (codes[i / 2] >> (4 * (i % 2))) & 0x0F;
+    if ((c >> 1) > config_.levels)
+      throw DataError("message for '" + spec() + "': level " + std::to_string(c >> 1) +
+                      " above s at element " + std::to_string(i));
   }
 }
 

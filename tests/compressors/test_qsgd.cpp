@@ -320,3 +320,53 @@ TEST_CASE("QSGD: a block's norms and codes equal one bucket's at a time, on ever
     }
   }
 }
+
+TEST_CASE("QSGD: 4-bit codes decode in place as unpacked, on every path; bad levels named") {
+  namespace sq = sc::qsgd;
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> byte(0, 255);
+  const float value8[8] = {0.0F, 0.25F, 0.5F, 0.75F, 1.0F, 1e-40F, 3e38F, 7.0F};
+  for (int64_t n : {1, 2, 7, 15, 16, 17, 31, 32, 33, 128, 1001}) {
+    std::vector<uint8_t> packed((n + 1) / 2);
+    for (uint8_t& p : packed) p = static_cast<uint8_t>(byte(rng));
+    packed[0] = 0x10;  // code 0 then code 1: level 0 with the sign bit, -0.0
+    std::vector<uint8_t> codes(n);
+    sc::unpack_codes(packed.data(), n, 4, codes.data());
+    std::vector<float> want(n);
+    int want_top = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      want[i] = (codes[i] & 1) ? -value8[codes[i] >> 1] : value8[codes[i] >> 1];
+      want_top = std::max<int>(want_top, codes[i]);
+    }
+    for (sc::simd::Level isa :
+         {sc::simd::Level::kPortable, sc::simd::Level::kAvx2, sc::simd::Level::kAvx512}) {
+      INFO("n=" << n << " isa=" << static_cast<int>(isa));
+      std::vector<float> got(n, 9.0F);
+      REQUIRE(sq::decode_codes4(packed.data(), n, value8, got.data(), isa) == want_top);
+      REQUIRE(std::memcmp(got.data(), want.data(), 4 * n) == 0);  // -0.0 included
+    }
+  }
+  // The codec: in place (4-bit codes, even buckets) and unpacked (odd
+  // buckets, 3-bit codes) against the portable decoder, bit for bit.
+  for (const std::string spec :
+       {"qsgd:s=4", "qsgd:s=7:bucket=100", "qsgd:s=5:bucket=5", "qsgd:s=3"}) {
+    INFO(spec);
+    auto fast = sc::make_codec(spec, 9), slow = sc::make_codec(spec, 9);
+    dynamic_cast<sc::Qsgd&>(*slow).set_simd(false);
+    const at::Tensor t = at::randn({3, 1001});
+    const sc::Message m = fast->encode(t);
+    const at::Tensor a = fast->decode(m, {3, 1001}), b = slow->decode(m, {3, 1001});
+    REQUIRE(std::memcmp(a.data_ptr<float>(), b.data_ptr<float>(), 4 * 3003) == 0);
+  }
+  // A level above S in the packed codes: the message is refused, naming the
+  // element, in the first and in a later bucket.
+  auto c = sc::make_codec("qsgd:s=4", 4);
+  const at::Tensor x = at::randn({2, 300});  // buckets of 128: 5
+  for (int64_t element : {int64_t{0}, int64_t{1}, int64_t{300}, int64_t{599}}) {
+    sc::Message m = c->encode(x);
+    uint8_t& byte_of = m[4 * 5 + element / 2];
+    byte_of = static_cast<uint8_t>(byte_of | (0x0C << (4 * (element % 2))));  // level >= 6
+    REQUIRE_THROWS_WITH(c->decode(m, {2, 300}),
+                        Catch::Contains("above s at element " + std::to_string(element)));
+  }
+}

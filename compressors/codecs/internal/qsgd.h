@@ -54,6 +54,10 @@ class Qsgd : public Codec {
   bool simd_ = true;
   std::vector<uint8_t> codes_;  // [n] scratch of encode_payload
 
+  // DataError naming the first element in [start, start + len) whose level
+  // is above S; codes: one per byte (bits 8) or packed two to a byte (bits 4).
+  void refuse_level(const uint8_t* codes, int64_t start, int64_t len, int bits) const;
+
   static constexpr int64_t kBlock = 16;  // buckets per encode_block
   // Buckets [b0, b0 + count) (count <= kBlock) of the n-element x, all of the
   // length of bucket b0: their norms into out, their codes into codes_.

@@ -269,6 +269,56 @@ SLOWPIPE_AVX2 int64_t norms_avx2(const double* sums, int64_t count, double scale
   return b;
 }
 
+// Decoding 4-bit codes: 16 (AVX-512) or 8 (AVX2) codes at a time, each a
+// level (a lane index into the bucket's eight values) and a sign bit moved
+// into the float's sign, which is -v for v = value[level] as the portable loop.
+// Returns the elements done; *max_code: the largest code among them.
+SLOWPIPE_AVX512 int64_t decode4_avx512(const uint8_t* packed, int64_t n, const float* value8,
+                                       float* out, int* max_code) {
+  const __m512 table = _mm512_castps256_ps512(_mm256_loadu_ps(value8));
+  const __m128i low = _mm_set1_epi8(0x0F);
+  __m128i top = _mm_setzero_si128();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(packed + i / 2));
+    const __m128i c = _mm_unpacklo_epi8(_mm_and_si128(b, low),
+                                        _mm_and_si128(_mm_srli_epi16(b, 4), low));  // in order
+    top = _mm_max_epu8(top, c);
+    const __m512i code = _mm512_cvtepu8_epi32(c);
+    const __m512 v = _mm512_permutexvar_ps(_mm512_srli_epi32(code, 1), table);
+    const __m512i sign = _mm512_slli_epi32(code, 31);
+    _mm512_storeu_ps(out + i, _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), sign)));
+  }
+  alignas(16) uint8_t lanes[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), top);
+  *max_code = *std::max_element(lanes, lanes + 16);
+  return i;
+}
+SLOWPIPE_AVX2 int64_t decode4_avx2(const uint8_t* packed, int64_t n, const float* value8,
+                                   float* out, int* max_code) {
+  const __m256 table = _mm256_loadu_ps(value8);
+  const __m128i low = _mm_set1_epi8(0x0F);
+  __m128i top = _mm_setzero_si128();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(packed + i / 2));
+    const __m128i c = _mm_unpacklo_epi8(_mm_and_si128(b, low),
+                                        _mm_and_si128(_mm_srli_epi16(b, 4), low));  // in order
+    top = _mm_max_epu8(top, c);
+    for (int half = 0; half < 2; ++half) {
+      const __m256i code = _mm256_cvtepu8_epi32(half == 0 ? c : _mm_srli_si128(c, 8));
+      const __m256 v = _mm256_permutevar8x32_ps(table, _mm256_srli_epi32(code, 1));
+      const __m256i sign = _mm256_slli_epi32(code, 31);
+      _mm256_storeu_ps(out + i + 8 * half,
+                       _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(v), sign)));
+    }
+  }
+  alignas(16) uint8_t lanes[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), top);
+  *max_code = *std::max_element(lanes, lanes + 16);
+  return i;
+}
+
 #endif
 
 }  // namespace
@@ -409,6 +459,26 @@ void block_codes(const float* x, int64_t d, int64_t count, const float* norms, i
       done[b] = 0;
     }
   }
+}
+
+int decode_codes4(const uint8_t* packed, int64_t n, const float* value8, float* out,
+                  simd::Level isa) {
+  int top = 0;
+  int64_t i = 0;
+#ifdef SLOWPIPE_QSGD_SIMD
+  const auto allowed = static_cast<int>(std::min(isa, simd::level()));
+  if (allowed == static_cast<int>(simd::Level::kAvx512))
+    i = decode4_avx512(packed, n, value8, out, &top);
+  else if (allowed == static_cast<int>(simd::Level::kAvx2))
+    i = decode4_avx2(packed, n, value8, out, &top);
+#endif
+  for (; i < n; ++i) {
+    const int c = (packed[i / 2] >> (4 * (i % 2))) & 0x0F;
+    top = std::max(top, c);
+    const float v = value8[c >> 1];
+    out[i] = (c & 1) ? -v : v;
+  }
+  return top;
 }
 
 }  // namespace slowpipe::compressors::qsgd

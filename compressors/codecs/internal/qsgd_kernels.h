@@ -63,4 +63,12 @@ void block_codes(const float* x, int64_t d, int64_t count, const float* norms, i
                  uint32_t seed, uint64_t index0, uint8_t* codes,
                  simd::Level isa = simd::Level::kAvx512, double margin = kExactMargin);
 
+// Decodes n codes of 4 bits packed as pack_codes(codes, n, 4, packed) writes
+// them (element 2j in the low half of byte j; packed starts on element 0):
+// out[i] = value8[c >> 1], negated where c & 1, for c = code i; returns the
+// largest code. value8: the values of levels 0..7. packed: [ceil(n / 2)];
+// out: [n].
+int decode_codes4(const uint8_t* packed, int64_t n, const float* value8, float* out,
+                  simd::Level isa = simd::Level::kAvx512);
+
 }  // namespace slowpipe::compressors::qsgd
