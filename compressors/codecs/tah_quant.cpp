@@ -352,9 +352,9 @@ bool spread_high(int64_t i, int64_t count, int64_t h) {
 // (larger first) and the class position in its low word, so that plain
 // integer order is that rule.
 void mark_highest(const std::vector<int64_t>& ids, int64_t count, const std::vector<float>& entropy,
-                  std::vector<uint8_t>& high) {
+                  std::vector<uint64_t>& keys, std::vector<uint8_t>& high) {
   if (count <= 0) return;
-  std::vector<uint64_t> keys(ids.size());
+  keys.resize(ids.size());
   for (size_t i = 0; i < keys.size(); ++i) {
     uint32_t b;
     std::memcpy(&b, &entropy[i], 4);
@@ -428,31 +428,28 @@ uint64_t TahQuant::payload_bytes(const Shape& shape) const {
   return sections_of(layout(shape), config_.tile).total;
 }
 
-std::vector<uint8_t> TahQuant::entropy_widths(const float* x, const TahLayout& l,
-                                              bool* finite) const {
+std::vector<uint8_t> TahQuant::entropy_widths(const float* x, const TahLayout& l, bool* finite) {
   // The entropy pass (one call per class of tiles) and the choice of
   // high-width tiles per class.
   const int64_t g = config_.tile, per_token = l.full_per_token + (l.tail > 0 ? 1 : 0);
   std::vector<uint8_t> high(static_cast<size_t>(l.tiles()), 0);
-  std::vector<int64_t> ids[2];  // [full, tail]: tile indices
-  std::vector<const float*> at[2];
+  WidthScratch& s = scratch_;
   for (int c = 0; c < 2; ++c) {
-    const auto count = static_cast<size_t>(c == 0 ? l.full_tiles : l.tail_tiles);
-    ids[c].reserve(count);
-    at[c].reserve(count);
+    s.ids[c].clear();
+    s.at[c].clear();
   }
   for (int64_t tok = 0, t = 0; tok < l.tokens; ++tok)
     for (int64_t j = 0; j < per_token; ++j, ++t) {
       const int c = j < l.full_per_token ? 0 : 1;
-      ids[c].push_back(t);
-      at[c].push_back(x + tok * l.channels + j * g);
+      s.ids[c].push_back(t);
+      s.at[c].push_back(x + tok * l.channels + j * g);
     }
   for (int c = 0; c < 2; ++c) {
-    std::vector<float> entropy(ids[c].size());
-    if (!tah::entropies(at[c].data(), c == 0 ? g : l.tail, static_cast<int64_t>(entropy.size()),
-                        entropy.data()))
+    s.entropy.resize(s.ids[c].size());
+    if (!tah::entropies(s.at[c].data(), c == 0 ? g : l.tail, static_cast<int64_t>(s.entropy.size()),
+                        s.entropy.data()))
       *finite = false;
-    mark_highest(ids[c], c == 0 ? l.high_full : l.high_tail, entropy, high);
+    mark_highest(s.ids[c], c == 0 ? l.high_full : l.high_tail, s.entropy, s.keys, high);
   }
   return high;
 }

@@ -117,6 +117,22 @@ TEST_CASE("TAH-Quant: messages and decoded values equal the naive reference bit 
     }
 }
 
+TEST_CASE("TAH-Quant: one codec encoding shapes in turn gives each shape's reference message") {
+  // The encoder keeps its width-choice buffers between calls: a large shape,
+  // small ones with tail tiles, the large one again.
+  const std::vector<nv::Tah> configs = {{350, 64, true}, {380, 32, true}, {175, 8, true}};
+  const std::vector<sc::Shape> shapes = {{6, 1300}, {5, 7}, {2, 1, 3, 48}, {6, 1300}, {3, 100}};
+  uint64_t seed = 500;
+  for (const nv::Tah& t : configs) {
+    auto codec = sc::make_codec(spec_of(t));
+    for (const sc::Shape& shape : shapes) {
+      INFO(spec_of(t) << " numel " << sc::shape_numel(shape));
+      const at::Tensor x = activation(shape, ++seed);
+      REQUIRE(codec->encode(x) == nv::tah_encode(t, floats(x), shape));
+    }
+  }
+}
+
 TEST_CASE("TAH-Quant: exact sizes, and the examples of the page") {
   // GPT-2 XL activation [8, 1024, 1600], G = 64: 204,800 tiles, 4 bytes of
   // scales each. bits=3: every tile 3 bits, 7 header bits (flag, 6 pivot bits).

@@ -70,9 +70,19 @@ class TahQuant : public Codec {
   std::vector<uint8_t> fixed_widths(const TahLayout& l) const;
   // The adaptive widths: 1 for the tiles of each class with the largest
   // entropies; *finite set false when x holds a NaN or an inf.
-  std::vector<uint8_t> entropy_widths(const float* x, const TahLayout& l, bool* finite) const;
+  std::vector<uint8_t> entropy_widths(const float* x, const TahLayout& l, bool* finite);
 
   TahConfig config_;
+  // entropy_widths' buffers, kept at the size of the largest tensor encoded
+  // so that each encode of a large tensor does not fault fresh pages in
+  // (a GPT-2 XL activation: four buffers of 100-200 KB).
+  struct WidthScratch {
+    std::vector<int64_t> ids[2];      // [full, tail]: tile indices
+    std::vector<const float*> at[2];  // [full, tail]: their first elements
+    std::vector<float> entropy;       // one class's entropies
+    std::vector<uint64_t> keys;       // mark_highest's sort keys
+  };
+  WidthScratch scratch_;
 };
 
 // The pieces, public for the tests (docs/codec-spec.md defines each exactly).
