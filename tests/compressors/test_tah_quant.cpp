@@ -133,6 +133,25 @@ TEST_CASE("TAH-Quant: one codec encoding shapes in turn gives each shape's refer
   }
 }
 
+TEST_CASE("TAH-Quant: equal entropies at the high-width cut go to the lower tile numbers") {
+  // 3000 tiles of 16 (above the ranking's histogram size) from four
+  // patterns times 1, 2 or 4: a power-of-two scale leaves the entropy's
+  // bits unchanged, so each pattern's 750 tiles tie, and budgets of 3.3 and
+  // 3.7 bits (900 and 2100 high tiles) cut inside a run of ties.
+  at::manual_seed(77);
+  const at::Tensor patterns = at::randn({4, 16});
+  at::Tensor x = at::empty({3, 16000});
+  for (int64_t tile = 0; tile < 3000; ++tile) {
+    const float scale = static_cast<float>(1 << (tile % 3));
+    x.view({-1}).narrow(0, tile * 16, 16).copy_(patterns[(tile * 7) % 4] * scale);
+  }
+  for (int centi : {330, 370}) {
+    const nv::Tah t{centi, 16, true};
+    INFO(spec_of(t));
+    REQUIRE(sc::make_codec(spec_of(t))->encode(x) == nv::tah_encode(t, floats(x), {3, 16000}));
+  }
+}
+
 TEST_CASE("TAH-Quant: exact sizes, and the examples of the page") {
   // GPT-2 XL activation [8, 1024, 1600], G = 64: 204,800 tiles, 4 bytes of
   // scales each. bits=3: every tile 3 bits, 7 header bits (flag, 6 pivot bits).
