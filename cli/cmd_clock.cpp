@@ -103,7 +103,7 @@ int cmd_clock(const Args& args) {
     throw UsageError("bad value for '--model': '" + model + "' (shaped or analytic)");
   }
   if (vm.count("fit") && model != "shaped") throw UsageError("--fit needs --model shaped");
-  int skipped = 0;
+  std::vector<std::string> skipped;
   const auto rows = whatif::read_published(path, &skipped);
   const std::vector<std::string> parts = splits_of(rows, split);
   netmodel::ShapedConstants constants;
@@ -114,8 +114,9 @@ int cmd_clock(const Args& args) {
   predictions.reserve(rows.size());
   for (const auto& r : rows) predictions.push_back(whatif::predict(r, model, constants));
   print_rows(rows, predictions, vm.count("tsv") > 0, split);
-  std::printf("# %zu rows predicted, %d skipped (no tokens/s per GPU or incomplete shape)\n",
-              rows.size(), skipped);
+  std::printf("# %zu rows predicted, %zu skipped (no tokens/s per GPU or incomplete shape)\n",
+              rows.size(), skipped.size());
+  for (const std::string& s : skipped) std::printf("# skipped %s\n", s.c_str());
   for (const std::string& part : parts) {
     const auto s = whatif::summarise(rows, predictions, part);
     std::printf("# %s: %d rows, median |error| %.1f%%, worst %.1f%%\n",

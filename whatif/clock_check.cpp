@@ -58,7 +58,7 @@ struct Record {
   }
 };
 
-bool fill_row(const Record& r, PublishedRow& row) {
+std::string fill_row(const Record& r, PublishedRow& row) {
   row.id = r["id"];
   row.source_id = r["source_id"];
   row.gpu = r["gpu"];
@@ -80,16 +80,28 @@ bool fill_row(const Record& r, PublishedRow& row) {
   row.seq = static_cast<int64_t>(r.number("seq"));
   row.global_batch_tokens = r.number("global_batch_tokens");
   row.published_tokens_per_s = r.number("tokens_per_s_per_gpu");
-  const bool known_mlp =
-      row.mlp.empty() || row.mlp == "gelu" || row.mlp == "relu2" || row.mlp == "swiglu";
-  return known_mlp && row.kv_heads >= 0 && row.gpus > 0 && row.layers > 0 && row.micro_batch > 0 &&
-         row.d_model > 0 && row.vocab > 0 && row.seq > 0 && row.global_batch_tokens > 0 &&
-         row.published_tokens_per_s > 0;
+  // What the clock needs, by column name: empty when the row can be timed.
+  std::string missing;
+  const auto need = [&missing](bool ok, const char* column) {
+    if (!ok) missing += std::string(missing.empty() ? "" : ", ") + column;
+  };
+  need(row.mlp.empty() || row.mlp == "gelu" || row.mlp == "relu2" || row.mlp == "swiglu", "mlp");
+  need(row.kv_heads >= 0, "kv_heads");
+  need(row.gpus > 0, "gpus");
+  need(row.layers > 0, "layers");
+  need(row.micro_batch > 0, "micro_batch");
+  need(row.d_model > 0, "d_model");
+  need(row.vocab > 0, "vocab");
+  need(row.seq > 0, "seq");
+  need(row.global_batch_tokens > 0, "global_batch_tokens");
+  need(row.published_tokens_per_s > 0, "tokens_per_s_per_gpu");
+  return missing;
 }
 
 }  // namespace
 
-std::vector<PublishedRow> read_published(const std::string& path, int* skipped) {
+std::vector<PublishedRow> read_published(const std::string& path,
+                                         std::vector<std::string>* skipped) {
   std::ifstream in(path);
   if (!in) throw DataError("cannot read the published set '" + path + "'");
   std::string line;
@@ -102,7 +114,7 @@ std::vector<PublishedRow> read_published(const std::string& path, int* skipped) 
     if (!columns.count(need)) throw DataError(path + ": no column '" + need + "'");
   }
   std::vector<PublishedRow> rows;
-  int skip = 0;
+  if (skipped) skipped->clear();
   for (int n = 2; std::getline(in, line); ++n) {
     if (line.empty() || line == "\r") continue;
     const auto fields = split_csv(line);
@@ -111,8 +123,9 @@ std::vector<PublishedRow> read_published(const std::string& path, int* skipped) 
                       " fields, the header has " + std::to_string(header.size()));
     }
     PublishedRow row;
-    if (!fill_row(Record{columns, fields}, row)) {
-      ++skip;
+    const std::string missing = fill_row(Record{columns, fields}, row);
+    if (!missing.empty()) {
+      if (skipped) skipped->push_back(row.id + " (" + missing + ")");
       continue;
     }
     try {  // a device, mode, dtype and attention slowpipe knows
@@ -122,7 +135,6 @@ std::vector<PublishedRow> read_published(const std::string& path, int* skipped) 
     }
     rows.push_back(row);
   }
-  if (skipped) *skipped = skip;
   return rows;
 }
 

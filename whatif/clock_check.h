@@ -32,8 +32,10 @@ struct PublishedRow {
 
 // The rows of a published set (a CSV with a header line; the columns above
 // by name; `mlp` and `kv_heads` may be absent). Rows without a published tokens/s or a complete
-// shape are skipped, and counted in `skipped`. DataError naming the file and line.
-std::vector<PublishedRow> read_published(const std::string& path, int* skipped = nullptr);
+// shape are skipped, each listed in `skipped` as "ID (the columns missing or
+// unusable)". DataError naming the file and line.
+std::vector<PublishedRow> read_published(const std::string& path,
+                                         std::vector<std::string>* skipped = nullptr);
 
 // The device preset of a row's GPU ("A100-80GB", "H100-SXM" -> "H100"); a
 // UsageError when slowpipe has none.
