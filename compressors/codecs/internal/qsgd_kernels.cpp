@@ -395,35 +395,37 @@ bool one_run(uint64_t index0, int64_t n) {
   return (index0 >> 32) == (last >> 32);
 }
 
+// Whether bucket b of a block at index0 takes the vector loop, and its first
+// index: a bucket with norm > 0 inside the block's first run (the key set
+// up for the block); a bucket crossing into the next run takes none.
+inline bool vector_bucket(uint64_t index0, int64_t d, int64_t b, float norm, uint32_t* lo) {
+  const uint64_t start = index0 + static_cast<uint64_t>(b * d);
+  *lo = static_cast<uint32_t>(start);
+  return norm > 0 && (start >> 32) == (index0 >> 32) && one_run(start, d);
+}
+
 #ifdef SLOWPIPE_QSGD_SIMD
-// The vector part of each bucket of a block with norm > 0 (others: zeros);
-// done[b] = the bucket's elements coded. One setup for the block's buckets
-// inside one run (one key); a bucket crossing into the next run does none.
+// The vector part of each bucket of a block (vector_bucket); done[b] = the
+// bucket's elements coded.
 SLOWPIPE_AVX512 void block_avx512(const float* x, int64_t d, int64_t count, const float* norms,
                                   int levels, uint32_t seed, uint64_t index0, uint8_t* codes,
                                   double margin, int64_t* done) {
   const CodesAvx512 k = codes_avx512_setup(levels, rounding::run_key(seed, index0), margin);
-  for (int64_t b = 0; b < count; ++b) {
-    const uint64_t start = index0 + static_cast<uint64_t>(b * d);
-    const bool same_key = (start >> 32) == (index0 >> 32) && one_run(start, d);
-    done[b] = !(norms[b] > 0) || !same_key
-                  ? 0
-                  : codes_avx512_run(k, x + b * d, d, norms[b], levels,
-                                     static_cast<uint32_t>(start), codes + b * d);
-  }
+  uint32_t lo;
+  for (int64_t b = 0; b < count; ++b)
+    done[b] = vector_bucket(index0, d, b, norms[b], &lo)
+                  ? codes_avx512_run(k, x + b * d, d, norms[b], levels, lo, codes + b * d)
+                  : 0;
 }
 SLOWPIPE_AVX2 void block_avx2(const float* x, int64_t d, int64_t count, const float* norms,
                               int levels, uint32_t seed, uint64_t index0, uint8_t* codes,
                               double margin, int64_t* done) {
   const CodesAvx2 k = codes_avx2_setup(levels, rounding::run_key(seed, index0), margin);
-  for (int64_t b = 0; b < count; ++b) {
-    const uint64_t start = index0 + static_cast<uint64_t>(b * d);
-    const bool same_key = (start >> 32) == (index0 >> 32) && one_run(start, d);
-    done[b] = !(norms[b] > 0) || !same_key
-                  ? 0
-                  : codes_avx2_run(k, x + b * d, d, norms[b], levels, static_cast<uint32_t>(start),
-                                   codes + b * d);
-  }
+  uint32_t lo;
+  for (int64_t b = 0; b < count; ++b)
+    done[b] = vector_bucket(index0, d, b, norms[b], &lo)
+                  ? codes_avx2_run(k, x + b * d, d, norms[b], levels, lo, codes + b * d)
+                  : 0;
 }
 #endif
 
