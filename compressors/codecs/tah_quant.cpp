@@ -342,6 +342,18 @@ class TileBatch {
 
 // `:fixed` with a fractional B: the i-th of `count` tiles of a class is high
 // when floor((i + 1) h / count) > floor(i h / count), h high tiles spread evenly.
+// decode_payload's per-tile buffers, kept per thread (decoding is const and
+// may run on several threads) at the size of the largest message decoded
+// there, so that large messages do not fault fresh pages in at every call.
+struct DecodeScratch {
+  std::vector<uint8_t> spread;      // [tiles] the fixed widths
+  std::vector<float> zeros, steps;  // [tiles] zero points and steps
+};
+DecodeScratch& decode_scratch() {
+  thread_local DecodeScratch scratch;
+  return scratch;
+}
+
 bool spread_high(int64_t i, int64_t count, int64_t h) {
   return (i + 1) * h / count > i * h / count;
 }
@@ -393,16 +405,15 @@ int parse_centi(const std::string& v) {
 
 TahQuant::TahQuant(TahConfig config) : config_(config) {}
 
-std::vector<uint8_t> TahQuant::fixed_widths(const TahLayout& l) const {
-  std::vector<uint8_t> high(static_cast<size_t>(l.tiles()), 0);
-  if (l.width_map || l.high_bits == l.low_bits) return high;
+void TahQuant::fixed_widths(const TahLayout& l, std::vector<uint8_t>& high) const {
+  high.assign(static_cast<size_t>(l.tiles()), 0);
+  if (l.width_map || l.high_bits == l.low_bits) return;
   const int64_t per_token = l.full_per_token + (l.tail > 0 ? 1 : 0);
   for (int64_t tok = 0, t = 0; tok < l.tokens; ++tok)
     for (int64_t j = 0; j < per_token; ++j, ++t)
       high[t] = j < l.full_per_token
                     ? spread_high(tok * l.full_per_token + j, l.full_tiles, l.high_full)
                     : spread_high(tok, l.tail_tiles, l.high_tail);
-  return high;
 }
 
 TahLayout TahQuant::layout(const Shape& shape) const {
@@ -428,11 +439,12 @@ uint64_t TahQuant::payload_bytes(const Shape& shape) const {
   return sections_of(layout(shape), config_.tile).total;
 }
 
-std::vector<uint8_t> TahQuant::entropy_widths(const float* x, const TahLayout& l, bool* finite) {
+void TahQuant::entropy_widths(const float* x, const TahLayout& l, bool* finite,
+                              std::vector<uint8_t>& high) {
   // The entropy pass (one call per class of tiles) and the choice of
   // high-width tiles per class.
   const int64_t g = config_.tile, per_token = l.full_per_token + (l.tail > 0 ? 1 : 0);
-  std::vector<uint8_t> high(static_cast<size_t>(l.tiles()), 0);
+  high.assign(static_cast<size_t>(l.tiles()), 0);
   WidthScratch& s = scratch_;
   for (int c = 0; c < 2; ++c) {
     s.ids[c].clear();
@@ -451,7 +463,6 @@ std::vector<uint8_t> TahQuant::entropy_widths(const float* x, const TahLayout& l
       *finite = false;
     mark_highest(s.ids[c], c == 0 ? l.high_full : l.high_tail, s.entropy, s.keys, high);
   }
-  return high;
 }
 
 void TahQuant::encode_payload(const float* x, const Shape& shape, uint8_t* out) {
@@ -461,7 +472,13 @@ void TahQuant::encode_payload(const float* x, const Shape& shape, uint8_t* out) 
   // The entropy pass (fractional budgets) also says whether every element is
   // finite; otherwise each tile's statistics do. No separate pass looks.
   bool finite = true;
-  const std::vector<uint8_t> high = l.width_map ? entropy_widths(x, l, &finite) : fixed_widths(l);
+  if (l.width_map)
+    entropy_widths(x, l, &finite, scratch_.high);
+  else
+    fixed_widths(l, scratch_.high);
+  // A local pointer: the message's byte stores below may alias the member
+  // vector, not this.
+  const uint8_t* const high = scratch_.high.data();
   if (!finite) refuse_non_finite(spec(), x, n, first_non_finite(x, n));
   const Sections sec = sections_of(l, config_.tile);
   const int64_t g = config_.tile, per_token = l.full_per_token + (l.tail > 0 ? 1 : 0);
@@ -500,7 +517,9 @@ void TahQuant::decode_payload(const uint8_t* p, const Shape& shape, float* out) 
   const auto bad = [&](const std::string& what) {
     throw DataError("message for '" + spec() + "': " + what);
   };
-  const std::vector<uint8_t> spread = fixed_widths(l);
+  DecodeScratch& scratch = decode_scratch();
+  fixed_widths(l, scratch.spread);
+  const uint8_t* const spread = scratch.spread.data();
   if (l.width_map) {  // the width map must hold the layout's counts
     const auto [high_full, high_tail] = count_high(header, p + sec.total, l);
     if (high_full != l.high_full || high_tail != l.high_tail)
@@ -509,8 +528,11 @@ void TahQuant::decode_payload(const uint8_t* p, const Shape& shape, float* out) 
           std::to_string(l.high_tail));
   }
   // Every tile's zero point and step first (F16C, 8 tiles at a time).
-  std::vector<float> zeros(static_cast<size_t>(l.tiles())), steps(zeros.size());
-  tah::widen_scales(p, l.tiles(), zeros.data(), steps.data());
+  scratch.zeros.resize(static_cast<size_t>(l.tiles()));
+  scratch.steps.resize(scratch.zeros.size());
+  float* const zeros = scratch.zeros.data();
+  float* const steps = scratch.steps.data();
+  tah::widen_scales(p, l.tiles(), zeros, steps);
   const uint8_t* end = p + sec.total;
   const tah::DequantizeGroups unpack[2] = {tah::dequantize_groups_avx2_for(l.low_bits),
                                            tah::dequantize_groups_avx2_for(l.high_bits)};

@@ -66,17 +66,19 @@ class TahQuant : public Codec {
   TahLayout layout(const Shape& shape) const;
 
  private:
-  // Per tile 1 = high width, where no width map is sent (`:fixed`, whole B).
-  std::vector<uint8_t> fixed_widths(const TahLayout& l) const;
+  // high[t] = 1 for a high-width tile, where no width map is sent (`:fixed`,
+  // whole B). high: [tiles], resized.
+  void fixed_widths(const TahLayout& l, std::vector<uint8_t>& high) const;
   // The adaptive widths: 1 for the tiles of each class with the largest
   // entropies; *finite set false when x holds a NaN or an inf.
-  std::vector<uint8_t> entropy_widths(const float* x, const TahLayout& l, bool* finite);
+  void entropy_widths(const float* x, const TahLayout& l, bool* finite, std::vector<uint8_t>& high);
 
   TahConfig config_;
-  // entropy_widths' buffers, kept at the size of the largest tensor encoded
-  // so that each encode of a large tensor does not fault fresh pages in
-  // (a GPT-2 XL activation: four buffers of 100-200 KB).
+  // The encoder's per-tile buffers, kept at the size of the largest tensor
+  // encoded so that each encode of a large tensor does not fault fresh pages
+  // in (a GPT-2 XL activation: five buffers of 25-200 KB).
   struct WidthScratch {
+    std::vector<uint8_t> high;        // [tiles] 1 = high width
     std::vector<int64_t> ids[2];      // [full, tail]: tile indices
     std::vector<const float*> at[2];  // [full, tail]: their first elements
     std::vector<float> entropy;       // one class's entropies
