@@ -72,9 +72,14 @@ void ColumnSparsifier::encode_payload(const float* x, const Shape& shape, uint8_
 void ColumnSparsifier::decode_payload(const uint8_t* p, const Shape& shape, float* out) const {
   int64_t rows, m, k;
   geometry(fraction_, shape, &rows, &m, &k);
-  std::vector<int32_t> kept(static_cast<size_t>(k));
+  // The decoder's buffers, kept per thread (decoding is const and may run on
+  // several threads) at the size of the largest message decoded there, so
+  // that large messages do not fault fresh pages in at every call.
+  thread_local std::vector<int32_t> kept;
+  thread_local std::vector<float> values;
+  kept.resize(static_cast<size_t>(k));
+  values.resize(static_cast<size_t>(rows * k));
   decode_indices(p, /*rows=*/1, m, k, kept.data());  // DataError for bad indices
-  std::vector<float> values(static_cast<size_t>(rows * k));
   values_->decode_payload(p + index_section_bytes(1, m, k), {rows, k}, values.data());
   for (int64_t r = 0; r < rows; ++r) {
     float* row = out + r * m;

@@ -94,7 +94,7 @@ uint64_t Quantizer::payload_bytes(const Shape& shape) const {
   return scale_bytes(l.groups) + packed_bytes(l.numel, config_.bits);
 }
 
-GroupGrid Quantizer::read_grid(const uint8_t* p, int64_t groups) const {
+void Quantizer::read_grid(const uint8_t* p, int64_t groups, GroupGrid& grid) const {
   const int per_group = config_.minmax ? 2 : 1;
   auto scale_at = [&](int64_t i) {
     if (config_.fp32_scales) {
@@ -106,7 +106,6 @@ GroupGrid Quantizer::read_grid(const uint8_t* p, int64_t groups) const {
     std::memcpy(&h, p + 2 * i, 2);
     return half_to_float(h);
   };
-  GroupGrid grid;
   grid.lo.resize(groups);
   grid.step.resize(groups);
   grid.inv_step.resize(groups);
@@ -130,20 +129,20 @@ GroupGrid Quantizer::read_grid(const uint8_t* p, int64_t groups) const {
     grid.step[g] = step;
     grid.inv_step[g] = step > 0 ? 1.0F / step : 0.0F;
   }
-  return grid;
 }
 
 void Quantizer::encode_payload(const float* x, const Shape& shape, uint8_t* out) {
   GroupLayout l = layout(shape);
   if (l.numel == 0) return;
   const int64_t groups = l.groups;
-  std::vector<float> a(groups), b;
-  if (config_.minmax) {
-    b.resize(groups);
+  std::vector<float>& a = stat_a_;
+  std::vector<float>& b = stat_b_;
+  a.resize(static_cast<size_t>(groups));
+  b.resize(config_.minmax ? static_cast<size_t>(groups) : 0);
+  if (config_.minmax)
     group_minmax(x, l, a.data(), b.data());
-  } else {
+  else
     group_maxabs(x, l, a.data());
-  }
   // The statistics carry any NaN or inf of their group (quant_kernels.h), so
   // checking them checks every element.
   for (int64_t g = 0; g < groups; ++g) {
@@ -169,19 +168,22 @@ void Quantizer::encode_payload(const float* x, const Shape& shape, uint8_t* out)
       }
     }
   }
-  GroupGrid grid = read_grid(out, groups);
+  read_grid(out, groups, grid_);
   QuantizeArgs args;
   args.bits = config_.bits;
   args.levels = levels();
   args.stochastic = config_.stochastic;
   args.seed = mix_seed(seed_, encodes_++);
-  quantize_pack(x, l, grid, args, out + scale_bytes(groups));
+  quantize_pack(x, l, grid_, args, out + scale_bytes(groups));
 }
 
 void Quantizer::decode_payload(const uint8_t* p, const Shape& shape, float* out) const {
   GroupLayout l = layout(shape);
   if (l.numel == 0) return;
-  GroupGrid grid = read_grid(p, l.groups);
+  // The decoder's grid, kept per thread (decoding is const and may run on
+  // several threads) at the size of the largest message decoded there.
+  thread_local GroupGrid grid;
+  read_grid(p, l.groups, grid);
   unpack_dequantize(p + scale_bytes(l.groups), l, grid, config_.bits, out);
 }
 

@@ -47,13 +47,19 @@ class Quantizer : public Codec {
   uint64_t scale_bytes(int64_t groups) const;
 
  private:
-  // Reads scales from the payload into the decoder's grid; throws DataError for
+  // Reads scales from the payload into `grid` (resized); throws DataError for
   // non-finite or inconsistent scales.
-  GroupGrid read_grid(const uint8_t* p, int64_t groups) const;
+  void read_grid(const uint8_t* p, int64_t groups, GroupGrid& grid) const;
 
   QuantizerConfig config_;
   uint64_t seed_;
   uint64_t encodes_ = 0;
+  // The encoder's per-group buffers (statistics, grid), kept at the size of
+  // the largest tensor encoded: with group=G a large tensor has many groups
+  // (a flat gradient one per 128 elements), and fresh buffers of that size
+  // fault their pages in at every call.
+  std::vector<float> stat_a_, stat_b_;
+  GroupGrid grid_;
 };
 
 std::unique_ptr<Codec> make_quantizer(const SpecStage& stage, const CodecBuildContext& ctx);
