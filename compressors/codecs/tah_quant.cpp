@@ -340,8 +340,6 @@ class TileBatch {
   int count_ = 0;
 };
 
-// `:fixed` with a fractional B: the i-th of `count` tiles of a class is high
-// when floor((i + 1) h / count) > floor(i h / count), h high tiles spread evenly.
 // decode_payload's per-tile buffers, kept per thread (decoding is const and
 // may run on several threads) at the size of the largest message decoded
 // there, so that large messages do not fault fresh pages in at every call.
@@ -354,6 +352,8 @@ DecodeScratch& decode_scratch() {
   return scratch;
 }
 
+// `:fixed` with a fractional B: the i-th of `count` tiles of a class is high
+// when floor((i + 1) h / count) > floor(i h / count), h high tiles spread evenly.
 bool spread_high(int64_t i, int64_t count, int64_t h) {
   return (i + 1) * h / count > i * h / count;
 }
