@@ -110,7 +110,11 @@ void Qsgd::decode_payload(const uint8_t* p, const Shape& shape, float* out) cons
   // 4-bit codes of even-length buckets (every bucket starts on a byte) are
   // read in place; others are unpacked first.
   const bool in_place = code_bits() == 4 && d % 2 == 0;
-  std::vector<uint8_t> codes(in_place ? 0 : static_cast<size_t>(n));
+  // Unpacked codes, kept per thread (decoding is const and may run on
+  // several threads) at the size of the largest message decoded there, so
+  // that large messages do not fault fresh pages in at every call.
+  thread_local std::vector<uint8_t> codes;
+  codes.resize(in_place ? 0 : static_cast<size_t>(n));
   if (!in_place) unpack_codes(packed, n, code_bits(), codes.data());
   const simd::Level isa = simd_ ? simd::Level::kAvx512 : simd::Level::kPortable;
   float value[kMaxLevels + 1] = {};  // value[l] = norm * l / S, as the formula (docs/codec-spec.md)
@@ -131,6 +135,11 @@ void Qsgd::decode_payload(const uint8_t* p, const Shape& shape, float* out) cons
       continue;
     }
     const uint8_t* c = codes.data() + start;
+    if (config_.levels <= 7 && len >= 16) {  // codes below 16: the eight-value lane permute
+      if (qsgd::decode_codes(c, len, value, o, isa) > 2 * config_.levels + 1)
+        refuse_level(codes.data(), start, len, 8);
+      continue;
+    }
     int max_code = 0;
     for (int64_t i = 0; i < len; ++i) max_code = std::max<int>(max_code, c[i]);
     if (max_code > 2 * config_.levels + 1) refuse_level(codes.data(), start, len, 8);

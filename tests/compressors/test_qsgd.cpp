@@ -344,12 +344,15 @@ TEST_CASE("QSGD: 4-bit codes decode in place as unpacked, on every path; bad lev
       std::vector<float> got(n, 9.0F);
       REQUIRE(sq::decode_codes4(packed.data(), n, value8, got.data(), isa) == want_top);
       REQUIRE(std::memcmp(got.data(), want.data(), 4 * n) == 0);  // -0.0 included
+      std::vector<float> from_bytes(n, 9.0F);                     // the same codes, one per byte
+      REQUIRE(sq::decode_codes(codes.data(), n, value8, from_bytes.data(), isa) == want_top);
+      REQUIRE(std::memcmp(from_bytes.data(), want.data(), 4 * n) == 0);
     }
   }
   // The codec: in place (4-bit codes, even buckets) and unpacked (odd
   // buckets, 3-bit codes) against the portable decoder, bit for bit.
   for (const std::string spec :
-       {"qsgd:s=4", "qsgd:s=7:bucket=100", "qsgd:s=5:bucket=5", "qsgd:s=3"}) {
+       {"qsgd:s=4", "qsgd:s=7:bucket=100", "qsgd:s=5:bucket=5", "qsgd:s=3", "qsgd:s=15"}) {
     INFO(spec);
     auto fast = sc::make_codec(spec, 9), slow = sc::make_codec(spec, 9);
     dynamic_cast<sc::Qsgd&>(*slow).set_simd(false);
@@ -358,6 +361,12 @@ TEST_CASE("QSGD: 4-bit codes decode in place as unpacked, on every path; bad lev
     const at::Tensor a = fast->decode(m, {3, 1001}), b = slow->decode(m, {3, 1001});
     REQUIRE(std::memcmp(a.data_ptr<float>(), b.data_ptr<float>(), 4 * 3003) == 0);
   }
+  // Unpacked first (buckets of 5): a level above S named as well.
+  auto odd = sc::make_codec("qsgd:s=5:bucket=5", 4);
+  const at::Tensor z = at::randn({2, 20});  // buckets of 5: 8; 4-bit codes after 32 B of norms
+  sc::Message mo = odd->encode(z);
+  mo[4 * 8 + 13 / 2] = static_cast<uint8_t>(mo[4 * 8 + 13 / 2] | (0x0C << (4 * (13 % 2))));
+  REQUIRE_THROWS_WITH(odd->decode(mo, {2, 20}), Catch::Contains("above s at element 13"));
   // A level above S in the packed codes: the message is refused, naming the
   // element, in the first and in a later bucket.
   auto c = sc::make_codec("qsgd:s=4", 4);

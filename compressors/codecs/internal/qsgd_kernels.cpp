@@ -269,41 +269,48 @@ SLOWPIPE_AVX2 int64_t norms_avx2(const double* sums, int64_t count, double scale
   return b;
 }
 
-// Decoding 4-bit codes: 16 (AVX-512) or 8 (AVX2) codes at a time, each a
-// level (a lane index into the bucket's eight values) and a sign bit moved
-// into the float's sign, which is -v for v = value[level] as the portable loop.
+// Decoding codes below 16: 16 (AVX-512) or 8 (AVX2) at a time, each a level
+// (a lane index into the bucket's eight values) and a sign bit moved into
+// the float's sign, which is -v for v = value[level] as the portable loop.
+// kPacked: two codes to a byte (pack_codes at 4 bits); else one per byte.
 // Returns the elements done; *max_code: the largest code among them.
-SLOWPIPE_AVX512 int64_t decode4_avx512(const uint8_t* packed, int64_t n, const float* value8,
-                                       float* out, int* max_code) {
-  const __m512 table = _mm512_castps256_ps512(_mm256_loadu_ps(value8));
+template <bool kPacked>
+SLOWPIPE_AVX2 inline __m128i load16(const uint8_t* in, int64_t i) {
+  if (!kPacked) return _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
   const __m128i low = _mm_set1_epi8(0x0F);
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + i / 2));
+  return _mm_unpacklo_epi8(_mm_and_si128(b, low), _mm_and_si128(_mm_srli_epi16(b, 4), low));
+}
+SLOWPIPE_AVX2 inline int largest(__m128i top) {
+  alignas(16) uint8_t lanes[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), top);
+  return *std::max_element(lanes, lanes + 16);
+}
+template <bool kPacked>
+SLOWPIPE_AVX512 int64_t decode_avx512(const uint8_t* in, int64_t n, const float* value8, float* out,
+                                      int* max_code) {
+  const __m512 table = _mm512_castps256_ps512(_mm256_loadu_ps(value8));
   __m128i top = _mm_setzero_si128();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(packed + i / 2));
-    const __m128i c = _mm_unpacklo_epi8(_mm_and_si128(b, low),
-                                        _mm_and_si128(_mm_srli_epi16(b, 4), low));  // in order
+    const __m128i c = load16<kPacked>(in, i);
     top = _mm_max_epu8(top, c);
     const __m512i code = _mm512_cvtepu8_epi32(c);
     const __m512 v = _mm512_permutexvar_ps(_mm512_srli_epi32(code, 1), table);
     const __m512i sign = _mm512_slli_epi32(code, 31);
     _mm512_storeu_ps(out + i, _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), sign)));
   }
-  alignas(16) uint8_t lanes[16];
-  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), top);
-  *max_code = *std::max_element(lanes, lanes + 16);
+  *max_code = largest(top);
   return i;
 }
-SLOWPIPE_AVX2 int64_t decode4_avx2(const uint8_t* packed, int64_t n, const float* value8,
-                                   float* out, int* max_code) {
+template <bool kPacked>
+SLOWPIPE_AVX2 int64_t decode_avx2(const uint8_t* in, int64_t n, const float* value8, float* out,
+                                  int* max_code) {
   const __m256 table = _mm256_loadu_ps(value8);
-  const __m128i low = _mm_set1_epi8(0x0F);
   __m128i top = _mm_setzero_si128();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(packed + i / 2));
-    const __m128i c = _mm_unpacklo_epi8(_mm_and_si128(b, low),
-                                        _mm_and_si128(_mm_srli_epi16(b, 4), low));  // in order
+    const __m128i c = load16<kPacked>(in, i);
     top = _mm_max_epu8(top, c);
     for (int half = 0; half < 2; ++half) {
       const __m256i code = _mm256_cvtepu8_epi32(half == 0 ? c : _mm_srli_si128(c, 8));
@@ -313,9 +320,7 @@ SLOWPIPE_AVX2 int64_t decode4_avx2(const uint8_t* packed, int64_t n, const float
                        _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(v), sign)));
     }
   }
-  alignas(16) uint8_t lanes[16];
-  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), top);
-  *max_code = *std::max_element(lanes, lanes + 16);
+  *max_code = largest(top);
   return i;
 }
 
@@ -439,12 +444,13 @@ void bucket_codes(const float* x, int64_t n, float norm, int levels, uint32_t se
 void block_codes(const float* x, int64_t d, int64_t count, const float* norms, int levels,
                  uint32_t seed, uint64_t index0, uint8_t* codes, simd::Level isa, double margin) {
   constexpr int64_t kMax = 64;  // buckets per call of the vector loops
-  int64_t done[kMax] = {};
+  int64_t done[kMax];
   for (int64_t b0 = 0; b0 < count; b0 += kMax) {
     const int64_t nb = std::min(kMax, count - b0);
     const float* xb = x + b0 * d;
     uint8_t* cb = codes + b0 * d;
     const uint64_t i0 = index0 + static_cast<uint64_t>(b0 * d);
+    std::fill(done, done + nb, int64_t{0});  // the vector loops' share, if any
 #ifdef SLOWPIPE_QSGD_SIMD
     const auto allowed = static_cast<int>(std::min(isa, simd::level()));
     if (allowed == static_cast<int>(simd::Level::kAvx512))
@@ -458,29 +464,42 @@ void block_codes(const float* x, int64_t d, int64_t count, const float* norms, i
         std::fill(cb + at, cb + at + d, uint8_t{0});
       else
         codes_portable(xb + at, done[b], d, norms[b0 + b], levels, seed, i0 + at, cb + at);
-      done[b] = 0;
     }
   }
 }
 
-int decode_codes4(const uint8_t* packed, int64_t n, const float* value8, float* out,
-                  simd::Level isa) {
+namespace {
+
+template <bool kPacked>
+int decode_small(const uint8_t* in, int64_t n, const float* value8, float* out, simd::Level isa) {
   int top = 0;
   int64_t i = 0;
 #ifdef SLOWPIPE_QSGD_SIMD
   const auto allowed = static_cast<int>(std::min(isa, simd::level()));
   if (allowed == static_cast<int>(simd::Level::kAvx512))
-    i = decode4_avx512(packed, n, value8, out, &top);
+    i = decode_avx512<kPacked>(in, n, value8, out, &top);
   else if (allowed == static_cast<int>(simd::Level::kAvx2))
-    i = decode4_avx2(packed, n, value8, out, &top);
+    i = decode_avx2<kPacked>(in, n, value8, out, &top);
 #endif
   for (; i < n; ++i) {
-    const int c = (packed[i / 2] >> (4 * (i % 2))) & 0x0F;
+    const int c = kPacked ? (in[i / 2] >> (4 * (i % 2))) & 0x0F : in[i];
     top = std::max(top, c);
     const float v = value8[c >> 1];
     out[i] = (c & 1) ? -v : v;
   }
   return top;
+}
+
+}  // namespace
+
+int decode_codes4(const uint8_t* packed, int64_t n, const float* value8, float* out,
+                  simd::Level isa) {
+  return decode_small<true>(packed, n, value8, out, isa);
+}
+
+int decode_codes(const uint8_t* codes, int64_t n, const float* value8, float* out,
+                 simd::Level isa) {
+  return decode_small<false>(codes, n, value8, out, isa);
 }
 
 }  // namespace slowpipe::compressors::qsgd

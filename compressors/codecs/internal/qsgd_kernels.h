@@ -70,5 +70,8 @@ void block_codes(const float* x, int64_t d, int64_t count, const float* norms, i
 // out: [n].
 int decode_codes4(const uint8_t* packed, int64_t n, const float* value8, float* out,
                   simd::Level isa = simd::Level::kAvx512);
+// The same for codes one per byte, each below 16 (S <= 7). codes: [n].
+int decode_codes(const uint8_t* codes, int64_t n, const float* value8, float* out,
+                 simd::Level isa = simd::Level::kAvx512);
 
 }  // namespace slowpipe::compressors::qsgd
