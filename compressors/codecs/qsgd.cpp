@@ -55,13 +55,21 @@ uint64_t Qsgd::payload_bytes(const Shape& shape) const {
   return 4 * static_cast<uint64_t>(buckets_of(n, config_.bucket)) + packed_bytes(n, code_bits());
 }
 
-float norm_from_sum(const float* v, int64_t n, double approx) {
-  // |approx - the element-order sum| <= (n + 8) 2^-52 of the sum
+void norms_from_sums(const float* x, int64_t len, int64_t count, const double* sums, float* norms,
+                     simd::Level isa) {
+  // |sums[b] - the element-order sum| <= (len + 8) 2^-52 of the sum
   // (qsgd_kernels.h); the stored norm is monotone in the sum, so where both
   // ends of that interval give one norm it is the norm.
-  const double delta = static_cast<double>(n + 8) * 0x1p-51;
-  const float lo = norm_of_sum(approx * (1 - delta)), hi = norm_of_sum(approx * (1 + delta));
-  return lo == hi ? lo : qsgd_norm(v, n);
+  const double delta = static_cast<double>(len + 8) * 0x1p-51;
+  constexpr int64_t kChunk = 16;
+  float above[kChunk];
+  for (int64_t b0 = 0; b0 < count; b0 += kChunk) {
+    const int64_t nb = std::min(kChunk, count - b0);
+    qsgd::norms_up(sums + b0, nb, 1 - delta, norms + b0, isa);
+    qsgd::norms_up(sums + b0, nb, 1 + delta, above, isa);
+    for (int64_t b = 0; b < nb; ++b)
+      if (norms[b0 + b] != above[b]) norms[b0 + b] = qsgd_norm(x + (b0 + b) * len, len);
+  }
 }
 
 void Qsgd::encode_payload(const float* x, const Shape& shape, uint8_t* out) {
@@ -85,19 +93,16 @@ void Qsgd::encode_block(const float* x, int64_t n, int64_t b0, int64_t count, ui
   const simd::Level isa = simd_ ? simd::Level::kAvx512 : simd::Level::kPortable;
   const int64_t start = b0 * config_.bucket, len = std::min(config_.bucket, n - start);
   double sums[kBlock];
-  float norms[kBlock], above[kBlock];
+  float norms[kBlock];
   qsgd::bucket_sums_fast(x + start, len, count, sums, isa);
   // A non-finite element makes its bucket's sum non-finite (squares of
   // finite floats cannot overflow a double): no separate pass looks for one.
   for (int64_t b = 0; b < count; ++b)
     if (!std::isfinite(sums[b])) refuse_non_finite(spec(), x, n, first_non_finite(x, n));
-  // Vector partial sums: the stored norm is exact where both ends of their
-  // error bound give one norm (norm_from_sum); else the element-order sum.
-  const double delta = simd_ ? static_cast<double>(len + 8) * 0x1p-51 : 0;
-  qsgd::norms_up(sums, count, 1 - delta, norms, isa);
-  qsgd::norms_up(sums, count, 1 + delta, above, isa);
-  for (int64_t b = 0; b < count; ++b)
-    if (norms[b] != above[b]) norms[b] = qsgd_norm(x + start + b * len, len);
+  if (simd_)  // vector partial sums
+    norms_from_sums(x + start, len, count, sums, norms, isa);
+  else  // element-order sums
+    for (int64_t b = 0; b < count; ++b) norms[b] = norm_of_sum(sums[b]);
   std::memcpy(out + 4 * b0, norms, static_cast<size_t>(4 * count));
   qsgd::block_codes(x + start, len, count, norms, config_.levels, seed,
                     static_cast<uint64_t>(start), codes_.data() + start, isa);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "compressors/codecs/codec.h"
+#include "compressors/codecs/internal/quant_simd.h"
 
 namespace slowpipe::compressors {
 
@@ -69,10 +70,12 @@ class Qsgd : public Codec {
 // saturated at FLT_MAX. norm_of_sum: the same from the sum of squares.
 float qsgd_norm(const float* v, int64_t n);
 float norm_of_sum(double sum_of_squares);
-// qsgd_norm(v, n) from `approx`, a sum of the squares in another order
-// (qsgd::bucket_sums_fast): exact, recomputed in element order only where the
-// bound on approx's error straddles two stored norms.
-float norm_from_sum(const float* v, int64_t n, double approx);
+// norms[b] = qsgd_norm of bucket b of x ([count * len]) from sums[b], a sum of
+// its squares in another order (qsgd::bucket_sums_fast): exact, recomputed in
+// element order only where the bound on the sum's error straddles two stored
+// norms. `isa`: the widest path of the rounding (qsgd::norms_up).
+void norms_from_sums(const float* x, int64_t len, int64_t count, const double* sums, float* norms,
+                     simd::Level isa);
 
 std::unique_ptr<Codec> make_qsgd(const SpecStage& stage, const CodecBuildContext& ctx);
 
