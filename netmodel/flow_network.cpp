@@ -102,8 +102,9 @@ void FlowNetwork::collect_finished(double now_s, std::vector<uint32_t>& done) {
   const size_t first = done.size();
   seed_classes_.clear();
   freed_.clear();
-  while (!class_heap_.empty() && classes_[class_heap_.front()].finish_s <= limit_s) {
-    const uint32_t c = class_heap_.front();
+  due_.clear();
+  finish_.at_most(limit_s, due_);  // in the order of (finish, class)
+  for (const uint32_t c : due_) {
     PathClass& pc = classes_[c];
     while (!pc.members.empty() && member_finish_s(pc, pc.members.front().key) <= limit_s) {
       const uint32_t id = pc.members.front().flow;
@@ -123,7 +124,7 @@ void FlowNetwork::collect_finished(double now_s, std::vector<uint32_t>& done) {
     seed_classes_.push_back(c);
     if (pc.members.empty()) {
       deactivate_class(c);
-    } else {  // its next member ends later: off the top
+    } else {  // its next member ends later
       update_finish(c);
     }
   }
@@ -159,6 +160,7 @@ uint32_t FlowNetwork::find_or_add_class(const uint32_t* path, size_t n) {
   const auto c = static_cast<uint32_t>(classes_.size());
   classes_.push_back(std::move(pc));
   class_slots_[slot] = c;
+  finish_.resize(classes_.size());
   if (2 * classes_.size() > class_slots_.size()) {  // keep the table at most half full
     class_slots_.assign(2 * class_slots_.size(), kNone);
     mask = class_slots_.size() - 1;
@@ -176,7 +178,7 @@ void FlowNetwork::activate_class(uint32_t c, double now_s) {
   pc.served_bits = 0;
   pc.updated_s = now_s;
   pc.rate_bps = 0;
-  pc.finish_s = kInfinite;
+  finish_.set(c, kInfinite);
   for (uint32_t k = 0; k < pc.path_len; ++k) {
     const uint32_t r = class_paths_[pc.path_begin + k];
     if (k > 0 && class_paths_[pc.path_begin + k - 1] == r) continue;  // listed twice
@@ -206,7 +208,7 @@ void FlowNetwork::deactivate_class(uint32_t c) {
     *it = list.back();
     list.pop_back();
   }
-  heap_remove(c);
+  finish_.set(c, kInfinite);
   // The cached component may have split; it stays a union of components,
   // which fill to the same rates, until many of its classes were emptied.
   if (pc.stamp == component_stamp_ && ++emptied_in_component_ > component_.size() / 2)
@@ -228,11 +230,8 @@ double FlowNetwork::member_finish_s(const PathClass& pc, double key) const {
 }
 
 void FlowNetwork::update_finish(uint32_t c) {
-  PathClass& pc = classes_[c];
-  const double finish_s = member_finish_s(pc, pc.members.front().key);
-  if (finish_s == pc.finish_s && pc.heap_pos != kNone) return;
-  pc.finish_s = finish_s;
-  heap_update(c);
+  const PathClass& pc = classes_[c];
+  finish_.set(c, member_finish_s(pc, pc.members.front().key));
 }
 
 void FlowNetwork::recompute(double now_s) {
@@ -240,7 +239,7 @@ void FlowNetwork::recompute(double now_s) {
   changed_.clear();
   if (seed_classes_.size() == 1 && fix_lone_class(seed_classes_.front(), now_s)) {
     for (uint32_t c : changed_) update_finish(c);
-    next_finish_s_ = class_heap_.empty() ? kInfinite : classes_[class_heap_.front()].finish_s;
+    next_finish_s_ = finish_.min();
     return;
   }
   bool reuse = component_valid_;
@@ -250,7 +249,7 @@ void FlowNetwork::recompute(double now_s) {
   // rate first, and its first finish moves.
   fill(now_s);
   for (uint32_t c : changed_) update_finish(c);
-  next_finish_s_ = class_heap_.empty() ? kInfinite : classes_[class_heap_.front()].finish_s;
+  next_finish_s_ = finish_.min();
 }
 
 // The classes reachable from the seeds through shared resources (component_;
@@ -394,9 +393,9 @@ inline void FlowNetwork::fix_class(uint32_t c, double rate_bps, double now_s) {
   }
   const auto n = static_cast<uint32_t>(pc.members.size());
   const double used_bps = rate_bps * n;
-  const uint32_t* const path = class_paths_.data() + pc.path_begin;
   double* const left = left_bps_.data();
   uint32_t* const unfixed = unfixed_.data();
+  const uint32_t* const path = class_paths_.data() + pc.path_begin;
   for (uint32_t k = 0, len = pc.path_len; k < len; ++k) {
     const uint32_t r = path[k];
     left[r] -= used_bps;
@@ -421,76 +420,14 @@ void FlowNetwork::reset() {
       freed_.emplace_back(f.seq, m.flow);
     }
     pc.members.clear();
-    pc.heap_pos = kNone;
   }
-  class_heap_.clear();
+  finish_.clear();
   component_valid_ = false;
   std::sort(freed_.begin(), freed_.end());
   for (const auto& [seq, id] : freed_) free_ids_.push_back(id);
   active_flows_ = 0;
   next_finish_s_ = kInfinite;
   ++version_;
-}
-
-// The class heap: a binary min-heap of active classes on (finish_s, id), each
-// class knowing its position, so a changed finish moves in O(log C).
-
-bool FlowNetwork::heap_before(uint32_t a, uint32_t b) const {
-  const double fa = classes_[a].finish_s, fb = classes_[b].finish_s;
-  return fa < fb || (fa == fb && a < b);
-}
-
-void FlowNetwork::heap_sift_up(size_t pos) {
-  const uint32_t c = class_heap_[pos];
-  while (pos > 0) {
-    const size_t parent = (pos - 1) / 2;
-    if (!heap_before(c, class_heap_[parent])) break;
-    class_heap_[pos] = class_heap_[parent];
-    classes_[class_heap_[pos]].heap_pos = static_cast<uint32_t>(pos);
-    pos = parent;
-  }
-  class_heap_[pos] = c;
-  classes_[c].heap_pos = static_cast<uint32_t>(pos);
-}
-
-void FlowNetwork::heap_sift_down(size_t pos) {
-  const uint32_t c = class_heap_[pos];
-  const size_t n = class_heap_.size();
-  for (;;) {
-    size_t child = 2 * pos + 1;
-    if (child >= n) break;
-    if (child + 1 < n && heap_before(class_heap_[child + 1], class_heap_[child])) ++child;
-    if (!heap_before(class_heap_[child], c)) break;
-    class_heap_[pos] = class_heap_[child];
-    classes_[class_heap_[pos]].heap_pos = static_cast<uint32_t>(pos);
-    pos = child;
-  }
-  class_heap_[pos] = c;
-  classes_[c].heap_pos = static_cast<uint32_t>(pos);
-}
-
-void FlowNetwork::heap_update(uint32_t c) {
-  if (classes_[c].heap_pos == kNone) {
-    class_heap_.push_back(c);
-    heap_sift_up(class_heap_.size() - 1);
-    return;
-  }
-  const size_t pos = classes_[c].heap_pos;
-  heap_sift_up(pos);
-  if (classes_[c].heap_pos == pos) heap_sift_down(pos);
-}
-
-void FlowNetwork::heap_remove(uint32_t c) {
-  const size_t pos = classes_[c].heap_pos;
-  if (pos == kNone) return;
-  classes_[c].heap_pos = kNone;
-  const uint32_t last = class_heap_.back();
-  class_heap_.pop_back();
-  if (last == c) return;
-  class_heap_[pos] = last;
-  classes_[last].heap_pos = static_cast<uint32_t>(pos);
-  heap_sift_up(pos);
-  if (classes_[last].heap_pos == pos) heap_sift_down(pos);
 }
 
 }  // namespace slowpipe::netmodel

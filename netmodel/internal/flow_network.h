@@ -15,7 +15,7 @@
 // the same max-min rate, so the filling runs over classes weighted by their
 // member counts, not over flows; a class keeps its progress as bits served
 // per member and its members in a heap keyed by the served total at which
-// each is done; classes sit in an indexed heap on their first finish.
+// each is done; each class's first finish sits in a FinishIndex.
 // Cost of one update (a start, or a collect that removes flows), with K the
 // path classes connected to the change, R_K their resources, L a path's
 // length, B <= R_K the distinct bottleneck shares and C the active classes:
@@ -31,6 +31,8 @@
 #include <limits>
 #include <string>
 #include <vector>
+
+#include "netmodel/internal/finish_index.h"
 
 namespace slowpipe::netmodel {
 
@@ -95,18 +97,17 @@ class FlowNetwork {
   // `served_bits`, the bits each member has received since the class was last
   // empty, as of `updated_s` (the last change of its rate); a member is done
   // when served_bits reaches its key.
-  struct PathClass {
-    uint64_t stamp = 0;       // visit mark of the component search
+  // The fields the filling reads come first, in one 64-byte line.
+  struct alignas(64) PathClass {
     uint64_t fixed = 0;       // == fill_stamp_ once its rate is fixed in this filling
     uint32_t path_begin = 0;  // into class_paths_: the sorted resources
     uint32_t path_len = 0;
-    uint32_t heap_pos = kNone;  // in class_heap_
-    bool infinite = false;      // every resource infinite (or none): rate kInfinite
-    double rate_bps = 0;        // of each member
+    double rate_bps = 0;          // of each member
+    std::vector<Member> members;  // min-heap on (key, flow)
+    bool infinite = false;        // every resource infinite (or none): rate kInfinite
     double served_bits = 0;
     double updated_s = 0;
-    double finish_s = kInfinite;  // of the first member
-    std::vector<Member> members;  // min-heap on (key, flow)
+    uint64_t stamp = 0;  // visit mark of the component search
     uint64_t hash = 0;
   };
   struct Flow {
@@ -134,11 +135,6 @@ class FlowNetwork {
   bool fix_lone_class(uint32_t c, double now_s);  // recompute's fast path for one seed  // fill's
                                                   // fast path: classes alone on their resources
   void fix_class(uint32_t c, double rate_bps, double now_s);
-  void heap_update(uint32_t c);
-  void heap_remove(uint32_t c);
-  void heap_sift_up(size_t pos);
-  void heap_sift_down(size_t pos);
-  bool heap_before(uint32_t a, uint32_t b) const;
 
   std::vector<Resource> resources_;
   // Per resource, scratch of progressive filling, kept apart from Resource and
@@ -148,7 +144,7 @@ class FlowNetwork {
   std::vector<PathClass> classes_;  // never removed: a path seen once is likely seen again
   std::vector<uint32_t> class_paths_;
   std::vector<uint32_t> class_slots_;  // open-addressing hash of classes by path (kNone: empty)
-  std::vector<uint32_t> class_heap_;   // active classes, binary min-heap on finish_s
+  FinishIndex finish_;                 // (classes) first finish of each, kInfinite if empty
   std::vector<Flow> flows_;
   std::vector<uint32_t> free_ids_;
   size_t active_flows_ = 0;
@@ -160,7 +156,8 @@ class FlowNetwork {
   uint64_t component_stamp_ = 0;
   size_t emptied_in_component_ = 0;  // its classes emptied since the search
   // scratch
-  std::vector<uint32_t> sorted_path_, seed_classes_, component_, resource_queue_, live_, changed_;
+  std::vector<uint32_t> sorted_path_, seed_classes_, due_, component_, resource_queue_, live_,
+      changed_;
   std::vector<double> live_share_;                    // fair share of live_[i] at a level's start
   std::vector<std::pair<uint64_t, uint32_t>> freed_;  // (seq, id) of collected flows
   uint64_t stamp_ = 0;
