@@ -3,11 +3,14 @@
 // netmodel/netsim.h (torch-free, run by the light front). The what-if step
 // time, `slowpipe timing`, is in cmd_timing.cpp.
 #include <boost/program_options.hpp>
+#include <filesystem>
 #include <iostream>
+#include <system_error>
 
 #include "cli/commands.h"
 #include "cli/config_args.h"
 #include "common/errors.h"
+#include "common/large_heap.h"
 #include "netmodel/netsim.h"
 
 namespace po = boost::program_options;
@@ -31,6 +34,12 @@ int cmd_netsim(const Args& args) {
     return 0;
   }
   if (path.empty()) throw UsageError("no scenario given (slowpipe netsim SCENARIO.json)");
+  // The text, its parse and the scenario, the results and the table take
+  // about 8 bytes per byte of JSON: grow the heap once for them (a file that
+  // cannot be sized is left to load_scenario's messages).
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(path, ec);
+  if (!ec && bytes <= netmodel::kMaxScenarioBytes) prepare_large_heap(8 * bytes);
   netmodel::run_netsim(path, std::cout);
   return 0;
 }
