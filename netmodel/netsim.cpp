@@ -1,4 +1,4 @@
-// The flow simulation of a netsim scenario on FlowNetwork + EventEngine, and
+// The flow simulation of a netsim scenario on FlowNetwork, and
 // its table. Reading scenarios: netsim_scenario.cpp.
 #include "netmodel/netsim.h"
 
@@ -8,12 +8,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <unordered_map>
 #include <utility>
 
 #include "common/errors.h"
-#include "netmodel/internal/event_engine.h"
 #include "netmodel/internal/flow_network.h"
 
 namespace slowpipe::netmodel {
@@ -146,12 +146,12 @@ std::vector<FlowResult> result_rows(const Scenario& sc) {
 }
 
 struct Start {
-  double time_s;  // as an EventEngine holds it: a time before 0 is 0
+  double time_s;  // a time before 0 is 0, as the event queue it came from held it
   uint32_t flow;
 };
 
 // The flows that can start (finite start, a route that is up) in the order
-// an EventEngine given them all at time 0 pops them: by time, then by index.
+// an event queue given them all at time 0 popped them: by time, then by index.
 std::vector<Start> sorted_starts(const Scenario& sc, const FlowPaths& paths) {
   std::vector<Start> starts;
   starts.reserve(sc.flows.size());
@@ -172,23 +172,26 @@ std::vector<FlowResult> simulate(const Scenario& sc) {
   const FlowPaths paths = build_paths(sc, net);
   auto path = [&](uint32_t flow) -> const Path& { return paths.unique[paths.of_flow[flow]]; };
   std::vector<FlowResult> out = result_rows(sc);
-  // The starts are merged into the event loop instead of queued up front, so
-  // the queue holds about one event per flow in flight (at 100,000 flows a
-  // heap of thousands instead of 100,000). The order is the one the queue
-  // gave: queued first, a start went before any event at the same time.
+  // The events are the starts, in time order, and one wake-up: the network's
+  // next finish as of its last change (at most one is ever current; an event
+  // queue held a stale one per change). A start goes before a wake-up at the
+  // same time. A flow is delivered its route's latency after its last bit
+  // left; nothing depends on a delivery, so it is written when the flow
+  // leaves the network. This is the order and the arithmetic of the event
+  // queue this loop replaced (tests/netmodel/test_netsim.cpp keeps it as the
+  // reference).
   const std::vector<Start> starts = sorted_starts(sc, paths);
-  enum : uint32_t { kWake, kDeliver };
-  EventEngine engine;
   std::vector<uint32_t> flow_of_id, done;
+  constexpr double kNever = std::numeric_limits<double>::infinity();
+  double wake_s = kNever;  // the wake-up's time (kNever: none)
   uint64_t wake_version = ~0ull;
-  auto schedule_wake = [&](double now_s) {  // an event is never scheduled before now
-    if (!std::isinf(net.next_finish_s()) && wake_version != net.version()) {
-      wake_version = net.version();
-      engine.schedule(std::max(net.next_finish_s(), now_s), kWake, 0, wake_version);
-    }
+  auto schedule_wake = [&](double now_s) {
+    if (wake_version == net.version()) return;  // the current one still holds
+    wake_version = net.version();
+    wake_s = std::isinf(net.next_finish_s()) ? kNever : std::max(net.next_finish_s(), now_s);
   };
-  for (size_t next = 0; next < starts.size() || !engine.empty();) {
-    if (next < starts.size() && (engine.empty() || starts[next].time_s <= engine.top().time_s)) {
+  for (size_t next = 0; next < starts.size() || wake_s != kNever;) {
+    if (next < starts.size() && starts[next].time_s <= wake_s) {
       const Start& s = starts[next++];
       const Path& p = path(s.flow);
       const uint32_t id = net.start_flow(s.time_s, p.resources.data(), p.resources.size(),
@@ -198,20 +201,17 @@ std::vector<FlowResult> simulate(const Scenario& sc) {
       schedule_wake(s.time_s);
       continue;
     }
-    const Event ev = engine.pop();
-    if (ev.type == kWake) {
-      if (ev.aux != net.version()) continue;
-      done.clear();
-      net.collect_finished(engine.now(), done);
-      for (uint32_t id : done) {
-        const uint32_t f = flow_of_id[id];
-        engine.schedule(engine.now() + path(f).latency_s, kDeliver, f);
-      }
-      schedule_wake(engine.now());
-    } else {
-      out[ev.target].finish_s = engine.now();
-      out[ev.target].finished = std::isfinite(engine.now());
+    const double now_s = wake_s;
+    wake_s = kNever;
+    done.clear();
+    net.collect_finished(now_s, done);
+    for (uint32_t id : done) {
+      const uint32_t f = flow_of_id[id];
+      const double at_s = now_s + path(f).latency_s;
+      out[f].finish_s = at_s < now_s ? now_s : at_s;
+      out[f].finished = std::isfinite(out[f].finish_s);
     }
+    schedule_wake(now_s);
   }
   return out;
 }
