@@ -18,8 +18,9 @@
 // each is done; each class's first finish sits in a FinishIndex.
 // Cost of one update (a start, or a collect that removes flows), with K the
 // path classes connected to the change, R_K their resources, L a path's
-// length, B <= R_K the distinct bottleneck shares and C the active classes:
-//   O(sum over K of L  +  R_K * B  +  |K| log C)
+// length, B <= R_K the distinct bottleneck shares, C the classes seen and
+// M <= |K| the finish index's blocks whose minimum rose:
+//   O(sum over K of L  +  R_K * B  +  |K|  +  C / 64  +  64 M)
 // plus, per flow started or removed, O(L log L + log n) (n: flows in its
 // class). It does not grow with the number of flows in flight (before path
 // classes: O(F_K * L * B + F) with F_K the flows connected to the change and
