@@ -3,12 +3,16 @@
 // a 64-bit load at byte b holds stream bits 8b .. 8b + 63.
 #include "compressors/codecs/index_coding.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "common/errors.h"
+#include "compressors/codecs/internal/quant_simd.h"
 
 // The coders also compiled for x86-64-v3 (BMI1/2: shlx, shrx, tzcnt without
 // the flags dependency) and picked at load time: a quarter to a third faster
@@ -190,22 +194,99 @@ SLOWPIPE_INLINE RowError decode_list_row(const Stream& in, uint64_t pos, int64_t
   return ascending_below(row, k, m) ? RowError::kNone : RowError::kBadIndex;
 }
 
-// One Elias-Fano row at `pos`: k low fields of l bits, then the unary high
-// parts in k + (m >> l) bits -> row[0, k). The j-th set bit of the high part,
-// at offset p, gives h_j = p - j (never negative: offsets strictly ascend).
-// 32-bit arithmetic is exact: h < k + (m >> l) and k 2^l <= m, so
-// h 2^l + low < 2 m < 2^32, even in a corrupt message.
+// The offsets of the set bits of each byte value, ascending, packed one to a
+// byte (the unused bytes 0): the AVX2 decoder below reads the unary high
+// parts a byte at a time, without a loop over its bits.
+struct BytePositions {
+  uint64_t of[256];
+  constexpr BytePositions() : of() {
+    for (int b = 0; b < 256; ++b) {
+      int n = 0;
+      for (int i = 0; i < 8; ++i)
+        if ((b >> i) & 1) of[b] |= static_cast<uint64_t>(i) << (8 * n++);
+    }
+  }
+};
+constexpr BytePositions kBytePositions;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SLOWPIPE_HIGH_PARTS_AVX2 1
+// The set bits of one 64-bit word of the unary code, word_base = p - hi at
+// its bit 0, from index j on: each byte writes 8 indices row[j, j + 8) = (p -
+// hi - j) << l | low[j] at once, those past its set bits overwritten by the
+// next byte's (the caller ensures j + popcount(w) + 8 <= k). Returns the new j.
+__attribute__((target("avx2,popcnt"))) int64_t word_high_parts_avx2(uint64_t w, uint32_t word_base,
+                                                                    int64_t j, int l,
+                                                                    const uint32_t* low,
+                                                                    uint32_t* row) {
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m128i shift = _mm_cvtsi32_si128(l);
+  for (int b = 0; b < 8; ++b) {
+    const auto byte = static_cast<uint32_t>(w >> (8 * b)) & 0xFFU;
+    const __m256i at = _mm256_cvtepu8_epi32(
+        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(&kBytePositions.of[byte])));
+    const auto base = static_cast<int32_t>(word_base + static_cast<uint32_t>(8 * b - j));
+    __m256i v = _mm256_sub_epi32(_mm256_add_epi32(at, _mm256_set1_epi32(base)), iota);
+    v = _mm256_or_si256(_mm256_sll_epi32(v, shift),
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(low + j)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + j), v);
+    j += __builtin_popcount(byte);
+  }
+  return j;
+}
+#endif
+
+// The high parts of an Elias-Fano row: the unary code in [hi, hi_end), its
+// j-th set bit at offset p giving h_j = p - hi - j, into row[j] = h_j << l |
+// low[j]. Returns the number of set bits, or k + 1 when there are more than k
+// (nothing written past row[k - 1]). One index per set bit, as
+// count-trailing-zeros finds them, or with `avx2` a byte of the code at a
+// time where a whole word's indices and 8 more fit below k.
+SLOWPIPE_INLINE int64_t decode_high_parts(const Stream& in, uint64_t hi, uint64_t hi_end, int64_t k,
+                                          int l, const uint32_t* low, uint32_t* row, bool avx2) {
+  if (hi >= hi_end) return 0;
+  int64_t j = 0;
+  uint64_t wi = hi >> 6;
+  const uint64_t last = (hi_end - 1) >> 6;
+  uint64_t w = in.load(8 * wi) & (~uint64_t{0} << (hi & 63));
+  for (;;) {
+    if (wi == last) w &= ~uint64_t{0} >> (63 - ((hi_end - 1) & 63));
+    const int64_t ones = __builtin_popcountll(w);
+    if (j + ones > k) return k + 1;
+    const auto word_base = static_cast<uint32_t>(64 * wi - hi);  // p - hi at the word's bit 0
+#ifdef SLOWPIPE_HIGH_PARTS_AVX2
+    if (avx2 && j + ones + 8 <= k) {
+      j = word_high_parts_avx2(w, word_base, j, l, low, row);
+      w = 0;
+    }
+#else
+    (void)avx2;
+#endif
+    for (; w != 0; w &= w - 1, ++j)
+      row[j] = (word_base + static_cast<uint32_t>(__builtin_ctzll(w)) - static_cast<uint32_t>(j))
+                   << l |
+               low[j];
+    if (wi == last) return j;
+    ++wi;
+    w = in.load(8 * wi);
+  }
+}
+
+// One Elias-Fano row at `pos`: k low fields of l bits (into `low`, k entries
+// of scratch), then the unary high parts in k + (m >> l) bits -> row[0, k).
+// The j-th set bit of the high part, at offset p, gives h_j = p - j (never
+// negative: offsets strictly ascend). 32-bit arithmetic is exact: h < k +
+// (m >> l) and k 2^l <= m, so h 2^l + low < 2 m < 2^32, even in a corrupt
+// message.
 SLOWPIPE_INLINE RowError decode_elias_fano_row(const Stream& in, uint64_t pos, int64_t m, int64_t k,
-                                               int l, uint32_t* row) {
+                                               int l, uint32_t* low, uint32_t* row, bool avx2) {
   const uint64_t hi = pos + static_cast<uint64_t>(k) * l;
   const uint64_t hi_end = hi + static_cast<uint64_t>(k) + (static_cast<uint64_t>(m) >> l);
   if (l > 0)
-    read_fields(in, pos, k, l, row);
+    read_fields(in, pos, k, l, low);
   else
-    std::fill(row, row + k, 0U);
-  const int64_t n = scan_ones(in, hi, hi_end, k, [&](uint64_t p, uint64_t j) {
-    row[j] |= static_cast<uint32_t>(p - hi - j) << l;
-  });
+    std::fill(low, low + k, 0U);
+  const int64_t n = decode_high_parts(in, hi, hi_end, k, l, low, row, avx2);
   if (n != k) return n > k ? RowError::kTooMany : RowError::kTooFew;
   return ascending_below(row, k, m) ? RowError::kNone : RowError::kBadIndex;
 }
@@ -296,10 +377,17 @@ SLOWPIPE_CLONES void encode_indices(const int32_t* idx, int64_t rows, int64_t m,
 }
 
 SLOWPIPE_CLONES void decode_indices(const uint8_t* in, int64_t rows, int64_t m, int64_t k,
-                                    const IndexCoding& c, int32_t* idx) {
+                                    const IndexCoding& c, int32_t* idx, bool vector) {
   const uint64_t bytes = index_section_bytes(rows, c);
   if (bytes == 0) return;
   const Stream stream(in, bytes);
+  // Elias-Fano's low parts, kept per thread (a row of GPT-2 XL's activation
+  // at 10% is 650 KB: made anew at each call it would fault fresh pages in).
+  thread_local std::vector<uint32_t> low_parts;
+  if (c.format == IndexFormat::kEliasFano && low_parts.size() < static_cast<size_t>(k))
+    low_parts.resize(static_cast<size_t>(k));
+  uint32_t* const low = low_parts.data();
+  const bool avx2 = vector && simd::level() >= simd::Level::kAvx2;
   for (int64_t r = 0; r < rows; ++r) {
     const uint64_t pos = static_cast<uint64_t>(r) * c.row_bits;
     auto* row = reinterpret_cast<uint32_t*>(idx + r * k);  // as unsigned: may alias
@@ -312,7 +400,7 @@ SLOWPIPE_CLONES void decode_indices(const uint8_t* in, int64_t rows, int64_t m, 
         e = decode_list_row(stream, pos, m, k, c.index_bits, row);
         break;
       case IndexFormat::kEliasFano:
-        e = decode_elias_fano_row(stream, pos, m, k, c.low_bits, row);
+        e = decode_elias_fano_row(stream, pos, m, k, c.low_bits, low, row, avx2);
         break;
     }
     if (e != RowError::kNone) throw_row_error(e, r);

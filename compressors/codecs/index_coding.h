@@ -21,8 +21,10 @@
 //
 // Encoders OR into the zeroed section: fields (list, Elias-Fano low parts)
 // through a 64-bit accumulator, several per store; set bits (bitmap, unary
-// high parts) one byte OR each; no loop over bits. The bitmap and Elias-Fano
-// decoders find the set bits with count-trailing-zeros over 64-bit words.
+// high parts) one byte OR each; no loop over bits. The bitmap decoder finds
+// the set bits with count-trailing-zeros over 64-bit words; the Elias-Fano
+// decoder too, or in AVX2 a byte of its unary code at a time (the offsets of
+// a byte's set bits from a table of 256, eight indices per store).
 // Decoding validates and throws DataError for a bitmap row or an Elias-Fano
 // high part without exactly k set bits, an index >= m, or indices not strictly
 // ascending; it reads nothing outside its input.
@@ -57,10 +59,13 @@ void encode_indices(const int32_t* idx, int64_t rows, int64_t m, int64_t k, uint
 // Inverse: `in` of index_section_bytes() bytes -> idx [rows, k]; DataError for
 // input no encoder writes (see above; the padding bits are not checked).
 void decode_indices(const uint8_t* in, int64_t rows, int64_t m, int64_t k, int32_t* idx);
-// The same in a given coding from index_coding_as(format, m, k).
+// The same in a given coding from index_coding_as(format, m, k). `vector`:
+// Elias-Fano's high parts a byte at a time in AVX2 where the CPU (and
+// SLOWPIPE_SIMD) allow it; false keeps to one index per set bit (the tests
+// compare the two).
 void encode_indices(const int32_t* idx, int64_t rows, int64_t m, int64_t k,
                     const IndexCoding& coding, uint8_t* out);
 void decode_indices(const uint8_t* in, int64_t rows, int64_t m, int64_t k,
-                    const IndexCoding& coding, int32_t* idx);
+                    const IndexCoding& coding, int32_t* idx, bool vector = true);
 
 }  // namespace slowpipe::compressors
