@@ -127,30 +127,44 @@ __attribute__((target("avx512f,popcnt"))) int64_t count_and_collect_avx512(
   }
   return above + count_and_collect_scalar(x, i, m, lo, hi, cmag, nc);
 }
+// With `values`, the kept elements' values are compressed beside their
+// indices (no gather from the row after); the few a tie block or the tail
+// emits one at a time are read back by index.
 __attribute__((target("avx512f,popcnt"))) int64_t emit_avx512(const float* x, int64_t m, uint32_t t,
                                                               int64_t& ties, int64_t k,
-                                                              int32_t* out) {
+                                                              int32_t* out, float* values) {
   const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
   const __m512i vt = _mm512_set1_epi32(static_cast<int>(t));
   const __m512i step = _mm512_set1_epi32(16);
   __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const auto read_back = [&](int64_t from, int64_t to) {
+    if (values)
+      for (int64_t j = from; j < to; ++j) values[j] = x[out[j]];
+  };
   int64_t w = 0, i = 0;
   for (; i + 16 <= m; i += 16) {
-    __m512i u = _mm512_and_si512(_mm512_loadu_si512(x + i), abs_mask);
+    const __m512i raw = _mm512_loadu_si512(x + i);
+    __m512i u = _mm512_and_si512(raw, abs_mask);
     __mmask16 gt = _mm512_cmpgt_epu32_mask(u, vt);
     __mmask16 eq = _mm512_cmpeq_epu32_mask(u, vt);
     if (eq && ties > 0) {  // rare: settle this block in order
-      w += emit_scalar(x, i, i + 16, t, ties, out + w);
-    } else if (w + 16 <= k) {  // full store stays inside out[0, k)
+      const int64_t n = emit_scalar(x, i, i + 16, t, ties, out + w);
+      read_back(w, w + n);
+      w += n;
+    } else if (w + 16 <= k) {  // full stores stay inside out[0, k) and values[0, k)
       _mm512_storeu_si512(out + w, _mm512_maskz_compress_epi32(gt, idx));
+      if (values) _mm512_storeu_si512(values + w, _mm512_maskz_compress_epi32(gt, raw));
       w += __builtin_popcount(gt);
     } else {
       _mm512_mask_compressstoreu_epi32(out + w, gt, idx);
+      if (values) _mm512_mask_compressstoreu_epi32(values + w, gt, raw);
       w += __builtin_popcount(gt);
     }
     idx = _mm512_add_epi32(idx, step);
   }
-  return w + emit_scalar(x, i, m, t, ties, out + w);
+  const int64_t n = emit_scalar(x, i, m, t, ties, out + w);
+  read_back(w, w + n);
+  return w + n;
 }
 
 // The fused sweeps in AVX2, 8 elements at a time. AVX2 has no compress: a table
@@ -244,13 +258,17 @@ SLOWPIPE_AVX2 int64_t filter_avx2(const Kept& kept, uint32_t t, int64_t& ties, i
 #endif
 
 // Sweep 2 on `isa`'s path: indices > t, and the first `ties` at t, in order;
-// *with_values: whether it wrote their values too (the AVX2 filter does).
+// *with_values: whether it wrote their values too (the AVX2 filter and the
+// AVX-512 emit do).
 int64_t emit_in_order(TopkSelector::Sweeps isa, const float* x, int64_t m, const Kept& kept,
                       uint32_t t, int64_t ties, int64_t k, int32_t* out, float* values,
                       bool* with_values) {
   using Sweeps = TopkSelector::Sweeps;
 #ifdef SLOWPIPE_HAVE_SIMD_SWEEP
-  if (isa == Sweeps::kAvx512) return emit_avx512(x, m, t, ties, k, out);
+  if (isa == Sweeps::kAvx512) {
+    *with_values = values != nullptr;
+    return emit_avx512(x, m, t, ties, k, out, values);
+  }
   if (isa == Sweeps::kAvx2) {
     *with_values = values != nullptr;
     return filter_avx2(kept, t, ties, k, out, values);
@@ -405,8 +423,8 @@ void TopkSelector::select_exact(const float* x, int64_t m, int64_t k, int32_t* o
 
 void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out, float* values) {
   if (k <= 0) return;
-  // The paths that emit from the row gather the values after it (while a
-  // small row is still in cache); the AVX2 sweeps write them as they emit.
+  // The scalar paths gather the values after they emit (while a small row is
+  // still in cache); the AVX2 and AVX-512 sweeps write them as they emit.
   const auto gather = [&] {
     if (values)
       for (int64_t j = 0; j < k; ++j) values[j] = x[out[j]];
