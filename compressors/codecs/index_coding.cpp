@@ -35,6 +35,61 @@ SLOWPIPE_INLINE uint64_t load64(const uint8_t* p) {
   return w;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SLOWPIPE_ONES_AVX2 1
+// Sets the bits at stream positions base + (row[j] >> l) + j * plus_j for j
+// in [0, count), ascending, 8 at a time where the 8 span at most two 64-bit
+// words that lie inside the stream's `bytes` (each word ORed once per 8); the
+// others one byte OR each. OR is order-free, so the bits are the same.
+// The OR of a vector's four 64-bit lanes.
+__attribute__((target("avx2"))) inline uint64_t or_lanes(__m256i v) {
+  const __m128i x = _mm_or_si128(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  return static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_or_si128(x, _mm_unpackhi_epi64(x, x))));
+}
+__attribute__((target("avx2"))) void ones_avx2(uint8_t* out, uint64_t bytes, uint64_t base,
+                                               const int32_t* row, int64_t count, int l,
+                                               int plus_j) {
+  const __m128i shift = _mm_cvtsi32_si128(l);
+  const __m256i lanes =
+      _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(plus_j));
+  const __m256i one = _mm256_set1_epi64x(1), sixty_four = _mm256_set1_epi64x(64);
+  const auto position = [&](int64_t j) {
+    return base + (static_cast<uint32_t>(row[j]) >> l) + static_cast<uint64_t>(j * plus_j);
+  };
+  const auto set_one = [&](uint64_t p) { out[p >> 3] |= static_cast<uint8_t>(1U << (p & 7)); };
+  int64_t j = 0;
+  for (; j + 8 <= count; j += 8) {
+    const uint64_t p0 = position(j), word = p0 >> 6;
+    const uint64_t p7 = position(j + 7);
+    if (p7 - 64 * word >= 128 || 8 * word + 16 > bytes) {
+      for (int t = 0; t < 8; ++t) set_one(position(j + t));
+      continue;
+    }
+    // Offsets from the word's bit 0, in [0, 128): 32-bit lanes suffice.
+    const __m256i h =
+        _mm256_srl_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + j)), shift);
+    const auto first = static_cast<int32_t>(static_cast<uint32_t>(row[j]) >> l);
+    const __m256i rel =
+        _mm256_add_epi32(_mm256_sub_epi32(_mm256_add_epi32(h, lanes), _mm256_set1_epi32(first)),
+                         _mm256_set1_epi32(static_cast<int32_t>(p0 & 63)));
+    const __m256i r_lo = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(rel));
+    const __m256i r_hi = _mm256_cvtepu32_epi64(_mm256_extracti128_si256(rel, 1));
+    // A shift count of 64 or more (or a negative one) gives 0.
+    const __m256i a = _mm256_or_si256(_mm256_sllv_epi64(one, r_lo), _mm256_sllv_epi64(one, r_hi));
+    const __m256i b = _mm256_or_si256(_mm256_sllv_epi64(one, _mm256_sub_epi64(r_lo, sixty_four)),
+                                      _mm256_sllv_epi64(one, _mm256_sub_epi64(r_hi, sixty_four)));
+    uint64_t w0, w1;
+    std::memcpy(&w0, out + 8 * word, 8);
+    std::memcpy(&w1, out + 8 * word + 8, 8);
+    w0 |= or_lanes(a);
+    w1 |= or_lanes(b);
+    std::memcpy(out + 8 * word, &w0, 8);
+    std::memcpy(out + 8 * word + 8, &w1, 8);
+  }
+  for (; j < count; ++j) set_one(position(j));
+}
+#endif
+
 // Writes a bit stream LSB-first into `bytes` zeroed bytes, OR-ing every bit in:
 // fields through a 64-bit accumulator stored a whole word at a time, single
 // set bits (bitmaps, unary codes) as one byte OR each. No write leaves the
@@ -80,6 +135,28 @@ class BitWriter {
       out_[p >> 3] |= static_cast<uint8_t>(1U << (p & 7));
     }
     pos_ += len;
+  }
+
+  // The set bits at offsets (row[j] >> l) + j * plus_j (plus_j 0 or 1) from
+  // the current position, j in [0, count), ascending; then `len` bits on.
+  SLOWPIPE_INLINE void ones_of(const int32_t* row, int64_t count, int l, int plus_j, uint64_t len,
+                               bool avx2) {
+#ifdef SLOWPIPE_ONES_AVX2
+    if (avx2) {
+      ones_avx2(out_, bytes_, pos_, row, count, l, plus_j);
+      pos_ += len;
+      return;
+    }
+#else
+    (void)avx2;
+#endif
+    ones(
+        count,
+        [row, l, plus_j](int64_t j) {
+          return static_cast<uint64_t>(static_cast<uint32_t>(row[j]) >> l) +
+                 static_cast<uint64_t>(j * plus_j);
+        },
+        len);
   }
 
   // Checks that the stream fills `bytes_` (the last byte possibly in part).
@@ -341,9 +418,10 @@ void decode_indices(const uint8_t* in, int64_t rows, int64_t m, int64_t k, int32
 }
 
 SLOWPIPE_CLONES void encode_indices(const int32_t* idx, int64_t rows, int64_t m, int64_t k,
-                                    const IndexCoding& c, uint8_t* out) {
+                                    const IndexCoding& c, uint8_t* out, bool vector) {
   const uint64_t bytes = index_section_bytes(rows, c);
   if (bytes == 0) return;
+  const bool avx2 = vector && simd::level() >= simd::Level::kAvx2;
   const int l = c.low_bits;
   for (int64_t r = 0; r < rows; ++r)  // a bad index would write outside `out`
     if (!ascending_below(reinterpret_cast<const uint32_t*>(idx + r * k), k, m))
@@ -354,22 +432,14 @@ SLOWPIPE_CLONES void encode_indices(const int32_t* idx, int64_t rows, int64_t m,
     const int32_t* row = idx + r * k;
     switch (c.format) {
       case IndexFormat::kBitmap:
-        w.ones(
-            k, [row](int64_t j) { return static_cast<uint64_t>(row[j]); },
-            static_cast<uint64_t>(m));
+        w.ones_of(row, k, 0, 0, static_cast<uint64_t>(m), avx2);
         break;
       case IndexFormat::kList:
         w.fields(row, k, c.index_bits);
         break;
       case IndexFormat::kEliasFano:
         if (l > 0) w.fields(row, k, l);
-        w.ones(
-            k,
-            [row, l](int64_t j) {
-              return static_cast<uint64_t>(static_cast<uint32_t>(row[j]) >> l) +
-                     static_cast<uint64_t>(j);
-            },
-            static_cast<uint64_t>(k) + (static_cast<uint64_t>(m) >> l));
+        w.ones_of(row, k, l, 1, static_cast<uint64_t>(k) + (static_cast<uint64_t>(m) >> l), avx2);
         break;
     }
   }

@@ -60,11 +60,11 @@ void encode_indices(const int32_t* idx, int64_t rows, int64_t m, int64_t k, uint
 // input no encoder writes (see above; the padding bits are not checked).
 void decode_indices(const uint8_t* in, int64_t rows, int64_t m, int64_t k, int32_t* idx);
 // The same in a given coding from index_coding_as(format, m, k). `vector`:
-// Elias-Fano's high parts a byte at a time in AVX2 where the CPU (and
-// SLOWPIPE_SIMD) allow it; false keeps to one index per set bit (the tests
-// compare the two).
+// the set bits (bitmap, Elias-Fano's high parts) 8 indices at a time in AVX2
+// where the CPU (and SLOWPIPE_SIMD) allow it; false keeps to one index per
+// set bit (the tests compare the two).
 void encode_indices(const int32_t* idx, int64_t rows, int64_t m, int64_t k,
-                    const IndexCoding& coding, uint8_t* out);
+                    const IndexCoding& coding, uint8_t* out, bool vector = true);
 void decode_indices(const uint8_t* in, int64_t rows, int64_t m, int64_t k,
                     const IndexCoding& coding, int32_t* idx, bool vector = true);
 

@@ -325,6 +325,9 @@ TEST_CASE("Index coding: every format round-trips at its edges, bit for bit with
           std::vector<uint8_t> out(sc::index_section_bytes(rows, coding), 0xA5);
           sc::encode_indices(flat.data(), rows, m, k, coding, out.data());
           REQUIRE(out == sc::naive::index_section(ref_rows, m, k, f));
+          std::vector<uint8_t> one_by_one(out.size(), 0x5A);  // no AVX2 set bits
+          sc::encode_indices(flat.data(), rows, m, k, coding, one_by_one.data(), false);
+          REQUIRE(one_by_one == out);
           for (bool vector : {true, false}) {  // the AVX2 high parts where allowed, and not
             std::vector<int32_t> back(flat.size(), -1);
             sc::decode_indices(out.data(), rows, m, k, coding, back.data(), vector);
