@@ -21,7 +21,8 @@
 //
 // Encoders OR into the zeroed section: fields (list, Elias-Fano low parts)
 // through a 64-bit accumulator, several per store; set bits (bitmap, unary
-// high parts) one byte OR each; no loop over bits. The bitmap decoder finds
+// high parts) one byte OR each, or in AVX2 eight at a time ORed into the two
+// 64-bit words they span; no loop over bits. The bitmap decoder finds
 // the set bits with count-trailing-zeros over 64-bit words; the Elias-Fano
 // decoder too, or in AVX2 a byte of its unary code at a time (the offsets of
 // a byte's set bits from a table of 256, eight indices per store).
