@@ -8,6 +8,7 @@
 
 #include <c10/util/Half.h>
 
+#include <algorithm>
 #include <array>
 #include <cfloat>
 #include <cmath>
@@ -167,6 +168,9 @@ TileStats stats_of(const float* x, int64_t len, bool vector) {
 void stats_many(const float* const* x, const int64_t* len, int n, TileStats* out) {
 #ifdef TAH_F16C
   if (have_avx2()) {
+    if (n == 8 && len[0] >= 8 && len[0] % 8 == 0 &&
+        std::all_of(len, len + 8, [&](int64_t v) { return v == len[0]; }))
+      return stats8_avx2(x, len[0], out);
     for (int i = 0; i < n; ++i)
       out[i] =
           len[i] >= 8 && len[i] % 8 == 0 ? tile_stats_avx2(x[i], len[i]) : tile_stats(x[i], len[i]);

@@ -184,6 +184,54 @@ TEST_CASE("TAH-Quant: entropies of many tiles give each tile's portable float") 
     }
 }
 
+TEST_CASE("TAH-Quant: the statistics of 8 tiles at once equal each tile's portable ones") {
+  // stats_many folds 8 tiles of one length together (AVX2); each statistic
+  // must be the portable loop's to the bit: the top two with ties, a max of
+  // +0 and -0, all-negative tiles, subnormals; and finite exactly when it is.
+  std::mt19937 rng(43);
+  std::normal_distribution<float> normal;
+  std::uniform_int_distribution<int> pick(0, 11);
+  const auto same = [](const tah::TileStats& a, const tah::TileStats& b) {
+    return std::memcmp(&a.top1, &b.top1, 4) == 0 && std::memcmp(&a.top2, &b.top2, 4) == 0 &&
+           std::memcmp(&a.lo, &b.lo, 4) == 0 && std::memcmp(&a.hi, &b.hi, 4) == 0 &&
+           a.finite == b.finite;
+  };
+  int checked = 0;
+  for (int64_t len : {8, 16, 64, 1024})
+    for (int round = 0; round < 60; ++round) {
+      std::vector<float> x(static_cast<size_t>(8 * len));
+      for (size_t i = 0; i < x.size(); ++i) {
+        const int kind = pick(rng), tile = static_cast<int>(i / len);
+        // Tile 1: negatives and zeros of both signs, so that lanes end on
+        // different zeros and the fold's ties decide the sign of the max.
+        x[i] = tile == 1   ? (kind % 3 == 0   ? -1.0F
+                              : kind % 3 == 1 ? -0.0F
+                                              : 0.0F)
+               : tile == 2 ? -std::fabs(normal(rng))  // all negative
+               : kind == 0 ? 3.0F                     // ties at the top
+               : kind == 1 ? -3.0F
+               : kind == 2 ? 1e-42F  // subnormal
+                           : normal(rng);
+      }
+      if (round % 5 == 4)  // one tile not finite
+        x[static_cast<size_t>(pick(rng) % 8 * len + round % len)] =
+            round % 2 ? INFINITY : std::numeric_limits<float>::quiet_NaN();
+      const float* at[8];
+      int64_t lens[8];
+      for (int t = 0; t < 8; ++t) at[t] = x.data() + (7 - t) * len, lens[t] = len;  // any order
+      tah::TileStats got[8];
+      tah::stats_many(at, lens, 8, got);
+      for (int t = 0; t < 8; ++t) {
+        INFO("len " << len << " round " << round << " tile " << t);
+        const tah::TileStats want = tah::stats_of(at[t], len, false);
+        REQUIRE(got[t].finite == want.finite);
+        if (want.finite) REQUIRE(same(got[t], want));
+        ++checked;
+      }
+    }
+  REQUIRE(checked == 4 * 60 * 8);
+}
+
 TEST_CASE("TAH-Quant: the pivot search finds the first largest magnitude") {
   std::mt19937 rng(43);
   std::normal_distribution<float> normal;

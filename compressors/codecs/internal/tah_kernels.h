@@ -32,8 +32,12 @@ struct TileStats {
 };
 // By the fastest path this CPU has (`vector` false: the portable loop).
 TileStats stats_of(const float* x, int64_t len, bool vector = true);
-// stats_of(x[i], len[i]) into out[i] for i < n, the path chosen once.
+// stats_of(x[i], len[i]) into out[i] for i < n, the path chosen once; 8
+// tiles of one length (a multiple of 8) fold their lanes together in AVX2.
 void stats_many(const float* const* x, const int64_t* len, int n, TileStats* out);
+// The statistics of 8 tiles of `len` elements (a positive multiple of 8) in
+// AVX2, the same as stats_of's (tah_stats8.cpp). x86-64 with GCC/clang only.
+void stats8_avx2(const float* const* x, int64_t len, TileStats* out);
 
 // tah_entropy(x[i], len) into out[i] for i < n (internal/tah_quant.h): in
 // AVX2 (len a multiple of 8) four tiles interleaved, each with its own
