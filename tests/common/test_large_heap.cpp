@@ -11,7 +11,18 @@
 
 #include "common/large_heap.h"
 
-#if defined(__linux__) && defined(__GLIBC__)
+// Under AddressSanitizer (make sanitize) malloc is the sanitizer's: glibc's
+// tuning and counters do not apply, so only the refusals and plain use are
+// checked there.
+#if defined(__SANITIZE_ADDRESS__)
+#define SLOWPIPE_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SLOWPIPE_TEST_ASAN 1
+#endif
+#endif
+#if defined(__linux__) && defined(__GLIBC__) && !defined(SLOWPIPE_TEST_ASAN)
+#define SLOWPIPE_TEST_GLIBC_HEAP 1
 #include <malloc.h>
 #endif
 
@@ -23,7 +34,7 @@ TEST_CASE("prepare_large_heap: refuses requests below two huge pages") {
 TEST_CASE("prepare_large_heap: the heap grows once, and blocks of 20 MB come from it") {
   constexpr size_t kBytes = size_t{96} << 20;
   const bool prepared = slowpipe::prepare_large_heap(kBytes);
-#if defined(__linux__) && defined(__GLIBC__)
+#ifdef SLOWPIPE_TEST_GLIBC_HEAP
   // madvise may be refused (a kernel without transparent huge pages); the
   // heap has grown either way.
   const struct mallinfo2 before = mallinfo2();
@@ -35,6 +46,9 @@ TEST_CASE("prepare_large_heap: the heap grows once, and blocks of 20 MB come fro
   CHECK(big.back() == static_cast<double>(big.size() - 1));
   (void)prepared;
 #else
-  CHECK_FALSE(prepared);
+  std::vector<double> big(size_t{20} << 17);
+  std::iota(big.begin(), big.end(), 0.0);
+  CHECK(big.back() == static_cast<double>(big.size() - 1));
+  (void)prepared;
 #endif
 }
