@@ -106,65 +106,73 @@ int64_t filter_scalar(const Kept& kept, int64_t begin, int64_t end, uint32_t t, 
   return w;
 }
 
-// The two sweeps of the portable loops with AVX-512 compresses, 16 elements at
-// a time. (The fused sweeps below measured slower here: three compresses per
-// vector instead of one; vpcompressd is the bottleneck.)
-__attribute__((target("avx512f,popcnt"))) int64_t count_and_collect_avx512(
-    const float* x, int64_t m, uint32_t lo, uint32_t hi, uint32_t* cmag, int64_t& nc) {
+// The fused sweeps in AVX-512, 16 elements at a time, with compresses (into a
+// register, then stored whole: a compress-store straight to memory is
+// microcoded on some CPUs). Sweep 1 counts the sure ones and writes the kept
+// stream (every element >= lo, index and bits, in index order); the
+// candidates ([lo, hi]) are then compressed from that stream (about a sixth
+// of the row at K = 10%), and sweep 2 filters the stream, not the row: one
+// pass over the row instead of two.
+__attribute__((target("avx512f,popcnt"))) int64_t collect_avx512(const float* x, int64_t m,
+                                                                 uint32_t lo, uint32_t hi,
+                                                                 uint32_t* cmag, int64_t& nc,
+                                                                 Kept& kept) {
   const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
   const __m512i vhi = _mm512_set1_epi32(static_cast<int>(hi));
   const __m512i vlo = _mm512_set1_epi32(static_cast<int>(lo));
-  int64_t above = 0, i = 0;
-  for (; i + 16 <= m; i += 16) {
-    __m512i u = _mm512_and_si512(_mm512_loadu_si512(x + i), abs_mask);
-    above += __builtin_popcount(_mm512_cmpgt_epu32_mask(u, vhi));
-    __mmask16 c = _mm512_cmpge_epu32_mask(u, vlo) & _mm512_cmple_epu32_mask(u, vhi);
-    // No branch (about half the vectors hold a candidate: a branch would be a
-    // coin toss); compress in a register and store whole (cmag has 16 spare
-    // slots): a compress-store straight to memory is microcoded on some CPUs.
-    _mm512_storeu_si512(cmag + nc, _mm512_maskz_compress_epi32(c, u));
-    nc += __builtin_popcount(c);
-  }
-  return above + count_and_collect_scalar(x, i, m, lo, hi, cmag, nc);
-}
-// With `values`, the kept elements' values are compressed beside their
-// indices (no gather from the row after); the few a tie block or the tail
-// emits one at a time are read back by index.
-__attribute__((target("avx512f,popcnt"))) int64_t emit_avx512(const float* x, int64_t m, uint32_t t,
-                                                              int64_t& ties, int64_t k,
-                                                              int32_t* out, float* values) {
-  const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
-  const __m512i vt = _mm512_set1_epi32(static_cast<int>(t));
   const __m512i step = _mm512_set1_epi32(16);
   __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const auto read_back = [&](int64_t from, int64_t to) {
-    if (values)
-      for (int64_t j = from; j < to; ++j) values[j] = x[out[j]];
-  };
-  int64_t w = 0, i = 0;
+  int64_t above = 0, i = 0, k_n = kept.n;  // locals: the stores may alias any field
+  int32_t* const k_idx = kept.idx;
+  uint32_t* const k_raw = kept.raw;
   for (; i + 16 <= m; i += 16) {
     const __m512i raw = _mm512_loadu_si512(x + i);
-    __m512i u = _mm512_and_si512(raw, abs_mask);
-    __mmask16 gt = _mm512_cmpgt_epu32_mask(u, vt);
-    __mmask16 eq = _mm512_cmpeq_epu32_mask(u, vt);
-    if (eq && ties > 0) {  // rare: settle this block in order
-      const int64_t n = emit_scalar(x, i, i + 16, t, ties, out + w);
-      read_back(w, w + n);
-      w += n;
-    } else if (w + 16 <= k) {  // full stores stay inside out[0, k) and values[0, k)
-      _mm512_storeu_si512(out + w, _mm512_maskz_compress_epi32(gt, idx));
-      if (values) _mm512_storeu_si512(values + w, _mm512_maskz_compress_epi32(gt, raw));
-      w += __builtin_popcount(gt);
-    } else {
-      _mm512_mask_compressstoreu_epi32(out + w, gt, idx);
-      if (values) _mm512_mask_compressstoreu_epi32(values + w, gt, raw);
-      w += __builtin_popcount(gt);
-    }
+    const __m512i u = _mm512_and_si512(raw, abs_mask);
+    above += __builtin_popcount(_mm512_cmpgt_epu32_mask(u, vhi));
+    const __mmask16 ge = _mm512_cmpge_epu32_mask(u, vlo);
+    _mm512_storeu_si512(k_idx + k_n, _mm512_maskz_compress_epi32(ge, idx));
+    _mm512_storeu_si512(k_raw + k_n, _mm512_maskz_compress_epi32(ge, raw));
+    k_n += __builtin_popcount(ge);
     idx = _mm512_add_epi32(idx, step);
   }
-  const int64_t n = emit_scalar(x, i, m, t, ties, out + w);
-  read_back(w, w + n);
-  return w + n;
+  // The candidates, from the stream (every kept one is >= lo), in index order.
+  int64_t c_n = nc, j = 0;
+  for (; j + 16 <= k_n; j += 16) {
+    const __m512i u = _mm512_and_si512(_mm512_loadu_si512(k_raw + j), abs_mask);
+    const __mmask16 c = _mm512_cmple_epu32_mask(u, vhi);
+    _mm512_storeu_si512(cmag + c_n, _mm512_maskz_compress_epi32(c, u));
+    c_n += __builtin_popcount(c);
+  }
+  for (; j < k_n; ++j) {
+    const uint32_t u = k_raw[j] & 0x7FFFFFFFU;
+    cmag[c_n] = u;
+    c_n += u <= hi;
+  }
+  nc = c_n;
+  kept.n = k_n;
+  return above + collect_kept_scalar(x, i, m, lo, hi, cmag, nc, kept);  // the tail
+}
+__attribute__((target("avx512f,popcnt"))) int64_t filter_avx512(const Kept& kept, uint32_t t,
+                                                                int64_t& ties, int64_t k,
+                                                                int32_t* out, float* values) {
+  const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
+  const __m512i vt = _mm512_set1_epi32(static_cast<int>(t));
+  int64_t w = 0, j = 0;
+  for (; j + 16 <= kept.n; j += 16) {
+    const __m512i raw = _mm512_loadu_si512(kept.raw + j);
+    const __m512i u = _mm512_and_si512(raw, abs_mask);
+    const __mmask16 gt = _mm512_cmpgt_epu32_mask(u, vt);
+    const __mmask16 eq = _mm512_cmpeq_epu32_mask(u, vt);
+    if ((eq && ties > 0) || w + 16 > k) {  // rare: ties to settle in order, or the last stores
+      w += filter_scalar(kept, j, j + 16, t, ties, out + w, values ? values + w : nullptr);
+    } else {
+      _mm512_storeu_si512(out + w,
+                          _mm512_maskz_compress_epi32(gt, _mm512_loadu_si512(kept.idx + j)));
+      if (values) _mm512_storeu_si512(values + w, _mm512_maskz_compress_epi32(gt, raw));
+      w += __builtin_popcount(gt);
+    }
+  }
+  return w + filter_scalar(kept, j, kept.n, t, ties, out + w, values ? values + w : nullptr);
 }
 
 // The fused sweeps in AVX2, 8 elements at a time. AVX2 has no compress: a table
@@ -267,7 +275,7 @@ int64_t emit_in_order(TopkSelector::Sweeps isa, const float* x, int64_t m, const
 #ifdef SLOWPIPE_HAVE_SIMD_SWEEP
   if (isa == Sweeps::kAvx512) {
     *with_values = values != nullptr;
-    return emit_avx512(x, m, t, ties, k, out, values);
+    return filter_avx512(kept, t, ties, k, out, values);
   }
   if (isa == Sweeps::kAvx2) {
     *with_values = values != nullptr;
@@ -439,20 +447,20 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out, fl
   uint32_t hi = bracket.hi, lo = bracket.lo;
   if (lo > hi) lo = hi;
   // 2. Sweep 1: count the sure ones (> hi), collect the candidates ([lo, hi]);
-  // the AVX2 sweep also keeps every element >= lo (Kept).
+  // the AVX2 and AVX-512 sweeps also keep every element >= lo (Kept).
   cand_mags_.resize(m + 16);  // + 16: the SIMD sweeps store whole vectors
   uint32_t* cmag = cand_mags_.data();
   int64_t nc = 0, ns = 0;
   const Sweeps isa = sweeps();
   Kept kept{nullptr, nullptr};
-  if (isa == Sweeps::kAvx2) {
+  if (isa != Sweeps::kPortable) {
     kept_idx_.resize(m + 16);
     kept_raw_.resize(m + 16);
     kept = Kept{kept_idx_.data(), kept_raw_.data()};
   }
 #ifdef SLOWPIPE_HAVE_SIMD_SWEEP
   if (isa == Sweeps::kAvx512)
-    ns = count_and_collect_avx512(x, m, lo, hi, cmag, nc);
+    ns = collect_avx512(x, m, lo, hi, cmag, nc, kept);
   else if (isa == Sweeps::kAvx2)
     ns = collect_avx2(x, m, lo, hi, cmag, nc, kept);
   else

@@ -27,8 +27,8 @@ namespace slowpipe::compressors {
 class TopkSelector {
  public:
   // x: [m] fp32; out: [k] ascending indices. 0 <= k <= m. values (optional):
-  // [k], x[out[j]] bit for bit (the AVX2 sweeps write them from the kept
-  // stream, without a gather from the row).
+  // [k], x[out[j]] bit for bit (the AVX2 and AVX-512 sweeps write them from
+  // the kept stream, without a gather from the row).
   void select(const float* x, int64_t m, int64_t k, int32_t* out, float* values = nullptr);
   // The same result by nth_element over the whole row (the fallback; tests).
   void select_exact(const float* x, int64_t m, int64_t k, int32_t* out);

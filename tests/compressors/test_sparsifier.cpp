@@ -106,10 +106,10 @@ TEST_CASE("TopK: the AVX2 and AVX-512 sweeps keep the portable sweeps' indices, 
           portable.select(x.data(), m, k, want.data());
           fast.select(x.data(), m, k, got.data());
           REQUIRE(got == want);
-          // The values written beside the indices (the AVX2 sweeps from their
-          // kept stream, the AVX-512 emit by compress, the scalar paths by a
-          // gather): x[idx] bit for bit, NaN payloads and signs included; the
-          // indices are the same with them.
+          // The values written beside the indices (the AVX2 and AVX-512
+          // sweeps from their kept stream, the scalar paths by a gather):
+          // x[idx] bit for bit, NaN payloads and signs included; the indices
+          // are the same with them.
           std::vector<float> values(k), values_portable(k);
           fast.select(x.data(), m, k, got_again.data(), values.data());
           portable.select(x.data(), m, k, want.data(), values_portable.data());
