@@ -211,13 +211,14 @@ enum class RowError { kNone, kTooMany, kTooFew, kBadIndex };
   throw DataError("sparse message: bad index in row " + std::to_string(r));
 }
 
-// Calls f(p, j) for the set bits p of the stream in [begin, end), ascending,
-// j = 0, 1, ...: count-trailing-zeros over aligned 64-bit words. Returns the
-// number of set bits, or max_count + 1 (f not called on the extra ones) when
-// there are more than max_count.
-template <class F>
-SLOWPIPE_INLINE int64_t scan_ones(const Stream& in, uint64_t begin, uint64_t end, int64_t max_count,
-                                  const F& f) {
+// Calls g(w, bit0, j) for each 64-bit word w of the stream in [begin, end)
+// (masked to that range), bit0 its bit 0's stream position and j the set bits
+// before it; g returns j plus the word's set bits. Returns the number of set
+// bits, or max_count + 1 (g not called on that word) when there are more than
+// max_count.
+template <class G>
+SLOWPIPE_INLINE int64_t scan_words(const Stream& in, uint64_t begin, uint64_t end,
+                                   int64_t max_count, const G& g) {
   if (begin >= end) return 0;
   int64_t j = 0;
   uint64_t wi = begin >> 6;
@@ -226,12 +227,24 @@ SLOWPIPE_INLINE int64_t scan_ones(const Stream& in, uint64_t begin, uint64_t end
   for (;;) {
     if (wi == last) w &= ~uint64_t{0} >> (63 - ((end - 1) & 63));
     if (j + __builtin_popcountll(w) > max_count) return max_count + 1;
-    for (; w != 0; w &= w - 1, ++j)
-      f((wi << 6) + static_cast<uint64_t>(__builtin_ctzll(w)), static_cast<uint64_t>(j));
+    j = g(w, wi << 6, j);
     if (wi == last) return j;
     ++wi;
     w = in.load(8 * wi);
   }
+}
+
+// Calls f(p, j) for the set bits p of the stream in [begin, end), ascending,
+// j = 0, 1, ...: count-trailing-zeros over aligned 64-bit words. Returns as
+// scan_words.
+template <class F>
+SLOWPIPE_INLINE int64_t scan_ones(const Stream& in, uint64_t begin, uint64_t end, int64_t max_count,
+                                  const F& f) {
+  return scan_words(in, begin, end, max_count, [&f](uint64_t w, uint64_t bit0, int64_t j) {
+    for (; w != 0; w &= w - 1, ++j)
+      f(bit0 + static_cast<uint64_t>(__builtin_ctzll(w)), static_cast<uint64_t>(j));
+    return j;
+  });
 }
 
 // One bitmap row of m bits at `pos` -> row[0, k).
@@ -321,21 +334,11 @@ __attribute__((target("avx2,popcnt"))) int64_t word_high_parts_avx2(uint64_t w, 
 // time where a whole word's indices and 8 more fit below k.
 SLOWPIPE_INLINE int64_t decode_high_parts(const Stream& in, uint64_t hi, uint64_t hi_end, int64_t k,
                                           int l, const uint32_t* low, uint32_t* row, bool avx2) {
-  if (hi >= hi_end) return 0;
-  int64_t j = 0;
-  uint64_t wi = hi >> 6;
-  const uint64_t last = (hi_end - 1) >> 6;
-  uint64_t w = in.load(8 * wi) & (~uint64_t{0} << (hi & 63));
-  for (;;) {
-    if (wi == last) w &= ~uint64_t{0} >> (63 - ((hi_end - 1) & 63));
-    const int64_t ones = __builtin_popcountll(w);
-    if (j + ones > k) return k + 1;
-    const auto word_base = static_cast<uint32_t>(64 * wi - hi);  // p - hi at the word's bit 0
+  return scan_words(in, hi, hi_end, k, [&](uint64_t w, uint64_t bit0, int64_t j) {
+    const auto word_base = static_cast<uint32_t>(bit0 - hi);  // p - hi at the word's bit 0
 #ifdef SLOWPIPE_HIGH_PARTS_AVX2
-    if (avx2 && j + ones + 8 <= k) {
-      j = word_high_parts_avx2(w, word_base, j, l, low, row);
-      w = 0;
-    }
+    if (avx2 && j + __builtin_popcountll(w) + 8 <= k)
+      return word_high_parts_avx2(w, word_base, j, l, low, row);
 #else
     (void)avx2;
 #endif
@@ -343,10 +346,8 @@ SLOWPIPE_INLINE int64_t decode_high_parts(const Stream& in, uint64_t hi, uint64_
       row[j] = (word_base + static_cast<uint32_t>(__builtin_ctzll(w)) - static_cast<uint32_t>(j))
                    << l |
                low[j];
-    if (wi == last) return j;
-    ++wi;
-    w = in.load(8 * wi);
-  }
+    return j;
+  });
 }
 
 // One Elias-Fano row at `pos`: k low fields of l bits (into `low`, k entries
