@@ -274,7 +274,7 @@ void unpack_dequantize(const uint8_t* in, const GroupLayout& layout, const Group
 
 SLOWPIPE_CLONES void pack_codes(const uint8_t* codes, int64_t n, int bits, uint8_t* out) {
   if (n <= 0) return;  // nothing to write (and memcpy takes no null pointer, even for 0 bytes)
-  int64_t full = 0;  // codes handled by the fast loops (a multiple of 8)
+  int64_t full = 0;    // codes handled by the fast loops (a multiple of 8)
   if (bits == 8) {
     std::memcpy(out, codes, static_cast<size_t>(n));
     return;
