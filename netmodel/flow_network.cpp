@@ -177,8 +177,7 @@ void FlowNetwork::activate_class(uint32_t c, double now_s) {
   PathClass& pc = classes_[c];
   pc.served_bits = 0;
   pc.updated_s = now_s;
-  pc.rate_bps = 0;
-  finish_.set(c, kInfinite);
+  pc.rate_bps = 0;  // its first finish is kInfinite while it is empty
   for (uint32_t k = 0; k < pc.path_len; ++k) {
     const uint32_t r = class_paths_[pc.path_begin + k];
     if (k > 0 && class_paths_[pc.path_begin + k - 1] == r) continue;  // listed twice
@@ -393,9 +392,9 @@ inline void FlowNetwork::fix_class(uint32_t c, double rate_bps, double now_s) {
   }
   const auto n = static_cast<uint32_t>(pc.members.size());
   const double used_bps = rate_bps * n;
+  const uint32_t* const path = class_paths_.data() + pc.path_begin;
   double* const left = left_bps_.data();
   uint32_t* const unfixed = unfixed_.data();
-  const uint32_t* const path = class_paths_.data() + pc.path_begin;
   for (uint32_t k = 0, len = pc.path_len; k < len; ++k) {
     const uint32_t r = path[k];
     left[r] -= used_bps;

@@ -3,8 +3,6 @@
 // a 64-bit load at byte b holds stream bits 8b .. 8b + 63.
 #include "compressors/codecs/index_coding.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -13,6 +11,10 @@
 
 #include "common/errors.h"
 #include "compressors/codecs/internal/quant_simd.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 // The coders also compiled for x86-64-v3 (BMI1/2: shlx, shrx, tzcnt without
 // the flags dependency) and picked at load time: a quarter to a third faster
@@ -37,15 +39,15 @@ SLOWPIPE_INLINE uint64_t load64(const uint8_t* p) {
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define SLOWPIPE_ONES_AVX2 1
-// Sets the bits at stream positions base + (row[j] >> l) + j * plus_j for j
-// in [0, count), ascending, 8 at a time where the 8 span at most two 64-bit
-// words that lie inside the stream's `bytes` (each word ORed once per 8); the
-// others one byte OR each. OR is order-free, so the bits are the same.
 // The OR of a vector's four 64-bit lanes.
 __attribute__((target("avx2"))) inline uint64_t or_lanes(__m256i v) {
   const __m128i x = _mm_or_si128(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   return static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_or_si128(x, _mm_unpackhi_epi64(x, x))));
 }
+// Sets the bits at stream positions base + (row[j] >> l) + j * plus_j for j
+// in [0, count), ascending, 8 at a time where the 8 span at most two 64-bit
+// words that lie inside the stream's `bytes` (each word ORed once per 8); the
+// others one byte OR each. OR is order-free, so the bits are the same.
 __attribute__((target("avx2"))) void ones_avx2(uint8_t* out, uint64_t bytes, uint64_t base,
                                                const int32_t* row, int64_t count, int l,
                                                int plus_j) {
