@@ -66,6 +66,31 @@ double measured_gemm_ratio(const std::string& device, const std::string& dtype) 
   return 1;
 }
 
+// Measured flash-attention ceilings (experiments/clock/attention.csv, source
+// "fa2": FlashAttention-2's own forward + backward benchmark, no causal mask,
+// head dimension 128, the best sequence length, run unchanged on both GPUs),
+// relative to the A100's, where attention_ceiling was fitted: the fourth round
+// of the clock (docs/compute-clock.md, "Round 4: measured attention
+// ceilings"). The kernel's dtype is bf16 or fp16 (fp8 training runs its
+// attention in bf16); the A100 80 GB and H200 share the A100's and H100's
+// dies. 1 where the source measured nothing.
+double measured_attention_ratio(const std::string& device) {
+  struct Row {
+    const char* device;
+    double fraction;  // achieved / datasheet bf16 peak
+  };
+  static const Row rows[] = {
+      {"A100", 203.0 / 312},
+      {"A100-80GB", 203.0 / 312},  // a01
+      {"H100", 335.0 / 989.4},
+      {"H200", 335.0 / 989.4},  // a02
+  };
+  for (const auto& r : rows) {
+    if (device == r.device) return r.fraction / (203.0 / 312);
+  }
+  return 1;
+}
+
 }  // namespace
 
 double activation_bytes(const std::string& dtype) {
@@ -99,8 +124,11 @@ class ShapedModel : public ComputeModel {
         c_(c),
         peak_(peak_flops(device_, dtype_, "net.compute")),
         gemm_rate_(peak_ * c.gemm_ceiling * measured_gemm_ratio(device_.name, dtype_)),
-        // fp8 runs its GEMMs in fp8 and attention in bf16.
+        // fp8 runs its GEMMs in fp8 and attention in bf16; fp32 and tf32
+        // attention runs on no measured kernel (ratio 1).
         attention_peak_(dtype_ == "fp8" ? peak_flops(device_, "bf16", "net.compute") : peak_),
+        attention_ratio_(
+            dtype_ == "fp32" || dtype_ == "tf32" ? 1.0 : measured_attention_ratio(device_.name)),
         element_bytes_(activation_bytes(dtype_)),
         fp8_(dtype_ == "fp8") {}
 
@@ -159,7 +187,7 @@ class ShapedModel : public ComputeModel {
   std::string dtype_;
   bool fused_attention_;
   ShapedConstants c_;
-  double peak_, gemm_rate_, attention_peak_, element_bytes_;
+  double peak_, gemm_rate_, attention_peak_, attention_ratio_, element_bytes_;
   bool fp8_;
   const std::vector<OpWork>* work_ = nullptr;
 };
@@ -204,7 +232,8 @@ Cost ShapedModel::attention_cost(const AttentionWork& a, Part part) const {
   const bool backward = part != Part::kForward;
   if (fused_attention_) {
     const double fwd = attention_flops(a, true);
-    const double rate = attention_peak_ * c_.attention_ceiling * g(static_cast<double>(a.q_len));
+    const double rate =
+        attention_peak_ * c_.attention_ceiling * attention_ratio_ * g(static_cast<double>(a.q_len));
     return backward ? Cost{2.5 * fwd / (rate * c_.backward_ratio), count} : Cost{fwd / rate, count};
   }
   // Materialised: per score term a [q, dh] x [dh, kv] matmul, and [q, kv] x
@@ -233,17 +262,18 @@ Cost ShapedModel::passes_cost(const OpWork& w, Part part) const {
 }
 
 std::string ShapedModel::describe_json() const {
-  char buf[700];
+  char buf[760];
   std::snprintf(buf, sizeof buf,
                 "{\"model\": \"%s\", \"device\": \"%s\", \"mode\": \"%s\", \"dtype\": \"%s\", "
                 "\"attention\": \"%s\", \"peak_flops\": %.6g, \"memory_bandwidth_Bps\": %.6g, "
                 "\"gemm_ceiling\": %.6g, \"gemm_measured_ratio\": %.6g, \"half_dim\": %.6g, "
-                "\"attention_ceiling\": %.6g, "
+                "\"attention_ceiling\": %.6g, \"attention_measured_ratio\": %.6g, "
                 "\"backward_ratio\": %.6g, \"memory_efficiency\": %.6g, \"launch_s\": %.6g}",
                 text_.c_str(), device_.name.c_str(), mode_.name.c_str(), dtype_.c_str(),
                 fused_attention_ ? "flash" : "materialised", peak_, device_.memory_bandwidth_Bps,
                 c_.gemm_ceiling, gemm_rate_ / (peak_ * c_.gemm_ceiling), c_.half_dim,
-                c_.attention_ceiling, c_.backward_ratio, c_.memory_efficiency, mode_.launch_s);
+                c_.attention_ceiling, attention_ratio_, c_.backward_ratio, c_.memory_efficiency,
+                mode_.launch_s);
   return buf;
 }
 

@@ -2,6 +2,7 @@
 #include "whatif/clock_check.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -138,19 +139,41 @@ std::vector<PublishedRow> read_published(const std::string& path,
   return rows;
 }
 
+// A GPU label is a chip and optional parts, dash-separated: a form factor
+// (SXM, SXM2, SXM4, SXM5: the presets are the SXM parts; PCIe differs in
+// clocks and power, so it is not mapped) and a memory size (40GB, 80GB, ...:
+// it picks the A100's preset and is otherwise ignored). The A800 and H800 are
+// the A100 SXM4 and H100 SXM5 with a slower NVLink, which a one-device
+// prediction does not use (docs/compute-clock.md, "Devices").
 std::string device_of(const std::string& gpu) {
-  static const std::map<std::string, std::string> names = {
-      {"V100", "V100"},       {"A100", "A100"},
-      {"A100-40GB", "A100"},  {"A100-80GB", "A100-80GB"},
-      {"H100", "H100"},       {"H100-SXM", "H100"},
-      {"H200", "H200"},       {"RTX3090", "RTX3090"},
-      {"RTX4090", "RTX4090"}, {"L40S", "L40S"}};
-  const auto it = names.find(gpu);
-  if (it == names.end()) {
-    throw UsageError("GPU '" + gpu + "' has no device preset (devices " +
-                     netmodel::device_presets().known() + ")");
+  static const std::map<std::string, std::string> chips = {
+      {"V100", "V100"},       {"A100", "A100"},       {"A800", "A100"},
+      {"H100", "H100"},       {"H800", "H100"},       {"H200", "H200"},
+      {"RTX3090", "RTX3090"}, {"RTX4090", "RTX4090"}, {"L40S", "L40S"}};
+  const auto fail = [&gpu] {
+    return UsageError("GPU '" + gpu + "' has no device preset (devices " +
+                      netmodel::device_presets().known() + ")");
+  };
+  std::vector<std::string> parts(1);
+  for (const char c : gpu) {
+    if (c == '-') {
+      parts.emplace_back();
+    } else {
+      parts.back() += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
   }
-  return it->second;
+  const auto chip = chips.find(parts[0]);
+  if (chip == chips.end()) throw fail();
+  std::string device = chip->second;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string& p = parts[i];
+    const bool sxm = p.rfind("SXM", 0) == 0 && p.find_first_not_of("0123456789", 3) == p.npos;
+    const bool memory = p.size() > 2 && p.compare(p.size() - 2, 2, "GB") == 0 &&
+                        p.find_first_not_of("0123456789") == p.size() - 2;
+    if (!sxm && !memory) throw fail();
+    if (memory && device == "A100" && p == "80GB") device = "A100-80GB";
+  }
+  return device;
 }
 
 std::string row_compute_spec(const PublishedRow& row, const std::string& model) {

@@ -37,8 +37,10 @@ struct PublishedRow {
 std::vector<PublishedRow> read_published(const std::string& path,
                                          std::vector<std::string>* skipped = nullptr);
 
-// The device preset of a row's GPU ("A100-80GB", "H100-SXM" -> "H100"); a
-// UsageError when slowpipe has none.
+// The device preset of a row's GPU: a chip, an optional SXM form factor and
+// memory size ("A100-80GB", "A100-SXM4-80GB" -> "A100-80GB", "H100-SXM" and
+// "H800-80GB" -> "H100"); a UsageError when slowpipe has none (a PCIe part,
+// an unknown chip).
 std::string device_of(const std::string& gpu);
 
 // A row's compute spec: "shaped:DEVICE:mode=M:dtype=D[:attn=A]", or

@@ -135,6 +135,96 @@ TEST_CASE("Shaped: fused attention skips the causal half; materialised pays the 
                 nm::OpKind::kForward) == Approx(gemms + softmax));
 }
 
+TEST_CASE("Shaped: measured attention ceilings scale the fitted one by device (attention.csv)") {
+  nm::OpWork w;
+  w.attention = {{2, 16, 2048, 2048, 128, 1, true, 4}};
+  const auto trace = one_chunk(w);
+  const double flops = 2.0 * 2 * 2048 * 2048 * 128 * 0.5 * 2 * 16 * 4;
+  // FlashAttention-2 reaches 335 of 989.4 TFLOP/s on an H100 and 203 of 312
+  // on an A100 (forward + backward, the same benchmark): the H100's attention
+  // runs at 0.40 x (335 / 989.4) / (203 / 312) = 0.208 of its bf16 peak.
+  const double ratio = (335.0 / 989.4) / (203.0 / 312);
+  CHECK(ratio == Approx(0.5204).epsilon(1e-3));
+  const double h100 = 989e12 * 0.40 * ratio * g(2048);
+  CHECK(seconds("shaped:H100:dtype=bf16:attn=flash", trace, nm::OpKind::kForward) ==
+        Approx(flops / h100).epsilon(1e-12));
+  CHECK(seconds("shaped:H100:dtype=bf16:attn=flash", trace, nm::OpKind::kBackward) ==
+        Approx(2.5 * flops / (h100 * 0.70)).epsilon(1e-12));
+  for (const char* spec : {"shaped:H100:dtype=fp16:attn=flash", "shaped:H200:dtype=bf16:attn=flash",
+                           "shaped:H100:dtype=fp8:attn=flash"}) {  // fp8: attention in bf16
+    INFO(spec);
+    CHECK(seconds(spec, trace, nm::OpKind::kForward) == Approx(flops / h100).epsilon(1e-12));
+  }
+  // The calibration's device, the devices and dtypes the source did not
+  // measure, and materialised attention (GEMMs) keep the fitted ceiling.
+  const double a100 = flops / (312e12 * 0.40 * g(2048));
+  CHECK(seconds("shaped:A100-80GB:dtype=bf16:attn=flash", trace, nm::OpKind::kForward) ==
+        Approx(a100).epsilon(1e-12));
+  CHECK(seconds("shaped:RTX4090:dtype=bf16:attn=flash", trace, nm::OpKind::kForward) ==
+        Approx(a100 * 312 / 165.2).epsilon(1e-12));
+  CHECK(seconds("shaped:H100:dtype=tf32:attn=flash", trace, nm::OpKind::kForward) ==
+        Approx(flops / (494.5e12 * 0.40 * g(2048))).epsilon(1e-12));
+  const double h100_mat =
+      seconds("shaped:H100:dtype=bf16:attn=materialised", trace, nm::OpKind::kForward);
+  const double h200_mat =
+      seconds("shaped:H200:dtype=bf16:attn=materialised", trace, nm::OpKind::kForward);
+  CHECK(h200_mat < h100_mat);  // only the softmax's bandwidth differs
+}
+
+namespace {
+
+// experiments/clock/attention.csv: id,source_id,source,gpu,dtype,kernel,pass,causal,
+// head_dim,seq,achieved_tflops,datasheet_tflops,fraction,notes (quoted fields may hold commas).
+std::map<std::string, std::vector<std::string>> attention_rows() {
+  std::ifstream in(std::string(SLOWPIPE_SOURCE_DIR) + "/experiments/clock/attention.csv");
+  std::map<std::string, std::vector<std::string>> rows;
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    std::vector<std::string> f(1);
+    bool quoted = false;
+    for (const char c : line) {
+      if (c == '"') {
+        quoted = !quoted;
+      } else if (c == ',' && !quoted) {
+        f.emplace_back();
+      } else {
+        f.back() += c;
+      }
+    }
+    rows[f[0]] = f;
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("Shaped: the attention ratio is the committed table's, with its source") {
+  const auto rows = attention_rows();
+  REQUIRE(rows.size() == 2);
+  const auto& a100 = rows.at("a01");
+  const auto& h100 = rows.at("a02");
+  for (const auto* r : {&a100, &h100}) {
+    REQUIRE(r->size() == 14);
+    CHECK((*r)[1] == "fa2");
+    CHECK((*r)[2].find("arXiv 2307.08691") != std::string::npos);
+    CHECK((*r)[6] == "forward+backward");
+    CHECK(std::stod((*r)[12]) == Approx(std::stod((*r)[10]) / std::stod((*r)[11])).epsilon(1e-3));
+  }
+  CHECK(a100[3].rfind("A100", 0) == 0);
+  CHECK(h100[3].rfind("H100", 0) == 0);
+  const double ratio = std::stod(h100[12]) / std::stod(a100[12]);
+  for (const char* device : {"H100", "H200"}) {
+    auto model = nm::make_shaped_model(
+        nm::parse_compute_spec(std::string("shaped:") + device + ":dtype=bf16"), kC);
+    const std::string json = model->describe_json();
+    const std::string key = "\"attention_measured_ratio\": ";
+    const size_t at = json.find(key);
+    REQUIRE(at != std::string::npos);
+    CHECK(std::stod(json.substr(at + key.size())) == Approx(ratio).epsilon(1e-3));
+  }
+}
+
 TEST_CASE("Shaped: passes by mode, the launch floor, fp8 casts, undescribed FLOPs") {
   nm::OpWork w;
   w.passes = {{1e9, false, 2}, {3e9, true, 2}};

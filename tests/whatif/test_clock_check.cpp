@@ -127,6 +127,18 @@ TEST_CASE("Clock: rows, devices and specs; bad files are data errors") {
         "shaped:A100-80GB:mode=eager:dtype=bf16:attn=flash");
   CHECK(wi::row_compute_spec(rows[1], "analytic") == "analytic:H100");
   CHECK_THROWS_AS(wi::device_of("B200"), slowpipe::UsageError);
+  // Labels with an SXM form factor and a memory size; the export parts.
+  CHECK(wi::device_of("A100-SXM4-80GB") == "A100-80GB");
+  CHECK(wi::device_of("A100-SXM4-40GB") == "A100");
+  CHECK(wi::device_of("A800-SXM4-80GB") == "A100-80GB");
+  CHECK(wi::device_of("H100-SXM-80GB") == "H100");
+  CHECK(wi::device_of("h800-80GB") == "H100");
+  CHECK(wi::device_of("V100-SXM2-16GB") == "V100");
+  CHECK(wi::device_of("H200") == "H200");
+  for (const char* bad : {"H100-PCIe", "A100-80", "A100-", "A100-SXMX", "RTX4090-GB", ""}) {
+    INFO(bad);
+    CHECK_THROWS_AS(wi::device_of(bad), slowpipe::UsageError);
+  }
   // 262144 tokens / 8 GPUs = 32 sequences = 8 micro-batches of 4.
   const auto p = wi::predict(rows[0], "shaped", nm::ShapedConstants{});
   CHECK(p.tokens_per_s == Approx(32 * 1024 / p.step_s));
