@@ -77,16 +77,25 @@ void Qsgd::encode_payload(const float* x, const Shape& shape, uint8_t* out) {
   const int64_t d = config_.bucket, whole = n / d;
   // The encode's seed; the counter moves only once the message is made.
   const uint32_t seed = encode_seed(seed_, encodes_);
-  codes_.resize(static_cast<size_t>(n));
-  for (int64_t b0 = 0; b0 < whole; b0 += kBlock)
-    encode_block(x, n, b0, std::min(kBlock, whole - b0), seed, out);
-  if (whole * d < n) encode_block(x, n, whole, 1, seed, out);  // the shorter last bucket
-  pack_codes(codes_.data(), n, code_bits(), out + 4 * buckets_of(n, d));
+  const int bits = code_bits();
+  uint8_t* const packed = out + 4 * buckets_of(n, d);
+  // Where every block starts on a byte of the packed codes, each block is
+  // packed while its codes are in cache; otherwise all of them at the end.
+  const bool by_block = d * bits % 8 == 0;
+  codes_.resize(static_cast<size_t>(by_block ? std::min(n, kBlock * d) : n));
+  const auto block = [&](int64_t b0, int64_t count) {
+    const int64_t start = b0 * d, len = std::min(count * d, n - start);
+    encode_block(x, n, b0, count, seed, out, codes_.data() + (by_block ? 0 : start));
+    if (by_block) pack_codes(codes_.data(), len, bits, packed + start * bits / 8);
+  };
+  for (int64_t b0 = 0; b0 < whole; b0 += kBlock) block(b0, std::min(kBlock, whole - b0));
+  if (whole * d < n) block(whole, 1);  // the shorter last bucket
+  if (!by_block) pack_codes(codes_.data(), n, bits, packed);
   ++encodes_;
 }
 
 void Qsgd::encode_block(const float* x, int64_t n, int64_t b0, int64_t count, uint32_t seed,
-                        uint8_t* out) {
+                        uint8_t* out, uint8_t* codes) {
   // In passes over the block (8 KiB at D = 128, so it stays in cache): the
   // sums of squares, the norms, the levels. The buckets' norms have no
   // chain between them, and the vector loops' constants are set once.
@@ -105,7 +114,7 @@ void Qsgd::encode_block(const float* x, int64_t n, int64_t b0, int64_t count, ui
     for (int64_t b = 0; b < count; ++b) norms[b] = norm_of_sum(sums[b]);
   std::memcpy(out + 4 * b0, norms, static_cast<size_t>(4 * count));
   qsgd::block_codes(x + start, len, count, norms, config_.levels, seed,
-                    static_cast<uint64_t>(start), codes_.data() + start, isa);
+                    static_cast<uint64_t>(start), codes, isa);
 }
 
 void Qsgd::decode_payload(const uint8_t* p, const Shape& shape, float* out) const {

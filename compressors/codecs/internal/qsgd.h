@@ -53,7 +53,7 @@ class Qsgd : public Codec {
   uint64_t seed_;
   uint64_t encodes_ = 0;
   bool simd_ = true;
-  std::vector<uint8_t> codes_;  // [n] scratch of encode_payload
+  std::vector<uint8_t> codes_;  // scratch of encode_payload: one block's codes, or [n]
 
   // DataError naming the first element in [start, start + len) whose level
   // is above S; codes: one per byte (bits 8) or packed two to a byte (bits 4).
@@ -61,9 +61,10 @@ class Qsgd : public Codec {
 
   static constexpr int64_t kBlock = 16;  // buckets per encode_block
   // Buckets [b0, b0 + count) (count <= kBlock) of the n-element x, all of the
-  // length of bucket b0: their norms into out, their codes into codes_.
+  // length of bucket b0: their norms into out, their codes into `codes` (one
+  // byte per element, from the block's first).
   void encode_block(const float* x, int64_t n, int64_t b0, int64_t count, uint32_t seed,
-                    uint8_t* out);
+                    uint8_t* out, uint8_t* codes);
 };
 
 // The bucket's L2 norm as stored: computed in double, rounded up to fp32,
