@@ -77,11 +77,12 @@ std::vector<std::string> splits_of(const std::vector<whatif::PublishedRow>& rows
 
 int cmd_clock(const Args& args) {
   po::options_description desc(
-      "usage: slowpipe clock PUBLISHED.csv [--model shaped|analytic] [--fit] [--tsv]\n\n"
+      "usage: slowpipe clock PUBLISHED.csv [--layout LAYOUT.csv] [--model shaped|analytic]\n"
+      "                      [--fit] [--tsv]\n\n"
       "Predicts each published row's training throughput (tokens per second and GPU)\n"
       "with a compute model and prints the errors, and the median and worst |error|\n"
       "of each split (docs/compute-clock.md). Options");
-  std::string path, model = "shaped", split, given;
+  std::string path, model = "shaped", split, given, layout;
   desc.add_options()("help,h", "this help")("published", po::value(&path), "the published set")(
       "model", po::value(&model), "shaped (default) or analytic")(
       "fit", "choose the shaped model's constants on the calibration rows first")(
@@ -90,7 +91,10 @@ int cmd_clock(const Args& args) {
       "BACKWARD_RATIO,MEMORY_EFFICIENCY")("tsv",
                                           "tab-separated output (default: a markdown table)")(
       "split", po::value(&split),
-      "print only this split's rows and summary (e.g. calibration, held-out)");
+      "print only this split's rows and summary (e.g. calibration, held-out)")(
+      "layout", po::value(&layout),
+      "the rows' parallel layouts (experiments/clock/layout.csv): tensor, pipeline and data "
+      "parallel exchanges; rows it does not list are timed as one device");
   po::positional_options_description pos;
   pos.add("published", 1);
   const po::variables_map vm = parse_command_line(args, desc, pos);
@@ -104,7 +108,8 @@ int cmd_clock(const Args& args) {
   }
   if (vm.count("fit") && model != "shaped") throw UsageError("--fit needs --model shaped");
   std::vector<std::string> skipped;
-  const auto rows = whatif::read_published(path, &skipped);
+  auto rows = whatif::read_published(path, &skipped);
+  const int laid_out = layout.empty() ? 0 : whatif::apply_layouts(layout, rows);
   const std::vector<std::string> parts = splits_of(rows, split);
   netmodel::ShapedConstants constants;
   if (vm.count("fit")) constants = whatif::fit_constants(rows);
@@ -117,6 +122,9 @@ int cmd_clock(const Args& args) {
   std::printf("# %zu rows predicted, %zu skipped (no tokens/s per GPU or incomplete shape)\n",
               rows.size(), skipped.size());
   for (const std::string& s : skipped) std::printf("# skipped %s\n", s.c_str());
+  if (!layout.empty())
+    std::printf("# %d of %zu rows with a parallel layout (%s)\n", laid_out, rows.size(),
+                layout.c_str());
   for (const std::string& part : parts) {
     const auto s = whatif::summarise(rows, predictions, part);
     std::printf("# %s: %d rows, median |error| %.1f%%, worst %.1f%%\n",

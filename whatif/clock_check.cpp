@@ -11,31 +11,12 @@
 #include "compressors/codecs/channel_spec.h"
 #include "netmodel/net_config.h"
 #include "netmodel/replay.h"
+#include "whatif/internal/csv_line.h"
 #include "whatif/synthetic_trace.h"
 
 namespace slowpipe::whatif {
 
 namespace {
-
-// One CSV record: comma-separated fields, "..." quoting with "" for a quote.
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-      out.back() += '"';
-      ++i;
-    } else if (c == '"') {
-      quoted = !quoted;
-    } else if (c == ',' && !quoted) {
-      out.emplace_back();
-    } else if (c != '\r') {
-      out.back() += c;
-    }
-  }
-  return out;
-}
 
 // A row's field by column name; "" when absent.
 struct Record {
@@ -197,10 +178,17 @@ models::ModelShape row_shape(const PublishedRow& row) {
   s.seq = row.seq;
   s.stages = 1;
   s.microbatch_size = row.micro_batch;
-  const double per_gpu = row.global_batch_tokens / row.gpus;
+  // Tokens of one replica's step: the global batch over the data-parallel
+  // replicas (every GPU without a layout).
+  const int group = row.has_layout ? row.layout.tp * row.layout.pp : 1;
+  const double per_replica = row.global_batch_tokens * group / row.gpus;
   const int micro =
-      std::max(1, static_cast<int>(std::lround(per_gpu / (row.micro_batch * row.seq))));
+      std::max(1, static_cast<int>(std::lround(per_replica / (row.micro_batch * row.seq))));
   s.batch = micro * row.micro_batch;
+  if (row.has_layout) {  // one stage of the most layers, with the LM head
+    s.layers = (row.layers + row.layout.pp - 1) / row.layout.pp;
+    s.tensor_parallel = row.layout.tp;
+  }
   s.recompute = row.act_ckpt == "full";
   s.kv_heads = static_cast<int>(row.kv_heads);
   s.gated_mlp = row.mlp == "swiglu";
@@ -212,6 +200,8 @@ struct RowStep {
   netmodel::StepTrace trace;
   netmodel::ComputeSpec spec;
   double tokens = 0;
+  int micro = 1;            // micro-batches of the step
+  double stage_params = 0;  // parameters one GPU holds
 };
 
 RowStep row_step(const PublishedRow& row, const std::string& model) {
@@ -223,14 +213,41 @@ RowStep row_step(const PublishedRow& row, const std::string& model) {
   r.trace = make_synthetic_trace(shape, "gpipe", 1, codecs, codec_wire_bytes(none),
                                  netmodel::find_device("gpu", r.spec.device));
   r.tokens = static_cast<double>(shape.batch) * static_cast<double>(shape.seq);
+  r.micro = shape.batch / shape.microbatch_size;
+  r.stage_params = models::stage_parameters(shape, 0);
   return r;
+}
+
+StepParts step_parts(const netmodel::StepTrace& trace, netmodel::ComputeModel& model) {
+  model.observe(trace);
+  StepParts p;
+  for (const auto& op : trace.ops) {
+    if (op.kind == netmodel::OpKind::kSendActivation ||
+        op.kind == netmodel::OpKind::kSendGradient || op.kind == netmodel::OpKind::kAllReduce) {
+      continue;
+    }
+    const double s = model.compute_s(op);
+    if (op.kind == netmodel::OpKind::kForward) {
+      p.forward_s += s;
+    } else if (op.kind == netmodel::OpKind::kOptimizer) {
+      p.other_s += s;
+    } else {
+      p.backward_s += s;
+    }
+  }
+  return p;
 }
 
 Prediction predict_step(const RowStep& step, const PublishedRow& row,
                         netmodel::ComputeModel& model) {
   Prediction p;
-  p.step_s = single_device_step_s(step.trace, model);
-  p.tokens_per_s = step.tokens / p.step_s;
+  if (row.has_layout) {
+    p.step_s = layout_step_s(row, step_parts(step.trace, model), step.micro, step.stage_params);
+    p.tokens_per_s = step.tokens / p.step_s / (row.layout.tp * row.layout.pp);
+  } else {
+    p.step_s = single_device_step_s(step.trace, model);
+    p.tokens_per_s = step.tokens / p.step_s;
+  }
   p.error = row.published_tokens_per_s / p.tokens_per_s - 1;
   return p;
 }

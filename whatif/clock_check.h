@@ -8,15 +8,17 @@
 // What a row's step is: one GPU's share of the global batch (global tokens /
 // GPUs), cut into micro-batches of micro_batch sequences, forward and backward
 // (a recomputed forward under activation checkpointing) and one AdamW step.
-// Leaves out: the data-parallel and sharding communication (the published
-// codes overlap it with compute), tensor and pipeline parallelism within a
-// row (rows using them are marked and skipped).
+// A row with a parallel layout (clock_layout.h) is one GPU's share of a
+// tensor-parallel group on one pipeline stage, with its exchanges; without
+// one, the data-parallel and sharding communication is left out (the
+// published codes overlap it with compute).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "netmodel/shaped_model.h"
+#include "whatif/clock_layout.h"
 
 namespace slowpipe::whatif {
 
@@ -28,6 +30,8 @@ struct PublishedRow {
   int64_t kv_heads = 0;  // key/value heads (grouped-query attention); 0 = heads
   double global_batch_tokens = 0;
   double published_tokens_per_s = 0;  // tokens per second and GPU, as published (or derived)
+  bool has_layout = false;            // set by apply_layouts (clock_layout.h)
+  RowLayout layout;
 };
 
 // The rows of a published set (a CSV with a header line; the columns above

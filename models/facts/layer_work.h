@@ -16,7 +16,10 @@
 // The first stage adds the embedding gather 2 N d and the position add 3 N d;
 // the last the final LayerNorm 2 N d, the LM head GEMM (N, V, d) and the
 // cross-entropy's log-softmax 2 N V (a reduction). Biases ride in their
-// GEMM's epilogue; dropout is off.
+// GEMM's epilogue; dropout is off. Under tensor parallelism of degree t (one
+// GPU's share): the QKV and MLP-in GEMMs' outputs, the output projection's
+// and MLP-out's inputs, the heads, the transpose copy, the activation and
+// the vocabulary are 1/t (rounded up); LayerNorms and residuals stay whole.
 #pragma once
 
 #include "models/facts/model_shape.h"
@@ -34,9 +37,12 @@ struct LayerDims {
   int score_terms = 1;
   int64_t kv_width = 0;  // keys' (and values') width; 0: d_model
   bool gated = false;    // SwiGLU-style MLP
+  int64_t tp = 1;        // tensor-parallel degree: 1/tp of the matrices and heads
 };
 void add_embedding_work(netmodel::OpWork& work, int64_t tokens, int64_t d);
 void add_transformer_work(netmodel::OpWork& work, const LayerDims& layer, int64_t count);
-void add_lm_head_work(netmodel::OpWork& work, int64_t tokens, int64_t d, int64_t vocab);
+// `tp`: the vocabulary split over a tensor-parallel group.
+void add_lm_head_work(netmodel::OpWork& work, int64_t tokens, int64_t d, int64_t vocab,
+                      int64_t tp = 1);
 
 }  // namespace slowpipe::models

@@ -108,14 +108,15 @@ double forward_flops(const ModelShape& m, int stage) {
   const double per_token_layer = 2.0 * weights + 2.0 * t * d * (1 + m.score_terms);
   double per_token = per_token_layer * layers_of_stage(m, stage);
   if (m.lm_head && stage == m.stages - 1) per_token += 2.0 * d * static_cast<double>(m.vocab);
-  return per_token * t * m.microbatch_size;
+  const double flops = per_token * t * m.microbatch_size;
+  return m.tensor_parallel > 1 ? flops / m.tensor_parallel : flops;
 }
 
 double stage_parameters(const ModelShape& m, int stage) {
   const double d = static_cast<double>(m.hidden);
   double p = layer_weights(m) * layers_of_stage(m, stage);
   if (stage == 0) p += d * static_cast<double>(m.vocab + m.seq);
-  return p;
+  return m.tensor_parallel > 1 ? p / m.tensor_parallel : p;
 }
 
 namespace {

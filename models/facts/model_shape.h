@@ -36,6 +36,10 @@ struct ModelShape {
   int heads = 0;           // attention heads; 0: hidden / 64
   int kv_heads = 0;        // key/value heads (grouped-query attention); 0: every head
   bool gated_mlp = false;  // gate and up projections (SwiGLU) before the down projection
+  // Tensor-parallel degree t: each GPU holds 1/t of every layer's matrices
+  // and heads and of the vocabulary (Megatron's split; LayerNorms and
+  // residuals stay whole). Only `slowpipe clock` sets it (1 elsewhere).
+  int tensor_parallel = 1;
   // Activation checkpointing: every backward recomputes its forward first.
   bool recompute = false;
   bool lm_head = true;  // vocabulary projection on the last stage
@@ -83,10 +87,11 @@ inline int64_t kv_width(const ModelShape& shape) {
   if (shape.kv_heads <= 0) return shape.hidden;
   return shape.kv_heads * (shape.hidden / attention_heads(shape));
 }
-// Forward FLOPs of one micro-batch on stage s.
+// Forward FLOPs of one micro-batch on stage s (on one GPU of its tensor-
+// parallel group).
 double forward_flops(const ModelShape& shape, int stage);
 // Parameters of stage s (12 d^2 per layer for r = 4, plus embeddings on the
-// first stage).
+// first stage; on one GPU of its tensor-parallel group).
 double stage_parameters(const ModelShape& shape, int stage);
 // Kernels of one forward of stage s, by the rule the pipeline engine applies
 // to a real model (docs/netmodel.md, "Launch floor"): two per parametrised

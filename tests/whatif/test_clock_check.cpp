@@ -61,6 +61,33 @@ TEST_CASE("Layer work: the GEMMs and attention add up to the shape's forward FLO
   }
 }
 
+TEST_CASE("Layer work: tensor parallelism splits the matrices, heads and vocabulary") {
+  md::ModelShape s = small_gpt(2);
+  const nm::OpWork whole = md::forward_work(s, 1);
+  s.tensor_parallel = 4;
+  for (int st = 0; st < 2; ++st) {
+    const nm::OpWork w = md::forward_work(s, st);
+    double flops = nm::gemm_flops(w);
+    for (const auto& a : w.attention) flops += nm::attention_flops(a, /*fused=*/false);
+    CHECK(flops == Approx(md::forward_flops(s, st)).epsilon(1e-12));
+  }
+  const nm::OpWork w = md::forward_work(s, 1);
+  // d 512, 8 heads, MLP 2048, vocab 32000 over 4 GPUs: QKV (N, 384, 512), the
+  // projection (N, 512, 128), MLP (N, 512, 512) and (N, 512, 512), 2 heads,
+  // the head (N, 8000, 512); LayerNorms and residual adds whole.
+  REQUIRE(w.gemms.size() == 5);
+  CHECK((w.gemms[0].n == 384 && w.gemms[0].k == 512));
+  CHECK((w.gemms[1].n == 512 && w.gemms[1].k == 128));
+  CHECK((w.gemms[2].n == 512 && w.gemms[3].k == 512));
+  CHECK(w.gemms[4].n == 8000);
+  CHECK(w.attention[0].heads == 2);
+  CHECK(w.passes[0].elements == whole.passes[0].elements);      // LayerNorm
+  CHECK(w.passes[2].elements == whole.passes[2].elements / 4);  // transpose copy
+  CHECK(w.passes[3].elements == whole.passes[3].elements);      // residual
+  CHECK(md::forward_flops(s, 1) == Approx(md::forward_flops(small_gpt(2), 1) / 4));
+  CHECK(md::stage_parameters(s, 0) == Approx(md::stage_parameters(small_gpt(2), 0) / 4));
+}
+
 TEST_CASE("Layer work: grouped-query attention and a gated MLP, by hand") {
   // Llama-3-8B's layer: d 4096, 32 heads of 128, 8 key/value heads, MLP 14336.
   md::ModelShape s = small_gpt(1);

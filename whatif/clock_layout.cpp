@@ -1,0 +1,163 @@
+// The parallel layout of a published row and its exchanges (clock_layout.h).
+#include "whatif/clock_layout.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include "common/errors.h"
+#include "whatif/clock_check.h"
+#include "whatif/internal/csv_line.h"
+
+namespace slowpipe::whatif {
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      out.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      out.emplace_back();
+    } else if (c != '\r') {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+LinkRates clock_link_rates(const std::string& gpu) {
+  // NVLink per direction: half the datasheet's bidirectional total (V100 300
+  // GB/s, A100 600, A800 and H800 400, H100 and H200 900); the PCIe cards
+  // PCIe 4.0 x16, 31.5 GB/s. Between nodes, the reference designs' NICs per
+  // GPU: DGX-1 (V100) 4 x 100 Gb/s for 8 GPUs, DGX A100 8 x 200 Gb/s, DGX
+  // H100 8 x 400 Gb/s; other cards one 100 Gb/s NIC per node of 8
+  // (docs/netmodel.md, "Round 5").
+  struct Chip {
+    const char* name;
+    double nvlink_GBps, internode_Gbps;
+  };
+  static const Chip chips[] = {
+      {"V100", 150, 50},  {"A100", 300, 200}, {"A800", 200, 200},
+      {"H100", 450, 400}, {"H800", 200, 400}, {"H200", 450, 400},
+  };
+  std::string chip;
+  for (const char c : gpu) {
+    if (c == '-') break;
+    chip += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  for (const auto& c : chips) {
+    if (chip == c.name) return {c.nvlink_GBps * 1e9, c.internode_Gbps * 1e9 / 8};
+  }
+  return {31.5e9, 100e9 / 8 / 8};
+}
+
+namespace {
+
+int positive_int(const std::string& s) {
+  if (s.empty() || s.size() > 6 || s.find_first_not_of("0123456789") != std::string::npos) return 0;
+  return std::stoi(s);
+}
+
+}  // namespace
+
+int apply_layouts(const std::string& path, std::vector<PublishedRow>& rows) {
+  std::ifstream in(path);
+  if (!in) throw DataError("cannot read the layout file '" + path + "'");
+  std::string line;
+  if (!std::getline(in, line)) throw DataError(path + ": empty (no header line)");
+  std::map<std::string, size_t> col;
+  const auto header = split_csv(line);
+  for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+  for (const char* need : {"id", "tp", "pp", "dp_mode", "gpus_per_node", "internode_gbps_per_gpu"})
+    if (!col.count(need)) throw DataError(path + ": no column '" + need + "'");
+  std::map<std::string, PublishedRow*> by_id;
+  for (auto& r : rows) by_id[r.id] = &r;
+  int set = 0;
+  for (int n = 2; std::getline(in, line); ++n) {
+    if (line.empty() || line == "\r") continue;
+    const auto f = split_csv(line);
+    const auto bad = [&](const std::string& what) {
+      return DataError(path + ":" + std::to_string(n) + ": " + what);
+    };
+    if (f.size() != header.size()) throw bad("fields do not match the header");
+    RowLayout l;
+    l.tp = positive_int(f[col["tp"]]);
+    l.pp = positive_int(f[col["pp"]]);
+    l.gpus_per_node = positive_int(f[col["gpus_per_node"]]);
+    l.dp_mode = f[col["dp_mode"]];
+    const std::string& link = f[col["internode_gbps_per_gpu"]];
+    if (l.tp < 1 || l.pp < 1 || l.gpus_per_node < 1) throw bad("tp, pp, gpus_per_node: >= 1");
+    if (l.dp_mode != "none" && l.dp_mode != "ddp" && l.dp_mode != "zero1" && l.dp_mode != "zero2" &&
+        l.dp_mode != "zero3")
+      throw bad("dp_mode '" + l.dp_mode + "' (none, ddp, zero1, zero2, zero3)");
+    if (!link.empty()) {
+      size_t used = 0;
+      try {
+        l.internode_gbps_per_gpu = std::stod(link, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != link.size() || !(l.internode_gbps_per_gpu > 0))
+        throw bad("internode_gbps_per_gpu '" + link + "': a positive number or empty");
+    }
+    const auto it = by_id.find(f[col["id"]]);
+    if (it == by_id.end()) continue;
+    PublishedRow& r = *it->second;
+    if (r.gpus % (l.tp * l.pp) != 0)
+      throw bad("row " + r.id + ": tp x pp = " + std::to_string(l.tp * l.pp) +
+                " does not divide its " + std::to_string(r.gpus) + " GPUs");
+    r.layout = l;
+    r.has_layout = true;
+    ++set;
+  }
+  return set;
+}
+
+double layout_step_s(const PublishedRow& row, const StepParts& parts, int micro,
+                     double stage_params) {
+  const RowLayout& l = row.layout;
+  const double t = l.tp, p = l.pp, d = row.gpus / (l.tp * l.pp), m = micro;
+  const double act = row.dtype == "fp32" || row.dtype == "tf32" ? 4 : 2;
+  const bool recompute = row.act_ckpt == "full";
+  const LinkRates links = clock_link_rates(row.gpu);
+  const double inter =
+      l.internode_gbps_per_gpu > 0 ? l.internode_gbps_per_gpu * 1e9 / 8 : links.internode_Bps;
+  const double mb = (parts.forward_s + parts.backward_s) / m;  // one micro-batch's compute
+  // A group's collective between nodes runs on the NICs of all its members
+  // in a node at once (one ring per NIC): members per node x NIC rate, at
+  // most NVLink's.
+  const auto across = [&](double members_per_node) {
+    return std::min(links.nvlink_Bps, inter * std::max(1.0, members_per_node));
+  };
+  const double node = l.gpus_per_node;
+  double tp_mb = 0;
+  if (l.tp > 1) {
+    const double layers = std::ceil(static_cast<double>(row.layers) / p);
+    const double bytes = static_cast<double>(row.micro_batch * row.seq * row.d_model) * act;
+    tp_mb = (recompute ? 6 : 4) * layers * 2 * (t - 1) / t * bytes /
+            (l.tp <= l.gpus_per_node ? links.nvlink_Bps : across(node));
+  }
+  double exposed = 0;
+  if (d > 1) {
+    // The data-parallel group's members in a node: tensor- and pipeline-
+    // parallel groups fill nodes first.
+    const double link = row.gpus <= l.gpus_per_node ? links.nvlink_Bps : across(node / (t * p));
+    const double bytes = stage_params * act;
+    if (l.dp_mode == "zero3") {
+      const double per_mb = (recompute ? 4 : 3) * (d - 1) / d * bytes / link;
+      exposed = m * std::max(0.0, per_mb - mb);
+    } else {
+      exposed = std::max(0.0, 2 * (d - 1) / d * bytes / link - parts.backward_s / m);
+    }
+  }
+  return (mb + tp_mb) * (m + p - 1) + exposed + parts.other_s;
+}
+
+}  // namespace slowpipe::whatif
