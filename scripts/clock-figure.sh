@@ -3,19 +3,22 @@
 # shape-aware clock"): predicted against published training throughput,
 # tokens per second and GPU, log-log, calibration and held-out rows apart,
 # from `slowpipe clock --tsv` (no training; the same on any host).
-#   scripts/clock-figure.sh BUILD_DIR [OUT.png] [PUBLISHED.csv]
-# Defaults: docs/img/clock_validation.png, experiments/clock/published.csv.
+#   scripts/clock-figure.sh BUILD_DIR [OUT.png] [PUBLISHED.csv] [LAYOUT.csv]
+# Defaults: docs/img/clock_validation.png, experiments/clock/published.csv,
+# no layout (LAYOUT.csv: `slowpipe clock --layout`, the rows' parallel layouts).
 # Writes the numbers beside the set, in results/clock/validation.tsv.
 set -euo pipefail
 bin="${1:-build}/bin/slowpipe"
 out="${2:-docs/img/clock_validation.png}"
 set_csv="${3:-experiments/clock/published.csv}"
+layout=()
+[ -n "${4:-}" ] && layout=(--layout "$4")
 [ -x "$bin" ] || { echo "clock-figure: $bin not found (build first)" >&2; exit 2; }
 command -v gnuplot >/dev/null || { echo "clock-figure: gnuplot not found" >&2; exit 2; }
 mkdir -p results/clock "$(dirname "$out")"
 tsv=results/clock/validation.tsv
-"$bin" clock "$set_csv" --tsv | grep -v '^#' >"$tsv"
-summary=$("$bin" clock "$set_csv" --tsv | grep '^# \(calibration\|held-out[a-z0-9-]*\):' | sed 's/^# //' | paste -sd';' | sed 's/;/\\n/g')
+"$bin" clock "$set_csv" "${layout[@]}" --tsv | grep -v '^#' >"$tsv"
+summary=$("$bin" clock "$set_csv" "${layout[@]}" --tsv | grep '^# \(calibration\|held-out[a-z0-9-]*\):' | sed 's/^# //' | paste -sd';' | sed 's/;/\\n/g')
 term=png; gnuplot -e 'set terminal pngcairo' 2>/dev/null && term=pngcairo
 gnuplot <<GP
 set terminal $term size 760,640 font ",11"
