@@ -28,7 +28,12 @@ bool resume_key_may_differ(const std::string& key) {
 
 netmodel::NetConfig timed_net(const TrainConfig& cfg) {
   netmodel::NetConfig net = cfg.net;
-  if (net.compute.model == "shaped" && net.compute.dtype.empty()) net.compute.dtype = cfg.run.dtype;
+  if (net.compute.model == "shaped" && net.compute.dtype.empty()) {
+    // The run's own dtype: bf16 trains under autocast with fp32 weights
+    // (docs/compute-clock.md, "Autocast").
+    net.compute.dtype = cfg.run.dtype;
+    if (cfg.run.dtype == "bf16" && net.compute.autocast.empty()) net.compute.autocast = "on";
+  }
   return net;
 }
 

@@ -16,10 +16,15 @@
 
 namespace slowpipe::netmodel {
 
-// count x ([m, k] x [k, n]); 2 m n k FLOPs each.
+// count x ([m, k] x [k, n]); 2 m n k FLOPs each. Under autocast
+// (docs/compute-clock.md, "Autocast"): `cast_input`, its activation [m, k]
+// arrives in fp32 (the residual stream, a LayerNorm's output) and is cast to
+// 16 bits first; `cast_output`, its output [m, n] is cast to fp32 for an
+// fp32 op after it (the logits for the loss).
 struct GemmWork {
   int64_t m = 0, n = 0, k = 0;
   int64_t count = 1;  // kernels of this shape (one per layer)
+  bool cast_input = false, cast_output = false;
 };
 
 // Scaled dot-product attention of `batch` sequences, `heads` heads of
@@ -39,10 +44,13 @@ struct AttentionWork {
 // compiler or a hand-written kernel folds into its neighbour (bias, GELU,
 // residual add, scaling, masking, copies); the others (norms, softmax) keep
 // their traffic in every execution mode.
+// `full_precision`: under autocast the pass runs on fp32 elements (the
+// residual stream and what autocast keeps in fp32: LayerNorm, log-softmax).
 struct PassWork {
   double elements = 0;
   bool fusible = true;
   int64_t count = 1;  // layers
+  bool full_precision = false;
 };
 
 struct OpWork {

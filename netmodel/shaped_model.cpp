@@ -130,7 +130,10 @@ class ShapedModel : public ComputeModel {
         attention_ratio_(
             dtype_ == "fp32" || dtype_ == "tf32" ? 1.0 : measured_attention_ratio(device_.name)),
         element_bytes_(activation_bytes(dtype_)),
-        fp8_(dtype_ == "fp8") {}
+        fp8_(dtype_ == "fp8"),
+        // autocast=on: 16-bit matmuls under autocast with an fp32 model
+        // (slowpipe's own bf16 runs); off (the default): a 16-bit model.
+        autocast_((dtype_ == "bf16" || dtype_ == "fp16") && spec.autocast == "on") {}
 
   double compute_s(const TraceOp& op) const override {
     Cost cost;
@@ -167,6 +170,8 @@ class ShapedModel : public ComputeModel {
   double pass_elements_s(double elements) const {
     return elements * element_bytes_ / bytes_per_s();
   }
+  // Under autocast: a cast between 16 bits and fp32 (2 + 4 bytes an element).
+  double cast_s(double elements) const { return elements * 6 / bytes_per_s(); }
   // A codec pass reads its fp32 input and writes its message (analytic's rule).
   double pass_s(const TraceOp& op) const {
     if (op.bytes == op.raw_bytes) return 0;
@@ -178,6 +183,7 @@ class ShapedModel : public ComputeModel {
   }
   Cost work_cost(const OpWork& w, Part part) const;
   Cost gemms_cost(const OpWork& w, Part part) const;
+  Cost autocast_casts(const GemmWork& gm, Part part) const;
   Cost attention_cost(const AttentionWork& a, Part part) const;
   Cost passes_cost(const OpWork& w, Part part) const;
 
@@ -188,7 +194,7 @@ class ShapedModel : public ComputeModel {
   bool fused_attention_;
   ShapedConstants c_;
   double peak_, gemm_rate_, attention_peak_, attention_ratio_, element_bytes_;
-  bool fp8_;
+  bool fp8_, autocast_;
   const std::vector<OpWork>* work_ = nullptr;
 };
 
@@ -217,6 +223,7 @@ Cost ShapedModel::gemms_cost(const OpWork& w, Part part) const {
                      : part == Part::kInput ? gemm_s(m, k, n)
                                             : gemm_s(k, n, m);
     cost += {count * s, count};
+    if (autocast_) cost += autocast_casts(gm, part);
     if (!fp8_ || part == Part::kWeight) continue;
     const double activation = part == Part::kForward ? m * k : m * n;
     const double weight = part == Part::kForward ? k * n : 0;
@@ -224,6 +231,22 @@ Cost ShapedModel::gemms_cost(const OpWork& w, Part part) const {
     const double kernels = (mode_.fuse_passes ? 0 : 1) + (weight > 0 ? 1 : 0);
     cost += {count * 3 * cast / bytes_per_s(), count * kernels};
   }
+  return cost;
+}
+
+// Autocast's casts around one GEMM (docs/compute-clock.md, "Autocast"): its
+// weight [k, n] to 16 bits in the forward and its gradient back to fp32 in
+// the weight part; in eager mode (a compiler folds them into the pass
+// before), an fp32 input [m, k] to 16 bits (its gradient back in the input
+// part) and an output [m, n] for an fp32 op to fp32 (its gradient back).
+Cost ShapedModel::autocast_casts(const GemmWork& gm, Part part) const {
+  const double m = static_cast<double>(gm.m), n = static_cast<double>(gm.n),
+               k = static_cast<double>(gm.k), count = static_cast<double>(gm.count);
+  Cost cost;
+  if (part != Part::kInput) cost += {count * cast_s(k * n), count};  // the weight, its gradient
+  if (part == Part::kWeight || mode_.fuse_passes) return cost;
+  if (gm.cast_input) cost += {count * cast_s(m * k), count};
+  if (gm.cast_output) cost += {count * cast_s(m * n), count};
   return cost;
 }
 
@@ -245,7 +268,13 @@ Cost ShapedModel::attention_cost(const AttentionWork& a, Part part) const {
   const double scores = q * kv * batched;
   const double matmuls = (a.score_terms + 1) * count * (backward ? 2 : 1);
   Cost cost{batched * per * (backward ? 2 : 1), matmuls};
-  cost += {pass_elements_s((backward ? 3 : 2) * scores), count};                 // softmax
+  if (autocast_ && !mode_.fuse_passes) {
+    // Eager autocast: the 16-bit scores cast to fp32, the softmax in fp32,
+    // the probabilities cast back (and the same around its backward).
+    cost += {cast_s(2 * scores) + (backward ? 3 : 2) * scores * 4 / bytes_per_s(), 3 * count};
+  } else {
+    cost += {pass_elements_s((backward ? 3 : 2) * scores), count};  // softmax
+  }
   if (!mode_.fuse_passes) cost += {pass_elements_s(2 * 2 * scores), 2 * count};  // scale, mask
   return cost;
 }
@@ -256,24 +285,26 @@ Cost ShapedModel::passes_cost(const OpWork& w, Part part) const {
   for (const auto& p : w.passes) {
     if (p.fusible && mode_.fuse_passes) continue;
     const double count = static_cast<double>(p.count);
-    cost += {pass_elements_s(factor * p.elements * count), count};
+    const double bytes = autocast_ && p.full_precision ? 4 : element_bytes_;
+    cost += {factor * p.elements * count * bytes / bytes_per_s(), count};
   }
   return cost;
 }
 
 std::string ShapedModel::describe_json() const {
-  char buf[760];
+  char buf[800];
   std::snprintf(buf, sizeof buf,
                 "{\"model\": \"%s\", \"device\": \"%s\", \"mode\": \"%s\", \"dtype\": \"%s\", "
                 "\"attention\": \"%s\", \"peak_flops\": %.6g, \"memory_bandwidth_Bps\": %.6g, "
                 "\"gemm_ceiling\": %.6g, \"gemm_measured_ratio\": %.6g, \"half_dim\": %.6g, "
                 "\"attention_ceiling\": %.6g, \"attention_measured_ratio\": %.6g, "
-                "\"backward_ratio\": %.6g, \"memory_efficiency\": %.6g, \"launch_s\": %.6g}",
+                "\"backward_ratio\": %.6g, \"memory_efficiency\": %.6g, \"launch_s\": %.6g, "
+                "\"autocast\": %s}",
                 text_.c_str(), device_.name.c_str(), mode_.name.c_str(), dtype_.c_str(),
                 fused_attention_ ? "flash" : "materialised", peak_, device_.memory_bandwidth_Bps,
                 c_.gemm_ceiling, gemm_rate_ / (peak_ * c_.gemm_ceiling), c_.half_dim,
                 c_.attention_ceiling, attention_ratio_, c_.backward_ratio, c_.memory_efficiency,
-                mode_.launch_s);
+                mode_.launch_s, autocast_ ? "true" : "false");
   return buf;
 }
 
@@ -302,10 +333,13 @@ void parse_shaped_spec(const std::string& arg, const std::string& key, ComputeSp
       spec.dtype = value;
     } else if (name == "attn" && (value == "flash" || value == "materialised")) {
       spec.attention = value;
+    } else if (name == "autocast" && (value == "on" || value == "off")) {
+      spec.autocast = value;
     } else {
       throw UsageError("bad value for '" + key + "': '" + spec.text + "': unknown option '" + opt +
                        "' (mode=" + execution_modes().known() +
-                       ", dtype=fp32|tf32|bf16|fp16|fp8, attn=flash|materialised)");
+                       ", dtype=fp32|tf32|bf16|fp16|fp8, attn=flash|materialised, "
+                       "autocast=on|off)");
     }
   }
   if (!spec.dtype.empty()) peak_flops(find_device(key, spec.device), spec.dtype, key);

@@ -110,10 +110,11 @@ std::vector<PublishedRow> read_published(const std::string& path,
       if (skipped) skipped->push_back(row.id + " (" + missing + ")");
       continue;
     }
-    try {  // a device, mode, dtype and attention slowpipe knows
+    try {  // a device, mode, dtype and attention slowpipe knows; else skipped
       netmodel::parse_compute_spec(row_compute_spec(row, "shaped"), "row");
     } catch (const UsageError& e) {
-      throw DataError(path + ":" + std::to_string(n) + " (" + row.id + "): " + e.what());
+      if (skipped) skipped->push_back(row.id + " (" + e.what() + ")");
+      continue;
     }
     rows.push_back(row);
   }

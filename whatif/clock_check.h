@@ -35,9 +35,11 @@ struct PublishedRow {
 };
 
 // The rows of a published set (a CSV with a header line; the columns above
-// by name; `mlp` and `kv_heads` may be absent). Rows without a published tokens/s or a complete
-// shape are skipped, each listed in `skipped` as "ID (the columns missing or
-// unusable)". DataError naming the file and line.
+// by name; `mlp` and `kv_heads` may be absent). Rows without a published
+// tokens/s or a complete shape, and rows whose GPU, dtype, mode or attention
+// the clock does not know, are skipped, each listed in `skipped` as "ID (the
+// columns missing or unusable, or why the clock cannot time it)". DataError
+// naming the file and line for a malformed file.
 std::vector<PublishedRow> read_published(const std::string& path,
                                          std::vector<std::string>* skipped = nullptr);
 

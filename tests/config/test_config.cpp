@@ -127,6 +127,23 @@ TEST_CASE("preflight: the checks that need no libtorch") {
   }
 }
 
+TEST_CASE("timed_net: a shaped clock times the run's dtype, bf16 under autocast") {
+  TempDir dir;
+  Options o(dir.path);
+  o.options.set("net.compute", "shaped:A100");
+  CHECK(cf::timed_net(o.config).compute.dtype == "fp32");
+  CHECK(cf::timed_net(o.config).compute.autocast.empty());
+  o.options.set("run.dtype", "bf16");
+  CHECK(cf::timed_net(o.config).compute.dtype == "bf16");
+  CHECK(cf::timed_net(o.config).compute.autocast == "on");
+  // A dtype or autocast named in the spec is kept.
+  o.options.set("net.compute", "shaped:A100:autocast=off");
+  CHECK(cf::timed_net(o.config).compute.autocast == "off");
+  o.options.set("net.compute", "shaped:A100:dtype=fp16");
+  CHECK(cf::timed_net(o.config).compute.dtype == "fp16");
+  CHECK(cf::timed_net(o.config).compute.autocast.empty());
+}
+
 TEST_CASE("preflight: the libtorch checks run in train's order") {
   TempDir dir;
   std::vector<std::string> ran;

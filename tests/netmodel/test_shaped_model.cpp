@@ -44,15 +44,16 @@ TEST_CASE("Shaped: a GEMM at the dtype's peak x ceiling x g(m) g(n) g(k)") {
   // 2 x 4096^3 FLOPs at 312 TFLOP/s x 0.75 x (4096 / 4224)^3 = 0.6441 ms.
   const double hand = 2.0 * 4096 * 4096 * 4096 / (312e12 * 0.75 * std::pow(4096.0 / 4224, 3));
   CHECK(hand == Approx(6.4411e-4).epsilon(1e-4));
-  CHECK(seconds("shaped:A100:dtype=bf16", one_chunk(w), nm::OpKind::kForward) ==
+  CHECK(seconds("shaped:A100:dtype=bf16:mode=fused", one_chunk(w), nm::OpKind::kForward) ==
         Approx(hand).epsilon(1e-12));
   // fp32 runs on the 19.5 TFLOP/s non-tensor peak: 16x the time.
-  CHECK(seconds("shaped:A100:dtype=fp32", one_chunk(w), nm::OpKind::kForward) ==
+  CHECK(seconds("shaped:A100:dtype=fp32:mode=fused", one_chunk(w), nm::OpKind::kForward) ==
         Approx(hand * 312 / 19.5).epsilon(1e-12));
   // A skinny GEMM runs far below peak: m = 16 costs g(16) = 1/9 of the rate.
   nm::OpWork skinny;
   skinny.gemms = {{16, 4096, 4096, 1}};
-  const double t16 = seconds("shaped:A100:dtype=bf16", one_chunk(skinny), nm::OpKind::kForward);
+  const double t16 =
+      seconds("shaped:A100:dtype=bf16:mode=fused", one_chunk(skinny), nm::OpKind::kForward);
   CHECK(t16 == Approx(2.0 * 16 * 4096 * 4096 / (312e12 * 0.75 * g(16) * g(4096) * g(4096))));
   CHECK(t16 / (2.0 * 16 * 4096 * 4096) > 8 * hand / (2.0 * 4096 * 4096 * 4096));
 }
@@ -60,24 +61,25 @@ TEST_CASE("Shaped: a GEMM at the dtype's peak x ceiling x g(m) g(n) g(k)") {
 TEST_CASE("Shaped: measured GEMM ceilings scale the fitted one by device (gemm.csv)") {
   nm::OpWork w;
   w.gemms = {{4096, 4096, 4096, 1}};
-  const double a100 = seconds("shaped:A100:dtype=bf16", one_chunk(w), nm::OpKind::kForward);
+  const double a100 =
+      seconds("shaped:A100:dtype=bf16:mode=fused", one_chunk(w), nm::OpKind::kForward);
   // H100: 794.5 of 989.4 TFLOP/s measured against the A100's 271.2 of 312,
   // so its GEMMs run at 0.75 x 0.8030 / 0.8692 of 989 TFLOP/s.
   const double h100 = 2.0 * 4096 * 4096 * 4096 /
                       (989e12 * 0.75 * (794.5 / 989.4) / (271.2 / 312) * std::pow(g(4096), 3));
-  CHECK(seconds("shaped:H100:dtype=bf16", one_chunk(w), nm::OpKind::kForward) ==
+  CHECK(seconds("shaped:H100:dtype=bf16:mode=fused", one_chunk(w), nm::OpKind::kForward) ==
         Approx(h100).epsilon(1e-12));
-  CHECK(seconds("shaped:H100:dtype=fp16", one_chunk(w), nm::OpKind::kForward) ==
+  CHECK(seconds("shaped:H100:dtype=fp16:mode=fused", one_chunk(w), nm::OpKind::kForward) ==
         Approx(h100).epsilon(1e-12));
-  CHECK(seconds("shaped:H200:dtype=bf16", one_chunk(w), nm::OpKind::kForward) ==
+  CHECK(seconds("shaped:H200:dtype=bf16:mode=fused", one_chunk(w), nm::OpKind::kForward) ==
         Approx(h100).epsilon(1e-12));  // the H100's die and tensor peak
   // The calibration's device keeps the fitted ceiling; unmeasured ones too.
   CHECK(a100 == Approx(2.0 * 4096 * 4096 * 4096 / (312e12 * 0.75 * std::pow(g(4096), 3))));
-  CHECK(seconds("shaped:A100-80GB:dtype=bf16", one_chunk(w), nm::OpKind::kForward) ==
+  CHECK(seconds("shaped:A100-80GB:dtype=bf16:mode=fused", one_chunk(w), nm::OpKind::kForward) ==
         Approx(a100).epsilon(1e-12));
-  CHECK(seconds("shaped:RTX4090:dtype=bf16", one_chunk(w), nm::OpKind::kForward) ==
+  CHECK(seconds("shaped:RTX4090:dtype=bf16:mode=fused", one_chunk(w), nm::OpKind::kForward) ==
         Approx(a100 * 312 / 165.2).epsilon(1e-12));
-  CHECK(seconds("shaped:H100:dtype=tf32", one_chunk(w), nm::OpKind::kForward) ==
+  CHECK(seconds("shaped:H100:dtype=tf32:mode=fused", one_chunk(w), nm::OpKind::kForward) ==
         Approx(2.0 * 4096 * 4096 * 4096 / (494.5e12 * 0.75 * std::pow(g(4096), 3))));
 }
 
@@ -121,7 +123,8 @@ TEST_CASE("Shaped: fused attention skips the causal half; materialised pays the 
   // Materialised (eager): per head a [2048, 128] x [128, 2048] and a [2048,
   // 2048] x [2048, 128] GEMM, the whole square; softmax 2 x 2048^2 elements
   // and, unfused, scaling and masking 2 x 2 x 2048^2, all at 2 bytes, at
-  // 2039 GB/s x 0.60.
+  // 2039 GB/s x 0.60; under autocast the scores cast to fp32 and the
+  // probabilities back (2 + 4 bytes each) and the softmax in fp32.
   const double heads = 2 * 16 * 4;
   const double gemms = heads * 2.0 * 2048 * 2048 * 128 *
                        (1 / (g(2048) * g(2048) * g(128)) + 1 / (g(2048) * g(128) * g(2048))) /
@@ -129,7 +132,13 @@ TEST_CASE("Shaped: fused attention skips the causal half; materialised pays the 
   const double passes = heads * 2048.0 * 2048 * (2 + 4) * 2 / (2039e9 * 0.60);
   CHECK(seconds("shaped:A100-80GB:dtype=bf16:attn=materialised", trace, nm::OpKind::kForward) ==
         Approx(gemms + passes));
-  // Compiled keeps the softmax, drops scaling and masking.
+  const double autocast = heads * 2048.0 * 2048 * (2 * 6 + 2 * 4 + 4 * 2) / (2039e9 * 0.60);
+  CHECK(seconds("shaped:A100-80GB:dtype=bf16:attn=materialised:autocast=on", trace,
+                nm::OpKind::kForward) == Approx(gemms + autocast));
+  // fp32 has no casts: the softmax and the passes at 4 bytes.
+  CHECK(seconds("shaped:A100-80GB:dtype=fp32:attn=materialised", trace, nm::OpKind::kForward) >
+        gemms * 16);
+  // Compiled keeps the softmax (its casts folded in), drops scaling and masking.
   const double softmax = heads * 2048.0 * 2048 * 2 * 2 / (2039e9 * 0.60);
   CHECK(seconds("shaped:A100-80GB:dtype=bf16:attn=materialised:mode=compiled", trace,
                 nm::OpKind::kForward) == Approx(gemms + softmax));
@@ -260,6 +269,47 @@ TEST_CASE("Shaped: passes by mode, the launch floor, fp8 casts, undescribed FLOP
   nm::TraceOp op;
   op.flops = 1e15;
   CHECK(model->compute_s(op) == Approx(1e15 / (989e12 * 0.75 * (794.5 / 989.4) / (271.2 / 312))));
+}
+
+TEST_CASE("Shaped: autocast=on, fp32 passes and casts in eager and compiled 16-bit modes") {
+  nm::OpWork w;
+  // A [4096, 1024] x [1024, 512] GEMM whose input arrives in fp32 and whose
+  // output goes to an fp32 op; a LayerNorm-like pass on fp32 elements and a
+  // GELU-like one on 16-bit elements.
+  w.gemms = {{4096, 512, 1024, 1, true, true}};
+  w.passes = {{1e8, false, 1, true}, {3e8, true, 1, false}};
+  const auto trace = one_chunk(w);
+  const double bw = 2039e9 * 0.60;
+  const double gemm = 2.0 * 4096 * 512 * 1024 / (312e12 * 0.75 * g(4096) * g(512) * g(1024));
+  const double weight = 1024.0 * 512 * 6 / bw, input = 4096.0 * 1024 * 6 / bw,
+               output = 4096.0 * 512 * 6 / bw;
+  // Eager: the weight, input and output casts (2 + 4 bytes an element), the
+  // fp32 pass at 4 bytes, the other at 2.
+  CHECK(seconds("shaped:A100-80GB:dtype=bf16:autocast=on", trace, nm::OpKind::kForward) ==
+        Approx(gemm + weight + input + output + (1e8 * 4 + 3e8 * 2) / bw));
+  // The backward: the input gradient's GEMM with the input's and output's
+  // casts back, the weight gradient's with the weight's, passes twice.
+  CHECK(seconds("shaped:A100-80GB:dtype=bf16:autocast=on", trace, nm::OpKind::kBackward) ==
+        Approx(2 * gemm + weight + input + output + 2 * (1e8 * 4 + 3e8 * 2) / bw));
+  // Compiled: activation casts folded into the passes, the weight's kept;
+  // the fusible pass dropped, the fp32 one kept at 4 bytes.
+  CHECK(seconds("shaped:A100-80GB:dtype=bf16:mode=compiled:autocast=on", trace,
+                nm::OpKind::kForward) == Approx(gemm + weight + 1e8 * 4 / bw));
+  // A 16-bit model (the default, autocast=off) and fp32 have no casts.
+  CHECK(seconds("shaped:A100-80GB:dtype=bf16:mode=fused", trace, nm::OpKind::kForward) ==
+        Approx(gemm + 1e8 * 2 / bw));
+  CHECK(seconds("shaped:A100-80GB:dtype=bf16", trace, nm::OpKind::kForward) ==
+        Approx(gemm + (1e8 + 3e8) * 2 / bw));
+  CHECK(seconds("shaped:A100-80GB:dtype=fp32:autocast=on", trace, nm::OpKind::kForward) ==
+        Approx(gemm * 312 / 19.5 + (1e8 + 3e8) * 4 / bw));
+  CHECK(seconds("shaped:A100-80GB:dtype=fp32:mode=fused", trace, nm::OpKind::kForward) ==
+        Approx(gemm * 312 / 19.5 + 1e8 * 4 / bw));
+  auto on = nm::make_shaped_model(nm::parse_compute_spec("shaped:A100:dtype=fp16:autocast=on"), kC);
+  CHECK(on->describe_json().find("\"autocast\": true") != std::string::npos);
+  auto off = nm::make_shaped_model(nm::parse_compute_spec("shaped:A100:dtype=bf16"), kC);
+  CHECK(off->describe_json().find("\"autocast\": false") != std::string::npos);
+  CHECK_THROWS_WITH(nm::parse_compute_spec("shaped:A100:autocast=yes"),
+                    Catch::Matchers::Contains("autocast=on|off"));
 }
 
 TEST_CASE("Shaped: spec options and their errors") {

@@ -154,6 +154,21 @@ TEST_CASE("Clock: rows, devices and specs; bad files are data errors") {
         "shaped:A100-80GB:mode=eager:dtype=bf16:attn=flash");
   CHECK(wi::row_compute_spec(rows[1], "analytic") == "analytic:H100");
   CHECK_THROWS_AS(wi::device_of("B200"), slowpipe::UsageError);
+  // A row the clock cannot time (an unknown GPU, no dtype) is skipped, named.
+  const auto odd = wi::read_published(
+      write_csv("clock_odd.csv", std::string(kHeader) +
+                                     "d,Quadro RTX 8000,8,bf16,eager,flash,none,12,768,12,3072,"
+                                     "50304,1024,4,262144,9000,held-out\n"
+                                     "e,A100,8,,eager,flash,none,12,768,12,3072,50304,1024,4,"
+                                     "262144,9000,held-out\n"
+                                     "f,A100,8,bf16,eager,flash,none,12,768,12,3072,50304,1024,4,"
+                                     "262144,9000,held-out\n"),
+      &skipped);
+  REQUIRE(odd.size() == 1);
+  REQUIRE(skipped.size() == 2);
+  CHECK_THAT(skipped[0], Catch::Matchers::StartsWith("d (") &&
+                             Catch::Matchers::Contains("has no device preset"));
+  CHECK_THAT(skipped[1], Catch::Matchers::StartsWith("e ("));
   // Labels with an SXM form factor and a memory size; the export parts.
   CHECK(wi::device_of("A100-SXM4-80GB") == "A100-80GB");
   CHECK(wi::device_of("A100-SXM4-40GB") == "A100");
