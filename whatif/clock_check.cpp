@@ -84,25 +84,21 @@ std::string fill_row(const Record& r, PublishedRow& row) {
 
 std::vector<PublishedRow> read_published(const std::string& path,
                                          std::vector<std::string>* skipped) {
-  std::ifstream in(path);
-  if (!in) throw DataError("cannot read the published set '" + path + "'");
+  std::ifstream in;
+  const CsvHeader header =
+      open_csv(in, path, "the published set",
+               {"id", "gpu", "dtype", "execution", "layers", "d_model", "vocab", "seq",
+                "micro_batch", "global_batch_tokens", "gpus", "tokens_per_s_per_gpu"});
+  const std::map<std::string, size_t>& columns = header.columns;
   std::string line;
-  if (!std::getline(in, line)) throw DataError(path + ": empty (no header line)");
-  std::map<std::string, size_t> columns;
-  const auto header = split_csv(line);
-  for (size_t i = 0; i < header.size(); ++i) columns[header[i]] = i;
-  for (const char* need : {"id", "gpu", "dtype", "execution", "layers", "d_model", "vocab", "seq",
-                           "micro_batch", "global_batch_tokens", "gpus", "tokens_per_s_per_gpu"}) {
-    if (!columns.count(need)) throw DataError(path + ": no column '" + need + "'");
-  }
   std::vector<PublishedRow> rows;
   if (skipped) skipped->clear();
   for (int n = 2; std::getline(in, line); ++n) {
     if (line.empty() || line == "\r") continue;
     const auto fields = split_csv(line);
-    if (fields.size() != header.size()) {
+    if (fields.size() != header.fields) {
       throw DataError(path + ":" + std::to_string(n) + ": " + std::to_string(fields.size()) +
-                      " fields, the header has " + std::to_string(header.size()));
+                      " fields, the header has " + std::to_string(header.fields));
     }
     PublishedRow row;
     const std::string missing = fill_row(Record{columns, fields}, row);

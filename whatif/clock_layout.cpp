@@ -32,6 +32,21 @@ std::vector<std::string> split_csv(const std::string& line) {
   return out;
 }
 
+CsvHeader open_csv(std::ifstream& in, const std::string& path, const std::string& what,
+                   std::initializer_list<const char*> need) {
+  in.open(path);
+  if (!in) throw DataError("cannot read " + what + " '" + path + "'");
+  std::string line;
+  if (!std::getline(in, line)) throw DataError(path + ": empty (no header line)");
+  CsvHeader h;
+  const auto names = split_csv(line);
+  h.fields = names.size();
+  for (size_t i = 0; i < names.size(); ++i) h.columns[names[i]] = i;
+  for (const char* n : need)
+    if (!h.columns.count(n)) throw DataError(path + ": no column '" + n + "'");
+  return h;
+}
+
 LinkRates clock_link_rates(const std::string& gpu) {
   // NVLink per direction: half the datasheet's bidirectional total (V100 300
   // GB/s, A100 600, A800 and H800 400, H100 and H200 900); the PCIe cards
@@ -68,15 +83,12 @@ int positive_int(const std::string& s) {
 }  // namespace
 
 int apply_layouts(const std::string& path, std::vector<PublishedRow>& rows) {
-  std::ifstream in(path);
-  if (!in) throw DataError("cannot read the layout file '" + path + "'");
+  std::ifstream in;
+  const CsvHeader header =
+      open_csv(in, path, "the layout file",
+               {"id", "tp", "pp", "dp_mode", "gpus_per_node", "internode_gbps_per_gpu"});
+  std::map<std::string, size_t> col = header.columns;
   std::string line;
-  if (!std::getline(in, line)) throw DataError(path + ": empty (no header line)");
-  std::map<std::string, size_t> col;
-  const auto header = split_csv(line);
-  for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
-  for (const char* need : {"id", "tp", "pp", "dp_mode", "gpus_per_node", "internode_gbps_per_gpu"})
-    if (!col.count(need)) throw DataError(path + ": no column '" + need + "'");
   std::map<std::string, PublishedRow*> by_id;
   for (auto& r : rows) by_id[r.id] = &r;
   int set = 0;
@@ -86,7 +98,7 @@ int apply_layouts(const std::string& path, std::vector<PublishedRow>& rows) {
     const auto bad = [&](const std::string& what) {
       return DataError(path + ":" + std::to_string(n) + ": " + what);
     };
-    if (f.size() != header.size()) throw bad("fields do not match the header");
+    if (f.size() != header.fields) throw bad("fields do not match the header");
     RowLayout l;
     l.tp = positive_int(f[col["tp"]]);
     l.pp = positive_int(f[col["pp"]]);
