@@ -109,6 +109,10 @@ int cmd_clock(const Args& args) {
   if (vm.count("fit") && model != "shaped") throw UsageError("--fit needs --model shaped");
   std::vector<std::string> skipped;
   auto rows = whatif::read_published(path, &skipped);
+  if (rows.empty()) {
+    throw DataError(path + ": no row can be timed" +
+                    (skipped.empty() ? std::string(" (no rows)") : " (" + skipped.front() + ")"));
+  }
   const int laid_out = layout.empty() ? 0 : whatif::apply_layouts(layout, rows);
   const std::vector<std::string> parts = splits_of(rows, split);
   netmodel::ShapedConstants constants;
