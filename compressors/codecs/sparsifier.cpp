@@ -97,31 +97,28 @@ void Sparsifier::encode_payload(const float* x, const Shape& shape, uint8_t* out
 
 namespace {
 
+// The j-th fp32 value of `v`, at any alignment.
+inline float float_at(const uint8_t* v, int64_t j) {
+  float x;
+  std::memcpy(&x, v + 4 * j, 4);
+  return x;
+}
+
 // out [m]: zeros, and gain * v[j] at idx[j]. Block by block, each block's kept
 // values written right after its zeros while it is in cache: one pass over the
 // output instead of a fill and a scatter. Fast for ascending indices; correct
 // for any order of indices in [0, m).
-// `value(j)`: the j-th kept value.
-template <class Value>
-void expand_row(const int32_t* idx, Value value, int64_t k, int64_t m, float gain, float* out) {
+// `v`: the k kept fp32 values, read at any alignment (a message's bytes).
+void expand_row(const int32_t* idx, const uint8_t* v, int64_t k, int64_t m, float gain,
+                float* out) {
   constexpr int64_t kBlock = 4096;  // floats (16 KiB)
   int64_t j = 0;
   for (int64_t b = 0; b < m; b += kBlock) {
     const int64_t e = std::min(m, b + kBlock);
     std::fill(out + b, out + e, 0.0F);
-    for (; j < k && idx[j] < e; ++j) out[idx[j]] = gain * value(j);
+    for (; j < k && idx[j] < e; ++j) out[idx[j]] = gain * float_at(v, j);
   }
 }
-
-// The j-th fp32 value of a message (at any alignment).
-struct MessageFloats {
-  const uint8_t* p;
-  float operator()(int64_t j) const {
-    float v;
-    std::memcpy(&v, p + 4 * j, 4);
-    return v;
-  }
-};
 
 // decode_payload's buffers, kept per thread (decoding is const and may run on
 // several threads) at the size of the largest message decoded there, so that
@@ -152,27 +149,21 @@ void Sparsifier::decode_payload(const uint8_t* p, const Shape& shape, float* out
   }
   // fp32 values (no value codec) are read where they lie in the message;
   // others are decoded first.
-  const bool raw = values_->spec() == "none";
   std::vector<float>& values = scratch.values;
-  values.resize(raw ? 0 : static_cast<size_t>(rows * k));
-  if (!raw) values_->decode_payload(p + index_bytes, {rows, k}, values.data());
-  const MessageFloats in_message{p + index_bytes};
-  const auto value = [&](int64_t i) { return raw ? in_message(i) : values[i]; };
+  const uint8_t* v = p + index_bytes;
+  if (values_->spec() != "none") {
+    values.resize(static_cast<size_t>(rows * k));
+    values_->decode_payload(v, {rows, k}, values.data());
+    v = reinterpret_cast<const uint8_t*>(values.data());
+  }
   const float gain =
       config_.unbiased && k > 0 ? static_cast<float>(m) / static_cast<float>(k) : 1.0F;
-  for (int64_t r = 0; r < rows; ++r) {
-    if (raw) {
-      expand_row(indices + r * k, MessageFloats{in_message.p + 4 * r * k}, k, m, gain, out + r * m);
-    } else {
-      const float* v = values.data() + r * k;
-      expand_row(
-          indices + r * k, [v](int64_t j) { return v[j]; }, k, m, gain, out + r * m);
-    }
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    expand_row(indices + r * k, v + 4 * r * k, k, m, gain, out + r * m);
   if (gain != 1.0F)
     for (int64_t i = 0; i < rows * k; ++i)
-      if (!std::isfinite(gain * value(i)))
-        throw DataError(spec() + " message: value " + std::to_string(value(i)) +
+      if (!std::isfinite(gain * float_at(v, i)))
+        throw DataError(spec() + " message: value " + std::to_string(float_at(v, i)) +
                         " overflows when rescaled by m/k");
 }
 
