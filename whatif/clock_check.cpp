@@ -117,6 +117,18 @@ std::vector<PublishedRow> read_published(const std::string& path,
   return rows;
 }
 
+std::vector<std::string> gpu_label_parts(const std::string& gpu) {
+  std::vector<std::string> parts(1);
+  for (const char c : gpu) {
+    if (c == '-') {
+      parts.emplace_back();
+    } else {
+      parts.back() += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+  }
+  return parts;
+}
+
 // A GPU label is a chip and optional parts, dash-separated: a form factor
 // (SXM, SXM2, SXM4, SXM5: the presets are the SXM parts; PCIe differs in
 // clocks and power, so it is not mapped) and a memory size (40GB, 80GB, ...:
@@ -132,14 +144,7 @@ std::string device_of(const std::string& gpu) {
     return UsageError("GPU '" + gpu + "' has no device preset (devices " +
                       netmodel::device_presets().known() + ")");
   };
-  std::vector<std::string> parts(1);
-  for (const char c : gpu) {
-    if (c == '-') {
-      parts.emplace_back();
-    } else {
-      parts.back() += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    }
-  }
+  const std::vector<std::string> parts = gpu_label_parts(gpu);
   const auto chip = chips.find(parts[0]);
   if (chip == chips.end()) throw fail();
   std::string device = chip->second;

@@ -48,6 +48,9 @@ std::vector<PublishedRow> read_published(const std::string& path,
 // "H800-80GB" -> "H100"); a UsageError when slowpipe has none (a PCIe part,
 // an unknown chip).
 std::string device_of(const std::string& gpu);
+// A GPU label's dash-separated parts, upper-cased: the chip first
+// ("a100-sxm4-80gb" -> A100, SXM4, 80GB).
+std::vector<std::string> gpu_label_parts(const std::string& gpu);
 
 // A row's compute spec: "shaped:DEVICE:mode=M:dtype=D[:attn=A]", or
 // "analytic:DEVICE" when `model` is "analytic".

@@ -2,7 +2,6 @@
 #include "whatif/clock_layout.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -62,11 +61,7 @@ LinkRates clock_link_rates(const std::string& gpu) {
       {"V100", 150, 50},  {"A100", 300, 200}, {"A800", 200, 200},
       {"H100", 450, 400}, {"H800", 200, 400}, {"H200", 450, 400},
   };
-  std::string chip;
-  for (const char c : gpu) {
-    if (c == '-') break;
-    chip += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  }
+  const std::string chip = gpu_label_parts(gpu).front();
   for (const auto& c : chips) {
     if (chip == c.name) return {c.nvlink_GBps * 1e9, c.internode_Gbps * 1e9 / 8};
   }
@@ -87,7 +82,7 @@ int apply_layouts(const std::string& path, std::vector<PublishedRow>& rows) {
   const CsvHeader header =
       open_csv(in, path, "the layout file",
                {"id", "tp", "pp", "dp_mode", "gpus_per_node", "internode_gbps_per_gpu"});
-  std::map<std::string, size_t> col = header.columns;
+  const std::map<std::string, size_t>& col = header.columns;
   std::string line;
   std::map<std::string, PublishedRow*> by_id;
   for (auto& r : rows) by_id[r.id] = &r;
@@ -100,11 +95,11 @@ int apply_layouts(const std::string& path, std::vector<PublishedRow>& rows) {
     };
     if (f.size() != header.fields) throw bad("fields do not match the header");
     RowLayout l;
-    l.tp = positive_int(f[col["tp"]]);
-    l.pp = positive_int(f[col["pp"]]);
-    l.gpus_per_node = positive_int(f[col["gpus_per_node"]]);
-    l.dp_mode = f[col["dp_mode"]];
-    const std::string& link = f[col["internode_gbps_per_gpu"]];
+    l.tp = positive_int(f[col.at("tp")]);
+    l.pp = positive_int(f[col.at("pp")]);
+    l.gpus_per_node = positive_int(f[col.at("gpus_per_node")]);
+    l.dp_mode = f[col.at("dp_mode")];
+    const std::string& link = f[col.at("internode_gbps_per_gpu")];
     if (l.tp < 1 || l.pp < 1 || l.gpus_per_node < 1) throw bad("tp, pp, gpus_per_node: >= 1");
     if (l.dp_mode != "none" && l.dp_mode != "ddp" && l.dp_mode != "zero1" && l.dp_mode != "zero2" &&
         l.dp_mode != "zero3")
@@ -119,7 +114,7 @@ int apply_layouts(const std::string& path, std::vector<PublishedRow>& rows) {
       if (used != link.size() || !(l.internode_gbps_per_gpu > 0))
         throw bad("internode_gbps_per_gpu '" + link + "': a positive number or empty");
     }
-    const auto it = by_id.find(f[col["id"]]);
+    const auto it = by_id.find(f[col.at("id")]);
     if (it == by_id.end()) continue;
     PublishedRow& r = *it->second;
     if (r.gpus % (l.tp * l.pp) != 0)
