@@ -93,8 +93,9 @@ int cmd_clock(const Args& args) {
       "split", po::value(&split),
       "print only this split's rows and summary (e.g. calibration, held-out)")(
       "layout", po::value(&layout),
-      "the rows' parallel layouts (experiments/clock/layout.csv): tensor, pipeline and data "
-      "parallel exchanges; rows it does not list are timed as one device");
+      "the rows' parallel layouts (experiments/clock/layout.csv): tensor, pipeline "
+      "(interleaved) and data parallel exchanges, CPU offload; rows it does not list are timed "
+      "as one device");
   po::positional_options_description pos;
   pos.add("published", 1);
   const po::variables_map vm = parse_command_line(args, desc, pos);

@@ -52,20 +52,22 @@ LinkRates clock_link_rates(const std::string& gpu) {
   // PCIe 4.0 x16, 31.5 GB/s. Between nodes, the reference designs' NICs per
   // GPU: DGX-1 (V100) 4 x 100 Gb/s for 8 GPUs, DGX A100 8 x 200 Gb/s, DGX
   // H100 8 x 400 Gb/s; other cards one 100 Gb/s NIC per node of 8
-  // (docs/netmodel.md, "Round 5").
+  // (docs/netmodel.md, "Round 5"). To the host (round 6): PCIe 3.0 x16
+  // (15.75 GB/s) on the V100, 4.0 (31.5) on Ampere and the other cards, 5.0
+  // (63) on Hopper.
   struct Chip {
     const char* name;
-    double nvlink_GBps, internode_Gbps;
+    double nvlink_GBps, internode_Gbps, pcie_GBps;
   };
   static const Chip chips[] = {
-      {"V100", 150, 50},  {"A100", 300, 200}, {"A800", 200, 200},
-      {"H100", 450, 400}, {"H800", 200, 400}, {"H200", 450, 400},
+      {"V100", 150, 50, 15.75}, {"A100", 300, 200, 31.5}, {"A800", 200, 200, 31.5},
+      {"H100", 450, 400, 63},   {"H800", 200, 400, 63},   {"H200", 450, 400, 63},
   };
   const std::string chip = gpu_label_parts(gpu).front();
   for (const auto& c : chips) {
-    if (chip == c.name) return {c.nvlink_GBps * 1e9, c.internode_Gbps * 1e9 / 8};
+    if (chip == c.name) return {c.nvlink_GBps * 1e9, c.internode_Gbps * 1e9 / 8, c.pcie_GBps * 1e9};
   }
-  return {31.5e9, 100e9 / 8 / 8};
+  return {31.5e9, 100e9 / 8 / 8, 31.5e9};
 }
 
 namespace {
@@ -75,6 +77,39 @@ int positive_int(const std::string& s) {
   return std::stoi(s);
 }
 
+// One layout.csv line's layout (apply_layouts); `bad` makes its DataError.
+template <class Bad>
+RowLayout parse_layout(const std::vector<std::string>& f, const std::map<std::string, size_t>& col,
+                       const Bad& bad) {
+  RowLayout l;
+  l.tp = positive_int(f[col.at("tp")]);
+  l.pp = positive_int(f[col.at("pp")]);
+  l.gpus_per_node = positive_int(f[col.at("gpus_per_node")]);
+  l.dp_mode = f[col.at("dp_mode")];
+  if (col.count("vpp")) l.vpp = positive_int(f[col.at("vpp")]);
+  if (col.count("offload") && !f[col.at("offload")].empty()) l.offload = f[col.at("offload")];
+  const std::string& link = f[col.at("internode_gbps_per_gpu")];
+  if (l.tp < 1 || l.pp < 1 || l.vpp < 1 || l.gpus_per_node < 1)
+    throw bad("tp, pp, vpp, gpus_per_node: >= 1");
+  if (l.vpp > 1 && l.pp == 1) throw bad("vpp " + std::to_string(l.vpp) + " needs pp > 1");
+  if (l.dp_mode != "none" && l.dp_mode != "ddp" && l.dp_mode != "zero1" && l.dp_mode != "zero2" &&
+      l.dp_mode != "zero3")
+    throw bad("dp_mode '" + l.dp_mode + "' (none, ddp, zero1, zero2, zero3)");
+  if (l.offload != "none" && l.offload != "optimizer" && l.offload != "params")
+    throw bad("offload '" + l.offload + "' (none, optimizer, params, or empty)");
+  if (!link.empty()) {
+    size_t used = 0;
+    try {
+      l.internode_gbps_per_gpu = std::stod(link, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != link.size() || !(l.internode_gbps_per_gpu > 0))
+      throw bad("internode_gbps_per_gpu '" + link + "': a positive number or empty");
+  }
+  return l;
+}
+
 }  // namespace
 
 int apply_layouts(const std::string& path, std::vector<PublishedRow>& rows) {
@@ -82,7 +117,6 @@ int apply_layouts(const std::string& path, std::vector<PublishedRow>& rows) {
   const CsvHeader header =
       open_csv(in, path, "the layout file",
                {"id", "tp", "pp", "dp_mode", "gpus_per_node", "internode_gbps_per_gpu"});
-  const std::map<std::string, size_t>& col = header.columns;
   std::string line;
   std::map<std::string, PublishedRow*> by_id;
   for (auto& r : rows) by_id[r.id] = &r;
@@ -94,27 +128,8 @@ int apply_layouts(const std::string& path, std::vector<PublishedRow>& rows) {
       return DataError(path + ":" + std::to_string(n) + ": " + what);
     };
     if (f.size() != header.fields) throw bad("fields do not match the header");
-    RowLayout l;
-    l.tp = positive_int(f[col.at("tp")]);
-    l.pp = positive_int(f[col.at("pp")]);
-    l.gpus_per_node = positive_int(f[col.at("gpus_per_node")]);
-    l.dp_mode = f[col.at("dp_mode")];
-    const std::string& link = f[col.at("internode_gbps_per_gpu")];
-    if (l.tp < 1 || l.pp < 1 || l.gpus_per_node < 1) throw bad("tp, pp, gpus_per_node: >= 1");
-    if (l.dp_mode != "none" && l.dp_mode != "ddp" && l.dp_mode != "zero1" && l.dp_mode != "zero2" &&
-        l.dp_mode != "zero3")
-      throw bad("dp_mode '" + l.dp_mode + "' (none, ddp, zero1, zero2, zero3)");
-    if (!link.empty()) {
-      size_t used = 0;
-      try {
-        l.internode_gbps_per_gpu = std::stod(link, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != link.size() || !(l.internode_gbps_per_gpu > 0))
-        throw bad("internode_gbps_per_gpu '" + link + "': a positive number or empty");
-    }
-    const auto it = by_id.find(f[col.at("id")]);
+    const RowLayout l = parse_layout(f, header.columns, bad);
+    const auto it = by_id.find(f[header.columns.at("id")]);
     if (it == by_id.end()) continue;
     PublishedRow& r = *it->second;
     if (r.gpus % (l.tp * l.pp) != 0)
@@ -127,12 +142,58 @@ int apply_layouts(const std::string& path, std::vector<PublishedRow>& rows) {
   return set;
 }
 
+namespace {
+
+// Seconds of a micro-batch's tensor-parallel all-reduces (the file comment).
+double tp_exchange_s(const PublishedRow& row, const LinkRates& links, double across_node_Bps,
+                     double act) {
+  const RowLayout& l = row.layout;
+  if (l.tp <= 1) return 0;
+  const double t = l.tp;
+  const double layers = std::ceil(static_cast<double>(row.layers) / l.pp);
+  const double bytes = static_cast<double>(row.micro_batch * row.seq * row.d_model) * act;
+  return (row.act_ckpt == "full" ? 6 : 4) * layers * 2 * (t - 1) / t * bytes /
+         (l.tp <= l.gpus_per_node ? links.nvlink_Bps : across_node_Bps);
+}
+
+// Parameters a node's host updates a second under offload: the median of
+// six seen offload rows (docs/netmodel.md, "Round 6"), calibrated, not a
+// datasheet's figure.
+constexpr double kHostUpdateParamsPerS = 0.43e9;
+
+// What the host side of a step costs under offload (the file comment):
+// seconds on the critical path after the backward (the update), seconds a
+// micro-batch's copies take, and seconds hidden behind the last backward.
+struct HostWork {
+  double update_s = 0, per_micro_s = 0, end_s = 0;
+};
+
+HostWork host_work(const PublishedRow& row, const LinkRates& links, double shard, double act) {
+  const RowLayout& l = row.layout;
+  HostWork w;
+  if (l.offload == "none") return w;
+  // The host updates a node's parameters at kHostUpdateParamsPerS, shared
+  // by the node's GPUs (each waits for all of them).
+  w.update_s = shard * std::min(row.gpus, l.gpus_per_node) / kHostUpdateParamsPerS;
+  const double copy_s = shard * act / links.host_link_Bps;
+  if (l.offload == "params") {
+    w.per_micro_s = (row.act_ckpt == "full" ? 3 : 2) * copy_s;  // in; gradients out alongside
+  } else {
+    w.end_s = copy_s;      // gradients out
+    w.update_s += copy_s;  // parameters back in
+  }
+  return w;
+}
+
+}  // namespace
+
 double layout_step_s(const PublishedRow& row, const StepParts& parts, int micro,
                      double stage_params) {
   const RowLayout& l = row.layout;
   const double t = l.tp, p = l.pp, d = row.gpus / (l.tp * l.pp), m = micro;
   const double act = row.dtype == "fp32" || row.dtype == "tf32" ? 4 : 2;
   const bool recompute = row.act_ckpt == "full";
+  const bool sharded = l.dp_mode.rfind("zero", 0) == 0;
   const LinkRates links = clock_link_rates(row.gpu);
   const double inter =
       l.internode_gbps_per_gpu > 0 ? l.internode_gbps_per_gpu * 1e9 / 8 : links.internode_Bps;
@@ -144,27 +205,26 @@ double layout_step_s(const PublishedRow& row, const StepParts& parts, int micro,
     return std::min(links.nvlink_Bps, inter * std::max(1.0, members_per_node));
   };
   const double node = l.gpus_per_node;
-  double tp_mb = 0;
-  if (l.tp > 1) {
-    const double layers = std::ceil(static_cast<double>(row.layers) / p);
-    const double bytes = static_cast<double>(row.micro_batch * row.seq * row.d_model) * act;
-    tp_mb = (recompute ? 6 : 4) * layers * 2 * (t - 1) / t * bytes /
-            (l.tp <= l.gpus_per_node ? links.nvlink_Bps : across(node));
-  }
-  double exposed = 0;
+  const double tp_mb = tp_exchange_s(row, links, across(node), act);
+  double per_micro = 0, at_end = 0;  // data-parallel seconds a micro-batch, a step
   if (d > 1) {
     // The data-parallel group's members in a node: tensor- and pipeline-
     // parallel groups fill nodes first.
     const double link = row.gpus <= l.gpus_per_node ? links.nvlink_Bps : across(node / (t * p));
     const double bytes = stage_params * act;
     if (l.dp_mode == "zero3") {
-      const double per_mb = (recompute ? 4 : 3) * (d - 1) / d * bytes / link;
-      exposed = m * std::max(0.0, per_mb - mb);
+      per_micro = (recompute ? 4 : 3) * (d - 1) / d * bytes / link;
     } else {
-      exposed = std::max(0.0, 2 * (d - 1) / d * bytes / link - parts.backward_s / m);
+      at_end = 2 * (d - 1) / d * bytes / link;
     }
   }
-  return (mb + tp_mb) * (m + p - 1) + exposed + parts.other_s;
+  const HostWork host = host_work(row, links, sharded ? stage_params / d : stage_params, act);
+  const double exposed = m * std::max(0.0, per_micro + host.per_micro_s - mb) +
+                         std::max(0.0, at_end + host.end_s - parts.backward_s / m);
+  // The GPU's update stays whole under zero1..3: the constants were fitted
+  // with it (docs/netmodel.md, "Round 6").
+  const double update = l.offload != "none" ? host.update_s : parts.other_s;
+  return (mb + tp_mb) * (m + (p - 1) / l.vpp) + exposed + update;
 }
 
 }  // namespace slowpipe::whatif

@@ -10,7 +10,8 @@
 //   recompute), each 2 (t - 1) / t of the activation's bytes over the link,
 //   on the critical path (nothing hides them);
 // - pipeline parallel (p > 1): the stage with the most layers and the LM
-//   head, m micro-batches in m + p - 1 slots (1F1B's bubble);
+//   head, m micro-batches in m + (p - 1) / v slots (1F1B's bubble; v
+//   virtual stages a GPU under the interleaved schedule, 1 otherwise);
 // - data parallel (d = GPUs / (t p) > 1): ddp, zero1 and zero2 move
 //   2 (d - 1) / d of the stage's gradients once a step (an all-reduce, or a
 //   reduce-scatter and an all-gather), hidden behind the backward of the
@@ -18,15 +19,21 @@
 //   forward and the backward (and in a recompute) and reduce-scatters the
 //   gradients every micro-batch, (d - 1) / d of them each, hidden behind
 //   that micro-batch's compute; gradients and gathered parameters travel in
-//   the run's activation bytes (2, or 4 for fp32).
+//   the run's activation bytes (2, or 4 for fp32);
+// - offload (round 6): `optimizer` runs the update on the host, 0.43e9
+//   parameters a second a node (calibrated on seen rows), sends the
+//   gradients to the host behind the last micro-batch's backward and the
+//   16-bit parameters back after the update; `params` also keeps the parameters on the host
+//   and copies them in for every pass of every micro-batch (forward,
+//   backward, recompute), hidden behind that micro-batch's compute.
 //
 // Links (per GPU and direction): NVLink inside a node, the datasheet's
 // figure; between nodes the row's printed figure, else the reference design
 // of the generation (clock_link_rates), times the group's members in a node
 // (a collective between nodes runs one ring per NIC, as NCCL does), at most
-// NVLink's. Leaves out: collective latencies,
-// interleaved pipeline schedules, sequence parallelism, point-to-point
-// activations between stages, the overlap of tensor-parallel exchanges.
+// NVLink's; to the host the GPU's PCIe link. Leaves out: collective latencies,
+// sequence parallelism, point-to-point activations between stages, the
+// overlap of tensor-parallel exchanges, delayed (overlapped) host updates.
 #pragma once
 
 #include <string>
@@ -40,12 +47,15 @@ struct RowLayout {
   int tp = 1, pp = 1, gpus_per_node = 8;
   std::string dp_mode = "none";       // none, ddp, zero1, zero2, zero3
   double internode_gbps_per_gpu = 0;  // as printed; 0: the generation's default
+  int vpp = 1;                        // virtual pipeline stages a GPU (interleaved)
+  std::string offload = "none";       // none, optimizer, params (to the host)
 };
 
 // Links of a GPU label's chip, in bytes per second and direction per GPU.
 struct LinkRates {
   double nvlink_Bps = 0;     // inside a node (PCIe 4.0 x16 for the PCIe cards)
   double internode_Bps = 0;  // the generation's default between nodes
+  double host_link_Bps = 0;  // GPU <-> host: the generation's PCIe x16
 };
 LinkRates clock_link_rates(const std::string& gpu);
 
@@ -62,10 +72,11 @@ double layout_step_s(const PublishedRow& row, const StepParts& parts, int micro,
                      double stage_params);
 
 // Sets the layout of every row of `rows` that layout.csv (columns id, tp, pp,
-// dp_mode, gpus_per_node, internode_gbps_per_gpu; others ignored) lists;
+// dp_mode, gpus_per_node, internode_gbps_per_gpu, and optionally vpp and
+// offload, an empty offload being none; others ignored) lists;
 // returns how many. Ids the file lists that are not rows are ignored.
-// DataError naming the file and line for a malformed entry, and naming the
-// row when t p does not divide its GPUs.
+// DataError naming the file and line for a malformed entry (vpp > 1 needs
+// pp > 1), and naming the row when t p does not divide its GPUs.
 int apply_layouts(const std::string& path, std::vector<PublishedRow>& rows);
 
 }  // namespace slowpipe::whatif

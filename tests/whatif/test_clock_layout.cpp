@@ -44,6 +44,11 @@ TEST_CASE("Clock layout: link rates by chip") {
   CHECK(wi::clock_link_rates("H100-SXM").internode_Bps == 50e9);
   CHECK(wi::clock_link_rates("V100").internode_Bps == 6.25e9);
   CHECK(wi::clock_link_rates("RTX4090").nvlink_Bps == 31.5e9);  // PCIe 4.0 x16
+  // To the host: PCIe 3.0 / 4.0 / 5.0 x16.
+  CHECK(wi::clock_link_rates("V100").host_link_Bps == 15.75e9);
+  CHECK(wi::clock_link_rates("A800-SXM4-80GB").host_link_Bps == 31.5e9);
+  CHECK(wi::clock_link_rates("H200").host_link_Bps == 63e9);
+  CHECK(wi::clock_link_rates("RTX3090").host_link_Bps == 31.5e9);
 }
 
 TEST_CASE("Clock layout: tensor-parallel all-reduces and the pipeline bubble") {
@@ -106,6 +111,51 @@ TEST_CASE("Clock layout: data-parallel exchanges and what hides them") {
         Approx(3.0 + 4 * (3 * 63.0 / 64 * 4e10 / 12.5e9 - 0.75)));
 }
 
+TEST_CASE("Clock layout: interleaved stages, sharded updates and offload") {
+  wi::PublishedRow r = row32();
+  r.gpus = 8;
+  const wi::StepParts parts{1.0, 2.0, 0.4};  // 4 micro-batches of 0.75 s
+  // Interleaved 1F1B: 4 stages of 2 virtual stages each, (4 - 1) / 2 slots.
+  r.layout = {1, 4, 8, "ddp", 0};
+  r.layout.vpp = 2;
+  CHECK(wi::layout_step_s(r, parts, 4, 1e6) == Approx(0.75 * (4 + 1.5) + 0.4));
+  r.layout.vpp = 1;
+  CHECK(wi::layout_step_s(r, parts, 4, 1e6) == Approx(0.75 * (4 + 3) + 0.4));
+  // Optimizer offload, 8 replicas of zero2 on one A100 node: a GPU's shard
+  // of 8e9 / 8 parameters; the host updates the node's 8e9 at 0.43e9 a
+  // second; the GPU's bf16
+  // gradients out (1e9 x 2 B at 31.5 GB/s, 63.5 ms) behind the last
+  // backward with the exchange; its parameters back in after the update.
+  r.layout = {1, 1, 8, "zero2", 0};
+  r.layout.offload = "optimizer";
+  const double copy = 1e9 * 2 / 31.5e9;
+  const double adam = 8e9 / 0.43e9;
+  CHECK(wi::layout_step_s(r, parts, 4, 8e9) == Approx(3.0 + adam + copy));
+  // The exchange (2 x 7/8 x 16 GB over NVLink, 93 ms) and the gradients
+  // (63.5 ms) no longer hide behind a backward of 0.1 s.
+  const double bwd = 0.1;
+  const wi::StepParts short_bwd{2.6, 0.4, 0.4};
+  CHECK(wi::layout_step_s(r, short_bwd, 4, 8e9) ==
+        Approx(3.0 + (2 * 7.0 / 8 * 16e9 / 300e9 + copy - bwd) + adam + copy));
+  // Parameter offload: the shard comes in for the forward and the backward
+  // of every micro-batch (three passes under full recompute), with zero3's
+  // gathers, against that micro-batch's compute; no copy back.
+  r.layout = {1, 1, 8, "zero3", 0};
+  r.layout.offload = "params";
+  const double gather = 3 * 7.0 / 8 * 16e9 / 300e9;  // 0.373 s, with 0.127 s in: hidden
+  CHECK(gather + 2 * copy < 0.75);
+  CHECK(wi::layout_step_s(r, parts, 4, 8e9) == Approx(3.0 + adam));
+  CHECK(wi::layout_step_s(r, parts, 4, 64e9) ==
+        Approx(3.0 + 4 * (8 * gather + 2 * 8 * copy - 0.75) + 8 * adam));
+  // One GPU alone on its host: 13e9 parameters, fp32.
+  r.gpus = 1;
+  r.dtype = "fp32";
+  r.layout = {1, 1, 1, "none", 0};
+  r.layout.offload = "params";
+  CHECK(wi::layout_step_s(r, parts, 4, 13e9) ==
+        Approx(3.0 + 4 * (2 * 13e9 * 4 / 31.5e9 - 0.75) + 13e9 / 0.43e9));
+}
+
 TEST_CASE("Clock layout: the file, its errors, and a row's prediction") {
   const char* header =
       "id,gpu,gpus,dtype,execution,attention,act_ckpt,layers,d_model,heads,ffn,vocab,seq,"
@@ -141,9 +191,24 @@ TEST_CASE("Clock layout: the file, its errors, and a row's prediction") {
   };
   fails("a,3,1,ddp,8,,\n", "tp x pp = 3 does not divide its 8 GPUs");
   fails("a,1,1,fsdp,8,,\n", "dp_mode 'fsdp'");
-  fails("a,0,1,ddp,8,,\n", "tp, pp, gpus_per_node: >= 1");
+  fails("a,0,1,ddp,8,,\n", "tp, pp, vpp, gpus_per_node: >= 1");
   fails("a,1,1,ddp,8,fast,\n", "internode_gbps_per_gpu 'fast'");
   fails("a,1,1,ddp,8\n", "layout_bad.csv:2: fields");
+  // The optional columns: virtual stages and offload (empty: none).
+  const std::string lh6 =
+      "id,tp,pp,vpp,dp_mode,gpus_per_node,internode_gbps_per_gpu,offload,basis\n";
+  CHECK(wi::apply_layouts(write_file("layout6.csv", lh6 + "a,1,2,3,zero3,8,,params,x\n"
+                                                          "b,1,1,1,none,1,,,y\n"),
+                          rows) == 2);
+  CHECK((rows[0].layout.vpp == 3 && rows[0].layout.offload == "params"));
+  CHECK((rows[1].layout.vpp == 1 && rows[1].layout.offload == "none"));
+  const auto fails6 = [&](const std::string& body, const std::string& what) {
+    CHECK_THROWS_WITH(wi::apply_layouts(write_file("layout_bad6.csv", lh6 + body), rows),
+                      Contains(what));
+  };
+  fails6("a,1,1,2,ddp,8,,none,\n", "vpp 2 needs pp > 1");
+  fails6("a,1,2,0,ddp,8,,none,\n", "tp, pp, vpp, gpus_per_node: >= 1");
+  fails6("a,1,1,1,ddp,8,,nvme,\n", "offload 'nvme'");
   CHECK_THROWS_WITH(wi::apply_layouts(write_file("layout_cols.csv", "id,tp\n"), rows),
                     Contains("no column 'pp'"));
   CHECK_THROWS_AS(wi::apply_layouts("/nonexistent/layout.csv", rows), slowpipe::DataError);
