@@ -108,11 +108,11 @@ int64_t filter_scalar(const Kept& kept, int64_t begin, int64_t end, uint32_t t, 
 
 // The fused sweeps in AVX-512, 16 elements at a time, with compresses (into a
 // register, then stored whole: a compress-store straight to memory is
-// microcoded on some CPUs). Sweep 1 counts the sure ones and writes the kept
-// stream (every element >= lo, index and bits, in index order); the
-// candidates ([lo, hi]) are then compressed from that stream (about a sixth
-// of the row at K = 10%), and sweep 2 filters the stream, not the row: one
-// pass over the row instead of two.
+// microcoded on some CPUs). Sweep 1 writes the kept stream (every element >=
+// lo, index and bits, in index order); the candidates ([lo, hi]) are then
+// compressed from that stream (about a sixth of the row at K = 10%), the
+// sure ones counted as the rest of it, and sweep 2 filters the stream, not
+// the row: one pass over the row instead of two.
 __attribute__((target("avx512f,popcnt"))) int64_t collect_avx512(const float* x, int64_t m,
                                                                  uint32_t lo, uint32_t hi,
                                                                  uint32_t* cmag, int64_t& nc,
@@ -122,21 +122,22 @@ __attribute__((target("avx512f,popcnt"))) int64_t collect_avx512(const float* x,
   const __m512i vlo = _mm512_set1_epi32(static_cast<int>(lo));
   const __m512i step = _mm512_set1_epi32(16);
   __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  int64_t above = 0, i = 0, k_n = kept.n;  // locals: the stores may alias any field
+  int64_t i = 0, k_n = kept.n;  // locals: the stores may alias any field
   int32_t* const k_idx = kept.idx;
   uint32_t* const k_raw = kept.raw;
   for (; i + 16 <= m; i += 16) {
     const __m512i raw = _mm512_loadu_si512(x + i);
     const __m512i u = _mm512_and_si512(raw, abs_mask);
-    above += __builtin_popcount(_mm512_cmpgt_epu32_mask(u, vhi));
     const __mmask16 ge = _mm512_cmpge_epu32_mask(u, vlo);
     _mm512_storeu_si512(k_idx + k_n, _mm512_maskz_compress_epi32(ge, idx));
     _mm512_storeu_si512(k_raw + k_n, _mm512_maskz_compress_epi32(ge, raw));
     k_n += __builtin_popcount(ge);
     idx = _mm512_add_epi32(idx, step);
   }
-  // The candidates, from the stream (every kept one is >= lo), in index order.
-  int64_t c_n = nc, j = 0;
+  // The candidates, from the stream (every kept one is >= lo), in index order;
+  // the sure ones (> hi) are the rest of it, since lo <= hi.
+  const int64_t c_0 = nc;
+  int64_t c_n = nc, j = kept.n;
   for (; j + 16 <= k_n; j += 16) {
     const __m512i u = _mm512_and_si512(_mm512_loadu_si512(k_raw + j), abs_mask);
     const __mmask16 c = _mm512_cmple_epu32_mask(u, vhi);
@@ -148,6 +149,7 @@ __attribute__((target("avx512f,popcnt"))) int64_t collect_avx512(const float* x,
     cmag[c_n] = u;
     c_n += u <= hi;
   }
+  const int64_t above = (k_n - kept.n) - (c_n - c_0);
   nc = c_n;
   kept.n = k_n;
   return above + collect_kept_scalar(x, i, m, lo, hi, cmag, nc, kept);  // the tail
@@ -219,28 +221,39 @@ SLOWPIPE_AVX2 int64_t collect_avx2(const float* x, int64_t m, uint32_t lo, uint3
   const __m256i vlo1 = _mm256_set1_epi32(static_cast<int>(lo) - 1);
   const __m256i step = _mm256_set1_epi32(8);
   __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  int64_t above = 0, i = 0, c_n = nc, k_n = kept.n;
+  int64_t i = 0, k_n = kept.n;
   int32_t* const k_idx = kept.idx;
   uint32_t* const k_raw = kept.raw;
+  // The row once: only the kept stream (every element >= lo).
   for (; i + 8 <= m; i += 8) {
     const __m256i raw = load8(x + i);
-    const __m256i u = _mm256_and_si256(raw, abs_mask);
-    const __m256i gt = _mm256_cmpgt_epi32(u, vhi);
-    const __m256i ge = _mm256_cmpgt_epi32(u, vlo1);
-    above += __builtin_popcount(lane_mask(gt));
-    const int c = lane_mask(_mm256_andnot_si256(gt, ge));
-    store8(cmag + c_n, _mm256_permutevar8x32_epi32(u, pack_permutation(c)));
-    c_n += __builtin_popcount(c);
-    const int g = lane_mask(ge);
+    const int g = lane_mask(_mm256_cmpgt_epi32(_mm256_and_si256(raw, abs_mask), vlo1));
     const __m256i perm = pack_permutation(g);
     store8(k_idx + k_n, _mm256_permutevar8x32_epi32(idx, perm));
     store8(k_raw + k_n, _mm256_permutevar8x32_epi32(raw, perm));
     k_n += __builtin_popcount(g);
     idx = _mm256_add_epi32(idx, step);
   }
+  // The candidates ([lo, hi]) from the stream, in index order (about a sixth
+  // of the row at K = 10%); the sure ones (> hi) are the rest of it, since
+  // lo <= hi.
+  const int64_t c_0 = nc;
+  int64_t c_n = nc, j = kept.n;
+  for (; j + 8 <= k_n; j += 8) {
+    const __m256i u = _mm256_and_si256(load8(k_raw + j), abs_mask);
+    const int c = ~lane_mask(_mm256_cmpgt_epi32(u, vhi)) & 0xFF;
+    store8(cmag + c_n, _mm256_permutevar8x32_epi32(u, pack_permutation(c)));
+    c_n += __builtin_popcount(c);
+  }
+  for (; j < k_n; ++j) {
+    const uint32_t u = k_raw[j] & 0x7FFFFFFFU;
+    cmag[c_n] = u;
+    c_n += u <= hi;
+  }
+  const int64_t above = (k_n - kept.n) - (c_n - c_0);
   nc = c_n;
   kept.n = k_n;
-  return above + collect_kept_scalar(x, i, m, lo, hi, cmag, nc, kept);
+  return above + collect_kept_scalar(x, i, m, lo, hi, cmag, nc, kept);  // the tail
 }
 SLOWPIPE_AVX2 int64_t filter_avx2(const Kept& kept, uint32_t t, int64_t& ties, int64_t k,
                                   int32_t* out, float* values) {

@@ -121,6 +121,9 @@ TEST_CASE("TopK: the AVX2 and AVX-512 sweeps keep the portable sweeps' indices, 
           std::vector<int32_t> exact(k);
           portable.select_exact(x.data(), m, k, exact.data());
           REQUIRE(want == exact);
+          // The sure ones and candidates the sweeps count decide the exact
+          // fallback: the same counts, the same fallbacks.
+          REQUIRE(fast.fallbacks() == portable.fallbacks());
           // (the naive reference's fabs ordering is not defined for NaN)
           if (kind != 4) REQUIRE(want == sc::naive::topk_indices(x.data(), m, k));
         }
