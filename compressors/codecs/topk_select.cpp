@@ -90,6 +90,24 @@ int64_t collect_kept_scalar(const float* x, int64_t begin, int64_t m, uint32_t l
   }
   return above;
 }
+// The end of a SIMD sweep 1 over the row's first `i` elements, whose kept
+// stream ends at k_n and whose candidates were compressed from it up to
+// entry j (to c_n): the candidates of the stream's rest; the sure ones
+// counted as the stream less its candidates (lo <= hi); the row's tail.
+int64_t finish_collect(const float* x, int64_t i, int64_t m, uint32_t lo, uint32_t hi,
+                       uint32_t* cmag, int64_t j, int64_t c_n, int64_t& nc, int64_t k_n,
+                       Kept& kept) {
+  for (; j < k_n; ++j) {
+    const uint32_t u = kept.raw[j] & 0x7FFFFFFFU;
+    cmag[c_n] = u;
+    c_n += u <= hi;
+  }
+  const int64_t above = (k_n - kept.n) - (c_n - nc);
+  nc = c_n;
+  kept.n = k_n;
+  return above + collect_kept_scalar(x, i, m, lo, hi, cmag, nc, kept);  // the tail
+}
+
 // Sweep 2 over kept entries [begin, end): as emit_scalar; the values too
 // when `values` is not null.
 int64_t filter_scalar(const Kept& kept, int64_t begin, int64_t end, uint32_t t, int64_t& ties,
@@ -136,7 +154,6 @@ __attribute__((target("avx512f,popcnt"))) int64_t collect_avx512(const float* x,
   }
   // The candidates, from the stream (every kept one is >= lo), in index order;
   // the sure ones (> hi) are the rest of it, since lo <= hi.
-  const int64_t c_0 = nc;
   int64_t c_n = nc, j = kept.n;
   for (; j + 16 <= k_n; j += 16) {
     const __m512i u = _mm512_and_si512(_mm512_loadu_si512(k_raw + j), abs_mask);
@@ -144,15 +161,7 @@ __attribute__((target("avx512f,popcnt"))) int64_t collect_avx512(const float* x,
     _mm512_storeu_si512(cmag + c_n, _mm512_maskz_compress_epi32(c, u));
     c_n += __builtin_popcount(c);
   }
-  for (; j < k_n; ++j) {
-    const uint32_t u = k_raw[j] & 0x7FFFFFFFU;
-    cmag[c_n] = u;
-    c_n += u <= hi;
-  }
-  const int64_t above = (k_n - kept.n) - (c_n - c_0);
-  nc = c_n;
-  kept.n = k_n;
-  return above + collect_kept_scalar(x, i, m, lo, hi, cmag, nc, kept);  // the tail
+  return finish_collect(x, i, m, lo, hi, cmag, j, c_n, nc, k_n, kept);
 }
 __attribute__((target("avx512f,popcnt"))) int64_t filter_avx512(const Kept& kept, uint32_t t,
                                                                 int64_t& ties, int64_t k,
@@ -237,7 +246,6 @@ SLOWPIPE_AVX2 int64_t collect_avx2(const float* x, int64_t m, uint32_t lo, uint3
   // The candidates ([lo, hi]) from the stream, in index order (about a sixth
   // of the row at K = 10%); the sure ones (> hi) are the rest of it, since
   // lo <= hi.
-  const int64_t c_0 = nc;
   int64_t c_n = nc, j = kept.n;
   for (; j + 8 <= k_n; j += 8) {
     const __m256i u = _mm256_and_si256(load8(k_raw + j), abs_mask);
@@ -245,15 +253,7 @@ SLOWPIPE_AVX2 int64_t collect_avx2(const float* x, int64_t m, uint32_t lo, uint3
     store8(cmag + c_n, _mm256_permutevar8x32_epi32(u, pack_permutation(c)));
     c_n += __builtin_popcount(c);
   }
-  for (; j < k_n; ++j) {
-    const uint32_t u = k_raw[j] & 0x7FFFFFFFU;
-    cmag[c_n] = u;
-    c_n += u <= hi;
-  }
-  const int64_t above = (k_n - kept.n) - (c_n - c_0);
-  nc = c_n;
-  kept.n = k_n;
-  return above + collect_kept_scalar(x, i, m, lo, hi, cmag, nc, kept);  // the tail
+  return finish_collect(x, i, m, lo, hi, cmag, j, c_n, nc, k_n, kept);
 }
 SLOWPIPE_AVX2 int64_t filter_avx2(const Kept& kept, uint32_t t, int64_t& ties, int64_t k,
                                   int32_t* out, float* values) {
