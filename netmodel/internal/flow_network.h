@@ -25,12 +25,15 @@
 // class). It does not grow with the number of flows in flight (before path
 // classes: O(F_K * L * B + F) with F_K the flows connected to the change and
 // F all flows in flight). The component search, O(sum over K of L), is
-// skipped while the cached one still holds. See docs/netmodel.md.
+// skipped while the cached one still holds, and the filling resumes from the
+// last one's record where only the seeds' member counts changed (the record:
+// O(iterations x R_K) memory, at most 2^20 entries). See docs/netmodel.md.
 #pragma once
 
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "netmodel/internal/finish_index.h"
@@ -75,6 +78,10 @@ class FlowNetwork {
 
   // Drops all flows and statistics; keeps the resources.
   void reset();
+  // Whether a filling may resume the last one's record (on by default); the
+  // tests compare the rates with and without it, which must be bitwise equal.
+  void set_resume_filling(bool on) { resume_enabled_ = on; }
+  size_t resumed_fillings() const { return resumed_fillings_; }  // so far, for the tests
 
  private:
   static constexpr uint32_t kNone = ~0u;
@@ -132,9 +139,14 @@ class FlowNetwork {
   void visit_class(uint32_t c);
   void extend_component(size_t from);  // the search from resource_queue_[from]
   void fill(double now_s);             // progressive filling over component_
-  void fix_alone_classes(double now_s);
-  bool fix_lone_class(uint32_t c, double now_s);  // recompute's fast path for one seed  // fill's
-                                                  // fast path: classes alone on their resources
+  void start_filling(double now_s);    // fill's state before its first iteration
+  size_t resume_point();               // the recorded iteration fill may resume at; 0: none
+  void restore_iteration(size_t k);
+  bool record_slots(size_t iter, double*& left, uint32_t*& unfixed);
+  bool fill_iterations(size_t iter, double now_s);
+  void fix_bottlenecks(double share, double limit, double now_s);
+  void fix_alone_classes(double now_s);  // fill's fast path: classes alone on their resources
+  bool fix_lone_class(uint32_t c, double now_s);  // recompute's fast path for one seed
   void fix_class(uint32_t c, double rate_bps, double now_s);
 
   std::vector<Resource> resources_;
@@ -159,7 +171,31 @@ class FlowNetwork {
   // scratch
   std::vector<uint32_t> sorted_path_, seed_classes_, due_, component_, resource_queue_, live_,
       changed_;
-  std::vector<double> live_share_;                    // fair share of live_[i] at a level's start
+  std::vector<double> live_share_;   // fair share of live_[i] at a level's start
+  std::vector<uint32_t> queue_pos_;  // (resources) index in resource_queue_
+  // The last filling's record: at each iteration's start, live_ and the left
+  // and unfixed of its resources, and how many classes were fixed before it
+  // (fix_log_). When only the seeds' member counts changed since, the next
+  // filling makes the same choices up to the first iteration where a seed's
+  // resource could be a bottleneck, and resumes there (see resume_point).
+  struct FillIteration {
+    double limit = 0;         // the bottleneck share's tolerance (unused in the last)
+    uint32_t live_begin = 0;  // live_ in iter_live_
+    uint32_t live_end = 0;
+    uint32_t fixed_end = 0;  // in fix_log_
+  };
+  std::vector<FillIteration> iters_;
+  std::vector<uint32_t> iter_live_;
+  std::vector<double> iter_left_;        // (iterations x resource_queue_) by queue_pos_
+  std::vector<uint32_t> iter_unfixed_;   // (iterations x resource_queue_)
+  std::vector<double> unrecorded_left_;  // (resource_queue_) iterations past the record's size
+  std::vector<uint32_t> unrecorded_unfixed_;
+  std::vector<uint32_t> fix_log_;  // classes in the order fix_class fixed them
+  std::vector<std::pair<uint32_t, int64_t>> seed_deltas_;  // (resource, change of its flows)
+  bool record_valid_ = false;    // false after any change but the seeds' member counts
+  bool seed_activated_ = false;  // since the last filling (a start's seed was empty)
+  bool resume_enabled_ = true;
+  size_t resumed_fillings_ = 0;
   std::vector<std::pair<uint64_t, uint32_t>> freed_;  // (seq, id) of collected flows
   uint64_t stamp_ = 0;
   double next_finish_s_ = kInfinite;
