@@ -95,12 +95,13 @@ SLOWPIPE_AVX512 inline int64_t codes_avx512_run(const CodesAvx512& k, const floa
   const __m512d vnorm = _mm512_set1_pd(norm);
   const __m512 vc = _mm512_set1_ps(static_cast<float>(levels / static_cast<double>(norm)));
   const __m512i one = _mm512_set1_epi32(1);
+  // The hash's input, index + key (mod 2^32), kept as one running sum.
   __m512i idx =
-      _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(lo_index)),
+      _mm512_add_epi32(_mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(lo_index)), k.vkey),
                        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    __m512i h = _mm512_add_epi32(idx, k.vkey);
+    __m512i h = idx;
     h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 16));
     h = _mm512_mullo_epi32(h, k.m1);
     h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 15));
@@ -136,8 +137,8 @@ struct CodesAvx2 {
   __m256 vc, vlo, vhi, scale, abs_mask;
   __m256i vkey, m1, m2, vtop;
 };
-SLOWPIPE_AVX2 inline __m256i codes8_avx2(const CodesAvx2& k, const float* x, __m256i idx) {
-  __m256i h = _mm256_add_epi32(idx, k.vkey);
+// `h`: the lanes' index + key (mod 2^32), the hash's input.
+SLOWPIPE_AVX2 inline __m256i codes8_avx2(const CodesAvx2& k, const float* x, __m256i h) {
   h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
   h = _mm256_mullo_epi32(h, k.m1);
   h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 15));
@@ -174,8 +175,9 @@ SLOWPIPE_AVX2 inline int64_t codes_avx2_run(CodesAvx2 k, const float* x, int64_t
   k.vnorm = _mm256_set1_pd(norm);
   k.vc = _mm256_set1_ps(static_cast<float>(levels / static_cast<double>(norm)));
   const __m256i eight = _mm256_set1_epi32(8), in_order = _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0);
-  __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(lo_index)),
-                                 _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  __m256i idx =  // index + key, one running sum
+      _mm256_add_epi32(_mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(lo_index)), k.vkey),
+                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m256i c0 = codes8_avx2(k, x + i, idx);
