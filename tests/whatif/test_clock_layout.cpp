@@ -185,15 +185,17 @@ TEST_CASE("Clock layout: the file, its errors, and a row's prediction") {
   CHECK(laid.tokens_per_s < replicas.tokens_per_s);
   CHECK(laid.tokens_per_s > 0.7 * replicas.tokens_per_s);
   using Catch::Matchers::Contains;
-  const auto fails = [&](const std::string& body, const std::string& what) {
-    CHECK_THROWS_WITH(wi::apply_layouts(write_file("layout_bad.csv", lh + body), rows),
+  // A layout file of `header` and `body` fails with `what`.
+  const auto fails = [&](const std::string& header, const std::string& body,
+                         const std::string& what) {
+    CHECK_THROWS_WITH(wi::apply_layouts(write_file("layout_bad.csv", header + body), rows),
                       Contains(what));
   };
-  fails("a,3,1,ddp,8,,\n", "tp x pp = 3 does not divide its 8 GPUs");
-  fails("a,1,1,fsdp,8,,\n", "dp_mode 'fsdp'");
-  fails("a,0,1,ddp,8,,\n", "tp, pp, vpp, gpus_per_node: >= 1");
-  fails("a,1,1,ddp,8,fast,\n", "internode_gbps_per_gpu 'fast'");
-  fails("a,1,1,ddp,8\n", "layout_bad.csv:2: fields");
+  fails(lh, "a,3,1,ddp,8,,\n", "tp x pp = 3 does not divide its 8 GPUs");
+  fails(lh, "a,1,1,fsdp,8,,\n", "dp_mode 'fsdp'");
+  fails(lh, "a,0,1,ddp,8,,\n", "tp, pp, vpp, gpus_per_node: >= 1");
+  fails(lh, "a,1,1,ddp,8,fast,\n", "internode_gbps_per_gpu 'fast'");
+  fails(lh, "a,1,1,ddp,8\n", "layout_bad.csv:2: fields");
   // The optional columns: virtual stages and offload (empty: none).
   const std::string lh6 =
       "id,tp,pp,vpp,dp_mode,gpus_per_node,internode_gbps_per_gpu,offload,basis\n";
@@ -202,13 +204,9 @@ TEST_CASE("Clock layout: the file, its errors, and a row's prediction") {
                           rows) == 2);
   CHECK((rows[0].layout.vpp == 3 && rows[0].layout.offload == "params"));
   CHECK((rows[1].layout.vpp == 1 && rows[1].layout.offload == "none"));
-  const auto fails6 = [&](const std::string& body, const std::string& what) {
-    CHECK_THROWS_WITH(wi::apply_layouts(write_file("layout_bad6.csv", lh6 + body), rows),
-                      Contains(what));
-  };
-  fails6("a,1,1,2,ddp,8,,none,\n", "vpp 2 needs pp > 1");
-  fails6("a,1,2,0,ddp,8,,none,\n", "tp, pp, vpp, gpus_per_node: >= 1");
-  fails6("a,1,1,1,ddp,8,,nvme,\n", "offload 'nvme'");
+  fails(lh6, "a,1,1,2,ddp,8,,none,\n", "vpp 2 needs pp > 1");
+  fails(lh6, "a,1,2,0,ddp,8,,none,\n", "tp, pp, vpp, gpus_per_node: >= 1");
+  fails(lh6, "a,1,1,1,ddp,8,,nvme,\n", "offload 'nvme'");
   CHECK_THROWS_WITH(wi::apply_layouts(write_file("layout_cols.csv", "id,tp\n"), rows),
                     Contains("no column 'pp'"));
   CHECK_THROWS_AS(wi::apply_layouts("/nonexistent/layout.csv", rows), slowpipe::DataError);
