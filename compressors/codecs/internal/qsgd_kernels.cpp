@@ -127,15 +127,22 @@ SLOWPIPE_AVX512 inline int64_t codes_avx512_run(const CodesAvx512& k, const floa
   return i;
 }
 
-// 8 lanes, as codes_avx512, two groups of 8 per step. The code is
-// level << 1 | (sign & (level > 0)) = level << 1 | min(level, sign) for
-// level >= 0 and sign (x's sign bit) in {0, 1}: -0 has its sign bit set, but
-// its level is 0. Sixteen codes (< 256) go out by two saturating packs and
-// one permute.
+// 8 lanes, two groups of 8 per step, in integers on a 2^-24 grid: y = t + u
+// as round(|x| c) + (h >> 8), c the float of S 2^24 / norm (a normal float:
+// norm <= FLT_MAX and S >= 1; infinite where norm is tiny). floor(t + u) is
+// y >> 24 unless y's fraction (its low 24 bits) lies within L = margin 2^24
+// of an integer (t + u near one: the float product's 2^-23 relative error on
+// t <= S <= 127 and the conversion's half unit stay under 256 units, L is
+// 1677) or y >> 24 exceeds S (a non-finite or out-of-range product converts
+// to 0x80000000); such a group is recomputed in double, exactly as the
+// portable loop. The code is level << 1 | (sign & (level > 0)) =
+// level << 1 | min(level, sign) for level >= 0 and sign (x's sign bit) in
+// {0, 1}: -0 has its sign bit set, but its level is 0. Sixteen codes (< 256)
+// go out by two saturating packs and one permute.
 struct CodesAvx2 {
   __m256d vs, vnorm;
-  __m256 vc, vlo, vhi, scale, abs_mask;
-  __m256i vkey, m1, m2, vtop;
+  __m256 vc, scale, abs_mask;
+  __m256i vkey, m1, m2, vtop, near_off, near_width, frac_mask;
 };
 // `h`: the lanes' index + key (mod 2^32), the hash's input.
 SLOWPIPE_AVX2 inline __m256i codes8_avx2(const CodesAvx2& k, const float* x, __m256i h) {
@@ -144,36 +151,43 @@ SLOWPIPE_AVX2 inline __m256i codes8_avx2(const CodesAvx2& k, const float* x, __m
   h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 15));
   h = _mm256_mullo_epi32(h, k.m2);
   h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
-  const __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(h, 8)), k.scale);
+  const __m256i hu = _mm256_srli_epi32(h, 8);  // u 2^24
   const __m256 xv = _mm256_loadu_ps(x);
   const __m256 ax = _mm256_and_ps(xv, k.abs_mask);
-  const __m256 y = _mm256_add_ps(_mm256_mul_ps(ax, k.vc), u);
-  const __m256 fl = _mm256_round_ps(y, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  const __m256 r = _mm256_sub_ps(y, fl);
-  const int near = _mm256_movemask_ps(
-      _mm256_or_ps(_mm256_cmp_ps(r, k.vlo, _CMP_NGE_UQ), _mm256_cmp_ps(r, k.vhi, _CMP_GT_OQ)));
-  __m256i level = near != 0 ? exact_levels256(ax, u, k.vs, k.vnorm) : _mm256_cvttps_epi32(fl);
-  level = _mm256_min_epi32(level, k.vtop);
+  const __m256i y = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(ax, k.vc)), hu);
+  __m256i level = _mm256_srli_epi32(y, 24);
+  // Near an integer: (fraction + L) mod 2^24 < 2 L.
+  const __m256i shifted = _mm256_and_si256(_mm256_add_epi32(y, k.near_off), k.frac_mask);
+  const __m256i bad =
+      _mm256_or_si256(_mm256_cmpgt_epi32(k.near_width, shifted), _mm256_cmpgt_epi32(level, k.vtop));
+  if (!_mm256_testz_si256(bad, bad)) {
+    const __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(hu), k.scale);
+    level = _mm256_min_epi32(exact_levels256(ax, u, k.vs, k.vnorm), k.vtop);
+  }
   const __m256i sign = _mm256_srli_epi32(_mm256_castps_si256(xv), 31);
   return _mm256_or_si256(_mm256_slli_epi32(level, 1), _mm256_min_epu32(level, sign));
 }
 SLOWPIPE_AVX2 inline CodesAvx2 codes_avx2_setup(int levels, uint32_t key, double margin) {
   CodesAvx2 k;
   k.vs = _mm256_set1_pd(levels);
-  k.vlo = _mm256_set1_ps(static_cast<float>(margin));
-  k.vhi = _mm256_set1_ps(static_cast<float>(1.0 - margin));
   k.vkey = _mm256_set1_epi32(static_cast<int>(key));
   k.m1 = _mm256_set1_epi32(0x7feb352d);
   k.m2 = _mm256_set1_epi32(static_cast<int>(0x846ca68bU));
   k.vtop = _mm256_set1_epi32(levels);
   k.scale = _mm256_set1_ps(1.0F / 16777216.0F);
   k.abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  // margin in [0, 0.5]: L in [0, 2^23]; 2 L = 2^24 marks every lane near.
+  const auto near = static_cast<int32_t>(std::min(margin, 0.5) * 16777216.0);
+  k.near_off = _mm256_set1_epi32(near);
+  k.near_width = _mm256_set1_epi32(2 * near);
+  k.frac_mask = _mm256_set1_epi32(0xFFFFFF);
   return k;
 }
 SLOWPIPE_AVX2 inline int64_t codes_avx2_run(CodesAvx2 k, const float* x, int64_t n, float norm,
                                             int levels, uint32_t lo_index, uint8_t* codes) {
   k.vnorm = _mm256_set1_pd(norm);
-  k.vc = _mm256_set1_ps(static_cast<float>(levels / static_cast<double>(norm)));
+  const double c = levels * 16777216.0 / norm;  // S 2^24 / norm, infinite beyond FLT_MAX
+  k.vc = _mm256_set1_ps(c > FLT_MAX ? INFINITY : static_cast<float>(c));
   const __m256i eight = _mm256_set1_epi32(8), in_order = _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0);
   __m256i idx =  // index + key, one running sum
       _mm256_add_epi32(_mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(lo_index)), k.vkey),

@@ -13,13 +13,13 @@
 // of the double t + u, and its floor can differ from the exact level
 // only where t + u lies that close to an integer. A vector group with a lane
 // within `margin` (1e-4) of one, or a non-finite lane, is recomputed in double
-// exactly as the portable loop. Bucket sums: bucket_sums adds the squares in element
-// order (eight buckets side by side, scalar chains: the reference);
-// bucket_sums_fast adds them in vector partial sums, which differ from it by
-// at most (d + 8) 2^-52 of the sum (Qsgd::encode_payload uses it only where
-// that bound cannot move the stored norm, docs/codec-spec.md). Left out: wider
-// than one bucket's vector loop (buckets shorter than a vector run the
-// portable loop).
+// exactly as the portable loop. The AVX2 loop does the same on the hash's
+// 2^-24 grid in integers (qsgd_kernels.cpp, codes8_avx2). Bucket sums: bucket_sums adds the squares
+// in element order (eight buckets side by side, scalar chains: the reference); bucket_sums_fast
+// adds them in vector partial sums, which differ from it by at most (d + 8) 2^-52 of the sum
+// (Qsgd::encode_payload uses it only where that bound cannot move the stored norm,
+// docs/codec-spec.md). Left out: wider than one bucket's vector loop (buckets shorter than a vector
+// run the portable loop).
 #pragma once
 
 #include <cstdint>
