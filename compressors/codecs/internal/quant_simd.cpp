@@ -40,7 +40,9 @@ Level level() {
   static const Level cached = [] {
     __builtin_cpu_init();
     Level cpu = Level::kPortable;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt")) cpu = Level::kAvx2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("popcnt"))
+      cpu = Level::kAvx2;
     if (cpu == Level::kAvx2 && __builtin_cpu_supports("avx512f")) cpu = Level::kAvx512;
     const Level cap = env_cap();
     return static_cast<int>(cap) < static_cast<int>(cpu) ? cap : cpu;

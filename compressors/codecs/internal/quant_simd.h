@@ -15,8 +15,9 @@ namespace slowpipe::compressors::simd {
 // CPU's, capped by the environment variable SLOWPIPE_SIMD = avx2 | portable
 // (read once; any other value is ignored with a warning on stderr), so that
 // a developer on an AVX-512 host can measure what an AVX2-only host runs.
-// Left out: the target_clones of quant_kernels.cpp and index_coding.cpp,
-// which the loader picks from the CPU alone.
+// kAvx2 needs FMA and POPCNT beside AVX2 (every AVX2 CPU of Intel since
+// Haswell and of AMD since Excavator has both). Left out: the target_clones of quant_kernels.cpp
+// and index_coding.cpp, which the loader picks from the CPU alone.
 enum class Level { kPortable = 0, kAvx2 = 1, kAvx512 = 2 };
 Level level();
 
