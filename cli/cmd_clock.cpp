@@ -7,6 +7,7 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/config_args.h"
@@ -26,21 +27,57 @@ void print_constants(const netmodel::ShapedConstants& c, const char* what) {
       what, c.gemm_ceiling, c.half_dim, c.attention_ceiling, c.backward_ratio, c.memory_efficiency);
 }
 
+using SourceScaled = std::vector<std::optional<whatif::Prediction>>;
+
+// `scaled`: the per-source column (--per-source), or null.
 void print_rows(const std::vector<whatif::PublishedRow>& rows,
-                const std::vector<whatif::Prediction>& p, bool tsv, const std::string& split) {
+                const std::vector<whatif::Prediction>& p, const SourceScaled* scaled, bool tsv,
+                const std::string& split) {
   std::printf(
-      tsv ? "id\tsource\tgpu\tdtype\tmode\tmodel\tseq\tsplit\tpublished\tpredicted\terror\n"
+      tsv ? "id\tsource\tgpu\tdtype\tmode\tmodel\tseq\tsplit\tpublished\tpredicted\terror%s\n"
           : "| id | source | gpu | dtype | mode | model | seq | split | published tok/s/GPU "
-            "| predicted | error |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+            "| predicted | error |%s\n|---|---|---|---|---|---|---|---|---|---|---|%s\n",
+      scaled ? (tsv ? "\tper_source_error" : " error, scaled per source |") : "",
+      scaled && !tsv ? "---|" : "");
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     if (!split.empty() && r.split != split) continue;
-    std::printf(tsv ? "%s\t%s\t%s\t%s\t%s\t%s\t%lld\t%s\t%.0f\t%.0f\t%.4f\n"
-                    : "| %s | %s | %s | %s | %s | %s | %lld | %s | %.0f | %.0f | %+.1f%% |\n",
+    std::printf(tsv ? "%s\t%s\t%s\t%s\t%s\t%s\t%lld\t%s\t%.0f\t%.0f\t%.4f"
+                    : "| %s | %s | %s | %s | %s | %s | %lld | %s | %.0f | %.0f | %+.1f%% |",
                 r.id.c_str(), r.source_id.c_str(), r.gpu.c_str(), r.dtype.c_str(),
                 r.execution.c_str(), r.model.c_str(), static_cast<long long>(r.seq),
                 r.split.c_str(), r.published_tokens_per_s, p[i].tokens_per_s,
                 tsv ? p[i].error : 100 * p[i].error);
+    if (scaled && (*scaled)[i])
+      std::printf(tsv ? "\t%.4f" : " %+.1f%% |", (tsv ? 1 : 100) * (*scaled)[i]->error);
+    else if (scaled)
+      std::printf(tsv ? "\t" : " (alone) |");
+    std::printf("\n");
+  }
+}
+
+void print_counts(size_t rows, const std::vector<std::string>& skipped, const std::string& layout,
+                  int laid_out) {
+  std::printf("# %zu rows predicted, %zu skipped (no tokens/s per GPU or incomplete shape)\n", rows,
+              skipped.size());
+  for (const std::string& s : skipped) std::printf("# skipped %s\n", s.c_str());
+  if (!layout.empty())
+    std::printf("# %d of %zu rows with a parallel layout (%s)\n", laid_out, rows, layout.c_str());
+}
+
+void print_summaries(const std::vector<whatif::PublishedRow>& rows,
+                     const std::vector<whatif::Prediction>& predictions, const SourceScaled* scaled,
+                     const std::vector<std::string>& parts) {
+  for (const std::string& part : parts) {
+    const auto s = whatif::summarise(rows, predictions, part);
+    const char* name = part.empty() ? "all" : part.c_str();
+    std::printf("# %s: %d rows, median |error| %.1f%%, worst %.1f%%\n", name, s.rows,
+                100 * s.median_abs, 100 * s.worst_abs);
+    if (!scaled) continue;
+    const auto t = whatif::summarise(rows, *scaled, part);
+    std::printf(
+        "# %s, scaled per source (leave one out): %d rows, median |error| %.1f%%, worst %.1f%%\n",
+        name, t.rows, 100 * t.median_abs, 100 * t.worst_abs);
   }
 }
 
@@ -78,7 +115,7 @@ std::vector<std::string> splits_of(const std::vector<whatif::PublishedRow>& rows
 int cmd_clock(const Args& args) {
   po::options_description desc(
       "usage: slowpipe clock PUBLISHED.csv [--layout LAYOUT.csv] [--model shaped|analytic]\n"
-      "                      [--fit] [--tsv]\n\n"
+      "                      [--fit] [--per-source] [--tsv]\n\n"
       "Predicts each published row's training throughput (tokens per second and GPU)\n"
       "with a compute model and prints the errors, and the median and worst |error|\n"
       "of each split (docs/compute-clock.md). Options");
@@ -95,7 +132,10 @@ int cmd_clock(const Args& args) {
       "layout", po::value(&layout),
       "the rows' parallel layouts (experiments/clock/layout.csv): tensor, pipeline "
       "(interleaved) and data parallel exchanges, CPU offload; rows it does not list are timed "
-      "as one device");
+      "as one device")(
+      "per-source",
+      "also each row scaled by the median published / predicted of its source's other rows "
+      "(leave one out; docs/compute-clock.md, \"One stack at a time\")");
   po::positional_options_description pos;
   pos.add("published", 1);
   const po::variables_map vm = parse_command_line(args, desc, pos);
@@ -123,18 +163,12 @@ int cmd_clock(const Args& args) {
   std::vector<whatif::Prediction> predictions;
   predictions.reserve(rows.size());
   for (const auto& r : rows) predictions.push_back(whatif::predict(r, model, constants));
-  print_rows(rows, predictions, vm.count("tsv") > 0, split);
-  std::printf("# %zu rows predicted, %zu skipped (no tokens/s per GPU or incomplete shape)\n",
-              rows.size(), skipped.size());
-  for (const std::string& s : skipped) std::printf("# skipped %s\n", s.c_str());
-  if (!layout.empty())
-    std::printf("# %d of %zu rows with a parallel layout (%s)\n", laid_out, rows.size(),
-                layout.c_str());
-  for (const std::string& part : parts) {
-    const auto s = whatif::summarise(rows, predictions, part);
-    std::printf("# %s: %d rows, median |error| %.1f%%, worst %.1f%%\n",
-                part.empty() ? "all" : part.c_str(), s.rows, 100 * s.median_abs, 100 * s.worst_abs);
-  }
+  SourceScaled scaled;
+  if (vm.count("per-source")) scaled = whatif::per_source(rows, predictions);
+  const SourceScaled* const by_source = vm.count("per-source") ? &scaled : nullptr;
+  print_rows(rows, predictions, by_source, vm.count("tsv") > 0, split);
+  print_counts(rows.size(), skipped, layout, laid_out);
+  print_summaries(rows, predictions, by_source, parts);
   return 0;
 }
 

@@ -281,20 +281,62 @@ Prediction predict(const PublishedRow& row, const std::string& model,
   return predict_step(step, row, *row_model(step, constants));
 }
 
+namespace {
+
+double median_of(std::vector<double> v) {  // v not empty
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+ErrorSummary summary_of(std::vector<double> abs_errors) {
+  ErrorSummary s;
+  s.rows = static_cast<int>(abs_errors.size());
+  if (abs_errors.empty()) return s;
+  s.median_abs = median_of(abs_errors);
+  s.worst_abs = *std::max_element(abs_errors.begin(), abs_errors.end());
+  return s;
+}
+
+}  // namespace
+
 ErrorSummary summarise(const std::vector<PublishedRow>& rows,
                        const std::vector<Prediction>& predictions, const std::string& split) {
   std::vector<double> errors;
   for (size_t i = 0; i < rows.size(); ++i) {
     if (split.empty() || rows[i].split == split) errors.push_back(std::fabs(predictions[i].error));
   }
-  ErrorSummary s;
-  s.rows = static_cast<int>(errors.size());
-  if (errors.empty()) return s;
-  std::sort(errors.begin(), errors.end());
-  const size_t n = errors.size();
-  s.median_abs = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
-  s.worst_abs = errors.back();
-  return s;
+  return summary_of(errors);
+}
+
+ErrorSummary summarise(const std::vector<PublishedRow>& rows,
+                       const std::vector<std::optional<Prediction>>& predictions,
+                       const std::string& split) {
+  std::vector<double> errors;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if ((split.empty() || rows[i].split == split) && predictions[i])
+      errors.push_back(std::fabs(predictions[i]->error));
+  }
+  return summary_of(errors);
+}
+
+std::vector<std::optional<Prediction>> per_source(const std::vector<PublishedRow>& rows,
+                                                  const std::vector<Prediction>& predictions) {
+  std::vector<std::optional<Prediction>> out(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::vector<double> logs;  // ln(published / predicted) of the source's other rows
+    for (size_t j = 0; j < rows.size(); ++j)
+      if (j != i && rows[j].source_id == rows[i].source_id)
+        logs.push_back(std::log1p(predictions[j].error));
+    if (logs.empty()) continue;
+    const double scale = std::exp(median_of(logs));  // published / predicted, typically
+    Prediction p = predictions[i];
+    p.tokens_per_s *= scale;
+    p.step_s /= scale;
+    p.error = rows[i].published_tokens_per_s / p.tokens_per_s - 1;
+    out[i] = p;
+  }
+  return out;
 }
 
 netmodel::ShapedConstants fit_constants(const std::vector<PublishedRow>& rows) {

@@ -14,6 +14,7 @@
 // published codes overlap it with compute).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,18 @@ struct ErrorSummary {
 };
 ErrorSummary summarise(const std::vector<PublishedRow>& rows,
                        const std::vector<Prediction>& predictions, const std::string& split);
+
+// Within one publisher (docs/compute-clock.md, "One stack at a time"): each
+// row's prediction scaled by the median of published / predicted over the
+// other rows of its source (leave one out: its own number is not used), as
+// a user would scale the clock to steps measured on their own stack. A row
+// alone in its source gets none.
+std::vector<std::optional<Prediction>> per_source(const std::vector<PublishedRow>& rows,
+                                                  const std::vector<Prediction>& predictions);
+// summarise over the rows that have one.
+ErrorSummary summarise(const std::vector<PublishedRow>& rows,
+                       const std::vector<std::optional<Prediction>>& predictions,
+                       const std::string& split);
 
 // The grid point of ShapedConstants (docs/compute-clock.md, "Fit") with the
 // least mean |ln(predicted / published)| over the calibration rows.

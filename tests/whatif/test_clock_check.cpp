@@ -3,6 +3,7 @@
 // adds up to the shape's FLOPs, the one-device sum equals the replay, the
 // reader's errors, and the fit recovers constants it generated.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
@@ -244,4 +245,37 @@ TEST_CASE("Clock: the fit recovers constants that generated the calibration rows
   CHECK(fit.memory_efficiency == truth.memory_efficiency);
   for (auto& r : rows) r.split = "held-out";
   CHECK_THROWS_AS(wi::fit_constants(rows), slowpipe::DataError);
+}
+
+TEST_CASE("Clock: per source, each row scaled by its source's other rows (leave one out)") {
+  // Source a: errors +10%, -20%, +21%; source b: one row. Hand-computed:
+  // row 1 scaled by sqrt(0.8 * 1.21), row 2 by 1.1^1.5, row 3 by sqrt(1.1 * 0.8).
+  std::vector<wi::PublishedRow> rows(4);
+  std::vector<wi::Prediction> p(4);
+  const double errors[] = {0.10, -0.20, 0.21, 0.5};
+  for (int i = 0; i < 4; ++i) {
+    rows[i].id = "r" + std::to_string(i);
+    rows[i].source_id = i < 3 ? "a" : "b";
+    rows[i].split = i == 0 ? "calibration" : "held-out";
+    rows[i].published_tokens_per_s = 1000;
+    p[i].tokens_per_s = 1000 / (1 + errors[i]);
+    p[i].step_s = 1 / p[i].tokens_per_s;
+    p[i].error = errors[i];
+  }
+  const auto scaled = wi::per_source(rows, p);
+  REQUIRE(scaled.size() == 4);
+  REQUIRE(scaled[0]);
+  CHECK(scaled[0]->error == Approx(std::sqrt(1.25) - 1).epsilon(1e-12));
+  CHECK(scaled[1]->error == Approx(0.8 / std::pow(1.1, 1.5) - 1).epsilon(1e-12));
+  CHECK(scaled[2]->error == Approx(1.21 / std::sqrt(0.88) - 1).epsilon(1e-12));
+  CHECK(scaled[2]->step_s == Approx(p[2].step_s / std::sqrt(0.88)).epsilon(1e-12));
+  CHECK_FALSE(scaled[3]);  // alone in its source
+  const wi::ErrorSummary all = wi::summarise(rows, scaled, "");
+  CHECK(all.rows == 3);
+  CHECK(all.median_abs == Approx(1.21 / std::sqrt(0.88) - 1).epsilon(1e-12));
+  CHECK(all.worst_abs == Approx(1 - 0.8 / std::pow(1.1, 1.5)).epsilon(1e-12));
+  const wi::ErrorSummary held = wi::summarise(rows, scaled, "held-out");
+  CHECK(held.rows == 2);
+  CHECK(held.median_abs ==
+        Approx(((1 - 0.8 / std::pow(1.1, 1.5)) + (1.21 / std::sqrt(0.88) - 1)) / 2).epsilon(1e-12));
 }
