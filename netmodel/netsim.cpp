@@ -145,9 +145,13 @@ std::vector<FlowResult> result_rows(const Scenario& sc) {
   return out;
 }
 
+// What the event loop reads of a flow, copied in flow order: in time order,
+// the scenario's rows would be read at random, a cache miss per start.
 struct Start {
   double time_s;  // a time before 0 is 0, as the event queue it came from held it
   uint32_t flow;
+  uint32_t path;  // into FlowPaths::unique
+  double bits;
 };
 
 // The flows that can start (finite start, a route that is up) in the order
@@ -157,8 +161,9 @@ std::vector<Start> sorted_starts(const Scenario& sc, const FlowPaths& paths) {
   starts.reserve(sc.flows.size());
   for (size_t i = 0; i < sc.flows.size(); ++i) {
     const double t = sc.flows[i].start_s;
-    if (paths.unique[paths.of_flow[i]].down || !std::isfinite(t)) continue;
-    starts.push_back({t < 0 ? 0.0 : t, static_cast<uint32_t>(i)});
+    const uint32_t path = paths.of_flow[i];
+    if (paths.unique[path].down || !std::isfinite(t)) continue;
+    starts.push_back({t < 0 ? 0.0 : t, static_cast<uint32_t>(i), path, 8.0 * sc.flows[i].bytes});
   }
   std::stable_sort(starts.begin(), starts.end(),
                    [](const Start& a, const Start& b) { return a.time_s < b.time_s; });
@@ -170,18 +175,18 @@ std::vector<Start> sorted_starts(const Scenario& sc, const FlowPaths& paths) {
 std::vector<FlowResult> simulate(const Scenario& sc) {
   FlowNetwork net;
   const FlowPaths paths = build_paths(sc, net);
-  auto path = [&](uint32_t flow) -> const Path& { return paths.unique[paths.of_flow[flow]]; };
-  std::vector<FlowResult> out = result_rows(sc);
   // The events are the starts, in time order, and one wake-up: the network's
   // next finish as of its last change (at most one is ever current; an event
   // queue held a stale one per change). A start goes before a wake-up at the
   // same time. A flow is delivered its route's latency after its last bit
   // left; nothing depends on a delivery, so it is written when the flow
-  // leaves the network. This is the order and the arithmetic of the event
-  // queue this loop replaced (tests/netmodel/test_netsim.cpp keeps it as the
-  // reference).
+  // leaves the network (kept per start, since flows that end close in time
+  // mostly started close in time, and copied into the rows at the end). This
+  // is the order and the arithmetic of the event queue this loop replaced
+  // (tests/netmodel/test_netsim.cpp keeps it as the reference).
   const std::vector<Start> starts = sorted_starts(sc, paths);
-  std::vector<uint32_t> flow_of_id, done;
+  std::vector<double> finish_s(starts.size(), std::numeric_limits<double>::infinity());
+  std::vector<uint32_t> start_of_id, done;
   constexpr double kNever = std::numeric_limits<double>::infinity();
   double wake_s = kNever;  // the wake-up's time (kNever: none)
   uint64_t wake_version = ~0ull;
@@ -192,12 +197,11 @@ std::vector<FlowResult> simulate(const Scenario& sc) {
   };
   for (size_t next = 0; next < starts.size() || wake_s != kNever;) {
     if (next < starts.size() && starts[next].time_s <= wake_s) {
-      const Start& s = starts[next++];
-      const Path& p = path(s.flow);
-      const uint32_t id = net.start_flow(s.time_s, p.resources.data(), p.resources.size(),
-                                         8.0 * sc.flows[s.flow].bytes);
-      if (flow_of_id.size() <= id) flow_of_id.resize(id + 1);
-      flow_of_id[id] = s.flow;
+      const Start& s = starts[next];
+      const Path& p = paths.unique[s.path];
+      const uint32_t id = net.start_flow(s.time_s, p.resources.data(), p.resources.size(), s.bits);
+      if (start_of_id.size() <= id) start_of_id.resize(id + 1);
+      start_of_id[id] = static_cast<uint32_t>(next++);
       schedule_wake(s.time_s);
       continue;
     }
@@ -206,12 +210,17 @@ std::vector<FlowResult> simulate(const Scenario& sc) {
     done.clear();
     net.collect_finished(now_s, done);
     for (uint32_t id : done) {
-      const uint32_t f = flow_of_id[id];
-      const double at_s = now_s + path(f).latency_s;
-      out[f].finish_s = at_s < now_s ? now_s : at_s;
-      out[f].finished = std::isfinite(out[f].finish_s);
+      const uint32_t k = start_of_id[id];
+      const double at_s = now_s + paths.unique[starts[k].path].latency_s;
+      finish_s[k] = at_s < now_s ? now_s : at_s;
     }
     schedule_wake(now_s);
+  }
+  std::vector<FlowResult> out = result_rows(sc);
+  for (size_t k = 0; k < starts.size(); ++k) {
+    FlowResult& r = out[starts[k].flow];
+    r.finish_s = finish_s[k];
+    r.finished = std::isfinite(r.finish_s);
   }
   return out;
 }
