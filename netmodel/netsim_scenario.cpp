@@ -315,7 +315,10 @@ uint64_t host_pair_key(uint32_t a, uint32_t b) {
 
 // The flows' names seen so far, for duplicates: open addressing over flow
 // indices, hashed by name. The names are the flows' own (Scenario::flows is
-// reserved up front, so they never move); no allocation per flow.
+// reserved up front, so they never move); no allocation per flow. A slot
+// keeps the upper half of its name's hash beside the index, so a probe
+// reads another flow's name (a cache miss, at random in the flows) only
+// where that half matches.
 class FlowNames {
  public:
   FlowNames(const std::vector<ScenarioFlow>& flows, size_t n) : flows_(flows) {
@@ -326,19 +329,25 @@ class FlowNames {
   // The index of an earlier flow named like flows[i], or i (then recorded).
   size_t add(size_t i) {
     const std::string_view name = flows_[i].name;
+    const uint64_t hash = std::hash<std::string_view>{}(name);
+    const uint64_t tag = hash >> 32 << 32;
     const size_t mask = slots_.size() - 1;
-    for (size_t h = std::hash<std::string_view>{}(name)&mask;; h = (h + 1) & mask) {
-      if (slots_[h] == 0) {
-        slots_[h] = i + 1;
+    for (size_t h = hash & mask;; h = (h + 1) & mask) {
+      const uint64_t slot = slots_[h];
+      if (slot == 0) {
+        slots_[h] = tag | (i + 1);
         return i;
       }
-      if (flows_[slots_[h] - 1].name == name) return slots_[h] - 1;
+      const size_t j = (slot & 0xffffffffu) - 1;
+      if ((slot ^ tag) >> 32 == 0 && flows_[j].name == name) return j;
     }
   }
 
  private:
   const std::vector<ScenarioFlow>& flows_;
-  std::vector<size_t> slots_;  // flow index + 1; 0: empty
+  // Upper hash half << 32 | flow index + 1 (a text under 1 GiB has fewer than
+  // 2^32 flows); 0: empty.
+  std::vector<uint64_t> slots_;
 };
 
 // One flow, checked (in the order the messages always came); returns the key
