@@ -186,7 +186,12 @@ std::vector<FlowResult> simulate(const Scenario& sc) {
   // (tests/netmodel/test_netsim.cpp keeps it as the reference).
   const std::vector<Start> starts = sorted_starts(sc, paths);
   std::vector<double> finish_s(starts.size(), std::numeric_limits<double>::infinity());
-  std::vector<uint32_t> start_of_id, done;
+  struct InFlight {  // per flow id: what a finish needs, without reading the starts again
+    uint32_t start;
+    double latency_s;
+  };
+  std::vector<InFlight> in_flight;
+  std::vector<uint32_t> done;
   constexpr double kNever = std::numeric_limits<double>::infinity();
   double wake_s = kNever;  // the wake-up's time (kNever: none)
   uint64_t wake_version = ~0ull;
@@ -200,8 +205,8 @@ std::vector<FlowResult> simulate(const Scenario& sc) {
       const Start& s = starts[next];
       const Path& p = paths.unique[s.path];
       const uint32_t id = net.start_flow(s.time_s, p.resources.data(), p.resources.size(), s.bits);
-      if (start_of_id.size() <= id) start_of_id.resize(id + 1);
-      start_of_id[id] = static_cast<uint32_t>(next++);
+      if (in_flight.size() <= id) in_flight.resize(id + 1);
+      in_flight[id] = {static_cast<uint32_t>(next++), p.latency_s};
       schedule_wake(s.time_s);
       continue;
     }
@@ -210,9 +215,8 @@ std::vector<FlowResult> simulate(const Scenario& sc) {
     done.clear();
     net.collect_finished(now_s, done);
     for (uint32_t id : done) {
-      const uint32_t k = start_of_id[id];
-      const double at_s = now_s + paths.unique[starts[k].path].latency_s;
-      finish_s[k] = at_s < now_s ? now_s : at_s;
+      const double at_s = now_s + in_flight[id].latency_s;
+      finish_s[in_flight[id].start] = at_s < now_s ? now_s : at_s;
     }
     schedule_wake(now_s);
   }
