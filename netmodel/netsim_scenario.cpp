@@ -326,6 +326,10 @@ class FlowNames {
     while (capacity < 2 * n) capacity *= 2;
     slots_.assign(capacity, 0);
   }
+  // Starts loading the slot where a later flow's `name` is looked up.
+  void prefetch(std::string_view name) const {
+    __builtin_prefetch(&slots_[std::hash<std::string_view>{}(name) & (slots_.size() - 1)]);
+  }
   // The index of an earlier flow named like flows[i], or i (then recorded).
   size_t add(size_t i) {
     const std::string_view name = flows_[i].name;
@@ -386,6 +390,10 @@ void read_flows(const Reader& rd, const Value& doc, const HostIds& hosts, Scenar
   std::vector<uint64_t> pair_of_flow(flows.size());
   Value flow = flows.first_child();
   for (size_t i = 0; i < flows.size(); ++i, flow = flow.next()) {
+    Value name;  // the next flow's, whose slot is loaded while this one is read
+    if (i + 1 < flows.size() && flow.next().is_object() && flow.next().find("name", name) &&
+        name.is_string())
+      names.prefetch(name.string());
     pair_of_flow[i] = read_flow(rd, flow, i, hosts, sc.flows.emplace_back(), names);
   }
   // Every flow needs a route: explicit (either direction) or one direct link.
