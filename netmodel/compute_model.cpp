@@ -257,7 +257,7 @@ const Registry<ComputeModelInfo>& compute_models() {
            "achieved bandwidth, with a floor of one launch per kernel; deterministic; devices " +
                device_presets().known(),
            &parse_analytic, &make_analytic},
-          {"shaped", "shaped:DEVICE[:mode=M][:dtype=D][:attn=A]",
+          {"shaped", "shaped:DEVICE[:mode=M][:dtype=D][:attn=A][:autocast=on|off][:speed=F]",
            "shape-aware: each GEMM at an efficiency of its dimensions, attention fused or "
            "materialised, element-wise passes at a bandwidth fraction, a launch floor per "
            "execution mode (eager, compiled, fused); deterministic; dtype default fp32",

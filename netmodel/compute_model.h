@@ -96,6 +96,7 @@ struct ComputeSpec {
   std::string dtype;      // shaped: what the matmuls compute in; "" = the run's (run.dtype; fp32)
   std::string attention;  // shaped: flash | materialised | "" (the mode's)
   std::string autocast;   // shaped: on | off | "" (off; a run's own bf16: on)
+  double speed = 1;       // shaped: the stack against the clock (compute seconds / speed)
 };
 
 // Fills the entry's arguments of `spec` from the text after "NAME:" (""

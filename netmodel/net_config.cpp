@@ -145,7 +145,8 @@ void describe_cluster_options(NetConfig& c, slowpipe::OptionSet& o) {
       "net.compute", "string",
       "compute-time model: analytic:DEVICE (roofline plus launch floor on a named device; "
       "deterministic, the same on any host) | shaped:DEVICE[:mode=eager|compiled|fused]"
-      "[:dtype=fp32|tf32|bf16|fp16|fp8][:attn=flash|materialised] (per-GEMM, attention and "
+      "[:dtype=fp32|tf32|bf16|fp16|fp8][:attn=flash|materialised][:autocast=on|off][:speed=F] "
+      "(per-GEMM, attention and "
       "memory-pass costs from the model's shapes; deterministic; docs/compute-clock.md) | "
       "calibrated[:W[:min|median]] (per-op seconds of "
       "this host over the first W steps, then fixed) | measured (this host, every step) | "

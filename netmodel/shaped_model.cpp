@@ -2,7 +2,9 @@
 #include "netmodel/shaped_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/errors.h"
 
@@ -133,7 +135,8 @@ class ShapedModel : public ComputeModel {
         fp8_(dtype_ == "fp8"),
         // autocast=on: 16-bit matmuls under autocast with an fp32 model
         // (slowpipe's own bf16 runs); off (the default): a 16-bit model.
-        autocast_((dtype_ == "bf16" || dtype_ == "fp16") && spec.autocast == "on") {}
+        autocast_((dtype_ == "bf16" || dtype_ == "fp16") && spec.autocast == "on"),
+        speed_(spec.speed) {}
 
   double compute_s(const TraceOp& op) const override {
     Cost cost;
@@ -151,7 +154,7 @@ class ShapedModel : public ComputeModel {
         cost += work_cost(w, Part::kWeight);
       }
     }
-    return std::max(cost.s, cost.kernels * mode_.launch_s);
+    return std::max(cost.s, cost.kernels * mode_.launch_s) / speed_;
   }
   // The step's per-chunk work, which its ops refer to (the trace outlives
   // the replay that times it).
@@ -195,6 +198,7 @@ class ShapedModel : public ComputeModel {
   ShapedConstants c_;
   double peak_, gemm_rate_, attention_peak_, attention_ratio_, element_bytes_;
   bool fp8_, autocast_;
+  double speed_;  // speed=F: compute ops (not codec passes) take 1 / F of the clock's seconds
   const std::vector<OpWork>* work_ = nullptr;
 };
 
@@ -299,18 +303,34 @@ std::string ShapedModel::describe_json() const {
                 "\"gemm_ceiling\": %.6g, \"gemm_measured_ratio\": %.6g, \"half_dim\": %.6g, "
                 "\"attention_ceiling\": %.6g, \"attention_measured_ratio\": %.6g, "
                 "\"backward_ratio\": %.6g, \"memory_efficiency\": %.6g, \"launch_s\": %.6g, "
-                "\"autocast\": %s}",
+                "\"autocast\": %s, \"speed\": %.6g}",
                 text_.c_str(), device_.name.c_str(), mode_.name.c_str(), dtype_.c_str(),
                 fused_attention_ ? "flash" : "materialised", peak_, device_.memory_bandwidth_Bps,
                 c_.gemm_ceiling, gemm_rate_ / (peak_ * c_.gemm_ceiling), c_.half_dim,
                 c_.attention_ceiling, attention_ratio_, c_.backward_ratio, c_.memory_efficiency,
-                mode_.launch_s, autocast_ ? "true" : "false");
+                mode_.launch_s, autocast_ ? "true" : "false", speed_);
   return buf;
 }
 
 }  // namespace
 
 // DEVICE[:mode=M][:dtype=D][:attn=flash|materialised]
+namespace {
+
+// speed=F: a positive, finite number, all of the value.
+double parse_speed(const std::string& value, const std::string& key, const std::string& text) {
+  char* end = nullptr;
+  const double f = value.empty() ? 0 : std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(f) || !(f > 0)) {
+    throw UsageError("bad value for '" + key + "': '" + text + "': speed '" + value +
+                     "' is not a positive number (the stack's speed against the clock, e.g. "
+                     "speed=1.15 for steps measured 15% faster than it predicts)");
+  }
+  return f;
+}
+
+}  // namespace
+
 void parse_shaped_spec(const std::string& arg, const std::string& key, ComputeSpec& spec) {
   if (arg.empty()) {
     throw UsageError("bad value for '" + key + "': '" + spec.text +
@@ -335,11 +355,13 @@ void parse_shaped_spec(const std::string& arg, const std::string& key, ComputeSp
       spec.attention = value;
     } else if (name == "autocast" && (value == "on" || value == "off")) {
       spec.autocast = value;
+    } else if (name == "speed") {
+      spec.speed = parse_speed(value, key, spec.text);
     } else {
       throw UsageError("bad value for '" + key + "': '" + spec.text + "': unknown option '" + opt +
                        "' (mode=" + execution_modes().known() +
                        ", dtype=fp32|tf32|bf16|fp16|fp8, attn=flash|materialised, "
-                       "autocast=on|off)");
+                       "autocast=on|off, speed=F)");
     }
   }
   if (!spec.dtype.empty()) peak_flops(find_device(key, spec.device), spec.dtype, key);

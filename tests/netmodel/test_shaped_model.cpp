@@ -333,6 +333,36 @@ TEST_CASE("Shaped: spec options and their errors") {
   CHECK_THROWS_WITH(nm::parse_compute_spec("shaped:A100:dtype=fp8"), Contains("has no fp8"));
 }
 
+TEST_CASE("Shaped: speed=F divides every compute op's seconds, not the codec passes") {
+  nm::OpWork w;
+  w.gemms = {{4096, 512, 1024, 3}};
+  w.passes = {{1e8, false, 2}};
+  const auto trace = one_chunk(w);
+  for (nm::OpKind kind : {nm::OpKind::kForward, nm::OpKind::kBackward}) {
+    const double base = seconds("shaped:A100:dtype=bf16", trace, kind);
+    CHECK(seconds("shaped:A100:dtype=bf16:speed=1.25", trace, kind) == Approx(base / 1.25));
+    CHECK(seconds("shaped:A100:speed=0.5:dtype=bf16", trace, kind) == Approx(base * 2));
+  }
+  nm::OpWork tiny;  // under the launch floor: the floor is the stack's too
+  tiny.passes = {{10, false, 7}};
+  CHECK(seconds("shaped:A100:dtype=bf16:speed=2", one_chunk(tiny), nm::OpKind::kForward) ==
+        Approx(7 * 10e-6 / 2));
+  auto plain = nm::make_shaped_model(nm::parse_compute_spec("shaped:A100"), kC);
+  auto fast = nm::make_shaped_model(nm::parse_compute_spec("shaped:A100:speed=4"), kC);
+  nm::TraceOp pass;
+  pass.kind = nm::OpKind::kForward;
+  pass.memory_bytes = 1e9;
+  pass.kernels = 4;
+  CHECK(fast->encode_s(pass) == plain->encode_s(pass));
+  CHECK(fast->decode_s(pass) == plain->decode_s(pass));
+  CHECK(fast->describe_json().find("\"speed\": 4") != std::string::npos);
+  CHECK(plain->describe_json().find("\"speed\": 1") != std::string::npos);
+  using Catch::Matchers::Contains;
+  for (const char* bad : {"shaped:A100:speed=0", "shaped:A100:speed=-1", "shaped:A100:speed=x",
+                          "shaped:A100:speed=", "shaped:A100:speed=1.5x", "shaped:A100:speed=inf"})
+    CHECK_THROWS_WITH(nm::parse_compute_spec(bad), Contains("is not a positive number"));
+}
+
 namespace {
 
 // experiments/clock/devices.csv: device,variant,fp32,tf32,bf16,fp16,fp8,bandwidth,...
