@@ -49,7 +49,7 @@ build() {
   torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
   export LD_LIBRARY_PATH=$prefix/lib/x86_64-linux-gnu:$prefix/lib/x86_64-linux-gnu/hdf5/serial${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLOWPIPE_BUILD_BENCH=OFF \
-    -DSLOWPIPE_LINK_ORDER=OFF -DCMAKE_PREFIX_PATH="$torch_prefix;$prefix" \
+    -DSLOWPIPE_LINK_ORDER=OFF -DCMAKE_PREFIX_PATH="$prefix;$torch_prefix" \
     -DHDF5_ROOT="$prefix/lib/x86_64-linux-gnu/hdf5/serial" >"$out/build.log" 2>&1
   cmake --build build-cuda -j "$(nproc)" --target slowpipe-torch test_engine >>"$out/build.log" 2>&1
   echo "device-check: built ($(grep -c . "$out/build.log") lines of log)"
