@@ -9,7 +9,8 @@
 #      writes, per shape, the median measured step (compute_s) against the
 #      shaped clock of the GPU at hand (sim_step_time_s of a one-stage run:
 #      compute only), and the fp32 demo step for reference.
-# Writes OUT/steps.tsv, OUT/build.log, OUT/test_engine.log, OUT/runs.log.
+# Writes OUT/steps.tsv, OUT/build.log, OUT/test_engine.log, OUT/runs.log and
+# OUT/machine.txt (nvidia-smi, torch and CUDA versions).
 #   scripts/device-check.sh OUT                  on the GPU machine, from the repository root
 #   scripts/device-check.sh --measure-only --bin build/bin/slowpipe-torch --device cpu \
 #       --shapes small OUT                        the measuring half anywhere (a CPU run)
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
     --shapes) shapes=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --deps) deps=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     -*) echo "device-check: unknown option '$1'" >&2; exit 2 ;;
     *) out=$1; shift ;;
   esac
@@ -84,7 +85,11 @@ measure() {
     }' >>"$out/steps.tsv"
 }
 
-if [ "$measure_only" = 0 ]; then build; fi
+if [ "$measure_only" = 0 ]; then
+  { nvidia-smi 2>&1 || true; python3 -c 'import torch; print("torch", torch.__version__, "cuda",
+    torch.version.cuda)' 2>&1 || true; } >"$out/machine.txt"
+  build
+fi
 [ -x "$bin" ] || { echo "device-check: no binary at $bin" >&2; exit 1; }
 if [ -z "$gpu" ]; then
   case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" in
