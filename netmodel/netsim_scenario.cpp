@@ -349,8 +349,8 @@ class FlowNames {
 
  private:
   const std::vector<ScenarioFlow>& flows_;
-  // Upper hash half << 32 | flow index + 1 (a text under 1 GiB has fewer than
-  // 2^32 flows); 0: empty.
+  // Upper hash half << 32 | flow index + 1 (a scenario text is at most
+  // kMaxScenarioBytes, 64 MiB: far fewer than 2^32 flows); 0: empty.
   std::vector<uint64_t> slots_;
 };
 
@@ -389,12 +389,13 @@ void read_flows(const Reader& rd, const Value& doc, const HostIds& hosts, Scenar
   FlowNames names(sc.flows, flows.size());
   std::vector<uint64_t> pair_of_flow(flows.size());
   Value flow = flows.first_child();
-  for (size_t i = 0; i < flows.size(); ++i, flow = flow.next()) {
+  for (size_t i = 0; i < flows.size(); ++i) {
+    const Value next = flow.next();
     Value name;  // the next flow's, whose slot is loaded while this one is read
-    if (i + 1 < flows.size() && flow.next().is_object() && flow.next().find("name", name) &&
-        name.is_string())
+    if (i + 1 < flows.size() && next.is_object() && next.find("name", name) && name.is_string())
       names.prefetch(name.string());
     pair_of_flow[i] = read_flow(rd, flow, i, hosts, sc.flows.emplace_back(), names);
+    flow = next;
   }
   // Every flow needs a route: explicit (either direction) or one direct link.
   std::unordered_set<uint64_t> reachable;
