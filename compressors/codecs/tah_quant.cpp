@@ -358,25 +358,58 @@ bool spread_high(int64_t i, int64_t count, int64_t h) {
   return (i + 1) * h / count > i * h / count;
 }
 
+// The entropy's rank key: plain unsigned order is the rule's order, the
+// largest entropy first (-0 ties with +0).
+uint32_t rank_key(float entropy) {
+  uint32_t b;
+  std::memcpy(&b, &entropy, 4);
+  if (b == 0x80000000U) b = 0;
+  const uint32_t order = (b & 0x80000000U) ? ~b : b | 0x80000000U;  // as the float orders
+  return ~order;
+}
+
 // The tiles of one class (`ids`, ascending) with the `count` largest
 // entropies (`entropy[i]` that of ids[i]), ties to the lower tile index, are
-// marked in `high`. Each key holds the entropy's order in its high word
-// (larger first) and the class position in its low word, so that plain
-// integer order is that rule.
+// marked in `high`. The keys are bucketed by their offset from the smallest
+// (kRankBuckets buckets over their range): every bucket below the one holding
+// the count-th key is taken whole, and only that bucket is ordered, by keys
+// holding the rank key in their high word and the class position in their
+// low word, so that plain integer order is the rule. Entropies cluster, so
+// a fixed bit field of the key would put most of them in one bucket.
+constexpr int kRankBuckets = 2048;
 void mark_highest(const std::vector<int64_t>& ids, int64_t count, const std::vector<float>& entropy,
-                  std::vector<uint64_t>& keys, std::vector<uint8_t>& high) {
+                  TahRankScratch& s, std::vector<uint8_t>& high) {
+  const auto n = static_cast<int64_t>(ids.size());
   if (count <= 0) return;
-  keys.resize(ids.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    uint32_t b;
-    std::memcpy(&b, &entropy[i], 4);
-    if (b == 0x80000000U) b = 0;                                      // -0 ties with +0
-    const uint32_t order = (b & 0x80000000U) ? ~b : b | 0x80000000U;  // as the float orders
-    keys[i] = (static_cast<uint64_t>(~order) << 32) | static_cast<uint64_t>(i);
+  if (count >= n) {
+    for (const int64_t t : ids) high[t] = 1;
+    return;
   }
-  if (count < static_cast<int64_t>(keys.size()))
-    std::nth_element(keys.begin(), keys.begin() + count, keys.end());
-  for (int64_t i = 0; i < count; ++i) high[ids[keys[i] & 0xFFFFFFFFU]] = 1;
+  s.ranks.resize(ids.size());
+  uint32_t lo = 0xFFFFFFFFU, hi = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t r = rank_key(entropy[i]);
+    s.ranks[i] = r, lo = std::min(lo, r), hi = std::max(hi, r);
+  }
+  int shift = 0;
+  while (((hi - lo) >> shift) >= kRankBuckets) ++shift;
+  s.counts.assign(kRankBuckets, 0);
+  for (int64_t i = 0; i < n; ++i) ++s.counts[(s.ranks[i] - lo) >> shift];
+  int64_t below = 0;  // keys in the buckets before `cut`
+  uint32_t cut = 0;
+  while (below + s.counts[cut] < count) below += s.counts[cut++];
+  s.keys.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t bucket = (s.ranks[i] - lo) >> shift;
+    if (bucket < cut)
+      high[ids[i]] = 1;
+    else if (bucket == cut)
+      s.keys.push_back((static_cast<uint64_t>(s.ranks[i]) << 32) | static_cast<uint64_t>(i));
+  }
+  const int64_t need = count - below;  // 1..keys.size()
+  if (need < static_cast<int64_t>(s.keys.size()))
+    std::nth_element(s.keys.begin(), s.keys.begin() + need, s.keys.end());
+  for (int64_t j = 0; j < need; ++j) high[ids[s.keys[j] & 0xFFFFFFFFU]] = 1;
 }
 
 std::string bits_text(int centi) {
@@ -461,7 +494,7 @@ void TahQuant::entropy_widths(const float* x, const TahLayout& l, bool* finite,
     if (!tah::entropies(s.at[c].data(), c == 0 ? g : l.tail, static_cast<int64_t>(s.entropy.size()),
                         s.entropy.data()))
       *finite = false;
-    mark_highest(s.ids[c], c == 0 ? l.high_full : l.high_tail, s.entropy, s.keys, high);
+    mark_highest(s.ids[c], c == 0 ? l.high_full : l.high_tail, s.entropy, s.rank, high);
   }
 }
 

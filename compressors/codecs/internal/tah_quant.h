@@ -51,6 +51,13 @@ struct TahLayout {
   int64_t tiles() const { return full_tiles + tail_tiles; }
 };
 
+// The encoder's buffers for the choice of high-width tiles in one class.
+struct TahRankScratch {
+  std::vector<uint32_t> ranks;   // [tiles of the class] rank keys
+  std::vector<uint32_t> counts;  // [buckets] keys per bucket
+  std::vector<uint64_t> keys;    // the cut bucket's (rank, position) keys
+};
+
 class TahQuant : public Codec {
  public:
   explicit TahQuant(TahConfig config);
@@ -82,7 +89,7 @@ class TahQuant : public Codec {
     std::vector<int64_t> ids[2];      // [full, tail]: tile indices
     std::vector<const float*> at[2];  // [full, tail]: their first elements
     std::vector<float> entropy;       // one class's entropies
-    std::vector<uint64_t> keys;       // mark_highest's sort keys
+    TahRankScratch rank;              // the high-width cut's buffers
   };
   WidthScratch scratch_;
 };
