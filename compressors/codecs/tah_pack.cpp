@@ -116,41 +116,41 @@ namespace {
 // Byte picks of the wide loop below: lane j of group k (k < 4) takes the byte
 // holding its field's first bit and, where the field crosses into the next
 // byte, that one too (-1: a zero byte).
-template <int W>
 struct UnpackTables {
   int8_t pick[4][32];
   int32_t shift[8];
-  constexpr UnpackTables() : pick(), shift() {
+  constexpr explicit UnpackTables(int w) : pick(), shift() {
     for (int k = 0; k < 4; ++k)
       for (int half = 0; half < 2; ++half)
         for (int lane = 0; lane < 4; ++lane) {
-          const int j = 4 * half + lane, first = W * k + (W * j) / 8, at = (W * j) % 8;
+          const int j = 4 * half + lane, first = w * k + (w * j) / 8, at = (w * j) % 8;
           int8_t* b = pick[k] + 16 * half + 4 * lane;
           b[0] = static_cast<int8_t>(first);
-          b[1] = static_cast<int8_t>(at + W > 8 ? first + 1 : -1);
+          b[1] = static_cast<int8_t>(at + w > 8 ? first + 1 : -1);
           b[2] = b[3] = -1;
         }
-    for (int j = 0; j < 8; ++j) shift[j] = (W * j) % 8;
+    for (int j = 0; j < 8; ++j) shift[j] = (w * j) % 8;
   }
 };
-template <int W>
-constexpr UnpackTables<W> kUnpack{};
+constexpr UnpackTables kUnpack[] = {UnpackTables(1), UnpackTables(2), UnpackTables(3),
+                                    UnpackTables(4)};  // [W - 1]
 
 // len codes (8 per W bytes) to zero + code * step; `avail` bytes of `in` may
 // be read. Four groups (4W <= 16 bytes) from one 16-byte load while 16 bytes
-// remain, then a group at a time from its own W bytes.
-template <int W>
-__attribute__((target("avx2"))) void dequantize_w(const uint8_t* in, int64_t len, int64_t avail,
-                                                  float zero, float step, float* out) {
-  const __m256i shifts = _mm256_setr_epi32(0, W, 2 * W, 3 * W, 4 * W, 5 * W, 6 * W, 7 * W);
-  const __m256i mask = _mm256_set1_epi32((1 << W) - 1);
+// remain, then a group at a time from its own W bytes. Inlined with W a
+// constant (dequantize_w) or as data (dequantize_any).
+__attribute__((target("avx2"), always_inline)) inline void dequantize_body(
+    const uint8_t* in, int64_t len, int64_t avail, float zero, float step, float* out, int w) {
+  const __m256i shifts =
+      _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(w));
+  const __m256i mask = _mm256_set1_epi32((1 << w) - 1);
   const __m256 vz = _mm256_set1_ps(zero), vs = _mm256_set1_ps(step);
-  const UnpackTables<W>& t = kUnpack<W>;
+  const UnpackTables& t = kUnpack[w - 1];
   const __m256i byte_shifts = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.shift));
   int64_t g = 0;
-  for (; 8 * (g + 4) <= len && W * g + 16 <= avail; g += 4) {
+  for (; 8 * (g + 4) <= len && w * g + 16 <= avail; g += 4) {
     const __m256i bytes =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + W * g)));
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + w * g)));
     for (int k = 0; k < 4; ++k) {
       const __m256i picked = _mm256_shuffle_epi8(
           bytes, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.pick[k])));
@@ -162,11 +162,20 @@ __attribute__((target("avx2"))) void dequantize_w(const uint8_t* in, int64_t len
   }
   for (; g < len / 8; ++g) {
     uint32_t acc = 0;  // W byte loads: never past the group's last byte
-    for (int k = 0; k < W; ++k) acc |= static_cast<uint32_t>(in[W * g + k]) << (8 * k);
+    for (int k = 0; k < w; ++k) acc |= static_cast<uint32_t>(in[w * g + k]) << (8 * k);
     const __m256i c =
         _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(acc)), shifts), mask);
     _mm256_storeu_ps(out + 8 * g, _mm256_add_ps(vz, _mm256_mul_ps(_mm256_cvtepi32_ps(c), vs)));
   }
+}
+template <int W>
+__attribute__((target("avx2"))) void dequantize_w(const uint8_t* in, int64_t len, int64_t avail,
+                                                  float zero, float step, float* out) {
+  dequantize_body(in, len, avail, zero, step, out, W);
+}
+__attribute__((target("avx2"))) void dequantize_any(const uint8_t* in, int64_t len, int64_t avail,
+                                                    float zero, float step, float* out, int bits) {
+  dequantize_body(in, len, avail, zero, step, out, bits);
 }
 }  // namespace
 #endif
@@ -217,6 +226,13 @@ constexpr DequantizeGroups kUnpackByWidth[] = {nullptr};
 
 DequantizeGroups dequantize_groups_avx2_for(int bits) {
   return by_width(kUnpackByWidth, bits);
+}
+
+DequantizeAny dequantize_any_avx2() {
+#ifdef TAH_F16C
+  if (avx2_allowed()) return dequantize_any;
+#endif
+  return nullptr;
 }
 
 }  // namespace slowpipe::compressors::tah

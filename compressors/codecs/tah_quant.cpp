@@ -412,6 +412,16 @@ void mark_highest(const std::vector<int64_t>& ids, int64_t count, const std::vec
   for (int64_t j = 0; j < need; ++j) high[ids[s.keys[j] & 0xFFFFFFFFU]] = 1;
 }
 
+// A width map must mark the layout's counts of high-width tiles (DataError).
+void check_width_map(const uint8_t* header, const uint8_t* end, const TahLayout& l,
+                     const std::string& spec) {
+  const auto [high_full, high_tail] = count_high(header, end, l);
+  if (high_full != l.high_full || high_tail != l.high_tail)
+    throw DataError("message for '" + spec + "': the width map marks " + std::to_string(high_full) +
+                    " + " + std::to_string(high_tail) + " high-width tiles, expected " +
+                    std::to_string(l.high_full) + " + " + std::to_string(l.high_tail));
+}
+
 std::string bits_text(int centi) {
   std::string s = std::to_string(centi / 100);
   const int frac = centi % 100;
@@ -553,13 +563,7 @@ void TahQuant::decode_payload(const uint8_t* p, const Shape& shape, float* out) 
   DecodeScratch& scratch = decode_scratch();
   fixed_widths(l, scratch.spread);
   const uint8_t* const spread = scratch.spread.data();
-  if (l.width_map) {  // the width map must hold the layout's counts
-    const auto [high_full, high_tail] = count_high(header, p + sec.total, l);
-    if (high_full != l.high_full || high_tail != l.high_tail)
-      bad("the width map marks " + std::to_string(high_full) + " + " + std::to_string(high_tail) +
-          " high-width tiles, expected " + std::to_string(l.high_full) + " + " +
-          std::to_string(l.high_tail));
-  }
+  if (l.width_map) check_width_map(header, p + sec.total, l, spec());
   // Every tile's zero point and step first (F16C, 8 tiles at a time).
   scratch.zeros.resize(static_cast<size_t>(l.tiles()));
   scratch.steps.resize(scratch.zeros.size());
@@ -569,6 +573,10 @@ void TahQuant::decode_payload(const uint8_t* p, const Shape& shape, float* out) 
   const uint8_t* end = p + sec.total;
   const tah::DequantizeGroups unpack[2] = {tah::dequantize_groups_avx2_for(l.low_bits),
                                            tah::dequantize_groups_avx2_for(l.high_bits)};
+  // Two widths in data order (a width map): one kernel for both, so that no
+  // branch or call follows a tile's width.
+  const tah::DequantizeAny any =
+      l.width_map && l.high_bits <= 4 ? tah::dequantize_any_avx2() : nullptr;
   uint64_t pos = 0;
   for (int64_t tok = 0, t = 0, full_index = 0; tok < l.tokens; ++tok)
     for (int64_t j = 0; j < per_token; ++j, ++t) {
@@ -576,13 +584,16 @@ void TahQuant::decode_payload(const uint8_t* p, const Shape& shape, float* out) 
       const int64_t len = full ? g : l.tail;
       const bool high =
           l.width_map ? get_field(header, end, static_cast<uint64_t>(t), 1) != 0 : spread[t] != 0;
-      const int bits = high ? l.high_bits : l.low_bits;
+      const int bits = l.low_bits + static_cast<int>(high) * (l.high_bits - l.low_bits);
       const float zero = zeros[t], step = steps[t];
       if (!std::isfinite(zero) || !std::isfinite(step) || step < 0.0F)
         bad("tile " + std::to_string(t) + " has a non-finite zero point or a bad step");
       float* v = out + tok * l.channels + j * g;
       const uint8_t* in = stream + pos / 8;
-      if (pos % 8 == 0 && len % 8 == 0 && unpack[high])
+      const bool whole_groups = pos % 8 == 0 && len % 8 == 0;
+      if (whole_groups && any)
+        any(in, len, end - in, zero, step, v, bits);
+      else if (whole_groups && unpack[high])
         unpack[high](in, len, end - in, zero, step, v);
       else
         dequantize_tile(stream, pos, len, bits, zero, step, v);

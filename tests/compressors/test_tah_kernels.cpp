@@ -254,7 +254,7 @@ TEST_CASE("TAH-Quant: the pivot search finds the first largest magnitude") {
   REQUIRE(found == 6 * 200);
 }
 
-TEST_CASE("TAH-Quant: the AVX2 unpacking gives the naive loop's values") {
+TEST_CASE("TAH-Quant: the AVX2 unpacking, one width or any, gives the naive loop's values") {
   std::mt19937 rng(37);
   std::uniform_int_distribution<int> byte(0, 255);
   int64_t ran = 0;
@@ -282,10 +282,17 @@ TEST_CASE("TAH-Quant: the AVX2 unpacking gives the naive loop's values") {
         unpack(in.data(), len, avail, zero, step, got.data());
         ++ran;
         REQUIRE(got == want);
+        // The kernel for any width (a fractional budget's), its width as data.
+        std::vector<float> any(want.size(), NAN);
+        const tah::DequantizeAny unpack_any = tah::dequantize_any_avx2();
+        REQUIRE(unpack_any != nullptr);
+        unpack_any(in.data(), len, avail, zero, step, any.data(), bits);
+        ++ran;
+        REQUIRE(any == want);
       }
     }
   if (sc::simd::level() >= sc::simd::Level::kAvx2)
-    REQUIRE(ran == 4 * 7 * 2);
+    REQUIRE(ran == 2 * 4 * 7 * 2);
   else
     WARN("no AVX2 here (or SLOWPIPE_SIMD caps it): the unpacking was not run");
 }

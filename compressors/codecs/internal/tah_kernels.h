@@ -90,5 +90,12 @@ void widen_scales(const uint8_t* scales, int64_t n, float* zero, float* step);
 using DequantizeGroups = void (*)(const uint8_t* in, int64_t len, int64_t avail, float zero,
                                   float step, float* out);
 DequantizeGroups dequantize_groups_avx2_for(int bits);
+// The same for any W in 1..4, given per call: one kernel for the tiles of
+// both widths of a fractional budget, so that a tile's width steers no branch
+// and no call (the widths of neighbouring tiles follow the data); null where
+// this CPU lacks AVX2.
+using DequantizeAny = void (*)(const uint8_t* in, int64_t len, int64_t avail, float zero,
+                               float step, float* out, int bits);
+DequantizeAny dequantize_any_avx2();
 
 }  // namespace slowpipe::compressors::tah
