@@ -49,10 +49,6 @@ namespace sb = slowpipe::bench;
 
 namespace {
 
-// Start window of the 10,000-flow case, tuned so that about 1,500 flows are
-// in flight at the peak (the size of the scenario).
-constexpr double kWindowPer10kFlows_s = 55;
-
 uint64_t wire_bytes(const slowpipe::compressors::ChannelSpec& spec_,
                     const std::vector<int64_t>& shape) {
   const std::string& spec = spec_.text();
@@ -196,24 +192,11 @@ BENCHMARK_CAPTURE(BM_ReplayReplicas, folded, true)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ReplayReplicas, full, false)->Arg(10)->Arg(100)->Unit(benchmark::kMillisecond);
 
-// The scaling cases: 16 hosts, 18 links; the start window grows with the flow
-// count (the same arrival rate), but some links are overloaded, so their
-// backlog keeps growing: 1,513 flows in flight at the peak with 10k flows,
-// 13,533 with 100k.
-sb::ScenarioGenConfig scale_case(int flows) {
-  sb::ScenarioGenConfig c;
-  c.seed = 20261123;
-  c.hosts = 16;
-  c.links = 18;
-  c.flows = flows;
-  c.window_s = kWindowPer10kFlows_s * flows / 10000.0;
-  return c;
-}
-
 const sb::GeneratedScenario& generated(int flows) {
   static std::map<int, sb::GeneratedScenario> cache;
   auto it = cache.find(flows);
-  if (it == cache.end()) it = cache.emplace(flows, sb::generate_scenario(scale_case(flows))).first;
+  if (it == cache.end())
+    it = cache.emplace(flows, sb::generate_scenario(sb::scale_case(flows))).first;
   return it->second;
 }
 

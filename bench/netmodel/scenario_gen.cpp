@@ -93,6 +93,17 @@ std::vector<int> random_route(const Graph& g, int from, int to, SplitMix64& rng)
 
 }  // namespace
 
+ScenarioGenConfig scale_case(int flows) {
+  constexpr double kWindowPer10kFlows_s = 55;
+  ScenarioGenConfig c;
+  c.seed = 20261123;
+  c.hosts = 16;
+  c.links = 18;
+  c.flows = flows;
+  c.window_s = kWindowPer10kFlows_s * flows / 10000.0;
+  return c;
+}
+
 GeneratedScenario generate_scenario(const ScenarioGenConfig& c) {
   SplitMix64 rng(c.seed);
   const Graph g = random_graph(c.hosts, c.links, rng);

@@ -48,6 +48,14 @@ struct GeneratedScenario {
 
 GeneratedScenario generate_scenario(const ScenarioGenConfig& config);
 
+// The scaling cases of bench_netmodel and bench/host-check.sh: 16 hosts, 18
+// links, seed 20261123; the start window grows with the flow count (the same
+// arrival rate, 55 s per 10,000 flows, so that about 1,500 flows are in
+// flight at the peak with 10,000), but some links are overloaded, so their
+// backlog keeps growing: 1,513 flows in flight at the peak with 10k flows,
+// 13,533 with 100k.
+ScenarioGenConfig scale_case(int flows);
+
 // Writes `scenario` as a `slowpipe netsim` JSON file (numbers in bit/s,
 // seconds and bytes, printed to round trip).
 void write_scenario_json(const netmodel::Scenario& scenario, std::ostream& os);
