@@ -535,31 +535,36 @@ namespace {
 
 #ifdef TAH_F16C
 // One butterfly stage inside each vector: lanes with bit w clear get x + y,
-// the others y' - x' (the partner's value minus their own), as the scalar
-// loop's (v[j], v[j + w]) <- (v[j] + v[j + w], v[j] - v[j + w]).
-__attribute__((target("avx2"))) inline __m256 butterfly(__m256 v, __m256 partner, int odd_lanes) {
-  const __m256 sum = _mm256_add_ps(v, partner), diff = _mm256_sub_ps(partner, v);
-  switch (odd_lanes) {  // immediate blend masks
-    case 0xAA:
-      return _mm256_blend_ps(sum, diff, 0xAA);
-    case 0xCC:
-      return _mm256_blend_ps(sum, diff, 0xCC);
-    default:
-      return _mm256_blend_ps(sum, diff, 0xF0);
-  }
+// the others x' - y' (their partner's value minus their own), as the scalar
+// loop's (v[j], v[j + w]) <- (v[j] + v[j + w], v[j] - v[j + w]). Computed as
+// partner + v with the sign of the second lanes flipped (`odd`: -0 there, +0
+// elsewhere): a sum is commutative and x - y is x + (-y), exactly, so these
+// are the same floats, in one addition and one xor instead of two and a blend.
+__attribute__((target("avx2"))) inline __m256 butterfly(__m256 v, __m256 partner, __m256 odd) {
+  return _mm256_add_ps(partner, _mm256_xor_ps(v, odd));
+}
+// The sign masks of the three stages inside a vector (w = 1, 2, 4).
+struct OddLanes {
+  __m256 w1, w2, w4;
+};
+__attribute__((target("avx2"))) inline OddLanes odd_lanes() {
+  const float m = -0.0F;
+  return {_mm256_setr_ps(0, m, 0, m, 0, m, 0, m), _mm256_setr_ps(0, 0, m, m, 0, 0, m, m),
+          _mm256_setr_ps(0, 0, 0, 0, m, m, m, m)};
+}
+__attribute__((target("avx2"))) inline __m256 stages_in_vector(__m256 y, const OddLanes& o) {
+  y = butterfly(y, _mm256_permute_ps(y, 0xB1), o.w1);
+  y = butterfly(y, _mm256_permute_ps(y, 0x4E), o.w2);
+  return butterfly(y, _mm256_permute2f128_ps(y, y, 1), o.w4);
 }
 // hadamard_avx2 for g = 8 N, N a power of two up to 8: the tile held in N
 // registers from load to store (the same operations on the same pairs).
 template <int N>
 __attribute__((target("avx2"))) void hadamard_regs_avx2(float* v, float scale) {
   __m256 x[N];
+  const OddLanes o = odd_lanes();
 #pragma GCC unroll 8
-  for (int i = 0; i < N; ++i) {
-    __m256 y = _mm256_loadu_ps(v + 8 * i);
-    y = butterfly(y, _mm256_permute_ps(y, 0xB1), 0xAA);
-    y = butterfly(y, _mm256_permute_ps(y, 0x4E), 0xCC);
-    x[i] = butterfly(y, _mm256_permute2f128_ps(y, y, 1), 0xF0);
-  }
+  for (int i = 0; i < N; ++i) x[i] = stages_in_vector(_mm256_loadu_ps(v + 8 * i), o);
 #pragma GCC unroll 4
   for (int h = 1; h < N; h *= 2)  // N / 2 pairs (j, j + h) per stage
 #pragma GCC unroll 4
@@ -589,13 +594,9 @@ __attribute__((target("avx2"))) void hadamard_avx2(float* v, int64_t g, float sc
     default:
       break;
   }
-  for (int64_t i = 0; i < g; i += 8) {
-    __m256 x = _mm256_loadu_ps(v + i);
-    x = butterfly(x, _mm256_permute_ps(x, 0xB1), 0xAA);
-    x = butterfly(x, _mm256_permute_ps(x, 0x4E), 0xCC);
-    x = butterfly(x, _mm256_permute2f128_ps(x, x, 1), 0xF0);
-    _mm256_storeu_ps(v + i, x);
-  }
+  const OddLanes o = odd_lanes();
+  for (int64_t i = 0; i < g; i += 8)
+    _mm256_storeu_ps(v + i, stages_in_vector(_mm256_loadu_ps(v + i), o));
   for (int64_t h = 8; h < g; h *= 2)
     for (int64_t i = 0; i < g; i += 2 * h)
       for (int64_t j = i; j < i + h; j += 8) {

@@ -337,6 +337,21 @@ TEST_CASE("TAH-Quant: the Walsh-Hadamard's vector path gives the portable loop's
       INFO("g " << g << " trial " << trial);
       REQUIRE(std::memcmp(vec.data(), port.data(), 4 * x.size()) == 0);
     }
+  // Signed zeros from exact cancellations and from the input: every sum and
+  // difference of equal values, and of +0 and -0 in each order.
+  const std::vector<std::vector<float>> patterns = {
+      {-0.0F}, {0.0F, -0.0F}, {-0.0F, 0.0F, 0.0F, -0.0F},
+      {1.5F},  {1.5F, -1.5F}, {2.0F, 2.0F, -0.0F}};
+  for (int64_t g = 2; g <= 64; g *= 2)
+    for (const std::vector<float>& p : patterns) {
+      std::vector<float> vec(static_cast<size_t>(g));
+      for (size_t i = 0; i < vec.size(); ++i) vec[i] = p[i % p.size()];
+      std::vector<float> port = vec;
+      sc::tah_hadamard(vec.data(), g, true);
+      sc::tah_hadamard(port.data(), g, false);
+      INFO("g " << g << " pattern of " << p.size());
+      REQUIRE(std::memcmp(vec.data(), port.data(), 4 * vec.size()) == 0);
+    }
 }
 
 TEST_CASE("TAH-Quant: the encoder writes every byte of its message, whatever the buffer held") {
