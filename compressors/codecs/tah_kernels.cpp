@@ -118,6 +118,21 @@ __attribute__((target("avx2"))) TileStats tile_stats_avx2(const float* x, int64_
   s.finite = top1 < 0x7F800000U;
   return s;
 }
+// tile_stats_avx2's min and max alone (the same lane updates and tree).
+__attribute__((target("avx2"))) void tile_range_avx2(const float* x, int64_t len, float* lo,
+                                                     float* hi) {
+  __m256 mn = _mm256_set1_ps(x[0]), mx = mn;
+  for (int64_t i = 0; i < len; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    mn = _mm256_min_ps(v, mn);
+    mx = _mm256_max_ps(v, mx);
+  }
+  fold_range(mn, mx, _mm256_permute2f128_ps(mn, mn, 1), _mm256_permute2f128_ps(mx, mx, 1));
+  fold_range(mn, mx, _mm256_permute_ps(mn, 0x4E), _mm256_permute_ps(mx, 0x4E));
+  fold_range(mn, mx, _mm256_permute_ps(mn, 0xB1), _mm256_permute_ps(mx, 0xB1));
+  *lo = _mm256_cvtss_f32(mn) + 0.0F;  // -0 reads as +0, as tile_stats
+  *hi = _mm256_cvtss_f32(mx);
+}
 bool have_avx2() {
   return avx2_allowed();
 }
@@ -163,6 +178,14 @@ TileStats stats_of(const float* x, int64_t len, bool vector) {
 #endif
   (void)vector;
   return tile_stats(x, len);
+}
+
+void range_of(const float* x, int64_t len, float* lo, float* hi) {
+#ifdef TAH_F16C
+  if (len >= 8 && len % 8 == 0 && have_avx2()) return tile_range_avx2(x, len, lo, hi);
+#endif
+  const TileStats s = tile_stats(x, len);
+  *lo = s.lo, *hi = s.hi;
 }
 
 void stats_many(const float* const* x, const int64_t* len, int n, TileStats* out) {

@@ -312,7 +312,7 @@ class TileBatch {
 
  private:
   // A full tile with one dominant element: pivot to position 0, rotated into
-  // this batch's slot (v and s then describe the rotated tile), flagged with
+  // this batch's slot (v, and s's lo and hi, then describe the rotated tile), flagged with
   // its pivot in the header.
   void rotate_if_chosen(int i, const float*& v, TileStats& s) {
     const PivotChoice p = choose_pivot(v, g_, s);
@@ -322,7 +322,7 @@ class TileBatch {
     std::swap(r[0], r[p.index]);
     tah_hadamard(r, g_);
     v = r;
-    s = stats_of(r, g_);
+    tah::range_of(r, g_, &s.lo, &s.hi);  // top1 and top2 are not read again
     const uint64_t at =
         rotation_bits_ + static_cast<uint64_t>(tiles_[i].full_index) * (1 + pivot_bits_);
     put_bits(header_, at, 1, 1);

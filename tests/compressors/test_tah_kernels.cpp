@@ -184,7 +184,8 @@ TEST_CASE("TAH-Quant: entropies of many tiles give each tile's portable float") 
     }
 }
 
-TEST_CASE("TAH-Quant: the statistics of 8 tiles at once equal each tile's portable ones") {
+TEST_CASE(
+    "TAH-Quant: the statistics of 8 tiles at once, and one tile's range, equal the portable ones") {
   // stats_many folds 8 tiles of one length together (AVX2); each statistic
   // must be the portable loop's to the bit: the top two with ties, a max of
   // +0 and -0, all-negative tiles, subnormals; and finite exactly when it is.
@@ -226,6 +227,12 @@ TEST_CASE("TAH-Quant: the statistics of 8 tiles at once equal each tile's portab
         const tah::TileStats want = tah::stats_of(at[t], len, false);
         REQUIRE(got[t].finite == want.finite);
         if (want.finite) REQUIRE(same(got[t], want));
+        if (want.finite) {  // range_of: the same lo and hi to the bit (a rotated tile's grid)
+          float lo = NAN, hi = NAN;
+          tah::range_of(at[t], len, &lo, &hi);
+          REQUIRE(std::memcmp(&lo, &want.lo, 4) == 0);
+          REQUIRE(std::memcmp(&hi, &want.hi, 4) == 0);
+        }
         ++checked;
       }
     }

@@ -32,6 +32,9 @@ struct TileStats {
 };
 // By the fastest path this CPU has (`vector` false: the portable loop).
 TileStats stats_of(const float* x, int64_t len, bool vector = true);
+// stats_of's lo and hi alone, by the fastest path (a rotated tile's grid
+// needs nothing else).
+void range_of(const float* x, int64_t len, float* lo, float* hi);
 // stats_of(x[i], len[i]) into out[i] for i < n, the path chosen once; 8
 // tiles of one length (a multiple of 8) fold their lanes together in AVX2.
 void stats_many(const float* const* x, const int64_t* len, int n, TileStats* out);
