@@ -191,10 +191,12 @@ void range_of(const float* x, int64_t len, float* lo, float* hi) {
 void stats_many(const float* const* x, const int64_t* len, int n, TileStats* out) {
 #ifdef TAH_F16C
   if (have_avx2()) {
-    if (n == 8 && len[0] >= 8 && len[0] % 8 == 0 &&
-        std::all_of(len, len + 8, [&](int64_t v) { return v == len[0]; }))
-      return stats8_avx2(x, len[0], out);
-    for (int i = 0; i < n; ++i)
+    int i = 0;
+    for (; i + 8 <= n && len[i] >= 8 && len[i] % 8 == 0 &&
+           std::all_of(len + i, len + i + 8, [&](int64_t v) { return v == len[i]; });
+         i += 8)
+      stats8_avx2(x + i, len[i], out + i);
+    for (; i < n; ++i)
       out[i] =
           len[i] >= 8 && len[i] % 8 == 0 ? tile_stats_avx2(x[i], len[i]) : tile_stats(x[i], len[i]);
     return;

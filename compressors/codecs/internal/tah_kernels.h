@@ -35,8 +35,9 @@ TileStats stats_of(const float* x, int64_t len, bool vector = true);
 // stats_of's lo and hi alone, by the fastest path (a rotated tile's grid
 // needs nothing else).
 void range_of(const float* x, int64_t len, float* lo, float* hi);
-// stats_of(x[i], len[i]) into out[i] for i < n, the path chosen once; 8
-// tiles of one length (a multiple of 8) fold their lanes together in AVX2.
+// stats_of(x[i], len[i]) into out[i] for i < n, the path chosen once; each
+// group of 8 tiles of one length (a multiple of 8) folds its lanes together
+// in AVX2.
 void stats_many(const float* const* x, const int64_t* len, int n, TileStats* out);
 // The statistics of 8 tiles of `len` elements (a positive multiple of 8) in
 // AVX2, the same as stats_of's (tah_stats8.cpp). x86-64 with GCC/clang only.
