@@ -153,7 +153,9 @@ TEST_CASE("TAH-Quant: entropies of many tiles give each tile's portable float") 
   std::mt19937 rng(41);
   std::normal_distribution<float> normal;
   std::uniform_int_distribution<int> pick(0, 9);
-  for (int64_t len : {3, 8, 64, 200})
+  // Lengths for the portable loop (3), AVX2 only (8, 200: not a multiple of
+  // 16) and the AVX-512 path where the CPU has it (16, 64, 1024).
+  for (int64_t len : {3, 8, 16, 64, 200, 1024})
     for (int64_t n : {0, 1, 3, 4, 5, 11, 64}) {
       std::vector<float> x(static_cast<size_t>(len * n));
       for (size_t i = 0; i < x.size(); ++i) {
