@@ -1,9 +1,9 @@
 // TAH-Quant's per-tile kernels: internal/tah_kernels.h (the packing ones are
-// tah_pack.cpp) and the pieces of internal/tah_quant.h. Reductions run in 8
-// lanes and the entropy's terms branch-free, so the loops vectorize
-// (target_clones); the statistics, grids, entropy and Walsh-Hadamard also have
-// explicit AVX2 paths and the fp16 roundings F16C ones, each with the portable
-// loop's results.
+// tah_pack.cpp, the entropy tah_entropy.cpp) and the pieces of
+// internal/tah_quant.h. Reductions run in 8 lanes, so the loops vectorize
+// (target_clones); the statistics, grids and Walsh-Hadamard also have
+// explicit AVX2 paths and the fp16 roundings F16C ones, each with the
+// portable loop's results.
 #include "compressors/codecs/internal/tah_kernels.h"
 
 #include <c10/util/Half.h>

@@ -1,8 +1,8 @@
 // TAH-Quant's packing kernels (internal/tah_kernels.h): codes quantized and
 // packed 32 at a time, packed codes unpacked and dequantized, and the tiles'
 // fp16 scales widened, in AVX2 (and F16C) with the portable loops' results.
-// Kept apart from tah_kernels.cpp (statistics, roundings, entropy,
-// Walsh-Hadamard) for size.
+// Kept apart from tah_kernels.cpp (statistics, roundings, Walsh-Hadamard)
+// for size.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>

@@ -6,7 +6,8 @@
 // Work is per tile in a local buffer (G <= 1024 floats): one pass computes the
 // entropies (adaptive mode, fractional B only) and picks the high-width tiles,
 // a second rotates, quantizes and packs; the per-tile kernels (statistics,
-// fp16 roundings, entropy, Walsh-Hadamard) are tah_kernels.cpp. A tile that starts on a
+// fp16 roundings, Walsh-Hadamard) are tah_kernels.cpp, the entropy
+// tah_entropy.cpp. A tile that starts on a
 // byte boundary of the code stream with a multiple of 8 elements (every full
 // tile when G >= 8 and C is a multiple of G) is packed 8 codes in W bytes at a
 // time, and unpacked fused with its dequantization; others go bit by bit.

@@ -1,4 +1,5 @@
-// TAH-Quant's per-tile kernels (tah_quant.cpp uses them; tah_kernels.cpp):
+// TAH-Quant's per-tile kernels (tah_quant.cpp uses them; tah_kernels.cpp,
+// tah_entropy.cpp, tah_pack.cpp and tah_stats8.cpp):
 // the tile statistics, the fp16 roundings of the zero point and step, and the
 // public pieces of internal/tah_quant.h (entropy, log2, Walsh-Hadamard). Each
 // fast path (AVX2 statistics, F16C roundings) gives the portable result
@@ -44,8 +45,9 @@ void stats_many(const float* const* x, const int64_t* len, int n, TileStats* out
 void stats8_avx2(const float* const* x, int64_t len, TileStats* out);
 
 // tah_entropy(x[i], len) into out[i] for i < n (internal/tah_quant.h): in
-// AVX2 (len a multiple of 8) four tiles interleaved, each with its own
-// operations in their order, so the same floats. False when some element is
+// AVX2 (len a multiple of 8) or AVX-512 (a multiple of 16) four tiles
+// interleaved, each with its own operations in their order, so the same
+// floats. False when some element is
 // a NaN or an inf (the entropies are then meaningless): the pass over the
 // tiles is also the encoder's check of its input.
 bool entropies(const float* const* x, int64_t len, int64_t n, float* out);
