@@ -20,6 +20,7 @@
 #include <new>
 #include <string>
 
+#include "cli/codec_args.h"
 #include "cli/commands.h"
 #include "cli/handoff.h"
 #include "common/errors.h"
@@ -58,7 +59,7 @@ const Command kCommands[] = {
     {"export", "write a table of a run log as TSV", cli::cmd_export},
     {"codecs", "list codecs and feedback schemes", cli::cmd_codecs},
     {"codec", "inspect one channel spec: bytes, ratio, error, speed",
-     SLOWPIPE_NEEDS_TORCH(cli::cmd_codec)},
+     SLOWPIPE_NEEDS_TORCH(cli::cmd_codec), cli::cmd_codec_preflight},
     {"timing", "what-if step time of a model shape over a sweep of networks", cli::cmd_timing},
     {"clock", "the compute clock against published training throughput (tokens/s per GPU)",
      cli::cmd_clock},

@@ -11,13 +11,9 @@
 #include <string>
 #include <vector>
 
-namespace slowpipe::compressors {
+#include "compressors/codecs/inspection_shape.h"  // check_inspection_shape
 
-// Refuses (UsageError naming --shape) an empty shape, a dimension <= 0, and a
-// tensor over kMaxInspectionElements elements or whose buffers (about 16 bytes
-// per element) exceed half the physical memory, before anything is allocated.
-constexpr int64_t kMaxInspectionElements = int64_t{1} << 31;
-void check_inspection_shape(const std::vector<int64_t>& shape);
+namespace slowpipe::compressors {
 
 // How the timings are taken. Each codec encodes and decodes the tensor
 // `repeat` times (1..1000) and reports its fastest; with `against` (a second

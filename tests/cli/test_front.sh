@@ -62,6 +62,21 @@ for cmd in "--set run.stesp=3" "--bogus-flag" "--set pipeline.microbatches=3" \
     grep -oE 'file=[^ ]+' | torch_libs)
   [ -z "$loaded" ] && ok || bad "slowpipe train $cmd loaded $(echo "$loaded" | head -1) before refusing"
 done
+# `codec` the same: its options, shape, distribution, repeat count and specs
+# are checked by the front (cli/codec_args.h) with slowpipe-torch's message
+# and exit code, before any torch-side library loads.
+for cmd in "--spec zz9" "--spec q4 --shape 0,4" "--spec q4 --dist uniform" "--spec q4 --repeat 0" \
+  "--spec q4 --against q4:row:tensor" "--bogus" "--shape 4"; do
+  read -r -a args <<<"$cmd"
+  front=$("$bin" codec "${args[@]}" 2>&1)
+  front_rc=$?
+  full=$("$torch_bin" codec "${args[@]}" 2>&1)
+  full_rc=$?
+  [ "$front_rc" -eq 2 ] && [ "$front_rc" -eq "$full_rc" ] && [ "$front" = "$full" ] && ok ||
+    bad "codec $cmd: the front gave exit $front_rc '$front', slowpipe-torch exit $full_rc '$full'"
+  loaded=$(LD_DEBUG=files "$bin" codec "${args[@]}" 2>&1 >/dev/null | grep -oE 'file=[^ ]+' | torch_libs)
+  [ -z "$loaded" ] && ok || bad "slowpipe codec $cmd loaded $(echo "$loaded" | head -1) before refusing"
+done
 loaded=$(LD_DEBUG=files "$bin" train "${small[@]}" --set run.steps=0 --out zero.h5 2>&1 >/dev/null |
   grep -oE 'file=[^ ]+' | torch_libs)
 grep -q libtorch <<<"$loaded" && ok || bad "a valid train through the front loaded no libtorch (check the check)"
