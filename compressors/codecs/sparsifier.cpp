@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -71,13 +72,25 @@ void Sparsifier::select_rows(const float* x, const Shape& shape, float* gathered
 void Sparsifier::encode_payload(const float* x, const Shape& shape, uint8_t* out) {
   int64_t rows, m, k;
   geometry(shape, &rows, &m, &k);
-  gathered_.resize(static_cast<size_t>(rows * k));
+  const uint64_t index_bytes =
+      config_.kind == SparseKind::kShared ? 0 : index_section_bytes(rows, m, k);
+  // fp32 values (no value codec) are gathered straight into the message where
+  // it is aligned for floats (always, but for an index section of odd length):
+  // no copy of them after.
+  uint8_t* const values_out = out + index_bytes;
+  const bool in_place =
+      values_->spec() == "none" && reinterpret_cast<uintptr_t>(values_out) % alignof(float) == 0;
+  float* gathered = reinterpret_cast<float*>(values_out);
+  if (!in_place) {
+    gathered_.resize(static_cast<size_t>(rows * k));
+    gathered = gathered_.data();
+  }
   if (config_.kind == SparseKind::kShared) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < k; ++j)
-        gathered_[r * k + j] = x[r * m + selection_.indices[r * k + j]];
+        gathered[r * k + j] = x[r * m + selection_.indices[r * k + j]];
   } else {
-    select_rows(x, shape, gathered_.data());
+    select_rows(x, shape, gathered);
   }
   // Non-finite input is refused. TopK orders magnitudes as integers with NaN
   // above inf above every finite value, so a row holding one keeps it: checking
@@ -86,13 +99,10 @@ void Sparsifier::encode_payload(const float* x, const Shape& shape, uint8_t* out
     int64_t bad = first_non_finite(x, rows * m);
     if (bad >= 0) refuse_non_finite(spec(), x, rows * m, bad);
   }
-  if (first_non_finite(gathered_.data(), rows * k) >= 0) refuse_non_finite(spec(), x, rows * m);
-  uint64_t index_bytes = 0;
-  if (config_.kind != SparseKind::kShared) {
+  if (first_non_finite(gathered, rows * k) >= 0) refuse_non_finite(spec(), x, rows * m);
+  if (config_.kind != SparseKind::kShared)
     encode_indices(selection_.indices.data(), rows, m, k, out);
-    index_bytes = index_section_bytes(rows, m, k);
-  }
-  values_->encode_payload(gathered_.data(), {rows, k}, out + index_bytes);
+  if (!in_place) values_->encode_payload(gathered, {rows, k}, values_out);
 }
 
 namespace {
