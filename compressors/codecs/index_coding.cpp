@@ -90,6 +90,51 @@ __attribute__((target("avx2"))) void ones_avx2(uint8_t* out, uint64_t bytes, uin
   }
   for (; j < count; ++j) set_one(position(j));
 }
+// The low `bits` (1 to 8) bits of each of v[0, count) ORed into the zeroed
+// stream `out` from bit `pos` on; returns the position after them. Eight
+// fields per step, masked and shifted into place in 64-bit lanes and ORed
+// into one group of 8 * bits bits (the scalar loop spends a mask, a shift and
+// an OR per field). Whole words are ORed in as they fill, as in
+// BitWriter::fields.
+__attribute__((target("avx2"))) uint64_t fields_avx2(uint8_t* out, uint64_t pos, const int32_t* v,
+                                                     int64_t count, int bits) {
+  const __m256i mask = _mm256_set1_epi64x((int64_t{1} << bits) - 1);
+  const __m256i shift_lo = _mm256_setr_epi64x(0, bits, 2 * bits, 3 * bits);
+  const __m256i shift_hi = _mm256_add_epi64(shift_lo, _mm256_set1_epi64x(4 * bits));
+  uint64_t acc = 0, word = pos >> 6;
+  int fill = static_cast<int>(pos & 63);
+  const auto put = [&](uint64_t value, int n) {  // n in [1, 64]
+    acc |= value << fill;
+    fill += n;
+    if (fill >= 64) {
+      uint64_t w;
+      std::memcpy(&w, out + 8 * word, 8);
+      w |= acc;
+      std::memcpy(out + 8 * word, &w, 8);
+      ++word;
+      fill -= 64;
+      acc = fill == 0 ? 0 : value >> (n - fill);
+    }
+  };
+  int64_t j = 0;
+  for (; j + 8 <= count; j += 8) {
+    const __m256i lo =
+        _mm256_cvtepu32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + j)));
+    const __m256i hi =
+        _mm256_cvtepu32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + j + 4)));
+    const __m256i a = _mm256_sllv_epi64(_mm256_and_si256(lo, mask), shift_lo);
+    const __m256i b = _mm256_sllv_epi64(_mm256_and_si256(hi, mask), shift_hi);
+    put(or_lanes(_mm256_or_si256(a, b)), 8 * bits);
+  }
+  for (; j < count; ++j)
+    put(static_cast<uint64_t>(static_cast<uint32_t>(v[j])) & ((uint64_t{1} << bits) - 1), bits);
+  const auto n = static_cast<uint64_t>(fill + 7) / 8;  // the partial word's bytes
+  uint64_t w = 0;
+  std::memcpy(&w, out + 8 * word, n);
+  w |= acc;
+  std::memcpy(out + 8 * word, &w, n);
+  return 64 * word + static_cast<uint64_t>(fill);
+}
 #endif
 
 // Writes a bit stream LSB-first into `bytes` zeroed bytes, OR-ing every bit in:
@@ -100,8 +145,17 @@ class BitWriter {
  public:
   BitWriter(uint8_t* out, uint64_t bytes) : out_(out), bytes_(bytes) { std::memset(out, 0, bytes); }
 
-  // The low `bits` bits (1 to 32) of each of v[0, count), in order.
-  SLOWPIPE_INLINE void fields(const int32_t* v, int64_t count, int bits) {
+  // The low `bits` bits (1 to 32) of each of v[0, count), in order; with
+  // `avx2`, 8 at a time where bits <= 8.
+  SLOWPIPE_INLINE void fields(const int32_t* v, int64_t count, int bits, bool avx2) {
+#ifdef SLOWPIPE_ONES_AVX2
+    if (avx2 && bits <= 8) {
+      pos_ = fields_avx2(out_, pos_, v, count, bits);
+      return;
+    }
+#else
+    (void)avx2;
+#endif
     const uint64_t mask = (uint64_t{1} << bits) - 1;
     const int per_word = 64 / bits;  // fields gathered into one put
     uint64_t acc = 0, word = pos_ >> 6;
@@ -438,10 +492,10 @@ SLOWPIPE_CLONES void encode_indices(const int32_t* idx, int64_t rows, int64_t m,
         w.ones_of(row, k, 0, 0, static_cast<uint64_t>(m), avx2);
         break;
       case IndexFormat::kList:
-        w.fields(row, k, c.index_bits);
+        w.fields(row, k, c.index_bits, avx2);
         break;
       case IndexFormat::kEliasFano:
-        if (l > 0) w.fields(row, k, l);
+        if (l > 0) w.fields(row, k, l, avx2);
         w.ones_of(row, k, l, 1, static_cast<uint64_t>(k) + (static_cast<uint64_t>(m) >> l), avx2);
         break;
     }
