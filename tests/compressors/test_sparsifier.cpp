@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -453,6 +454,36 @@ TEST_CASE("TopK codec: message = naive indices + fp32 values; decode scatters th
         for (int64_t i = 0; i < m; ++i)
           REQUIRE(y[r * m + i] == (kept.count(i) ? x[r * m + i] : 0.0F));
       }
+    }
+  }
+}
+
+TEST_CASE("TopK codec: decode writes every output element, whatever the buffer held") {
+  // The zeros come from a fill in vector stores (32-byte ones where AVX2 is
+  // allowed) with a scalar tail: rows off the 16-float grid, a row longer
+  // than the fill's 4096-float block, and fractions that leave long runs of
+  // zeros; the output buffer starts full of NaN, so a missed zero shows.
+  for (const sc::Shape& shape : std::vector<sc::Shape>{{3, 37}, {2, 4111}, {1, 9000}, {5, 16}}) {
+    const int64_t rows = shape[0], m = shape[1], n = rows * m;
+    std::vector<float> x(n);
+    std::mt19937 rng(static_cast<uint32_t>(n));
+    std::normal_distribution<float> normal;
+    for (float& v : x) v = normal(rng);
+    for (const char* spec : {"topk:0.01", "topk:0.1", "topk:0.3", "randk:0.1"}) {
+      auto codec = sc::make_codec(spec, 5);
+      sc::Message msg;
+      codec->encode_raw(x.data(), shape, msg);
+      std::vector<float> y(n, std::numeric_limits<float>::quiet_NaN());
+      codec->decode_raw(msg.data(), msg.size(), shape, y.data());
+      const sc::SparseSelection* sel = codec->last_selection();
+      std::vector<float> want(n, 0.0F);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < sel->k; ++j) {
+          const int64_t i = r * m + sel->indices[r * sel->k + j];
+          want[i] = x[i];
+        }
+      INFO(spec << " rows=" << rows << " m=" << m);
+      REQUIRE(std::memcmp(y.data(), want.data(), 4 * n) == 0);
     }
   }
 }
