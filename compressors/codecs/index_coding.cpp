@@ -44,10 +44,51 @@ __attribute__((target("avx2"))) inline uint64_t or_lanes(__m256i v) {
   const __m128i x = _mm_or_si128(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   return static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_or_si128(x, _mm_unpackhi_epi64(x, x))));
 }
+// The two 64-bit words of the stream that a run of set bits is ORed into,
+// held in registers while the runs stay on them. The word pair moves on by
+// plain stores of the finished word: an OR into memory per run had each run
+// load 16 bytes that half overlapped the last run's store, which the CPU
+// cannot forward (about half of the encoder's samples sat on that store).
+struct WordPair {
+  uint8_t* out;
+  uint64_t word = 0, lo = 0, hi = 0;  // lo, hi: words `word` and `word` + 1
+  bool live = false;
+
+  static uint64_t load(const uint8_t* p) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    return w;
+  }
+  static void store(uint8_t* p, uint64_t w) { std::memcpy(p, &w, 8); }
+  // Writes both words back (the bits already in memory were read in).
+  void flush() {
+    if (!live) return;
+    store(out + 8 * word, lo);
+    store(out + 8 * word + 8, hi);
+    live = false;
+  }
+  // ORs a into word `w` and b into w + 1 (w >= word while live).
+  void add(uint64_t w, uint64_t a, uint64_t b) {
+    if (!live || w > word + 1) {  // rare: a start, or a gap of a word or more
+      flush();
+      word = w;
+      lo = load(out + 8 * w);
+      hi = load(out + 8 * w + 8);
+      live = true;
+    }
+    const uint64_t step = w - word;  // 0 or 1: selects, no branch
+    store(out + 8 * word, lo);       // final when the pair moves on
+    lo = (step != 0 ? hi : lo) | a;
+    hi = (step != 0 ? 0 : hi) | b;
+    word = w;
+  }
+};
+
 // Sets the bits at stream positions base + (row[j] >> l) + j * plus_j for j
 // in [0, count), ascending, 8 at a time where the 8 span at most two 64-bit
-// words that lie inside the stream's `bytes` (each word ORed once per 8); the
-// others one byte OR each. OR is order-free, so the bits are the same.
+// words that lie inside the stream's `bytes` (ORed into a WordPair); the
+// others one byte OR each in memory. OR is order-free, so the bits are the
+// same.
 __attribute__((target("avx2"))) void ones_avx2(uint8_t* out, uint64_t bytes, uint64_t base,
                                                const int32_t* row, int64_t count, int l,
                                                int plus_j) {
@@ -59,11 +100,13 @@ __attribute__((target("avx2"))) void ones_avx2(uint8_t* out, uint64_t bytes, uin
     return base + (static_cast<uint32_t>(row[j]) >> l) + static_cast<uint64_t>(j * plus_j);
   };
   const auto set_one = [&](uint64_t p) { out[p >> 3] |= static_cast<uint8_t>(1U << (p & 7)); };
+  WordPair pair{out};
   int64_t j = 0;
   for (; j + 8 <= count; j += 8) {
     const uint64_t p0 = position(j), word = p0 >> 6;
     const uint64_t p7 = position(j + 7);
     if (p7 - 64 * word >= 128 || 8 * word + 16 > bytes) {
+      pair.flush();
       for (int t = 0; t < 8; ++t) set_one(position(j + t));
       continue;
     }
@@ -80,16 +123,12 @@ __attribute__((target("avx2"))) void ones_avx2(uint8_t* out, uint64_t bytes, uin
     const __m256i a = _mm256_or_si256(_mm256_sllv_epi64(one, r_lo), _mm256_sllv_epi64(one, r_hi));
     const __m256i b = _mm256_or_si256(_mm256_sllv_epi64(one, _mm256_sub_epi64(r_lo, sixty_four)),
                                       _mm256_sllv_epi64(one, _mm256_sub_epi64(r_hi, sixty_four)));
-    uint64_t w0, w1;
-    std::memcpy(&w0, out + 8 * word, 8);
-    std::memcpy(&w1, out + 8 * word + 8, 8);
-    w0 |= or_lanes(a);
-    w1 |= or_lanes(b);
-    std::memcpy(out + 8 * word, &w0, 8);
-    std::memcpy(out + 8 * word + 8, &w1, 8);
+    pair.add(word, or_lanes(a), or_lanes(b));
   }
+  pair.flush();
   for (; j < count; ++j) set_one(position(j));
 }
+
 // The low `bits` (1 to 8) bits of each of v[0, count) ORed into the zeroed
 // stream `out` from bit `pos` on; returns the position after them. Eight
 // fields per step, masked and shifted into place in 64-bit lanes and ORed
