@@ -269,18 +269,27 @@ SLOWPIPE_AVX2 int64_t filter_avx2(const Kept& kept, uint32_t t, int64_t& ties, i
   const __m256i vt = _mm256_set1_epi32(static_cast<int>(std::min(t, 0x7FFFFFFFU)));
   const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
   int64_t w = 0, j = 0;
-  for (; j + 8 <= kept.n; j += 8) {
-    const __m256i raw = load8(kept.raw + j);
-    const __m256i u = _mm256_and_si256(raw, abs_mask);
-    const int gt = lane_mask(_mm256_cmpgt_epi32(u, vt));
-    const int eq = lane_mask(_mm256_cmpeq_epi32(u, vt));
-    if ((eq && ties > 0) || w + 8 > k) {  // rare: ties to settle in order, or the last stores
-      w += filter_scalar(kept, j, j + 8, t, ties, out + w, values ? values + w : nullptr);
-    } else {
-      const __m256i perm = pack_permutation(gt);
-      store8(out + w, _mm256_permutevar8x32_epi32(load8(kept.idx + j), perm));
-      if (values) store8(values + w, _mm256_permutevar8x32_epi32(raw, perm));
-      w += __builtin_popcount(gt);
+  // Four groups of 8 per step, their compares first (as collect_avx2).
+  constexpr int kGroups = 4;
+  for (; j + 8 * kGroups <= kept.n; j += 8 * kGroups) {
+    __m256i raw[kGroups];
+    int gt[kGroups], eq = 0;
+    for (int h = 0; h < kGroups; ++h) {
+      raw[h] = load8(kept.raw + j + 8 * h);
+      const __m256i u = _mm256_and_si256(raw[h], abs_mask);
+      gt[h] = lane_mask(_mm256_cmpgt_epi32(u, vt));
+      eq |= lane_mask(_mm256_cmpeq_epi32(u, vt));
+    }
+    // Rare: ties to settle in order, or the last stores.
+    if ((eq && ties > 0) || w + 8 * kGroups > k) {
+      w += filter_scalar(kept, j, j + 8 * kGroups, t, ties, out + w, values ? values + w : nullptr);
+      continue;
+    }
+    for (int h = 0; h < kGroups; ++h) {
+      const __m256i perm = pack_permutation(gt[h]);
+      store8(out + w, _mm256_permutevar8x32_epi32(load8(kept.idx + j + 8 * h), perm));
+      if (values) store8(values + w, _mm256_permutevar8x32_epi32(raw[h], perm));
+      w += __builtin_popcount(gt[h]);
     }
   }
   return w + filter_scalar(kept, j, kept.n, t, ties, out + w, values ? values + w : nullptr);
