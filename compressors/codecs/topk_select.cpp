@@ -296,6 +296,31 @@ SLOWPIPE_AVX2 int64_t filter_avx2(const Kept& kept, uint32_t t, int64_t& ties, i
 }
 #endif
 
+#ifdef SLOWPIPE_HAVE_SIMD_SWEEP
+// The values of a[0, n) in histogram bin `bin` ((a[i] - lo) >> shift ==
+// bin), in order, appended to out[*w...]: 8 compares and one packed store
+// per step instead of a branch per value (about a third of select()'s own
+// time at K = 10%). Returns how far it went (a multiple of 8); the caller
+// does the rest. Writes stay inside out[0, n).
+SLOWPIPE_AVX2 int64_t bin_avx2(const uint32_t* a, int64_t n, uint32_t lo, int shift, uint32_t bin,
+                               uint32_t* out, int64_t* w) {
+  const __m256i vlo = _mm256_set1_epi32(static_cast<int>(lo));
+  const __m256i vbin = _mm256_set1_epi32(static_cast<int>(bin));
+  const __m128i count = _mm_cvtsi32_si128(shift);
+  int64_t i = 0, o = *w;  // o <= i: each store ends by i + 8 <= n
+  for (; i + 8 <= n; i += 8) {
+    const __m256i v = load8(a + i);
+    const __m256i in_bin =
+        _mm256_cmpeq_epi32(_mm256_srl_epi32(_mm256_sub_epi32(v, vlo), count), vbin);
+    const int mask = lane_mask(in_bin);
+    store8(out + o, _mm256_permutevar8x32_epi32(v, pack_permutation(mask)));
+    o += __builtin_popcount(mask);
+  }
+  *w = o;
+  return i;
+}
+#endif
+
 // Sweep 2 on `isa`'s path: indices > t, and the first `ties` at t, in order;
 // *with_values: whether it wrote their values too (the AVX2 filter and the
 // AVX-512 emit do).
@@ -353,7 +378,9 @@ class RankFinder {
     for (int64_t i = 0; i < n_; ++i) ++counts_[(a_[i] - lo_) >> shift_];
     binned_ = true;
   }
-  Ranked rank(int64_t r) {
+  // `avx2`: the rank's bin copied out 8 at a time (the same values in the
+  // same order: the same result).
+  Ranked rank(int64_t r, bool avx2 = false) {
     if (lo_ == hi_) return {lo_, 0};
     int64_t above = 0, w = 0;
     if (!binned_) {
@@ -362,7 +389,11 @@ class RankFinder {
     } else {
       auto b = static_cast<int64_t>((hi_ - lo_) >> shift_);
       for (; b > 0 && above + counts_[b] <= r; --b) above += counts_[b];
-      for (int64_t i = 0; i < n_; ++i)
+      int64_t i = 0;
+#ifdef SLOWPIPE_HAVE_SIMD_SWEEP
+      if (avx2) i = bin_avx2(a_, n_, lo_, shift_, static_cast<uint32_t>(b), scratch_, &w);
+#endif
+      for (; i < n_; ++i)
         if (static_cast<int64_t>((a_[i] - lo_) >> shift_) == b) scratch_[w++] = a_[i];
     }
     const int64_t rr = r - above;
@@ -509,7 +540,8 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out, fl
   uint32_t t = hi;
   int64_t ties = 0;
   if (need > 0) {
-    Ranked ranked = RankFinder(cmag, nc, lo, hi, mags_.data(), counts_).rank(need - 1);
+    Ranked ranked = RankFinder(cmag, nc, lo, hi, mags_.data(), counts_)
+                        .rank(need - 1, isa != Sweeps::kPortable);
     t = ranked.value;
     ties = need - ranked.greater;
   }
