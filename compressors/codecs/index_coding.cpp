@@ -421,47 +421,76 @@ __attribute__((target("avx2,popcnt"))) int64_t word_high_parts_avx2(uint64_t w, 
 }
 #endif
 
-// The high parts of an Elias-Fano row: the unary code in [hi, hi_end), its
-// j-th set bit at offset p giving h_j = p - hi - j, into row[j] = h_j << l |
-// low[j]. Returns the number of set bits, or k + 1 when there are more than k
-// (nothing written past row[k - 1]). One index per set bit, as
+// Elias-Fano rows are decoded a chunk of about kChunk indices at a time: the
+// chunk's low parts, then the unary code's words until the chunk is full,
+// then the chunk's order checked, all while in L1. (Whole rows at a time
+// wrote 650 KB of low parts and 650 KB of indices for GPT-2 XL at 10%, more
+// than the L2, then read both back.) The low parts' scratch holds a chunk,
+// a word's indices and the 8 lanes the AVX2 high parts may read past them.
+constexpr int64_t kChunk = 1024;
+constexpr int64_t kChunkRoom = kChunk + 64 + 8;
+
+// The set bits of word w (at stream bit `bit0`) of the unary code starting
+// at `hi` -> row[j, ...), j the set bits before it; the j-th gives h_j = p -
+// hi - j and row[j] = h_j << l | low[j - j0]. One index per set bit, as
 // count-trailing-zeros finds them, or with `avx2` a byte of the code at a
-// time where a whole word's indices and 8 more fit below k.
-SLOWPIPE_INLINE int64_t decode_high_parts(const Stream& in, uint64_t hi, uint64_t hi_end, int64_t k,
-                                          int l, const uint32_t* low, uint32_t* row, bool avx2) {
-  return scan_words(in, hi, hi_end, k, [&](uint64_t w, uint64_t bit0, int64_t j) {
-    const auto word_base = static_cast<uint32_t>(bit0 - hi);  // p - hi at the word's bit 0
+// time where the word's indices and 8 more fit in `room` (low's entries from
+// j0). Returns j plus the word's set bits.
+SLOWPIPE_INLINE int64_t word_high_parts(uint64_t w, uint64_t bit0, uint64_t hi, int64_t j,
+                                        int64_t j0, int64_t room, int l, const uint32_t* low,
+                                        uint32_t* row, bool avx2) {
+  const auto word_base = static_cast<uint32_t>(bit0 - hi);  // p - hi at the word's bit 0
 #ifdef SLOWPIPE_HIGH_PARTS_AVX2
-    if (avx2 && j + __builtin_popcountll(w) + 8 <= k)
-      return word_high_parts_avx2(w, word_base, j, l, low, row);
+  if (avx2 && j - j0 + __builtin_popcountll(w) + 8 <= room)  // chunk-relative j: the same h
+    return j0 +
+           word_high_parts_avx2(w, word_base - static_cast<uint32_t>(j0), j - j0, l, low, row + j0);
 #else
-    (void)avx2;
+  (void)avx2, (void)room;
 #endif
-    for (; w != 0; w &= w - 1, ++j)
-      row[j] = (word_base + static_cast<uint32_t>(__builtin_ctzll(w)) - static_cast<uint32_t>(j))
-                   << l |
-               low[j];
-    return j;
-  });
+  for (; w != 0; w &= w - 1, ++j)
+    row[j] = (word_base + static_cast<uint32_t>(__builtin_ctzll(w)) - static_cast<uint32_t>(j))
+                 << l |
+             low[j - j0];
+  return j;
 }
 
-// One Elias-Fano row at `pos`: k low fields of l bits (into `low`, k entries
-// of scratch), then the unary high parts in k + (m >> l) bits -> row[0, k).
-// The j-th set bit of the high part, at offset p, gives h_j = p - j (never
-// negative: offsets strictly ascend). 32-bit arithmetic is exact: h < k +
-// (m >> l) and k 2^l <= m, so h 2^l + low < 2 m < 2^32, even in a corrupt
-// message.
+// One Elias-Fano row at `pos`: k low fields of l bits, then the unary high
+// parts in k + (m >> l) bits -> row[0, k); `low`: min(k, kChunkRoom) entries
+// of scratch. The j-th set bit of the high part, at offset p, gives h_j = p -
+// j (never negative: offsets strictly ascend). 32-bit arithmetic is exact: h
+// < k + (m >> l) and k 2^l <= m, so h 2^l + low < 2 m < 2^32, even in a
+// corrupt message. Errors as the whole-row decoders: too many set bits as
+// soon as seen, then too few, then the order and the bound.
 SLOWPIPE_INLINE RowError decode_elias_fano_row(const Stream& in, uint64_t pos, int64_t m, int64_t k,
                                                int l, uint32_t* low, uint32_t* row, bool avx2) {
   const uint64_t hi = pos + static_cast<uint64_t>(k) * l;
   const uint64_t hi_end = hi + static_cast<uint64_t>(k) + (static_cast<uint64_t>(m) >> l);
-  if (l > 0)
-    read_fields(in, pos, k, l, low);
-  else
-    std::fill(low, low + k, 0U);
-  const int64_t n = decode_high_parts(in, hi, hi_end, k, l, low, row, avx2);
-  if (n != k) return n > k ? RowError::kTooMany : RowError::kTooFew;
-  return ascending_below(row, k, m) ? RowError::kNone : RowError::kBadIndex;
+  const uint64_t last = (hi_end - 1) >> 6;
+  uint64_t wi = hi >> 6;
+  uint64_t w = in.load(8 * wi) & (~uint64_t{0} << (hi & 63));
+  uint32_t bad = 0;
+  int64_t j = 0;
+  for (bool done = false; !done;) {
+    const int64_t j0 = j, room = std::min(kChunkRoom, k - j0);
+    if (l > 0)
+      read_fields(in, pos + static_cast<uint64_t>(j0) * l, room, l, low);
+    else
+      std::fill(low, low + room, 0U);
+    while (j - j0 < kChunk) {
+      if (wi == last) w &= ~uint64_t{0} >> (63 - ((hi_end - 1) & 63));
+      if (j + __builtin_popcountll(w) > k) return RowError::kTooMany;
+      j = word_high_parts(w, wi << 6, hi, j, j0, room, l, low, row, avx2);
+      if (wi == last) {
+        done = true;
+        break;
+      }
+      w = in.load(8 * ++wi);
+    }
+    for (int64_t i = std::max<int64_t>(j0, 1); i < j; ++i)  // joined to the last chunk
+      bad |= static_cast<uint32_t>(row[i] <= row[i - 1]);
+  }
+  if (j != k) return RowError::kTooFew;
+  return bad == 0 && row[k - 1] < static_cast<uint64_t>(m) ? RowError::kNone : RowError::kBadIndex;
 }
 
 }  // namespace
@@ -547,11 +576,11 @@ SLOWPIPE_CLONES void decode_indices(const uint8_t* in, int64_t rows, int64_t m, 
   const uint64_t bytes = index_section_bytes(rows, c);
   if (bytes == 0) return;
   const Stream stream(in, bytes);
-  // Elias-Fano's low parts, kept per thread (a row of GPT-2 XL's activation
-  // at 10% is 650 KB: made anew at each call it would fault fresh pages in).
+  // Elias-Fano's low parts, a chunk of them, kept per thread.
   thread_local std::vector<uint32_t> low_parts;
-  if (c.format == IndexFormat::kEliasFano && low_parts.size() < static_cast<size_t>(k))
-    low_parts.resize(static_cast<size_t>(k));
+  const auto low_size = static_cast<size_t>(std::min(k, kChunkRoom));
+  if (c.format == IndexFormat::kEliasFano && low_parts.size() < low_size)
+    low_parts.resize(low_size);
   uint32_t* const low = low_parts.data();
   const bool avx2 = vector && simd::level() >= simd::Level::kAvx2;
   for (int64_t r = 0; r < rows; ++r) {

@@ -421,6 +421,50 @@ TEST_CASE(
   fails(flip(flip(good, 3), 6));  // the low parts of 8 and 9 (bits 3, 6) swapped: 9, 8
 }
 
+TEST_CASE("Index coding: Elias-Fano order checked across the decoder's chunks of 1024") {
+  // Two indices in one bucket (the same high part) at j = b - 1 and b, their
+  // low parts swapped in the message: out of order at every b around the
+  // decoder's first two chunk joins (a chunk ends on the first word of the
+  // unary code that takes it to 1024 indices or more), and elsewhere.
+  const int64_t m = 40960, k = 4096;  // Elias-Fano, l = 3
+  const sc::IndexCoding coding = sc::index_coding(m, k);
+  REQUIRE(coding.format == sc::IndexFormat::kEliasFano);
+  REQUIRE(coding.low_bits == 3);
+  std::vector<int64_t> positions = {1, 3000, 4095};
+  for (int64_t b = 1015; b < 1110; ++b) positions.push_back(b);
+  for (int64_t b = 2040; b < 2200; ++b) positions.push_back(b);
+  int64_t split = 0;  // pairs whose two unary bits lie in two words
+  for (int64_t b : positions)
+    // Every bucket h that keeps the row ascending around j = b - 1, b.
+    for (auto h = static_cast<int32_t>((10 * b - 21) / 8 + 1); 8 * h + 2 < 10 * (b + 1); ++h) {
+      std::vector<int32_t> idx(k);
+      for (int64_t j = 0; j < k; ++j) idx[j] = static_cast<int32_t>(10 * j);
+      idx[b - 1] = 8 * h + 1;
+      idx[b] = 8 * h + 2;
+      split += (h + b) % 64 == 0;  // b's unary bit opens a word
+      std::vector<uint8_t> bytes(sc::index_section_bytes(1, m, k));
+      sc::encode_indices(idx.data(), 1, m, k, bytes.data());
+      const auto flip = [&] {  // low parts 1 <-> 2
+        for (int64_t bit : {3 * (b - 1), 3 * (b - 1) + 1, 3 * b, 3 * b + 1})
+          bytes[bit / 8] ^= static_cast<uint8_t>(1U << (bit % 8));
+      };
+      flip();
+      INFO("b=" << b << " h=" << h);
+      std::vector<std::vector<int32_t>> naive_rows;
+      REQUIRE_FALSE(sc::naive::decode_index_section(bytes, 1, m, k, naive_rows));
+      std::vector<int32_t> back(k);
+      for (bool vector : {true, false})
+        REQUIRE_THROWS_AS(sc::decode_indices(bytes.data(), 1, m, k, coding, back.data(), vector),
+                          slowpipe::DataError);
+      flip();  // back in order
+      for (bool vector : {true, false}) {
+        sc::decode_indices(bytes.data(), 1, m, k, coding, back.data(), vector);
+        REQUIRE(back == idx);
+      }
+    }
+  REQUIRE(split >= 4);
+}
+
 TEST_CASE("TopK codec: message = naive indices + fp32 values; decode scatters them") {
   for (const sc::Shape& shape : std::vector<sc::Shape>{{4, 10}, {2, 3, 700}, {3, 5000}, {1, 9}}) {
     int64_t rows = shape[0], n = 1;
