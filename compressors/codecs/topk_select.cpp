@@ -322,6 +322,20 @@ SLOWPIPE_AVX2 int64_t bin_avx2(const uint32_t* a, int64_t n, uint32_t lo, int sh
 }
 #endif
 
+// Sweep 1 on `isa`'s path: the count of sure ones (> hi) returned, the
+// candidates ([lo, hi]) into cmag[nc...); the SIMD sweeps also fill `kept`.
+int64_t sweep_one(TopkSelector::Sweeps isa, const float* x, int64_t m, uint32_t lo, uint32_t hi,
+                  uint32_t* cmag, int64_t& nc, Kept& kept) {
+  using Sweeps = TopkSelector::Sweeps;
+#ifdef SLOWPIPE_HAVE_SIMD_SWEEP
+  if (isa == Sweeps::kAvx512) return collect_avx512(x, m, lo, hi, cmag, nc, kept);
+  if (isa == Sweeps::kAvx2) return collect_avx2(x, m, lo, hi, cmag, nc, kept);
+#else
+  (void)isa, (void)kept;
+#endif
+  return count_and_collect_scalar(x, 0, m, lo, hi, cmag, nc);
+}
+
 // Sweep 2 on `isa`'s path: indices > t, and the first `ties` at t, in order;
 // *with_values: whether it wrote their values too (the AVX2 filter and the
 // AVX-512 emit do).
@@ -521,14 +535,7 @@ void TopkSelector::select(const float* x, int64_t m, int64_t k, int32_t* out, fl
     kept_raw_.resize(m + 16);
     kept = Kept{kept_idx_.data(), kept_raw_.data()};
   }
-#ifdef SLOWPIPE_HAVE_SIMD_SWEEP
-  if (isa == Sweeps::kAvx512)
-    ns = collect_avx512(x, m, lo, hi, cmag, nc, kept);
-  else if (isa == Sweeps::kAvx2)
-    ns = collect_avx2(x, m, lo, hi, cmag, nc, kept);
-  else
-#endif
-    ns = count_and_collect_scalar(x, 0, m, lo, hi, cmag, nc);
+  ns = sweep_one(isa, x, m, lo, hi, cmag, nc, kept);
   if (ns > k || ns + nc < k) {
     ++fallbacks_;
     select_exact(x, m, k, out);
