@@ -503,10 +503,10 @@ TEST_CASE("TopK codec: message = naive indices + fp32 values; decode scatters th
 }
 
 TEST_CASE("TopK codec: decode writes every output element, whatever the buffer held") {
-  // The zeros come from a fill in vector stores (32-byte ones where AVX2 is
-  // allowed) with a scalar tail: rows off the 16-float grid, a row longer
-  // than the fill's 4096-float block, and fractions that leave long runs of
-  // zeros; the output buffer starts full of NaN, so a missed zero shows.
+  // The zeros come from a fill in 16-byte vector stores with a scalar tail,
+  // block by block (1024 floats): rows off the 16-float grid, rows longer
+  // than a block, and fractions that leave long runs of zeros; the output
+  // buffer starts full of NaN, so a missed zero shows.
   for (const sc::Shape& shape : std::vector<sc::Shape>{{3, 37}, {2, 4111}, {1, 9000}, {5, 16}}) {
     const int64_t rows = shape[0], m = shape[1], n = rows * m;
     std::vector<float> x(n);
