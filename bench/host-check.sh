@@ -15,8 +15,10 @@
 #      exit 1 (after the report) where it is not;
 #   5. with --build: bench/build/build-time.sh (a fresh clone's clean build)
 #      and a fresh clone's `make test`, wall time each.
-# One command per measurement at a time, pinned to the last core; nothing
-# else should run (the report records the load average before each part).
+# One command per measurement at a time, pinned to one core (the last, or
+# HOST_CHECK_CORE=N); nothing else should run (the report records the load
+# average before each part, and the core). On a shared VM one core can be
+# slow for minutes while the other is not: rerun on the other to be sure.
 #   bench/host-check.sh [--quick] [--build] [BUILD_DIR] [OUT_DIR]
 #     (defaults: build, results/host-check)
 # --quick: N = 1 and no bench_compressors (checks that the script runs).
@@ -51,7 +53,11 @@ declare -A want_sha=(
 cmake --build "$build" --target slowpipe slowpipe-torch bench_compressors netsim_scenario >/dev/null
 mkdir -p "$out"
 report="$out/report.md"
-core=$(( $(nproc) - 1 ))
+core="${HOST_CHECK_CORE:-$(( $(nproc) - 1 ))}"
+if ! [[ "$core" =~ ^[0-9]+$ ]] || [ "$core" -ge "$(nproc)" ]; then
+  echo "host-check: HOST_CHECK_CORE='$core' is not a core of this machine (0..$(( $(nproc) - 1 )))" >&2
+  exit 2
+fi
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 has_flag() { grep -m1 '^flags' /proc/cpuinfo | grep -qw "$1"; }
 
@@ -62,7 +68,7 @@ has_flag() { grep -m1 '^flags' /proc/cpuinfo | grep -qw "$1"; }
   printf -- '- flags:'
   for f in avx2 fma f16c bmi2 avx512f avx512bw avx512vl; do has_flag "$f" && printf ' %s' "$f"; done
   echo
-  echo "- load average at the start: $(load)"
+  echo "- load average at the start: $(load); every measurement pinned to core $core"
 } >"$report"
 
 isas=(default)
