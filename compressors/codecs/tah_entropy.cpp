@@ -11,15 +11,8 @@
 #include "compressors/codecs/internal/quant_simd.h"
 #include "compressors/codecs/internal/tah_kernels.h"
 #include "compressors/codecs/internal/tah_quant.h"
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TAH_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define TAH_CLONES
-#endif
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define TAH_F16C 1
+#include "compressors/codecs/internal/tah_simd.h"
+#ifdef TAH_F16C
 // GCC 12 warns about the deliberately undefined upper halves inside the
 // AVX-512 intrinsics (_mm512_castps256_ps512 and the like).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"

@@ -17,16 +17,7 @@
 
 #include "compressors/codecs/internal/quant_simd.h"
 #include "compressors/codecs/internal/tah_quant.h"
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TAH_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define TAH_CLONES
-#endif
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define TAH_F16C 1
-#endif
+#include "compressors/codecs/internal/tah_simd.h"
 
 namespace slowpipe::compressors {
 namespace tah {

@@ -8,11 +8,7 @@
 #include <cstring>
 
 #include "compressors/codecs/internal/tah_kernels.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define TAH_F16C 1
-#endif
+#include "compressors/codecs/internal/tah_simd.h"
 
 namespace slowpipe::compressors::tah {
 
