@@ -314,7 +314,6 @@ std::string ShapedModel::describe_json() const {
 
 }  // namespace
 
-// DEVICE[:mode=M][:dtype=D][:attn=flash|materialised]
 namespace {
 
 // speed=F: a positive, finite number, all of the value.
@@ -331,6 +330,7 @@ double parse_speed(const std::string& value, const std::string& key, const std::
 
 }  // namespace
 
+// DEVICE[:mode=M][:dtype=D][:attn=flash|materialised][:autocast=on|off][:speed=F]
 void parse_shaped_spec(const std::string& arg, const std::string& key, ComputeSpec& spec) {
   if (arg.empty()) {
     throw UsageError("bad value for '" + key + "': '" + spec.text +
